@@ -1,0 +1,28 @@
+//! The Tessera namespace store.
+//!
+//! Directories, files, extended attributes and quotas, kept in RocksDB. This
+//! is the only crate that knows RocksDB. Every mutation is one atomic
+//! `WriteBatch` that carries the namespace change *and* the quota counters
+//! it affects; mutations are serialised by one writer lock, readers run in
+//! parallel straight against RocksDB. The key layout and record formats are
+//! specified in `docs/meta-schema.md`.
+
+mod error;
+mod keys;
+mod quota;
+mod read;
+mod records;
+mod recount;
+mod store;
+mod txn;
+mod write;
+
+pub use error::MetaError;
+pub use quota::{QuotaEntry, QuotaKind, QuotaNodeReport, QuotaTarget, Reservation};
+pub use records::{Checksum, EntryKind, Inode};
+pub use recount::{CheckReport, QuotaUsage};
+pub use store::{Durability, MetaOptions, MetaStore, NsStats, ROOT_INO};
+pub use write::{CommitWrite, RenameFlags, SetAttr};
+
+/// Version of the on-disk schema (column families and key layout).
+pub const SCHEMA_VERSION: u32 = 1;

@@ -1,0 +1,262 @@
+//! Read paths: resolution, stat, listing, xattrs. Readers never take the
+//! writer lock; each point read sees committed state.
+
+use crate::error::MetaError;
+use crate::keys::*;
+use crate::records::*;
+use crate::store::{MetaStore, NsStats, ROOT_INO};
+use crate::txn::{Cf, Txn};
+use rocksdb::DB;
+use tessera_types::NsPath;
+
+/// Point reads, from committed state or through a transaction's overlay.
+pub(crate) trait Get {
+    fn get_raw(&self, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>, MetaError>;
+    fn db(&self) -> &DB;
+}
+
+pub(crate) struct DbGet<'a>(pub &'a DB);
+
+impl Get for DbGet<'_> {
+    fn get_raw(&self, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>, MetaError> {
+        let h = self.0.cf_handle(cf.name()).expect("cf exists");
+        Ok(self.0.get_cf(h, key)?)
+    }
+    fn db(&self) -> &DB {
+        self.0
+    }
+}
+
+impl Get for Txn<'_> {
+    fn get_raw(&self, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>, MetaError> {
+        self.get(cf, key)
+    }
+    fn db(&self) -> &DB {
+        self.db_ref()
+    }
+}
+
+pub(crate) fn inode<G: Get>(g: &G, ino: u64) -> Result<Option<Inode>, MetaError> {
+    match g.get_raw(Cf::Inode, &ino_key(ino))? {
+        Some(raw) => Ok(Some(decode_inode(ino, &raw)?)),
+        None => Ok(None),
+    }
+}
+
+pub(crate) fn must_inode<G: Get>(g: &G, ino: u64) -> Result<Inode, MetaError> {
+    inode(g, ino)?.ok_or_else(|| crate::error::corrupt(format!("inode {ino}"), "missing"))
+}
+
+pub(crate) fn lookup<G: Get>(
+    g: &G,
+    parent: u64,
+    name: &[u8],
+) -> Result<Option<(EntryKind, u64)>, MetaError> {
+    match g.get_raw(Cf::Dentry, &dentry_key(parent, name))? {
+        Some(raw) => Ok(Some(decode_dentry(&raw)?)),
+        None => Ok(None),
+    }
+}
+
+/// Walk `path` from the root.
+pub(crate) fn resolve<G: Get>(g: &G, path: &NsPath) -> Result<Inode, MetaError> {
+    let mut ino = ROOT_INO;
+    let mut kind = EntryKind::Directory;
+    for name in path.components() {
+        if kind != EntryKind::Directory {
+            return Err(MetaError::NotADirectory(path.display()));
+        }
+        match lookup(g, ino, name)? {
+            Some((k, i)) => {
+                kind = k;
+                ino = i;
+            }
+            None => return Err(MetaError::NotFound(path.display())),
+        }
+    }
+    must_inode(g, ino)
+}
+
+/// Resolve the parent of `path` (which must be a directory) and return it
+/// with the last name; the root has no parent.
+pub(crate) fn resolve_parent<'p, G: Get>(
+    g: &G,
+    path: &'p NsPath,
+) -> Result<(Inode, &'p [u8]), MetaError> {
+    let (parent, name) = path
+        .split_last()
+        .ok_or_else(|| MetaError::Busy("the root cannot be changed this way".into()))?;
+    let dir = resolve(g, &parent)?;
+    if !dir.is_dir() {
+        return Err(MetaError::NotADirectory(parent.display()));
+    }
+    Ok((dir, name))
+}
+
+/// Up to `limit` entries of directory `dir`, in name (byte) order, strictly
+/// after `after`.
+pub(crate) fn list_children<G: Get>(
+    g: &G,
+    dir: u64,
+    after: Option<&[u8]>,
+    limit: usize,
+) -> Result<Vec<Inode>, MetaError> {
+    let db = g.db();
+    let h = db.cf_handle(CF_DENTRY).expect("cf exists");
+    let start = dentry_key(dir, after.unwrap_or(b""));
+    let mut ro = rocksdb::ReadOptions::default();
+    ro.set_iterate_upper_bound(prefix_end(dir));
+    let it = db.iterator_cf_opt(
+        h,
+        ro,
+        rocksdb::IteratorMode::From(&start, rocksdb::Direction::Forward),
+    );
+    let mut inos = Vec::new();
+    for item in it {
+        let (k, v) = item?;
+        if after.is_some() && *k == *start {
+            continue;
+        }
+        let (_, ino) = decode_dentry(&v)?;
+        inos.push(ino);
+        if inos.len() >= limit {
+            break;
+        }
+    }
+    let hi = db.cf_handle(CF_INODE).expect("cf exists");
+    let keys: Vec<_> = inos.iter().map(|i| (hi, ino_key(*i))).collect();
+    let mut out = Vec::with_capacity(inos.len());
+    for (ino, r) in inos.iter().zip(db.multi_get_cf(keys)) {
+        let raw = r?.ok_or_else(|| crate::error::corrupt(format!("inode {ino}"), "missing"))?;
+        out.push(decode_inode(*ino, &raw)?);
+    }
+    Ok(out)
+}
+
+/// The path of an inode, by walking parents.
+pub(crate) fn path_of<G: Get>(g: &G, mut ino: u64) -> Result<NsPath, MetaError> {
+    let mut names: Vec<Vec<u8>> = Vec::new();
+    while ino != ROOT_INO {
+        let i = must_inode(g, ino)?;
+        names.push(i.name);
+        ino = i.parent;
+        if names.len() > tessera_types::MAX_PATH_LEN {
+            return Err(crate::error::corrupt("tree", "parent chain too long (cycle?)"));
+        }
+    }
+    let mut raw = Vec::new();
+    for n in names.iter().rev() {
+        raw.push(b'/');
+        raw.extend_from_slice(n);
+    }
+    Ok(NsPath::parse(raw)?)
+}
+
+/// True if `anc` is `ino` or one of its ancestors.
+pub(crate) fn is_ancestor<G: Get>(g: &G, anc: u64, mut ino: u64) -> Result<bool, MetaError> {
+    let mut steps = 0usize;
+    loop {
+        if ino == anc {
+            return Ok(true);
+        }
+        if ino == ROOT_INO {
+            return Ok(false);
+        }
+        ino = must_inode(g, ino)?.parent;
+        steps += 1;
+        if steps > tessera_types::MAX_PATH_LEN {
+            return Err(crate::error::corrupt("tree", "parent chain too long (cycle?)"));
+        }
+    }
+}
+
+impl MetaStore {
+    pub fn stat(&self, path: &NsPath) -> Result<Inode, MetaError> {
+        resolve(&DbGet(&self.db), path)
+    }
+
+    pub fn stat_ino(&self, ino: u64) -> Result<Inode, MetaError> {
+        inode(&DbGet(&self.db), ino)?.ok_or_else(|| MetaError::NotFound(format!("inode {ino}")))
+    }
+
+    pub fn path_of(&self, ino: u64) -> Result<NsPath, MetaError> {
+        path_of(&DbGet(&self.db), ino)
+    }
+
+    /// One page of a directory listing: up to `limit` entries after `after`
+    /// in byte order of names. Pass the last name of a page to get the next.
+    pub fn list(
+        &self,
+        path: &NsPath,
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<Inode>, MetaError> {
+        let g = DbGet(&self.db);
+        let dir = resolve(&g, path)?;
+        if !dir.is_dir() {
+            return Err(MetaError::NotADirectory(path.display()));
+        }
+        list_children(&g, dir.ino, after, limit.max(1))
+    }
+
+    pub fn xattr_get(&self, path: &NsPath, name: &[u8]) -> Result<Vec<u8>, MetaError> {
+        let g = DbGet(&self.db);
+        let i = resolve(&g, path)?;
+        match g.get_raw(Cf::Xattr, &xattr_key(i.ino, name))? {
+            Some(raw) => decode_xattr(&raw),
+            None => Err(MetaError::NotFound(format!(
+                "no attribute {} on {}",
+                String::from_utf8_lossy(name),
+                path.display()
+            ))),
+        }
+    }
+
+    pub fn xattr_list(&self, path: &NsPath) -> Result<Vec<(Vec<u8>, Vec<u8>)>, MetaError> {
+        let g = DbGet(&self.db);
+        let i = resolve(&g, path)?;
+        xattrs_of(&self.db, i.ino)
+    }
+
+    /// Namespace size from the project records (cheap: one record per node).
+    pub fn ns_stats(&self) -> Result<NsStats, MetaError> {
+        let h = self.db.cf_handle(CF_QUOTA).expect("cf exists");
+        let mut s = NsStats::default();
+        let mut last_node = None;
+        for item in self.db.iterator_cf(h, rocksdb::IteratorMode::Start) {
+            let (k, v) = item?;
+            let Some((node, code, _)) = split_quota_key(&k) else {
+                continue;
+            };
+            if last_node != Some(node) {
+                s.quota_nodes += 1;
+                last_node = Some(node);
+            }
+            if code == b'p' {
+                let r = decode_quota(&v)?;
+                s.inodes += r.used_inodes;
+                s.bytes += r.used_bytes;
+            }
+        }
+        s.open_reservations = self.lock().reservations.len() as u64;
+        Ok(s)
+    }
+}
+
+pub(crate) fn xattrs_of(db: &DB, ino: u64) -> Result<Vec<(Vec<u8>, Vec<u8>)>, MetaError> {
+    let h = db.cf_handle(CF_XATTR).expect("cf exists");
+    let mut ro = rocksdb::ReadOptions::default();
+    ro.set_iterate_upper_bound(prefix_end(ino));
+    let it = db.iterator_cf_opt(
+        h,
+        ro,
+        rocksdb::IteratorMode::From(&ino_key(ino), rocksdb::Direction::Forward),
+    );
+    let mut out = Vec::new();
+    for item in it {
+        let (k, v) = item?;
+        let (_, name) = split_prefixed(&k).ok_or_else(|| crate::error::corrupt("xattr", "key"))?;
+        out.push((name.to_vec(), decode_xattr(&v)?));
+    }
+    Ok(out)
+}

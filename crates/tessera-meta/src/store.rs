@@ -1,0 +1,220 @@
+//! Opening the database, the writer lock and durable commits.
+
+use crate::error::MetaError;
+use crate::keys::*;
+use crate::quota::{QuotaTarget, Reservation};
+use crate::records::*;
+use crate::txn::Txn;
+use rocksdb::{ColumnFamilyDescriptor, Options, WriteOptions, DB};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The root directory's inode number.
+pub const ROOT_INO: u64 = 1;
+
+/// When a mutation is acknowledged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// After the write-ahead log is fsynced (group commit: concurrent writers
+    /// share one fsync). Survives a machine crash.
+    Sync,
+    /// After the write-ahead log is written to the OS. Survives a process
+    /// crash (`kill -9`), not a power loss.
+    Buffered,
+}
+
+#[derive(Debug, Clone)]
+pub struct MetaOptions {
+    pub durability: Durability,
+    /// Owner and mode of `/`, used only when a new namespace is created.
+    pub root_uid: u32,
+    pub root_gid: u32,
+    pub root_mode: u32,
+    /// RocksDB block cache in bytes.
+    pub block_cache_bytes: usize,
+    /// Largest subtree a directory rename across quota nodes (or a new quota
+    /// node) may re-account; larger ones are refused with EXDEV.
+    pub max_reaccount_entries: u64,
+}
+
+impl Default for MetaOptions {
+    fn default() -> Self {
+        MetaOptions {
+            durability: Durability::Sync,
+            root_uid: 0,
+            root_gid: 0,
+            root_mode: 0o755,
+            block_cache_bytes: 256 << 20,
+            max_reaccount_entries: 5_000_000,
+        }
+    }
+}
+
+/// State only writers touch; guarded by the writer lock.
+pub(crate) struct WriterState {
+    pub next_ino: u64,
+    /// Persisted bound: no inode number at or above it was handed out.
+    pub ino_ceiling: u64,
+    pub next_resv: u64,
+    pub reservations: HashMap<u64, Reservation>,
+    /// Sum of open reservations per quota record: (bytes, inodes).
+    pub reserved: HashMap<(u64, QuotaTarget), (u64, u64)>,
+}
+
+/// Counts for metrics, from the per-node project records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NsStats {
+    /// Files and directories, the root excluded.
+    pub inodes: u64,
+    pub bytes: u64,
+    pub quota_nodes: u64,
+    pub open_reservations: u64,
+}
+
+pub struct MetaStore {
+    pub(crate) db: DB,
+    pub(crate) writer: Mutex<WriterState>,
+    pub(crate) opts: MetaOptions,
+    synced_seq: Mutex<u64>,
+}
+
+pub(crate) fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+impl MetaStore {
+    /// Open (or create) the namespace under `dir`. Cost does not depend on
+    /// the namespace size: nothing is loaded into memory.
+    pub fn open(dir: &Path, opts: MetaOptions) -> Result<MetaStore, MetaError> {
+        let mut db_opts = Options::default();
+        db_opts.create_if_missing(true);
+        db_opts.create_missing_column_families(true);
+        db_opts.set_max_background_jobs(2);
+        db_opts.set_bytes_per_sync(1 << 20);
+        let mut block = rocksdb::BlockBasedOptions::default();
+        let cache = rocksdb::Cache::new_lru_cache(opts.block_cache_bytes)?;
+        block.set_block_cache(&cache);
+        block.set_bloom_filter(10.0, false);
+        block.set_cache_index_and_filter_blocks(true);
+        let mut cf_opts = Options::default();
+        cf_opts.set_block_based_table_factory(&block);
+        cf_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
+        let cfs = [CF_META, CF_INODE, CF_DENTRY, CF_XATTR, CF_QUOTA]
+            .iter()
+            .map(|n| ColumnFamilyDescriptor::new(*n, cf_opts.clone()))
+            .collect::<Vec<_>>();
+        let db = DB::open_cf_descriptors(&db_opts, dir, cfs)?;
+
+        let schema = db.get(META_SCHEMA)?;
+        let next_ino = match schema {
+            None => {
+                let mut batch = rocksdb::WriteBatch::default();
+                let now = now_ns();
+                let root = Inode {
+                    ino: ROOT_INO,
+                    kind: EntryKind::Directory,
+                    parent: ROOT_INO,
+                    name: Vec::new(),
+                    uid: opts.root_uid,
+                    gid: opts.root_gid,
+                    mode: opts.root_mode & 0o7777,
+                    ctime_ns: now,
+                    mtime_ns: now,
+                    size: 0,
+                    checksum: None,
+                    layout: Vec::new(),
+                    quota_node: true,
+                    nchildren: 0,
+                };
+                let cf_inode = db.cf_handle(CF_INODE).expect("opened with this cf");
+                batch.put_cf(cf_inode, ino_key(ROOT_INO), encode_inode(&root));
+                batch.put(META_NEXT_INO, encode_u64(ROOT_INO + 1));
+                batch.put(META_SCHEMA, encode_u64(crate::SCHEMA_VERSION as u64));
+                let mut wo = WriteOptions::default();
+                wo.set_sync(true);
+                db.write_opt(batch, &wo)?;
+                ROOT_INO + 1
+            }
+            Some(raw) => {
+                let v = decode_u64("schema_version", &raw)?;
+                if v != crate::SCHEMA_VERSION as u64 {
+                    return Err(MetaError::Version {
+                        what: "schema".into(),
+                        version: v as u8,
+                        max: crate::SCHEMA_VERSION as u8,
+                    });
+                }
+                let raw = db
+                    .get(META_NEXT_INO)?
+                    .ok_or_else(|| crate::error::corrupt("next_ino", "missing"))?;
+                decode_u64("next_ino", &raw)?
+            }
+        };
+        Ok(MetaStore {
+            db,
+            writer: Mutex::new(WriterState {
+                next_ino,
+                ino_ceiling: next_ino,
+                next_resv: 1,
+                reservations: HashMap::new(),
+                reserved: HashMap::new(),
+            }),
+            opts,
+            synced_seq: Mutex::new(0),
+        })
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, WriterState> {
+        // A panic while holding the lock cannot leave a half-applied batch
+        // (batches are atomic), so a poisoned lock is safe to take over.
+        self.writer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn txn(&self) -> Txn<'_> {
+        Txn::new(&self.db)
+    }
+
+    /// Apply a transaction atomically, then wait for durability (outside the
+    /// writer lock when the caller drops it first; see `finish`).
+    pub(crate) fn commit(&self, txn: Txn<'_>, st: &WriterState) -> Result<u64, MetaError> {
+        let mut batch = txn.into_batch();
+        batch.put(META_NEXT_INO, encode_u64(st.ino_ceiling));
+        self.db.write_opt(batch, &WriteOptions::default())?;
+        Ok(self.db.latest_sequence_number())
+    }
+
+    /// Make everything up to `seq` durable according to the options. Many
+    /// writers waiting here share one fsync (group commit).
+    pub(crate) fn make_durable(&self, seq: u64) -> Result<(), MetaError> {
+        if self.opts.durability == Durability::Buffered {
+            return Ok(());
+        }
+        let mut synced = self.synced_seq.lock().unwrap_or_else(|p| p.into_inner());
+        if *synced >= seq {
+            return Ok(());
+        }
+        let upto = self.db.latest_sequence_number();
+        self.db.flush_wal(true)?;
+        *synced = upto;
+        Ok(())
+    }
+
+    /// Flush memtables (used at clean shutdown so the next boot replays no WAL).
+    pub fn flush(&self) -> Result<(), MetaError> {
+        for cf in [CF_META, CF_INODE, CF_DENTRY, CF_XATTR, CF_QUOTA] {
+            if let Some(h) = self.db.cf_handle(cf) {
+                self.db.flush_cf(h)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn options(&self) -> &MetaOptions {
+        &self.opts
+    }
+}

@@ -1,0 +1,645 @@
+//! Mutations. Each one takes the writer lock, builds one transaction
+//! (namespace change + quota usage), commits it atomically, drops the lock
+//! and only then waits for durability, so concurrent writers share fsyncs.
+
+use crate::error::MetaError;
+use crate::keys::*;
+use crate::quota::{self, Deltas, Reservation};
+use crate::read::{self, lookup, must_inode, resolve, resolve_parent};
+use crate::records::*;
+use crate::store::{now_ns, MetaStore, WriterState, ROOT_INO};
+use crate::txn::{Cf, Txn};
+use tessera_types::{Identity, NsPath};
+
+const W: u32 = 2;
+const X: u32 = 1;
+/// Largest xattr value.
+pub const MAX_XATTR_VALUE: usize = 64 * 1024;
+/// How many inode numbers are handed out per persisted allocation step.
+const INO_BLOCK: u64 = 1024;
+
+/// What the data layer reports when a write completes.
+#[derive(Debug, Clone, Default)]
+pub struct CommitWrite {
+    pub size: u64,
+    pub checksum: Option<Checksum>,
+    pub layout: Vec<u8>,
+    pub mtime_ns: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RenameFlags {
+    /// Fail with EEXIST instead of replacing an existing destination.
+    pub no_replace: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SetAttr {
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub mode: Option<u32>,
+    pub mtime_ns: Option<i64>,
+}
+
+/// POSIX mode-bit check (root passes). Token scopes and ACLs are evaluated
+/// by the core service before it calls the store.
+pub(crate) fn may(who: &Identity, i: &Inode, want: u32) -> bool {
+    if who.is_root() {
+        return true;
+    }
+    let bits = if who.uid == i.uid {
+        (i.mode >> 6) & 7
+    } else if who.in_group(i.gid) {
+        (i.mode >> 3) & 7
+    } else {
+        i.mode & 7
+    };
+    bits & want == want
+}
+
+fn need(who: &Identity, i: &Inode, want: u32, what: &str) -> Result<(), MetaError> {
+    if may(who, i, want) {
+        Ok(())
+    } else {
+        Err(MetaError::PermissionDenied(format!(
+            "{} may not {what} (uid {} gid {}, mode {:o})",
+            who.name, i.uid, i.gid, i.mode
+        )))
+    }
+}
+
+fn alloc_ino(st: &mut WriterState) -> u64 {
+    let ino = st.next_ino;
+    st.next_ino += 1;
+    if st.next_ino > st.ino_ceiling {
+        st.ino_ceiling = st.next_ino + INO_BLOCK;
+    }
+    ino
+}
+
+fn delete_entry(txn: &mut Txn<'_>, parent: u64, victim: &Inode) -> Result<(), MetaError> {
+    txn.delete_dentry(parent, &victim.name);
+    txn.delete_inode(victim.ino);
+    for k in txn.committed_xattr_keys(victim.ino)? {
+        txn.delete(Cf::Xattr, &k);
+    }
+    Ok(())
+}
+
+/// Drop a (childless) quota node's records when its directory goes away.
+fn drop_node_records(
+    store: &MetaStore,
+    txn: &mut Txn<'_>,
+    st: &WriterState,
+    dir: &Inode,
+) -> Result<(), MetaError> {
+    if !dir.quota_node {
+        return Ok(());
+    }
+    if st.reservations.values().any(|r| r.node == dir.ino) {
+        return Err(MetaError::Busy("writes in progress in this quota node".into()));
+    }
+    for (k, _) in store.node_record_keys(dir.ino)? {
+        txn.delete(Cf::Quota, &k);
+    }
+    Ok(())
+}
+
+impl MetaStore {
+    fn finish(&self, seq: u64) -> Result<(), MetaError> {
+        self.make_durable(seq)
+    }
+
+    /// Create a directory; with `parents`, create missing ancestors and
+    /// accept an existing directory (like `mkdir -p`).
+    pub fn mkdir(
+        &self,
+        path: &NsPath,
+        who: &Identity,
+        mode: u32,
+        parents: bool,
+    ) -> Result<Inode, MetaError> {
+        let (seq, out) = {
+            let mut st = self.lock();
+            let mut txn = self.txn();
+            let comps: Vec<&[u8]> = path.components().collect();
+            if comps.is_empty() {
+                return if parents {
+                    must_inode(&txn, ROOT_INO)
+                } else {
+                    Err(MetaError::AlreadyExists("/".into()))
+                };
+            }
+            let mut cur = must_inode(&txn, ROOT_INO)?;
+            let mut inherited: Option<Vec<(Vec<u8>, Vec<u8>)>> = None;
+            let mut deltas = Deltas::default();
+            let now = now_ns();
+            let mut created = false;
+            for (idx, name) in comps.iter().enumerate() {
+                let last = idx + 1 == comps.len();
+                match lookup(&txn, cur.ino, name)? {
+                    Some((EntryKind::Directory, ino)) => {
+                        if last && !parents {
+                            return Err(MetaError::AlreadyExists(path.display()));
+                        }
+                        cur = must_inode(&txn, ino)?;
+                    }
+                    Some((EntryKind::File, _)) => {
+                        return Err(if last {
+                            MetaError::AlreadyExists(path.display())
+                        } else {
+                            MetaError::NotADirectory(path.display())
+                        });
+                    }
+                    None => {
+                        if !last && !parents {
+                            return Err(MetaError::NotFound(format!(
+                                "parent of {} does not exist",
+                                path.display()
+                            )));
+                        }
+                        NsPath::validate_name(name)?;
+                        need(who, &cur, W | X, "create entries here")?;
+                        let attrs = match &inherited {
+                            Some(a) => a.clone(),
+                            None => read::xattrs_of(&self.db, cur.ino)?
+                                .into_iter()
+                                .filter(|(n, _)| n.starts_with(b"sys."))
+                                .collect(),
+                        };
+                        let node = quota::node_of_dir(&txn, cur.ino)?;
+                        deltas.charge(node, who.uid, who.gid, 0, 1);
+                        let dir = Inode {
+                            ino: alloc_ino(&mut st),
+                            kind: EntryKind::Directory,
+                            parent: cur.ino,
+                            name: name.to_vec(),
+                            uid: who.uid,
+                            gid: who.gid,
+                            mode: mode & 0o7777,
+                            ctime_ns: now,
+                            mtime_ns: now,
+                            size: 0,
+                            checksum: None,
+                            layout: Vec::new(),
+                            quota_node: false,
+                            nchildren: 0,
+                        };
+                        cur.nchildren += 1;
+                        cur.mtime_ns = now;
+                        txn.put_inode(&cur);
+                        txn.put_inode(&dir);
+                        txn.put_dentry(cur.ino, name, EntryKind::Directory, dir.ino);
+                        for (n, v) in &attrs {
+                            txn.put(Cf::Xattr, &xattr_key(dir.ino, n), encode_xattr(v));
+                        }
+                        inherited = Some(attrs);
+                        created = true;
+                        cur = dir;
+                    }
+                }
+            }
+            if !created {
+                return Ok(cur);
+            }
+            deltas.apply(&mut txn, &st, true)?;
+            (self.commit(txn, &st)?, cur)
+        };
+        self.finish(seq)?;
+        Ok(out)
+    }
+
+    /// Open a file for writing: check the namespace and permissions, and
+    /// reserve quota (one inode unless replacing, plus `expected_bytes`).
+    /// Nothing is visible until [`MetaStore::commit_write`].
+    pub fn begin_write(
+        &self,
+        path: &NsPath,
+        who: &Identity,
+        mode: u32,
+        overwrite: bool,
+        expected_bytes: u64,
+    ) -> Result<Reservation, MetaError> {
+        let (seq, r) = {
+            let mut st = self.lock();
+            let txn = self.txn();
+            let (dir, name) = resolve_parent(&txn, path)?;
+            NsPath::validate_name(name)?;
+            need(who, &dir, W | X, "create entries here")?;
+            let mut inodes = 1;
+            match lookup(&txn, dir.ino, name)? {
+                Some((EntryKind::Directory, _)) => {
+                    return Err(MetaError::IsADirectory(path.display()))
+                }
+                Some((EntryKind::File, ino)) => {
+                    if !overwrite {
+                        return Err(MetaError::AlreadyExists(path.display()));
+                    }
+                    need(who, &must_inode(&txn, ino)?, W, "overwrite this file")?;
+                    inodes = 0;
+                }
+                None => {}
+            }
+            let node = quota::node_of_dir(&txn, dir.ino)?;
+            let before = st.ino_ceiling;
+            let ino = alloc_ino(&mut st);
+            let r = quota::reserve(
+                &txn,
+                &mut st,
+                Reservation {
+                    id: 0,
+                    ino,
+                    parent: dir.ino,
+                    name: name.to_vec(),
+                    node,
+                    uid: who.uid,
+                    gid: who.gid,
+                    mode: mode & 0o7777,
+                    bytes: expected_bytes,
+                    inodes,
+                    overwrite,
+                },
+            )?;
+            // Persist the inode allocation step so a crash never hands the
+            // same number out twice (stripes are named after it).
+            let seq = if st.ino_ceiling != before {
+                Some(self.commit(self.txn(), &st)?)
+            } else {
+                None
+            };
+            (seq, r)
+        };
+        if let Some(seq) = seq {
+            self.finish(seq)?;
+        }
+        Ok(r)
+    }
+
+    /// Grow an open reservation by `bytes` (a write went past its estimate).
+    pub fn extend_write(&self, id: u64, bytes: u64) -> Result<(), MetaError> {
+        let mut st = self.lock();
+        let txn = self.txn();
+        quota::grow(&txn, &mut st, id, bytes)
+    }
+
+    /// Make a written file visible: one atomic step that adds (or replaces)
+    /// the entry, records size/checksum/layout and settles the reservation.
+    /// Returns the new inode and the one it replaced, if any.
+    pub fn commit_write(
+        &self,
+        id: u64,
+        c: CommitWrite,
+    ) -> Result<(Inode, Option<Inode>), MetaError> {
+        let (seq, out) = {
+            let mut st = self.lock();
+            let Some(r) = quota::release(&mut st, id) else {
+                return Err(MetaError::NotFound(format!("no write in progress with id {id}")));
+            };
+            let mut txn = self.txn();
+            let mut dir = match read::inode(&txn, r.parent)? {
+                Some(d) if d.is_dir() => d,
+                _ => {
+                    return Err(MetaError::NotFound(
+                        "the directory was removed during the write".into(),
+                    ))
+                }
+            };
+            let node = quota::node_of_dir(&txn, dir.ino)?;
+            let mut deltas = Deltas::default();
+            let now = now_ns();
+            let replaced = match lookup(&txn, dir.ino, &r.name)? {
+                Some((EntryKind::Directory, _)) => {
+                    return Err(MetaError::IsADirectory(
+                        String::from_utf8_lossy(&r.name).into_owned(),
+                    ))
+                }
+                Some((EntryKind::File, ino)) => {
+                    if !r.overwrite {
+                        return Err(MetaError::AlreadyExists(
+                            String::from_utf8_lossy(&r.name).into_owned(),
+                        ));
+                    }
+                    let old = must_inode(&txn, ino)?;
+                    deltas.charge(node, old.uid, old.gid, -(old.size as i128), -1);
+                    delete_entry(&mut txn, dir.ino, &old)?;
+                    Some(old)
+                }
+                None => {
+                    dir.nchildren += 1;
+                    None
+                }
+            };
+            deltas.charge(node, r.uid, r.gid, c.size as i128, 1);
+            let file = Inode {
+                ino: r.ino,
+                kind: EntryKind::File,
+                parent: dir.ino,
+                name: r.name.clone(),
+                uid: r.uid,
+                gid: r.gid,
+                mode: r.mode,
+                ctime_ns: now,
+                mtime_ns: c.mtime_ns.unwrap_or(now),
+                size: c.size,
+                checksum: c.checksum,
+                layout: c.layout,
+                quota_node: false,
+                nchildren: 0,
+            };
+            dir.mtime_ns = now;
+            txn.put_inode(&dir);
+            txn.put_inode(&file);
+            txn.put_dentry(dir.ino, &r.name, EntryKind::File, file.ino);
+            deltas.apply(&mut txn, &st, true)?;
+            (self.commit(txn, &st)?, (file, replaced))
+        };
+        self.finish(seq)?;
+        Ok(out)
+    }
+
+    /// Give up a write: its reservation is released, nothing becomes visible.
+    pub fn abort_write(&self, id: u64) -> Result<Reservation, MetaError> {
+        let mut st = self.lock();
+        quota::release(&mut st, id)
+            .ok_or_else(|| MetaError::NotFound(format!("no write in progress with id {id}")))
+    }
+
+    /// Create an empty file; fails if the name exists.
+    pub fn create(&self, path: &NsPath, who: &Identity, mode: u32) -> Result<Inode, MetaError> {
+        let r = self.begin_write(path, who, mode, false, 0)?;
+        Ok(self.commit_write(r.id, CommitWrite::default())?.0)
+    }
+
+    /// Remove a file; returns its inode (the data layer removes its stripes).
+    pub fn unlink(&self, path: &NsPath, who: &Identity) -> Result<Inode, MetaError> {
+        let (seq, out) = {
+            let st = self.lock();
+            let mut txn = self.txn();
+            let (mut dir, name) = resolve_parent(&txn, path)?;
+            let Some((kind, ino)) = lookup(&txn, dir.ino, name)? else {
+                return Err(MetaError::NotFound(path.display()));
+            };
+            if kind == EntryKind::Directory {
+                return Err(MetaError::IsADirectory(path.display()));
+            }
+            need(who, &dir, W | X, "remove entries here")?;
+            let victim = must_inode(&txn, ino)?;
+            let node = quota::node_of_dir(&txn, dir.ino)?;
+            let mut deltas = Deltas::default();
+            deltas.charge(node, victim.uid, victim.gid, -(victim.size as i128), -1);
+            delete_entry(&mut txn, dir.ino, &victim)?;
+            dir.nchildren = dir.nchildren.saturating_sub(1);
+            dir.mtime_ns = now_ns();
+            txn.put_inode(&dir);
+            deltas.apply(&mut txn, &st, true)?;
+            (self.commit(txn, &st)?, victim)
+        };
+        self.finish(seq)?;
+        Ok(out)
+    }
+
+    /// Remove an empty directory.
+    pub fn rmdir(&self, path: &NsPath, who: &Identity) -> Result<(), MetaError> {
+        let seq = {
+            let st = self.lock();
+            let mut txn = self.txn();
+            if path.is_root() {
+                return Err(MetaError::Busy("cannot remove /".into()));
+            }
+            let (mut dir, name) = resolve_parent(&txn, path)?;
+            let Some((kind, ino)) = lookup(&txn, dir.ino, name)? else {
+                return Err(MetaError::NotFound(path.display()));
+            };
+            if kind != EntryKind::Directory {
+                return Err(MetaError::NotADirectory(path.display()));
+            }
+            need(who, &dir, W | X, "remove entries here")?;
+            let victim = must_inode(&txn, ino)?;
+            if victim.nchildren > 0 {
+                return Err(MetaError::NotEmpty(path.display()));
+            }
+            drop_node_records(self, &mut txn, &st, &victim)?;
+            let node = quota::node_of_dir(&txn, dir.ino)?;
+            let mut deltas = Deltas::default();
+            deltas.charge(node, victim.uid, victim.gid, 0, -1);
+            delete_entry(&mut txn, dir.ino, &victim)?;
+            dir.nchildren = dir.nchildren.saturating_sub(1);
+            dir.mtime_ns = now_ns();
+            txn.put_inode(&dir);
+            deltas.apply(&mut txn, &st, true)?;
+            self.commit(txn, &st)?
+        };
+        self.finish(seq)
+    }
+
+    /// Atomic rename with POSIX replacement rules. Returns the moved inode.
+    pub fn rename(
+        &self,
+        src: &NsPath,
+        dst: &NsPath,
+        who: &Identity,
+        flags: RenameFlags,
+    ) -> Result<Inode, MetaError> {
+        let (seq, out) = {
+            let st = self.lock();
+            let mut txn = self.txn();
+            if src.is_root() || dst.is_root() {
+                return Err(MetaError::Busy("cannot rename /".into()));
+            }
+            let (sdir, sname) = resolve_parent(&txn, src)?;
+            let Some((skind, sino)) = lookup(&txn, sdir.ino, sname)? else {
+                return Err(MetaError::NotFound(src.display()));
+            };
+            let (ddir, dname) = resolve_parent(&txn, dst)?;
+            NsPath::validate_name(dname)?;
+            need(who, &sdir, W | X, "remove entries here")?;
+            need(who, &ddir, W | X, "create entries here")?;
+            let mut moving = must_inode(&txn, sino)?;
+            if sdir.ino == ddir.ino && sname == dname {
+                return Ok(moving);
+            }
+            if skind == EntryKind::Directory && read::is_ancestor(&txn, sino, ddir.ino)? {
+                return Err(MetaError::Invalid(format!(
+                    "cannot move {} under itself",
+                    src.display()
+                )));
+            }
+            let snode = quota::node_of_dir(&txn, sdir.ino)?;
+            let dnode = quota::node_of_dir(&txn, ddir.ino)?;
+            let mut deltas = Deltas::default();
+            let mut ddir_children_delta: i64 = 1;
+            if let Some((dkind, dino)) = lookup(&txn, ddir.ino, dname)? {
+                if flags.no_replace {
+                    return Err(MetaError::AlreadyExists(dst.display()));
+                }
+                let victim = must_inode(&txn, dino)?;
+                match (skind, dkind) {
+                    (EntryKind::File, EntryKind::Directory) => {
+                        return Err(MetaError::IsADirectory(dst.display()))
+                    }
+                    (EntryKind::Directory, EntryKind::File) => {
+                        return Err(MetaError::NotADirectory(dst.display()))
+                    }
+                    (EntryKind::Directory, EntryKind::Directory) if victim.nchildren > 0 => {
+                        return Err(MetaError::NotEmpty(dst.display()))
+                    }
+                    _ => {}
+                }
+                drop_node_records(self, &mut txn, &st, &victim)?;
+                deltas.charge(dnode, victim.uid, victim.gid, -(victim.size as i128), -1);
+                delete_entry(&mut txn, ddir.ino, &victim)?;
+                ddir_children_delta = 0;
+            }
+            if snode != dnode {
+                let (b, i) = (moving.size as i128, 1i128);
+                deltas.charge(snode, moving.uid, moving.gid, -b, -i);
+                deltas.charge(dnode, moving.uid, moving.gid, b, i);
+                if moving.is_dir() && !moving.quota_node {
+                    let usage =
+                        quota::subtree_usage(self, moving.ino, self.opts.max_reaccount_entries)?;
+                    for ((uid, gid), (b, i)) in usage {
+                        deltas.charge(snode, uid, gid, -(b as i128), -(i as i128));
+                        deltas.charge(dnode, uid, gid, b as i128, i as i128);
+                    }
+                }
+            }
+            let now = now_ns();
+            txn.delete_dentry(sdir.ino, sname);
+            txn.put_dentry(ddir.ino, dname, skind, sino);
+            moving.parent = ddir.ino;
+            moving.name = dname.to_vec();
+            moving.ctime_ns = now;
+            txn.put_inode(&moving);
+            // Re-read both directories through the overlay: they may be the
+            // same inode.
+            let mut s = txn.must_inode(sdir.ino)?;
+            s.nchildren = s.nchildren.saturating_sub(1);
+            s.mtime_ns = now;
+            txn.put_inode(&s);
+            let mut d = txn.must_inode(ddir.ino)?;
+            d.nchildren = (d.nchildren as i64 + ddir_children_delta).max(0) as u64;
+            d.mtime_ns = now;
+            txn.put_inode(&d);
+            deltas.apply(&mut txn, &st, true)?;
+            (self.commit(txn, &st)?, moving)
+        };
+        self.finish(seq)?;
+        Ok(out)
+    }
+
+    /// Change owner, group, mode or mtime. Only root changes the owner; the
+    /// owner may change the group to one of its own groups, the mode and
+    /// the mtime. A change of owner or group moves quota usage.
+    pub fn setattr(&self, path: &NsPath, who: &Identity, a: SetAttr) -> Result<Inode, MetaError> {
+        let (seq, out) = {
+            let st = self.lock();
+            let mut txn = self.txn();
+            let mut i = resolve(&txn, path)?;
+            let owner = who.is_root() || who.uid == i.uid;
+            if a.uid.is_some_and(|u| u != i.uid) && !who.is_root() {
+                return Err(MetaError::PermissionDenied("only root may change the owner".into()));
+            }
+            if let Some(g) = a.gid {
+                if g != i.gid && !(who.is_root() || (owner && who.in_group(g))) {
+                    return Err(MetaError::PermissionDenied(
+                        "only root or the owner (to one of its groups) may change the group".into(),
+                    ));
+                }
+            }
+            if (a.mode.is_some() || a.mtime_ns.is_some()) && !owner {
+                return Err(MetaError::PermissionDenied(
+                    "only the owner may change mode or times".into(),
+                ));
+            }
+            let (nu, ng) = (a.uid.unwrap_or(i.uid), a.gid.unwrap_or(i.gid));
+            if (nu, ng) != (i.uid, i.gid) && i.ino != ROOT_INO {
+                let node = quota::node_of_dir(&txn, i.parent)?;
+                let mut d = Deltas::default();
+                d.charge(node, i.uid, i.gid, -(i.size as i128), -1);
+                d.charge(node, nu, ng, i.size as i128, 1);
+                d.apply(&mut txn, &st, true)?;
+            }
+            i.uid = nu;
+            i.gid = ng;
+            if let Some(m) = a.mode {
+                i.mode = m & 0o7777;
+            }
+            if let Some(t) = a.mtime_ns {
+                i.mtime_ns = t;
+            }
+            i.ctime_ns = now_ns();
+            txn.put_inode(&i);
+            (self.commit(txn, &st)?, i)
+        };
+        self.finish(seq)?;
+        Ok(out)
+    }
+
+    /// Set an extended attribute. `sys.*` needs root; others the owner.
+    pub fn xattr_set(
+        &self,
+        path: &NsPath,
+        who: &Identity,
+        name: &[u8],
+        value: &[u8],
+    ) -> Result<(), MetaError> {
+        check_xattr_name(name)?;
+        if value.len() > MAX_XATTR_VALUE {
+            return Err(MetaError::Invalid(format!(
+                "attribute value longer than {MAX_XATTR_VALUE} bytes"
+            )));
+        }
+        let seq = {
+            let st = self.lock();
+            let mut txn = self.txn();
+            let i = resolve(&txn, path)?;
+            xattr_permission(who, &i, name)?;
+            txn.put(Cf::Xattr, &xattr_key(i.ino, name), encode_xattr(value));
+            self.commit(txn, &st)?
+        };
+        self.finish(seq)
+    }
+
+    pub fn xattr_rm(&self, path: &NsPath, who: &Identity, name: &[u8]) -> Result<(), MetaError> {
+        check_xattr_name(name)?;
+        let seq = {
+            let st = self.lock();
+            let mut txn = self.txn();
+            let i = resolve(&txn, path)?;
+            xattr_permission(who, &i, name)?;
+            let key = xattr_key(i.ino, name);
+            if txn.get(Cf::Xattr, &key)?.is_none() {
+                return Err(MetaError::NotFound(format!(
+                    "no attribute {} on {}",
+                    String::from_utf8_lossy(name),
+                    path.display()
+                )));
+            }
+            txn.delete(Cf::Xattr, &key);
+            self.commit(txn, &st)?
+        };
+        self.finish(seq)
+    }
+}
+
+fn check_xattr_name(name: &[u8]) -> Result<(), MetaError> {
+    if name.is_empty() || name.len() > 255 || name.contains(&0) {
+        return Err(MetaError::Invalid(
+            "attribute names are 1 to 255 bytes without NUL".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn xattr_permission(who: &Identity, i: &Inode, name: &[u8]) -> Result<(), MetaError> {
+    if name.starts_with(b"sys.") {
+        if !who.is_root() {
+            return Err(MetaError::PermissionDenied("sys.* attributes are for admins".into()));
+        }
+    } else if !(who.is_root() || who.uid == i.uid) {
+        return Err(MetaError::PermissionDenied(
+            "only the owner may change attributes".into(),
+        ));
+    }
+    Ok(())
+}

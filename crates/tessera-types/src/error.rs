@@ -1,0 +1,99 @@
+/// Protocol-independent classification of a failure.
+///
+/// Each library crate has its own error type with a `kind()` returning one of
+/// these; each front-end owns exactly one table mapping a kind to its wire
+/// form (errno + kXR code, HTTP status, gRPC code).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    NotFound,
+    AlreadyExists,
+    NotEmpty,
+    NotADirectory,
+    IsADirectory,
+    PermissionDenied,
+    QuotaExceeded,
+    NoSpace,
+    InvalidArgument,
+    NameTooLong,
+    CrossDevice,
+    Busy,
+    Unavailable,
+    Corrupt,
+    Io,
+    Unsupported,
+}
+
+impl ErrorKind {
+    /// The POSIX errno a client would expect for this kind.
+    pub fn errno(self) -> i32 {
+        match self {
+            ErrorKind::NotFound => 2,          // ENOENT
+            ErrorKind::AlreadyExists => 17,    // EEXIST
+            ErrorKind::NotEmpty => 39,         // ENOTEMPTY
+            ErrorKind::NotADirectory => 20,    // ENOTDIR
+            ErrorKind::IsADirectory => 21,     // EISDIR
+            ErrorKind::PermissionDenied => 13, // EACCES
+            ErrorKind::QuotaExceeded => 122,   // EDQUOT
+            ErrorKind::NoSpace => 28,          // ENOSPC
+            ErrorKind::InvalidArgument => 22,  // EINVAL
+            ErrorKind::NameTooLong => 36,      // ENAMETOOLONG
+            ErrorKind::CrossDevice => 18,      // EXDEV
+            ErrorKind::Busy => 16,             // EBUSY
+            ErrorKind::Unavailable => 11,      // EAGAIN
+            ErrorKind::Corrupt => 5,           // EIO
+            ErrorKind::Io => 5,                // EIO
+            ErrorKind::Unsupported => 95,      // EOPNOTSUPP
+        }
+    }
+
+    /// Stable short name, used in logs, metrics labels and `-m` output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::AlreadyExists => "already_exists",
+            ErrorKind::NotEmpty => "not_empty",
+            ErrorKind::NotADirectory => "not_a_directory",
+            ErrorKind::IsADirectory => "is_a_directory",
+            ErrorKind::PermissionDenied => "permission_denied",
+            ErrorKind::QuotaExceeded => "quota_exceeded",
+            ErrorKind::NoSpace => "no_space",
+            ErrorKind::InvalidArgument => "invalid_argument",
+            ErrorKind::NameTooLong => "name_too_long",
+            ErrorKind::CrossDevice => "cross_device",
+            ErrorKind::Busy => "busy",
+            ErrorKind::Unavailable => "unavailable",
+            ErrorKind::Corrupt => "corrupt",
+            ErrorKind::Io => "io",
+            ErrorKind::Unsupported => "unsupported",
+        }
+    }
+
+    /// Inverse of [`ErrorKind::as_str`].
+    pub fn from_name(s: &str) -> Option<ErrorKind> {
+        const ALL: [ErrorKind; 16] = [
+            ErrorKind::NotFound,
+            ErrorKind::AlreadyExists,
+            ErrorKind::NotEmpty,
+            ErrorKind::NotADirectory,
+            ErrorKind::IsADirectory,
+            ErrorKind::PermissionDenied,
+            ErrorKind::QuotaExceeded,
+            ErrorKind::NoSpace,
+            ErrorKind::InvalidArgument,
+            ErrorKind::NameTooLong,
+            ErrorKind::CrossDevice,
+            ErrorKind::Busy,
+            ErrorKind::Unavailable,
+            ErrorKind::Corrupt,
+            ErrorKind::Io,
+            ErrorKind::Unsupported,
+        ];
+        ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,46 @@
+/// Who a request is evaluated as.
+///
+/// Front-ends build one per request (from the unix login, a token, the admin
+/// credential); the core service checks permissions and charges quota to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub uid: u32,
+    pub gid: u32,
+    /// Supplementary groups.
+    pub groups: Vec<u32>,
+    /// Human-readable name for logs (`root`, a token subject, ...).
+    pub name: String,
+    /// The protocol the request arrived on (`grpc`, `xroot`, `https`).
+    pub protocol: &'static str,
+}
+
+impl Identity {
+    /// The superuser: bypasses mode bits (never quotas).
+    pub fn root(protocol: &'static str) -> Identity {
+        Identity {
+            uid: 0,
+            gid: 0,
+            groups: Vec::new(),
+            name: "root".to_string(),
+            protocol,
+        }
+    }
+
+    pub fn user(uid: u32, gid: u32, name: impl Into<String>, protocol: &'static str) -> Identity {
+        Identity {
+            uid,
+            gid,
+            groups: Vec::new(),
+            name: name.into(),
+            protocol,
+        }
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.uid == 0
+    }
+
+    pub fn in_group(&self, gid: u32) -> bool {
+        self.gid == gid || self.groups.contains(&gid)
+    }
+}
