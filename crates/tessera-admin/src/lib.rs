@@ -1,0 +1,32 @@
+//! The gRPC admin API front-end: authenticates the admin credential, turns
+//! messages into core-service calls, and maps errors to gRPC codes (with
+//! the errno in the `tessera-errno` metadata key).
+
+mod auth;
+mod convert;
+mod namespace;
+mod quota;
+
+pub use auth::AdminAuth;
+
+use std::sync::Arc;
+use tessera_core::Core;
+use tessera_proto::admin::v1::namespace_server::NamespaceServer;
+use tessera_proto::admin::v1::quota_server::QuotaServer;
+
+/// The admin services, ready to be added to a tonic server.
+pub fn services(
+    core: Core,
+    auth: Arc<AdminAuth>,
+) -> (
+    NamespaceServer<namespace::NamespaceSvc>,
+    QuotaServer<quota::QuotaSvc>,
+) {
+    (
+        NamespaceServer::new(namespace::NamespaceSvc {
+            core: core.clone(),
+            auth: Arc::clone(&auth),
+        }),
+        QuotaServer::new(quota::QuotaSvc { core, auth }),
+    )
+}

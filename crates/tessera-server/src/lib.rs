@@ -1,0 +1,114 @@
+//! `tesserad`: wires the store, the core service and the listeners
+//! together. This is the only composition root; tests start it in-process
+//! with [`start`] on port 0.
+
+pub mod config;
+pub mod dev;
+mod http;
+
+use anyhow::Context;
+use config::{Config, DurabilityCfg};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tessera_core::Core;
+use tessera_meta::{Durability, MetaOptions, MetaStore};
+use tessera_obs::{AccessLog, Metrics};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// A started server.
+pub struct Running {
+    pub admin_addr: SocketAddr,
+    pub metrics_addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+    core: Core,
+}
+
+impl Running {
+    /// Stop accepting, let in-flight requests finish, flush the namespace.
+    pub async fn shutdown(self) -> anyhow::Result<()> {
+        let _ = self.stop.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+        self.core.flush()?;
+        Ok(())
+    }
+}
+
+/// Open the namespace and start every listener of the configured roles.
+pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running> {
+    let meta_dir = cfg.meta_dir();
+    std::fs::create_dir_all(&meta_dir)
+        .with_context(|| format!("creating {}", meta_dir.display()))?;
+    let opts = MetaOptions {
+        durability: match cfg.meta.durability {
+            DurabilityCfg::Sync => Durability::Sync,
+            DurabilityCfg::Buffered => Durability::Buffered,
+        },
+        block_cache_bytes: tessera_types::parse_size(&cfg.meta.block_cache)? as usize,
+        ..MetaOptions::default()
+    };
+    let meta = Arc::new(
+        MetaStore::open(&meta_dir, opts)
+            .with_context(|| format!("opening namespace in {}", meta_dir.display()))?,
+    );
+    let access = match cfg.log.access.as_deref() {
+        Some("") => AccessLog::disabled(),
+        Some("-") => AccessLog::to_writer(Box::new(std::io::stdout())),
+        Some(p) => AccessLog::to_file(std::path::Path::new(p))?,
+        None => {
+            let dir = cfg.data_dir.join("logs");
+            std::fs::create_dir_all(&dir)?;
+            AccessLog::to_file(&dir.join("access.log"))?
+        }
+    };
+    let metrics = Arc::new(Metrics::new(VERSION));
+    let core = Core::new(meta, metrics, Arc::new(access));
+
+    if cfg.listen.xrootd.is_some() || cfg.listen.https.is_some() {
+        tracing::warn!(
+            "listen.xrootd / listen.https are reserved: the XRootD and HTTPS gateways are not built yet"
+        );
+    }
+
+    let (stop, stop_rx) = watch::channel(false);
+    let admin = TcpListener::bind(cfg.listen.admin)
+        .await
+        .with_context(|| format!("binding admin listener {}", cfg.listen.admin))?;
+    let admin_addr = admin.local_addr()?;
+    let metrics_l = TcpListener::bind(cfg.listen.metrics)
+        .await
+        .with_context(|| format!("binding metrics listener {}", cfg.listen.metrics))?;
+    let metrics_addr = metrics_l.local_addr()?;
+
+    let auth = Arc::new(tessera_admin::AdminAuth::new(admin_secret));
+    let (ns, quota) = tessera_admin::services(core.clone(), auth);
+    let mut rx = stop_rx.clone();
+    let grpc = tokio::spawn(async move {
+        let incoming = tonic::transport::server::TcpIncoming::from(admin).with_nodelay(Some(true));
+        let res = tonic::transport::Server::builder()
+            .add_service(ns)
+            .add_service(quota)
+            .serve_with_incoming_shutdown(incoming, async move {
+                let _ = rx.changed().await;
+            })
+            .await;
+        if let Err(e) = res {
+            tracing::error!("admin API stopped: {e}");
+        }
+    });
+    let http = tokio::spawn(http::serve(metrics_l, core.clone(), stop_rx));
+    tracing::info!(%admin_addr, %metrics_addr, "tesserad started");
+    Ok(Running {
+        admin_addr,
+        metrics_addr,
+        stop,
+        tasks: vec![grpc, http],
+        core,
+    })
+}

@@ -1,1 +1,211 @@
-fn main(){}
+//! `tesserad`: the Tessera server.
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use tessera_server::config::{Config, DurabilityCfg, Role};
+use tessera_server::dev::DevLayout;
+
+#[derive(Parser)]
+#[command(name = "tesserad", version, about = "Tessera storage server")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run the server.
+    Serve(ServeArgs),
+    /// Parse and validate a configuration file, then exit.
+    CheckConfig { file: PathBuf },
+    /// Print the effective configuration (defaults filled in) as TOML.
+    PrintConfig {
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Configuration file (TOML).
+    #[arg(long, short = 'c', env = "TESSERA_CONFIG", conflicts_with = "dev")]
+    config: Option<PathBuf>,
+    /// The embedded default: every role in one process, local folders for
+    /// CephFS, a self-signed CA and an admin token under --data-dir.
+    #[arg(long)]
+    dev: bool,
+    /// Data directory (dev mode).
+    #[arg(long, required_if_eq("dev", "true"))]
+    data_dir: Option<PathBuf>,
+    #[arg(long, value_enum)]
+    role: Option<RoleArg>,
+    #[arg(long)]
+    admin_addr: Option<SocketAddr>,
+    #[arg(long)]
+    metrics_addr: Option<SocketAddr>,
+    /// Reserved for the XRootD gateway.
+    #[arg(long)]
+    xrootd_addr: Option<SocketAddr>,
+    /// Reserved for the HTTPS gateway.
+    #[arg(long)]
+    https_addr: Option<SocketAddr>,
+    /// Acknowledge namespace changes before the WAL is fsynced.
+    #[arg(long)]
+    buffered: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum RoleArg {
+    All,
+    Mgm,
+    Gateway,
+}
+
+fn main() -> std::process::ExitCode {
+    // A panicked task must not leave a half-alive daemon.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        default_hook(info);
+        eprintln!("tesserad: internal error (panic); aborting");
+        std::process::abort();
+    }));
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tesserad: {e:#}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.cmd {
+        Cmd::CheckConfig { file } => {
+            Config::load(&file)?;
+            println!("{}: ok", file.display());
+            Ok(())
+        }
+        Cmd::PrintConfig { config } => {
+            let cfg = match config {
+                Some(f) => Config::load(&f)?,
+                None => Config::default(),
+            };
+            print!("{}", toml::to_string_pretty(&cfg)?);
+            Ok(())
+        }
+        Cmd::Serve(args) => serve(args),
+    }
+}
+
+fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let (mut cfg, secret, dev) = if args.dev {
+        let dir = args.data_dir.clone().context("--dev needs --data-dir")?;
+        std::fs::create_dir_all(&dir)?;
+        let dir = dir.canonicalize()?;
+        let layout = DevLayout::new(&dir);
+        layout.prepare()?;
+        let mut cfg = Config {
+            data_dir: dir.clone(),
+            ..Config::default()
+        };
+        cfg.admin.token_file = Some(layout.token_file.clone());
+        let secret = tessera_server::dev::read_secret(&layout.token_file)?;
+        (cfg, secret, Some(layout))
+    } else {
+        let file = args.config.clone().context("give --config FILE or --dev --data-dir DIR")?;
+        let cfg = Config::load(&file)?;
+        let tf = cfg.admin.token_file.clone().context("admin.token_file")?;
+        let secret = tessera_server::dev::read_secret(&tf)?;
+        (cfg, secret, None)
+    };
+    if let Some(r) = args.role {
+        cfg.role = match r {
+            RoleArg::All => Role::All,
+            RoleArg::Mgm => Role::Mgm,
+            RoleArg::Gateway => Role::Gateway,
+        };
+    }
+    if let Some(a) = args.admin_addr {
+        cfg.listen.admin = a;
+    }
+    if let Some(a) = args.metrics_addr {
+        cfg.listen.metrics = a;
+    }
+    if args.xrootd_addr.is_some() {
+        cfg.listen.xrootd = args.xrootd_addr;
+    }
+    if args.https_addr.is_some() {
+        cfg.listen.https = args.https_addr;
+    }
+    if args.buffered {
+        cfg.meta.durability = DurabilityCfg::Buffered;
+    }
+    cfg.validate()?;
+    init_tracing(&cfg.log.level);
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let t0 = std::time::Instant::now();
+        let running = tessera_server::start(&cfg, secret).await?;
+        let boot_ms = t0.elapsed().as_secs_f64() * 1000.0;
+        // One machine-readable line first (tests and scripts parse it).
+        println!(
+            "tesserad ready admin={} metrics={} boot_ms={boot_ms:.1}",
+            running.admin_addr, running.metrics_addr
+        );
+        if let Some(l) = &dev {
+            print_banner(&running, l);
+        }
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        wait_for_stop().await;
+        tracing::info!("stopping");
+        running.shutdown().await?;
+        println!("tesserad stopped");
+        Ok::<_, anyhow::Error>(())
+    })
+}
+
+fn print_banner(r: &tessera_server::Running, l: &DevLayout) {
+    let tessera = "tessera";
+    println!(
+        "\nTessera dev server (all roles in one process), data in {}\n\
+         \n  admin API (gRPC):  {admin}\n  metrics:           http://{m}/metrics  (also /healthz, /readyz)\n  CA certificate:    {ca}\n  admin token file:  {tok}\n\
+         \nTry the admin CLI:\n  export TESSERA_ADMIN={admin} TESSERA_TOKEN_FILE={tok}\n  {tessera} mkdir -p /data/run1\n  {tessera} ls -l /\n  {tessera} quota set --path /data --uid 1000 --max-bytes 10G --max-inodes 1000\n  {tessera} quota ls /\n  curl http://{m}/metrics\n\
+         \nxrdcp (root://) and curl (https://) data access arrive with the XRootD and HTTPS\ngateways; the listeners --xrootd-addr/--https-addr are reserved for them.\n",
+        l.root.display(),
+        admin = r.admin_addr,
+        m = r.metrics_addr,
+        ca = l.ca_pem.display(),
+        tok = l.token_file.display(),
+    );
+}
+
+async fn wait_for_stop() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+fn init_tracing(level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}

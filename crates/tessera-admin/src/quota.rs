@@ -1,0 +1,81 @@
+use crate::auth::AdminAuth;
+use crate::convert::{err, node, path, target};
+use std::sync::Arc;
+use tessera_core::Core;
+use tessera_proto::admin::v1 as pb;
+use tessera_proto::admin::v1::quota_server::Quota;
+use tessera_types::Identity;
+use tonic::{Request, Response, Status};
+
+pub struct QuotaSvc {
+    pub core: Core,
+    pub auth: Arc<AdminAuth>,
+}
+
+fn admin_only(who: &Identity) -> Result<(), Status> {
+    if who.is_root() {
+        Ok(())
+    } else {
+        Err(Status::permission_denied("quota changes are for admins"))
+    }
+}
+
+#[tonic::async_trait]
+impl Quota for QuotaSvc {
+    async fn set(&self, req: Request<pb::QuotaSetRequest>) -> Result<Response<pb::Empty>, Status> {
+        let who = self.auth.identity(&req)?;
+        admin_only(&who)?;
+        let r = req.into_inner();
+        if r.max_bytes.is_none() && r.max_inodes.is_none() {
+            return Err(Status::invalid_argument("give max_bytes and/or max_inodes"));
+        }
+        self.core
+            .quota_set(&who, path(&r.path)?, target(r.target)?, r.max_bytes, r.max_inodes)
+            .await
+            .map_err(err)?;
+        Ok(Response::new(pb::Empty {}))
+    }
+
+    async fn remove(&self, req: Request<pb::QuotaRemoveRequest>) -> Result<Response<pb::Empty>, Status> {
+        let who = self.auth.identity(&req)?;
+        admin_only(&who)?;
+        let r = req.into_inner();
+        let (b, i) = if !r.bytes && !r.inodes { (true, true) } else { (r.bytes, r.inodes) };
+        self.core
+            .quota_rm(&who, path(&r.path)?, target(r.target)?, b, i)
+            .await
+            .map_err(err)?;
+        Ok(Response::new(pb::Empty {}))
+    }
+
+    async fn remove_node(&self, req: Request<pb::PathRequest>) -> Result<Response<pb::Empty>, Status> {
+        let who = self.auth.identity(&req)?;
+        admin_only(&who)?;
+        self.core.quota_rmnode(&who, path(&req.get_ref().path)?).await.map_err(err)?;
+        Ok(Response::new(pb::Empty {}))
+    }
+
+    async fn list(&self, req: Request<pb::PathRequest>) -> Result<Response<pb::QuotaListResponse>, Status> {
+        let who = self.auth.identity(&req)?;
+        let nodes = self
+            .core
+            .quota_ls(&who, path(&req.get_ref().path)?)
+            .await
+            .map_err(err)?
+            .into_iter()
+            .map(node)
+            .collect();
+        Ok(Response::new(pb::QuotaListResponse { nodes }))
+    }
+
+    async fn show(&self, req: Request<pb::QuotaShowRequest>) -> Result<Response<pb::QuotaNode>, Status> {
+        let who = self.auth.identity(&req)?;
+        let r = req.into_inner();
+        let n = self
+            .core
+            .quota_show(&who, path(&r.path)?, r.uid, r.gid)
+            .await
+            .map_err(err)?;
+        Ok(Response::new(node(n)))
+    }
+}

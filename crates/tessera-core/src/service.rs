@@ -1,0 +1,270 @@
+use crate::CoreError;
+use std::sync::Arc;
+use std::time::Instant;
+use tessera_meta::*;
+use tessera_obs::{AccessLog, AccessRecord, Metrics, QuotaLabels};
+use tessera_types::{Identity, NsPath};
+
+/// What a (recursive) remove did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RemoveReport {
+    pub files: u64,
+    pub dirs: u64,
+}
+
+#[derive(Clone)]
+pub struct Core {
+    meta: Arc<MetaStore>,
+    metrics: Arc<Metrics>,
+    access: Arc<AccessLog>,
+}
+
+impl Core {
+    pub fn new(meta: Arc<MetaStore>, metrics: Arc<Metrics>, access: Arc<AccessLog>) -> Core {
+        Core {
+            meta,
+            metrics,
+            access,
+        }
+    }
+
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
+    /// Run one operation off the async runtime, timed and logged.
+    async fn run<T, F>(&self, op: &'static str, who: &Identity, path: String, f: F) -> Result<T, CoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&MetaStore) -> Result<T, MetaError> + Send + 'static,
+    {
+        let start = Instant::now();
+        let meta = Arc::clone(&self.meta);
+        let res = match tokio::task::spawn_blocking(move || f(&meta)).await {
+            Ok(r) => r.map_err(CoreError::from),
+            Err(e) => Err(CoreError::Task(e.to_string())),
+        };
+        let secs = start.elapsed().as_secs_f64();
+        let (status, errno) = match &res {
+            Ok(_) => ("ok", 0),
+            Err(e) => (e.kind().as_str(), e.kind().errno()),
+        };
+        self.metrics.observe(who.protocol, op, status, secs);
+        self.access.record(&AccessRecord {
+            protocol: who.protocol,
+            op,
+            path: &path,
+            ruid: who.uid,
+            rgid: who.gid,
+            name: &who.name,
+            status,
+            errno,
+            duration_s: secs,
+        });
+        res
+    }
+
+    pub async fn stat(&self, who: &Identity, path: NsPath) -> Result<Inode, CoreError> {
+        self.run("stat", who, path.display(), move |m| m.stat(&path)).await
+    }
+
+    pub async fn list(
+        &self,
+        who: &Identity,
+        path: NsPath,
+        after: Option<Vec<u8>>,
+        limit: usize,
+    ) -> Result<Vec<Inode>, CoreError> {
+        self.run("list", who, path.display(), move |m| {
+            m.list(&path, after.as_deref(), limit)
+        })
+        .await
+    }
+
+    pub async fn mkdir(&self, who: &Identity, path: NsPath, mode: u32, parents: bool) -> Result<Inode, CoreError> {
+        let w = who.clone();
+        self.run("mkdir", who, path.display(), move |m| m.mkdir(&path, &w, mode, parents))
+            .await
+    }
+
+    pub async fn touch(&self, who: &Identity, path: NsPath, mode: u32) -> Result<Inode, CoreError> {
+        let w = who.clone();
+        self.run("touch", who, path.display(), move |m| m.create(&path, &w, mode))
+            .await
+    }
+
+    /// Remove a file, an empty directory, or with `recursive` a whole tree
+    /// (depth first; stops at the first error, leaving the rest).
+    pub async fn remove(&self, who: &Identity, path: NsPath, recursive: bool) -> Result<RemoveReport, CoreError> {
+        let w = who.clone();
+        self.run("rm", who, path.display(), move |m| {
+            let mut rep = RemoveReport::default();
+            let top = m.stat(&path)?;
+            if !top.is_dir() {
+                m.unlink(&path, &w)?;
+                rep.files += 1;
+                return Ok(rep);
+            }
+            if recursive {
+                remove_tree(m, &path, &w, &mut rep)?;
+            }
+            m.rmdir(&path, &w)?;
+            rep.dirs += 1;
+            Ok(rep)
+        })
+        .await
+    }
+
+    pub async fn rename(
+        &self,
+        who: &Identity,
+        src: NsPath,
+        dst: NsPath,
+        flags: RenameFlags,
+    ) -> Result<Inode, CoreError> {
+        let w = who.clone();
+        let desc = format!("{src} -> {dst}");
+        self.run("mv", who, desc, move |m| m.rename(&src, &dst, &w, flags))
+            .await
+    }
+
+    pub async fn setattr(&self, who: &Identity, path: NsPath, a: SetAttr) -> Result<Inode, CoreError> {
+        let w = who.clone();
+        self.run("setattr", who, path.display(), move |m| m.setattr(&path, &w, a))
+            .await
+    }
+
+    pub async fn xattr_set(&self, who: &Identity, path: NsPath, name: Vec<u8>, value: Vec<u8>) -> Result<(), CoreError> {
+        let w = who.clone();
+        self.run("attr_set", who, path.display(), move |m| {
+            m.xattr_set(&path, &w, &name, &value)
+        })
+        .await
+    }
+
+    pub async fn xattr_get(&self, who: &Identity, path: NsPath, name: Vec<u8>) -> Result<Vec<u8>, CoreError> {
+        self.run("attr_get", who, path.display(), move |m| m.xattr_get(&path, &name))
+            .await
+    }
+
+    pub async fn xattr_list(&self, who: &Identity, path: NsPath) -> Result<Vec<(Vec<u8>, Vec<u8>)>, CoreError> {
+        self.run("attr_ls", who, path.display(), move |m| m.xattr_list(&path))
+            .await
+    }
+
+    pub async fn xattr_rm(&self, who: &Identity, path: NsPath, name: Vec<u8>) -> Result<(), CoreError> {
+        let w = who.clone();
+        self.run("attr_rm", who, path.display(), move |m| m.xattr_rm(&path, &w, &name))
+            .await
+    }
+
+    pub async fn quota_set(
+        &self,
+        who: &Identity,
+        path: NsPath,
+        target: QuotaTarget,
+        max_bytes: Option<u64>,
+        max_inodes: Option<u64>,
+    ) -> Result<(), CoreError> {
+        self.run("quota_set", who, path.display(), move |m| {
+            m.quota_set(&path, target, max_bytes, max_inodes)
+        })
+        .await
+    }
+
+    pub async fn quota_rm(
+        &self,
+        who: &Identity,
+        path: NsPath,
+        target: QuotaTarget,
+        bytes: bool,
+        inodes: bool,
+    ) -> Result<(), CoreError> {
+        self.run("quota_rm", who, path.display(), move |m| {
+            m.quota_rm(&path, target, bytes, inodes)
+        })
+        .await
+    }
+
+    pub async fn quota_rmnode(&self, who: &Identity, path: NsPath) -> Result<(), CoreError> {
+        self.run("quota_rmnode", who, path.display(), move |m| m.quota_rmnode(&path))
+            .await
+    }
+
+    pub async fn quota_ls(&self, who: &Identity, path: NsPath) -> Result<Vec<QuotaNodeReport>, CoreError> {
+        self.run("quota_ls", who, path.display(), move |m| m.quota_ls(&path))
+            .await
+    }
+
+    pub async fn quota_show(&self, who: &Identity, path: NsPath, uid: u32, gid: u32) -> Result<QuotaNodeReport, CoreError> {
+        self.run("quota_show", who, path.display(), move |m| m.quota_show(&path, uid, gid))
+            .await
+    }
+
+    pub async fn check(&self, who: &Identity) -> Result<CheckReport, CoreError> {
+        self.run("ns_check", who, "/".into(), |m| m.check()).await
+    }
+
+    pub async fn ns_stats(&self, who: &Identity) -> Result<NsStats, CoreError> {
+        self.run("ns_stat", who, "/".into(), |m| m.ns_stats()).await
+    }
+
+    /// Refresh the namespace and quota gauges (called on each scrape).
+    pub async fn refresh_gauges(&self) -> Result<(), CoreError> {
+        let meta = Arc::clone(&self.meta);
+        let (stats, nodes) = tokio::task::spawn_blocking(move || {
+            Ok::<_, MetaError>((meta.ns_stats()?, meta.quota_ls(&NsPath::root())?))
+        })
+        .await
+        .map_err(|e| CoreError::Task(e.to_string()))??;
+        let m = &self.metrics;
+        m.namespace_inodes.set(stats.inodes);
+        m.namespace_bytes.set(stats.bytes);
+        m.quota_nodes.set(stats.quota_nodes);
+        m.open_writes.set(stats.open_reservations);
+        m.quota_used_bytes.clear();
+        m.quota_used_inodes.clear();
+        m.quota_limit_bytes.clear();
+        m.quota_limit_inodes.clear();
+        for n in nodes {
+            let l = QuotaLabels { node: n.path.display() };
+            for e in n.entries.iter().filter(|e| e.target.kind == QuotaKind::Project) {
+                m.quota_used_bytes.get_or_create(&l).set(e.used_bytes);
+                m.quota_used_inodes.get_or_create(&l).set(e.used_inodes);
+                if let Some(x) = e.max_bytes {
+                    m.quota_limit_bytes.get_or_create(&l).set(x);
+                }
+                if let Some(x) = e.max_inodes {
+                    m.quota_limit_inodes.get_or_create(&l).set(x);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Flush the store (clean shutdown).
+    pub fn flush(&self) -> Result<(), CoreError> {
+        Ok(self.meta.flush()?)
+    }
+}
+
+fn remove_tree(m: &MetaStore, dir: &NsPath, who: &Identity, rep: &mut RemoveReport) -> Result<(), MetaError> {
+    loop {
+        // Always take the first page: entries are removed as we go.
+        let page = m.list(dir, None, 512)?;
+        if page.is_empty() {
+            return Ok(());
+        }
+        for child in page {
+            let p = dir.join(&child.name)?;
+            if child.is_dir() {
+                remove_tree(m, &p, who, rep)?;
+                m.rmdir(&p, who)?;
+                rep.dirs += 1;
+            } else {
+                m.unlink(&p, who)?;
+                rep.files += 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! `tesserad` configuration (TOML). Unknown keys are an error. See
+//! `deploy/tesserad.toml` for the commented template.
+
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid configuration {path}: {source}")]
+    Parse {
+        path: PathBuf,
+        source: toml::de::Error,
+    },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Role {
+    /// Every role in one process (the dev default).
+    #[default]
+    All,
+    /// Metadata service only.
+    Mgm,
+    /// Stateless data gateway only.
+    Gateway,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum DurabilityCfg {
+    /// fsync the write-ahead log before acknowledging (group commit).
+    #[default]
+    Sync,
+    /// Acknowledge once the log is written to the OS (survives kill -9, not power loss).
+    Buffered,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub role: Role,
+    /// Base directory: `meta/` (RocksDB), `logs/`, `dev/` live below it.
+    pub data_dir: PathBuf,
+    pub listen: Listen,
+    pub meta: Meta,
+    pub admin: Admin,
+    pub log: Log,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Listen {
+    /// gRPC admin API.
+    pub admin: SocketAddr,
+    /// Prometheus `/metrics`, `/healthz`, `/readyz`.
+    pub metrics: SocketAddr,
+    /// XRootD `root://` (arrives with the XRootD gateway; reserved).
+    pub xrootd: Option<SocketAddr>,
+    /// HTTPS/WebDAV (arrives with the HTTPS gateway; reserved).
+    pub https: Option<SocketAddr>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Meta {
+    /// RocksDB directory; default `<data_dir>/meta`.
+    pub dir: Option<PathBuf>,
+    pub durability: DurabilityCfg,
+    /// Block cache, e.g. "256Mi".
+    pub block_cache: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Admin {
+    /// File holding the admin bearer secret (must not be world-readable).
+    pub token_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Log {
+    /// Access log: a file path, "-" for stdout, or "" for none.
+    /// Default `<data_dir>/logs/access.log`.
+    pub access: Option<String>,
+    /// Diagnostic log filter (RUST_LOG syntax).
+    pub level: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            role: Role::All,
+            data_dir: PathBuf::from("/var/lib/tessera"),
+            listen: Listen::default(),
+            meta: Meta::default(),
+            admin: Admin::default(),
+            log: Log::default(),
+        }
+    }
+}
+
+impl Default for Listen {
+    fn default() -> Self {
+        Listen {
+            admin: SocketAddr::from(([127, 0, 0, 1], 7094)),
+            metrics: SocketAddr::from(([127, 0, 0, 1], 7095)),
+            xrootd: None,
+            https: None,
+        }
+    }
+}
+
+impl Default for Meta {
+    fn default() -> Self {
+        Meta {
+            dir: None,
+            durability: DurabilityCfg::Sync,
+            block_cache: "256Mi".into(),
+        }
+    }
+}
+
+impl Default for Admin {
+    fn default() -> Self {
+        Admin { token_file: None }
+    }
+}
+
+impl Default for Log {
+    fn default() -> Self {
+        Log {
+            access: None,
+            level: "info".into(),
+        }
+    }
+}
+
+impl Config {
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let cfg: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        tessera_types::parse_size(&self.meta.block_cache)
+            .map_err(|e| ConfigError::Invalid(format!("meta.block_cache: {e}")))?;
+        if self.role == Role::Gateway {
+            return Err(ConfigError::Invalid(
+                "role = \"gateway\" arrives with the data gateways; use \"all\" or \"mgm\"".into(),
+            ));
+        }
+        if self.admin.token_file.is_none() {
+            return Err(ConfigError::Invalid(
+                "admin.token_file is required outside dev mode".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn meta_dir(&self) -> PathBuf {
+        self.meta
+            .dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("meta"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn template_parses_and_matches_defaults_where_commented_out() {
+        let text = include_str!("../../../deploy/tesserad.toml");
+        let cfg: Config = toml::from_str(text).expect("template parses");
+        cfg.validate().expect("template valid");
+        assert_eq!(cfg.listen, Listen::default());
+        assert_eq!(cfg.meta.durability, DurabilityCfg::Sync);
+    }
+
+    #[test]
+    fn unknown_keys_are_errors() {
+        let err = toml::from_str::<Config>("[meta]\ndurabilty = \"sync\"\n").expect_err("typo");
+        assert!(err.to_string().contains("unknown field"), "{err}");
+        let err = toml::from_str::<Config>("nonsense = 1\n").expect_err("unknown");
+        assert!(err.to_string().contains("unknown field"), "{err}");
+    }
+}
