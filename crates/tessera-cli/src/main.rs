@@ -1,1 +1,133 @@
-fn main(){}
+//! `tessera`: the admin CLI, in the spirit of the `eos` command. It talks
+//! only to the gRPC admin API. Human tables by default, `-m` for one
+//! `key=value` record per line, `--json` for an envelope; the exit status is
+//! the errno of the failure.
+
+mod client;
+mod cmd;
+mod output;
+
+use clap::{Parser, Subcommand};
+use client::Failure;
+use output::Format;
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "tessera", version, about = "Tessera admin CLI", propagate_version = true)]
+pub struct Cli {
+    /// Admin API address, HOST:PORT.
+    #[arg(long, env = "TESSERA_ADMIN", global = true, default_value = "127.0.0.1:7094")]
+    admin: String,
+    /// File holding the admin credential.
+    #[arg(long, env = "TESSERA_TOKEN_FILE", global = true)]
+    token_file: Option<PathBuf>,
+    /// Act as UID:GID instead of the admin (like `eos -r`).
+    #[arg(long, short = 'r', global = true)]
+    role: Option<String>,
+    /// Monitoring output: one `key=value` record per line.
+    #[arg(short = 'm', global = true)]
+    monitoring: bool,
+    /// JSON output.
+    #[arg(long, global = true, conflicts_with = "monitoring")]
+    json: bool,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// List a directory.
+    Ls(cmd::ns::LsArgs),
+    /// Show one entry.
+    Stat { path: String },
+    /// Create a directory.
+    Mkdir(cmd::ns::MkdirArgs),
+    /// Create an empty file.
+    Touch { path: String },
+    /// Remove a file, or a tree with -r.
+    Rm(cmd::ns::RmArgs),
+    /// Remove an empty directory.
+    Rmdir { path: String },
+    /// Rename or move.
+    Mv(cmd::ns::MvArgs),
+    /// Change permission bits (octal).
+    Chmod { mode: String, path: String },
+    /// Change owner: UID[:GID].
+    Chown { owner: String, path: String },
+    /// Extended attributes: ls, get, set, rm.
+    #[command(subcommand)]
+    Attr(cmd::attr::AttrCmd),
+    /// Quotas: set, rm, rmnode, ls, show.
+    #[command(subcommand)]
+    Quota(cmd::quota::QuotaCmd),
+    /// Namespace: check, stat.
+    #[command(subcommand)]
+    Ns(cmd::ns::NsCmd),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let usage = e.use_stderr();
+            let _ = e.print();
+            // Usage errors exit with EINVAL, like `eos`.
+            return std::process::ExitCode::from(if usage { 22 } else { 0 });
+        }
+    };
+    let fmt = if cli.json {
+        Format::Json
+    } else if cli.monitoring {
+        Format::Monitoring
+    } else {
+        Format::Human
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return std::process::ExitCode::from(5);
+        }
+    };
+    match rt.block_on(run(cli, fmt)) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(f) => {
+            if fmt == Format::Json {
+                println!(
+                    "{}",
+                    serde_json::json!({"retc": f.errno, "errormsg": f.msg, "result": []})
+                );
+            }
+            eprintln!("error: {} (errno={})", f.msg, f.errno);
+            std::process::ExitCode::from(f.errno.clamp(1, 255) as u8)
+        }
+    }
+}
+
+fn read_token(path: Option<&PathBuf>) -> Result<String, Failure> {
+    let path = path.ok_or_else(|| {
+        Failure::new(22, "no admin credential: give --token-file FILE or set TESSERA_TOKEN_FILE")
+    })?;
+    let s = std::fs::read_to_string(path)
+        .map_err(|e| Failure::new(e.raw_os_error().unwrap_or(5), format!("{}: {e}", path.display())))?;
+    Ok(s.trim().to_string())
+}
+
+async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {
+    let token = read_token(cli.token_file.as_ref())?;
+    let mut c = client::connect(&cli.admin, token, cli.role.clone()).await?;
+    match cli.cmd {
+        Cmd::Ls(a) => cmd::ns::ls(&mut c, fmt, a).await,
+        Cmd::Stat { path } => cmd::ns::stat(&mut c, fmt, path).await,
+        Cmd::Mkdir(a) => cmd::ns::mkdir(&mut c, fmt, a).await,
+        Cmd::Touch { path } => cmd::ns::touch(&mut c, fmt, path).await,
+        Cmd::Rm(a) => cmd::ns::rm(&mut c, fmt, a).await,
+        Cmd::Rmdir { path } => cmd::ns::rmdir(&mut c, fmt, path).await,
+        Cmd::Mv(a) => cmd::ns::mv(&mut c, fmt, a).await,
+        Cmd::Chmod { mode, path } => cmd::ns::chmod(&mut c, fmt, mode, path).await,
+        Cmd::Chown { owner, path } => cmd::ns::chown(&mut c, fmt, owner, path).await,
+        Cmd::Attr(a) => cmd::attr::run(&mut c, fmt, a).await,
+        Cmd::Quota(q) => cmd::quota::run(&mut c, fmt, q).await,
+        Cmd::Ns(n) => cmd::ns::ns(&mut c, fmt, n).await,
+    }
+}

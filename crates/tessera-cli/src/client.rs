@@ -1,0 +1,92 @@
+//! Connection to the admin API: endpoint, credential, role, and the
+//! mapping of a failed call to the process exit status (the errno).
+
+use tessera_proto::admin::v1::namespace_client::NamespaceClient;
+use tessera_proto::admin::v1::quota_client::QuotaClient;
+use tonic::metadata::MetadataValue;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Channel;
+use tonic::{Request, Status};
+
+pub type Intercept = Box<dyn FnMut(Request<()>) -> Result<Request<()>, Status> + Send + Sync>;
+pub type Ns = NamespaceClient<InterceptedService<Channel, Intercept>>;
+pub type Quota = QuotaClient<InterceptedService<Channel, Intercept>>;
+
+/// A failure with the errno to exit with.
+#[derive(Debug)]
+pub struct Failure {
+    pub errno: i32,
+    pub msg: String,
+}
+
+impl Failure {
+    pub fn new(errno: i32, msg: impl Into<String>) -> Failure {
+        Failure {
+            errno,
+            msg: msg.into(),
+        }
+    }
+}
+
+impl From<Status> for Failure {
+    fn from(s: Status) -> Failure {
+        let errno = s
+            .metadata()
+            .get(tessera_proto::ERRNO_KEY)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(match s.code() {
+                tonic::Code::Unauthenticated | tonic::Code::PermissionDenied => 13,
+                tonic::Code::Unavailable => 111,
+                tonic::Code::InvalidArgument => 22,
+                tonic::Code::NotFound => 2,
+                tonic::Code::DeadlineExceeded => 110,
+                _ => 5,
+            });
+        Failure {
+            errno,
+            msg: s.message().to_string(),
+        }
+    }
+}
+
+pub struct Clients {
+    pub ns: Ns,
+    pub quota: Quota,
+}
+
+pub async fn connect(addr: &str, token: String, role: Option<String>) -> Result<Clients, Failure> {
+    let url = if addr.contains("://") {
+        addr.to_string()
+    } else {
+        format!("http://{addr}")
+    };
+    let channel = tonic::transport::Endpoint::from_shared(url)
+        .map_err(|e| Failure::new(22, format!("bad admin address {addr}: {e}")))?
+        .connect_timeout(std::time::Duration::from_secs(5))
+        .connect()
+        .await
+        .map_err(|e| Failure::new(111, format!("cannot reach the admin API at {addr}: {e}")))?;
+    let bearer: MetadataValue<_> = format!("Bearer {token}")
+        .parse()
+        .map_err(|_| Failure::new(22, "the admin token contains invalid characters"))?;
+    let role: Option<MetadataValue<_>> = match role {
+        Some(r) => Some(r.parse().map_err(|_| Failure::new(22, "bad --role"))?),
+        None => None,
+    };
+    let make = move || -> Intercept {
+        let bearer = bearer.clone();
+        let role = role.clone();
+        Box::new(move |mut req: Request<()>| {
+            req.metadata_mut().insert("authorization", bearer.clone());
+            if let Some(r) = &role {
+                req.metadata_mut().insert(tessera_proto::ROLE_KEY, r.clone());
+            }
+            Ok(req)
+        })
+    };
+    Ok(Clients {
+        ns: NamespaceClient::with_interceptor(channel.clone(), make()),
+        quota: QuotaClient::with_interceptor(channel, make()),
+    })
+}

@@ -1,0 +1,5 @@
+//! One module per command group.
+
+pub mod attr;
+pub mod ns;
+pub mod quota;
