@@ -21,8 +21,8 @@ pub struct Cli {
     /// File holding the admin credential.
     #[arg(long, env = "TESSERA_TOKEN_FILE", global = true)]
     token_file: Option<PathBuf>,
-    /// Act as UID:GID instead of the admin (like `eos -r`).
-    #[arg(long, short = 'r', global = true)]
+    /// Act as UID:GID instead of the admin (like `eos -r`); before the command.
+    #[arg(long, short = 'r')]
     role: Option<String>,
     /// Monitoring output: one `key=value` record per line.
     #[arg(short = 'm', global = true)]
@@ -129,5 +129,14 @@ async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {
         Cmd::Attr(a) => cmd::attr::run(&mut c, fmt, a).await,
         Cmd::Quota(q) => cmd::quota::run(&mut c, fmt, q).await,
         Cmd::Ns(n) => cmd::ns::ns(&mut c, fmt, n).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cli_definition_is_consistent() {
+        use clap::CommandFactory;
+        super::Cli::command().debug_assert();
     }
 }

@@ -40,6 +40,25 @@ impl Running {
     }
 }
 
+/// The dev-mode configuration for `data_dir` (prepared on disk: folders,
+/// CA, admin token) with every listener on loopback port 0, and the admin
+/// secret. Tests use it to start a server in-process.
+pub fn dev_config(data_dir: &std::path::Path) -> anyhow::Result<(Config, String)> {
+    std::fs::create_dir_all(data_dir)?;
+    let dir = data_dir.canonicalize()?;
+    let layout = dev::DevLayout::new(&dir);
+    layout.prepare()?;
+    let mut cfg = Config {
+        data_dir: dir,
+        ..Config::default()
+    };
+    cfg.listen.admin = SocketAddr::from(([127, 0, 0, 1], 0));
+    cfg.listen.metrics = SocketAddr::from(([127, 0, 0, 1], 0));
+    cfg.admin.token_file = Some(layout.token_file.clone());
+    let secret = dev::read_secret(&layout.token_file)?;
+    Ok((cfg, secret))
+}
+
 /// Open the namespace and start every listener of the configured roles.
 pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running> {
     let meta_dir = cfg.meta_dir();

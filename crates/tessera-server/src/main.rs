@@ -103,16 +103,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let (mut cfg, secret, dev) = if args.dev {
         let dir = args.data_dir.clone().context("--dev needs --data-dir")?;
-        std::fs::create_dir_all(&dir)?;
-        let dir = dir.canonicalize()?;
-        let layout = DevLayout::new(&dir);
-        layout.prepare()?;
-        let mut cfg = Config {
-            data_dir: dir.clone(),
-            ..Config::default()
-        };
-        cfg.admin.token_file = Some(layout.token_file.clone());
-        let secret = tessera_server::dev::read_secret(&layout.token_file)?;
+        let (mut cfg, secret) = tessera_server::dev_config(&dir)?;
+        cfg.listen = tessera_server::config::Listen::default();
+        let layout = DevLayout::new(&cfg.data_dir);
         (cfg, secret, Some(layout))
     } else {
         let file = args.config.clone().context("give --config FILE or --dev --data-dir DIR")?;

@@ -1,0 +1,228 @@
+//! The real `tessera` binary against a server started in-process on port 0.
+
+use std::process::{Command, Output};
+
+struct Env {
+    _dir: tempfile::TempDir,
+    admin: String,
+    token: std::path::PathBuf,
+    server: Option<tessera_server::Running>,
+    rt: tokio::runtime::Runtime,
+}
+
+impl Env {
+    fn start() -> Env {
+        let dir = tempfile::tempdir().expect("tmp");
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let (cfg, secret) = tessera_server::dev_config(dir.path()).expect("dev config");
+        let server = rt.block_on(tessera_server::start(&cfg, secret)).expect("start");
+        Env {
+            admin: server.admin_addr.to_string(),
+            token: cfg.admin.token_file.clone().expect("token"),
+            server: Some(server),
+            _dir: dir,
+            rt,
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["--admin", &self.admin, "--token-file"])
+            .arg(&self.token)
+            .args(args)
+            .env_remove("TESSERA_ADMIN")
+            .env_remove("TESSERA_TOKEN_FILE")
+            .output()
+            .expect("run tessera")
+    }
+
+    /// Run, expect success, return stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let o = self.run(args);
+        assert!(
+            o.status.success(),
+            "tessera {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&o.stderr),
+            String::from_utf8_lossy(&o.stdout)
+        );
+        String::from_utf8(o.stdout).expect("utf8")
+    }
+
+    /// Run, expect failure with this exit status (an errno).
+    fn fails(&self, args: &[&str], errno: i32) -> String {
+        let o = self.run(args);
+        assert_eq!(
+            o.status.code(),
+            Some(errno),
+            "tessera {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stderr).expect("utf8")
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if let Some(s) = self.server.take() {
+            let _ = self.rt.block_on(s.shutdown());
+        }
+    }
+}
+
+/// Parse one `-m` line into key/value pairs (handles quoted values).
+fn kv(line: &str) -> std::collections::HashMap<String, String> {
+    let mut out = std::collections::HashMap::new();
+    let mut rest = line.trim();
+    while !rest.is_empty() {
+        let (k, after) = rest.split_once('=').expect("key=value");
+        let (v, next) = if let Some(q) = after.strip_prefix('"') {
+            let end = q.find('"').expect("closing quote");
+            (q[..end].to_string(), &q[end + 1..])
+        } else {
+            match after.split_once(' ') {
+                Some((v, n)) => (v.to_string(), n),
+                None => (after.to_string(), ""),
+            }
+        };
+        out.insert(k.to_string(), v);
+        rest = next.trim_start();
+    }
+    out
+}
+
+#[test]
+fn namespace_commands_and_output_forms() {
+    let e = Env::start();
+    e.ok(&["mkdir", "-p", "/a/b/c"]);
+    e.ok(&["touch", "/a/file one"]);
+    let names = e.ok(&["ls", "/a"]);
+    assert_eq!(names, "b\nfile one\n");
+    let long = e.ok(&["ls", "-l", "/a"]);
+    assert!(long.lines().next().expect("row").starts_with("drwxr-xr-x"), "{long}");
+    assert!(long.contains("file one"), "{long}");
+
+    let m = e.ok(&["ls", "-m", "/a"]);
+    let lines: Vec<_> = m.lines().map(kv).collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["path"], "/a/b");
+    assert_eq!(lines[0]["type"], "dir");
+    assert_eq!(lines[1]["path"], "/a/file one");
+    assert_eq!(lines[1]["size"], "0");
+
+    let j: serde_json::Value = serde_json::from_str(&e.ok(&["--json", "stat", "/a/b"])).expect("json");
+    assert_eq!(j["retc"], 0);
+    assert_eq!(j["result"][0]["children"], 1);
+    assert_eq!(j["result"][0]["mode"], "0755");
+
+    e.ok(&["mv", "/a/file one", "/a/b/f2"]);
+    e.fails(&["stat", "/a/file one"], 2);
+    e.ok(&["chmod", "600", "/a/b/f2"]);
+    e.ok(&["chown", "1000:1000", "/a/b/f2"]);
+    let st = kv(e.ok(&["stat", "-m", "/a/b/f2"]).trim());
+    assert_eq!((st["mode"].as_str(), st["uid"].as_str(), st["gid"].as_str()), ("0600", "1000", "1000"));
+
+    // errno exit codes
+    e.fails(&["rmdir", "/a"], 39); // ENOTEMPTY
+    e.fails(&["mkdir", "/a"], 17); // EEXIST
+    e.fails(&["mkdir", "/x/y"], 2); // ENOENT
+    e.fails(&["rmdir", "/a/b/f2"], 20); // ENOTDIR
+    e.fails(&["mv", "/a", "/a/b/c/a"], 22); // EINVAL
+    e.fails(&["chmod", "99", "/a"], 22);
+    e.fails(&["no-such-command"], 22);
+    let json_err = e.run(&["--json", "stat", "/missing"]);
+    assert_eq!(json_err.status.code(), Some(2));
+    let j: serde_json::Value = serde_json::from_slice(&json_err.stdout).expect("json");
+    assert_eq!(j["retc"], 2);
+    assert!(j["errormsg"].as_str().expect("msg").contains("/missing"));
+
+    // roles act as another identity, with mode bits enforced
+    e.fails(&["-r", "1000:1000", "mkdir", "/a/x"], 13);
+    e.ok(&["chmod", "777", "/a"]);
+    e.ok(&["-r", "1000:1000", "mkdir", "/a/x"]);
+    let st = kv(e.ok(&["stat", "-m", "/a/x"]).trim());
+    assert_eq!(st["uid"], "1000");
+
+    // attributes
+    e.ok(&["attr", "set", "sys.forced.layout=raid6", "/a"]);
+    e.ok(&["attr", "set", "user.note=hello world", "/a"]);
+    assert_eq!(e.ok(&["attr", "get", "sys.forced.layout", "/a"]).trim(), "sys.forced.layout=raid6");
+    let attrs: Vec<_> = e.ok(&["attr", "ls", "-m", "/a"]).lines().map(kv).collect();
+    assert_eq!(attrs.len(), 2);
+    assert_eq!(attrs[1]["value"], "hello world");
+    e.fails(&["-r", "1000:1000", "attr", "set", "sys.acl=x", "/a/x"], 13);
+    e.ok(&["mkdir", "/a/inherits"]);
+    assert_eq!(e.ok(&["attr", "get", "sys.forced.layout", "/a/inherits"]).trim(), "sys.forced.layout=raid6");
+    e.ok(&["attr", "rm", "user.note", "/a"]);
+    e.fails(&["attr", "get", "user.note", "/a"], 2);
+
+    // recursive remove
+    let r = kv(e.ok(&["rm", "-m", "-r", "/a"]).trim());
+    assert_eq!((r["files"].as_str(), r["directories"].as_str()), ("1", "5"));
+    assert_eq!(e.ok(&["ls", "/"]), "");
+    let check = kv(e.ok(&["ns", "check", "-m"]).trim());
+    assert_eq!(check["problems"], "0");
+}
+
+#[test]
+fn quota_commands() {
+    let e = Env::start();
+    e.ok(&["mkdir", "-p", "/a/b"]);
+    e.ok(&["touch", "/a/b/f"]);
+    e.ok(&["quota", "set", "--path", "/a", "--uid", "1000", "--max-bytes", "10G", "--max-inodes", "1000"]);
+    e.ok(&["quota", "set", "--path", "/a", "--project", "--max-inodes", "3"]);
+    let recs: Vec<_> = e.ok(&["quota", "ls", "-m", "/a"]).lines().map(kv).collect();
+    let user = recs.iter().find(|r| r.get("uid").map(String::as_str) == Some("1000")).expect("uid 1000");
+    assert_eq!(user["maxbytes"], "10000000000");
+    assert_eq!(user["maxfiles"], "1000");
+    assert_eq!(user["space"], "/a");
+    let project = recs.iter().find(|r| r["type"] == "project").expect("project");
+    // b and f, created by root, moved into the new node
+    assert_eq!(project["usedfiles"], "2");
+    assert_eq!(project["maxfiles"], "3");
+    // one more inode fits, the next is refused with EDQUOT
+    e.ok(&["touch", "/a/b/g"]);
+    let err = e.fails(&["touch", "/a/b/h"], 122);
+    assert!(err.contains("quota"), "{err}");
+    let human = e.ok(&["quota", "ls", "/"]);
+    assert!(human.contains("exceeded"), "{human}");
+    let show = e.ok(&["quota", "show", "-m", "--path", "/a/b", "--uid", "1000", "--gid", "1000"]);
+    assert!(show.lines().all(|l| kv(l)["space"] == "/a"), "{show}");
+    e.ok(&["quota", "rm", "--path", "/a", "--project"]);
+    e.ok(&["touch", "/a/b/h"]);
+    e.fails(&["quota", "rm", "--path", "/a/b", "--uid", "1"], 2);
+    e.ok(&["quota", "rmnode", "--path", "/a"]);
+    let nodes: Vec<_> = e.ok(&["quota", "ls", "-m"]).lines().map(kv).collect();
+    assert!(nodes.iter().all(|r| r["space"] == "/"), "{nodes:?}");
+    e.fails(&["quota", "set", "--path", "/a", "--uid", "1", "--max-bytes", "lots"], 22);
+    e.fails(&["-r", "5:5", "quota", "set", "--path", "/a", "--uid", "1", "--max-bytes", "1"], 13);
+    let check = kv(e.ok(&["ns", "check", "-m"]).trim());
+    assert_eq!(check["problems"], "0");
+}
+
+#[test]
+fn refuses_without_the_admin_credential() {
+    let e = Env::start();
+    let bad = tempfile::NamedTempFile::new().expect("tmp");
+    std::fs::write(bad.path(), "not-the-secret-at-all").expect("write");
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["--admin", &e.admin, "--token-file"])
+        .arg(bad.path())
+        .args(["ls", "/"])
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(13));
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["--admin", &e.admin, "ls", "/"])
+        .env_remove("TESSERA_TOKEN_FILE")
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(22), "{}", String::from_utf8_lossy(&o.stderr));
+    // unreachable server: ECONNREFUSED
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["--admin", "127.0.0.1:1", "--token-file"])
+        .arg(&e.token)
+        .args(["ls", "/"])
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(111));
+}
