@@ -42,7 +42,12 @@ impl AdminAuth {
         let gid = g
             .parse()
             .map_err(|_| Status::invalid_argument("role gid must be a number"))?;
-        Ok(Identity::user(uid, gid, format!("role:{uid}:{gid}"), "grpc"))
+        Ok(Identity::user(
+            uid,
+            gid,
+            format!("role:{uid}:{gid}"),
+            "grpc",
+        ))
     }
 }
 

@@ -59,7 +59,11 @@ pub fn entry(path: &NsPath, i: &Inode) -> pb::Entry {
         ctime_ns: i.ctime_ns,
         mtime_ns: i.mtime_ns,
         size: i.size,
-        checksum_type: i.checksum.as_ref().map(|c| c.kind.clone()).unwrap_or_default(),
+        checksum_type: i
+            .checksum
+            .as_ref()
+            .map(|c| c.kind.clone())
+            .unwrap_or_default(),
         checksum_hex: i.checksum.as_ref().map(|c| c.hex()).unwrap_or_default(),
         children: i.nchildren,
         quota_node: i.quota_node,
@@ -72,7 +76,9 @@ pub fn target(t: Option<pb::QuotaTarget>) -> Result<QuotaTarget, Status> {
         Ok(pb::QuotaKind::User) => Ok(QuotaTarget::user(t.id)),
         Ok(pb::QuotaKind::Group) => Ok(QuotaTarget::group(t.id)),
         Ok(pb::QuotaKind::Project) => Ok(QuotaTarget::project()),
-        _ => Err(Status::invalid_argument("quota kind must be user, group or project")),
+        _ => Err(Status::invalid_argument(
+            "quota kind must be user, group or project",
+        )),
     }
 }
 

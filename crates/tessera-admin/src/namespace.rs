@@ -23,7 +23,10 @@ impl Namespace for NamespaceSvc {
         Ok(Response::new(entry(&p, &i)))
     }
 
-    async fn list(&self, req: Request<pb::ListRequest>) -> Result<Response<pb::ListResponse>, Status> {
+    async fn list(
+        &self,
+        req: Request<pb::ListRequest>,
+    ) -> Result<Response<pb::ListResponse>, Status> {
         let who = self.auth.identity(&req)?;
         let r = req.into_inner();
         let p = path(&r.path)?;
@@ -32,7 +35,11 @@ impl Namespace for NamespaceSvc {
             n => n.min(MAX_PAGE),
         };
         let after = (!r.after.is_empty()).then_some(r.after);
-        let items = self.core.list(&who, p.clone(), after, limit).await.map_err(err)?;
+        let items = self
+            .core
+            .list(&who, p.clone(), after, limit)
+            .await
+            .map_err(err)?;
         let next_after = if items.len() == limit {
             items.last().map(|i| i.name.clone()).unwrap_or_default()
         } else {
@@ -45,7 +52,10 @@ impl Namespace for NamespaceSvc {
                 entry(&cp, i)
             })
             .collect();
-        Ok(Response::new(pb::ListResponse { entries, next_after }))
+        Ok(Response::new(pb::ListResponse {
+            entries,
+            next_after,
+        }))
     }
 
     async fn mkdir(&self, req: Request<pb::MkdirRequest>) -> Result<Response<pb::Entry>, Status> {
@@ -53,7 +63,11 @@ impl Namespace for NamespaceSvc {
         let r = req.into_inner();
         let p = path(&r.path)?;
         let mode = if r.mode == 0 { 0o755 } else { r.mode };
-        let i = self.core.mkdir(&who, p.clone(), mode, r.parents).await.map_err(err)?;
+        let i = self
+            .core
+            .mkdir(&who, p.clone(), mode, r.parents)
+            .await
+            .map_err(err)?;
         Ok(Response::new(entry(&p, &i)))
     }
 
@@ -66,10 +80,17 @@ impl Namespace for NamespaceSvc {
         Ok(Response::new(entry(&p, &i)))
     }
 
-    async fn remove(&self, req: Request<pb::RemoveRequest>) -> Result<Response<pb::RemoveResponse>, Status> {
+    async fn remove(
+        &self,
+        req: Request<pb::RemoveRequest>,
+    ) -> Result<Response<pb::RemoveResponse>, Status> {
         let who = self.auth.identity(&req)?;
         let r = req.into_inner();
-        let rep = self.core.remove(&who, path(&r.path)?, r.recursive).await.map_err(err)?;
+        let rep = self
+            .core
+            .remove(&who, path(&r.path)?, r.recursive)
+            .await
+            .map_err(err)?;
         Ok(Response::new(pb::RemoveResponse {
             files: rep.files,
             directories: rep.dirs,
@@ -82,13 +103,23 @@ impl Namespace for NamespaceSvc {
         let dst = path(&r.destination)?;
         let i = self
             .core
-            .rename(&who, path(&r.source)?, dst.clone(), RenameFlags { no_replace: r.no_replace })
+            .rename(
+                &who,
+                path(&r.source)?,
+                dst.clone(),
+                RenameFlags {
+                    no_replace: r.no_replace,
+                },
+            )
             .await
             .map_err(err)?;
         Ok(Response::new(entry(&dst, &i)))
     }
 
-    async fn set_attr(&self, req: Request<pb::SetAttrRequest>) -> Result<Response<pb::Entry>, Status> {
+    async fn set_attr(
+        &self,
+        req: Request<pb::SetAttrRequest>,
+    ) -> Result<Response<pb::Entry>, Status> {
         let who = self.auth.identity(&req)?;
         let r = req.into_inner();
         let p = path(&r.path)?;
@@ -102,21 +133,40 @@ impl Namespace for NamespaceSvc {
         Ok(Response::new(entry(&p, &i)))
     }
 
-    async fn xattr_set(&self, req: Request<pb::XattrSetRequest>) -> Result<Response<pb::Empty>, Status> {
+    async fn xattr_set(
+        &self,
+        req: Request<pb::XattrSetRequest>,
+    ) -> Result<Response<pb::Empty>, Status> {
         let who = self.auth.identity(&req)?;
         let r = req.into_inner();
-        self.core.xattr_set(&who, path(&r.path)?, r.name, r.value).await.map_err(err)?;
+        self.core
+            .xattr_set(&who, path(&r.path)?, r.name, r.value)
+            .await
+            .map_err(err)?;
         Ok(Response::new(pb::Empty {}))
     }
 
-    async fn xattr_get(&self, req: Request<pb::XattrGetRequest>) -> Result<Response<pb::Xattr>, Status> {
+    async fn xattr_get(
+        &self,
+        req: Request<pb::XattrGetRequest>,
+    ) -> Result<Response<pb::Xattr>, Status> {
         let who = self.auth.identity(&req)?;
         let r = req.into_inner();
-        let value = self.core.xattr_get(&who, path(&r.path)?, r.name.clone()).await.map_err(err)?;
-        Ok(Response::new(pb::Xattr { name: r.name, value }))
+        let value = self
+            .core
+            .xattr_get(&who, path(&r.path)?, r.name.clone())
+            .await
+            .map_err(err)?;
+        Ok(Response::new(pb::Xattr {
+            name: r.name,
+            value,
+        }))
     }
 
-    async fn xattr_list(&self, req: Request<pb::PathRequest>) -> Result<Response<pb::XattrListResponse>, Status> {
+    async fn xattr_list(
+        &self,
+        req: Request<pb::PathRequest>,
+    ) -> Result<Response<pb::XattrListResponse>, Status> {
         let who = self.auth.identity(&req)?;
         let attrs = self
             .core
@@ -129,10 +179,16 @@ impl Namespace for NamespaceSvc {
         Ok(Response::new(pb::XattrListResponse { attrs }))
     }
 
-    async fn xattr_remove(&self, req: Request<pb::XattrGetRequest>) -> Result<Response<pb::Empty>, Status> {
+    async fn xattr_remove(
+        &self,
+        req: Request<pb::XattrGetRequest>,
+    ) -> Result<Response<pb::Empty>, Status> {
         let who = self.auth.identity(&req)?;
         let r = req.into_inner();
-        self.core.xattr_rm(&who, path(&r.path)?, r.name).await.map_err(err)?;
+        self.core
+            .xattr_rm(&who, path(&r.path)?, r.name)
+            .await
+            .map_err(err)?;
         Ok(Response::new(pb::Empty {}))
     }
 

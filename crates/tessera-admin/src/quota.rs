@@ -30,17 +30,30 @@ impl Quota for QuotaSvc {
             return Err(Status::invalid_argument("give max_bytes and/or max_inodes"));
         }
         self.core
-            .quota_set(&who, path(&r.path)?, target(r.target)?, r.max_bytes, r.max_inodes)
+            .quota_set(
+                &who,
+                path(&r.path)?,
+                target(r.target)?,
+                r.max_bytes,
+                r.max_inodes,
+            )
             .await
             .map_err(err)?;
         Ok(Response::new(pb::Empty {}))
     }
 
-    async fn remove(&self, req: Request<pb::QuotaRemoveRequest>) -> Result<Response<pb::Empty>, Status> {
+    async fn remove(
+        &self,
+        req: Request<pb::QuotaRemoveRequest>,
+    ) -> Result<Response<pb::Empty>, Status> {
         let who = self.auth.identity(&req)?;
         admin_only(&who)?;
         let r = req.into_inner();
-        let (b, i) = if !r.bytes && !r.inodes { (true, true) } else { (r.bytes, r.inodes) };
+        let (b, i) = if !r.bytes && !r.inodes {
+            (true, true)
+        } else {
+            (r.bytes, r.inodes)
+        };
         self.core
             .quota_rm(&who, path(&r.path)?, target(r.target)?, b, i)
             .await
@@ -48,14 +61,23 @@ impl Quota for QuotaSvc {
         Ok(Response::new(pb::Empty {}))
     }
 
-    async fn remove_node(&self, req: Request<pb::PathRequest>) -> Result<Response<pb::Empty>, Status> {
+    async fn remove_node(
+        &self,
+        req: Request<pb::PathRequest>,
+    ) -> Result<Response<pb::Empty>, Status> {
         let who = self.auth.identity(&req)?;
         admin_only(&who)?;
-        self.core.quota_rmnode(&who, path(&req.get_ref().path)?).await.map_err(err)?;
+        self.core
+            .quota_rmnode(&who, path(&req.get_ref().path)?)
+            .await
+            .map_err(err)?;
         Ok(Response::new(pb::Empty {}))
     }
 
-    async fn list(&self, req: Request<pb::PathRequest>) -> Result<Response<pb::QuotaListResponse>, Status> {
+    async fn list(
+        &self,
+        req: Request<pb::PathRequest>,
+    ) -> Result<Response<pb::QuotaListResponse>, Status> {
         let who = self.auth.identity(&req)?;
         let nodes = self
             .core
@@ -68,7 +90,10 @@ impl Quota for QuotaSvc {
         Ok(Response::new(pb::QuotaListResponse { nodes }))
     }
 
-    async fn show(&self, req: Request<pb::QuotaShowRequest>) -> Result<Response<pb::QuotaNode>, Status> {
+    async fn show(
+        &self,
+        req: Request<pb::QuotaShowRequest>,
+    ) -> Result<Response<pb::QuotaNode>, Status> {
         let who = self.auth.identity(&req)?;
         let r = req.into_inner();
         let n = self

@@ -80,7 +80,8 @@ pub async fn connect(addr: &str, token: String, role: Option<String>) -> Result<
         Box::new(move |mut req: Request<()>| {
             req.metadata_mut().insert("authorization", bearer.clone());
             if let Some(r) = &role {
-                req.metadata_mut().insert(tessera_proto::ROLE_KEY, r.clone());
+                req.metadata_mut()
+                    .insert(tessera_proto::ROLE_KEY, r.clone());
             }
             Ok(req)
         })

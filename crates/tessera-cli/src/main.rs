@@ -13,10 +13,20 @@ use output::Format;
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "tessera", version, about = "Tessera admin CLI", propagate_version = true)]
+#[command(
+    name = "tessera",
+    version,
+    about = "Tessera admin CLI",
+    propagate_version = true
+)]
 pub struct Cli {
     /// Admin API address, HOST:PORT.
-    #[arg(long, env = "TESSERA_ADMIN", global = true, default_value = "127.0.0.1:7094")]
+    #[arg(
+        long,
+        env = "TESSERA_ADMIN",
+        global = true,
+        default_value = "127.0.0.1:7094"
+    )]
     admin: String,
     /// File holding the admin credential.
     #[arg(long, env = "TESSERA_TOKEN_FILE", global = true)]
@@ -82,7 +92,10 @@ fn main() -> std::process::ExitCode {
     } else {
         Format::Human
     };
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: {e}");
@@ -106,10 +119,17 @@ fn main() -> std::process::ExitCode {
 
 fn read_token(path: Option<&PathBuf>) -> Result<String, Failure> {
     let path = path.ok_or_else(|| {
-        Failure::new(22, "no admin credential: give --token-file FILE or set TESSERA_TOKEN_FILE")
+        Failure::new(
+            22,
+            "no admin credential: give --token-file FILE or set TESSERA_TOKEN_FILE",
+        )
     })?;
-    let s = std::fs::read_to_string(path)
-        .map_err(|e| Failure::new(e.raw_os_error().unwrap_or(5), format!("{}: {e}", path.display())))?;
+    let s = std::fs::read_to_string(path).map_err(|e| {
+        Failure::new(
+            e.raw_os_error().unwrap_or(5),
+            format!("{}: {e}", path.display()),
+        )
+    })?;
     Ok(s.trim().to_string())
 }
 

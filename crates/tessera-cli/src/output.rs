@@ -41,7 +41,8 @@ impl Rec {
     /// Optional number: absent keys are printed as `none` in `-m` and
     /// `null` in JSON.
     pub fn o(mut self, k: &str, v: Option<u64>) -> Rec {
-        self.0.push((k.to_string(), v.map_or(Value::Null, |x| json!(x))));
+        self.0
+            .push((k.to_string(), v.map_or(Value::Null, |x| json!(x))));
         self
     }
 
@@ -171,11 +172,18 @@ mod tests {
 
     #[test]
     fn forms() {
-        let r = Rec::new().s("path", "/a b").n("size", 5u64).o("max", None).b("q", true);
+        let r = Rec::new()
+            .s("path", "/a b")
+            .n("size", 5u64)
+            .o("max", None)
+            .b("q", true);
         assert_eq!(r.monitoring(), "path=\"/a b\" size=5 max=none q=true");
         assert_eq!(r.json()["size"], json!(5));
         assert_eq!(mode_string(true, 0o755), "drwxr-xr-x");
         assert_eq!(time_string(0), "1970-01-01 00:00:00");
-        assert_eq!(time_string(1_795_979_443_000_000_000), "2026-11-29 19:10:43");
+        assert_eq!(
+            time_string(1_795_979_443_000_000_000),
+            "2026-11-29 19:10:43"
+        );
     }
 }

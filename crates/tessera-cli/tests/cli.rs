@@ -15,7 +15,9 @@ impl Env {
         let dir = tempfile::tempdir().expect("tmp");
         let rt = tokio::runtime::Runtime::new().expect("runtime");
         let (cfg, secret) = tessera_server::dev_config(dir.path()).expect("dev config");
-        let server = rt.block_on(tessera_server::start(&cfg, secret)).expect("start");
+        let server = rt
+            .block_on(tessera_server::start(&cfg, secret))
+            .expect("start");
         Env {
             admin: server.admin_addr.to_string(),
             token: cfg.admin.token_file.clone().expect("token"),
@@ -98,7 +100,10 @@ fn namespace_commands_and_output_forms() {
     let names = e.ok(&["ls", "/a"]);
     assert_eq!(names, "b\nfile one\n");
     let long = e.ok(&["ls", "-l", "/a"]);
-    assert!(long.lines().next().expect("row").starts_with("drwxr-xr-x"), "{long}");
+    assert!(
+        long.lines().next().expect("row").starts_with("drwxr-xr-x"),
+        "{long}"
+    );
     assert!(long.contains("file one"), "{long}");
 
     let m = e.ok(&["ls", "-m", "/a"]);
@@ -109,7 +114,8 @@ fn namespace_commands_and_output_forms() {
     assert_eq!(lines[1]["path"], "/a/file one");
     assert_eq!(lines[1]["size"], "0");
 
-    let j: serde_json::Value = serde_json::from_str(&e.ok(&["--json", "stat", "/a/b"])).expect("json");
+    let j: serde_json::Value =
+        serde_json::from_str(&e.ok(&["--json", "stat", "/a/b"])).expect("json");
     assert_eq!(j["retc"], 0);
     assert_eq!(j["result"][0]["children"], 1);
     assert_eq!(j["result"][0]["mode"], "0755");
@@ -119,7 +125,10 @@ fn namespace_commands_and_output_forms() {
     e.ok(&["chmod", "600", "/a/b/f2"]);
     e.ok(&["chown", "1000:1000", "/a/b/f2"]);
     let st = kv(e.ok(&["stat", "-m", "/a/b/f2"]).trim());
-    assert_eq!((st["mode"].as_str(), st["uid"].as_str(), st["gid"].as_str()), ("0600", "1000", "1000"));
+    assert_eq!(
+        (st["mode"].as_str(), st["uid"].as_str(), st["gid"].as_str()),
+        ("0600", "1000", "1000")
+    );
 
     // errno exit codes
     e.fails(&["rmdir", "/a"], 39); // ENOTEMPTY
@@ -145,13 +154,20 @@ fn namespace_commands_and_output_forms() {
     // attributes
     e.ok(&["attr", "set", "sys.forced.layout=raid6", "/a"]);
     e.ok(&["attr", "set", "user.note=hello world", "/a"]);
-    assert_eq!(e.ok(&["attr", "get", "sys.forced.layout", "/a"]).trim(), "sys.forced.layout=raid6");
+    assert_eq!(
+        e.ok(&["attr", "get", "sys.forced.layout", "/a"]).trim(),
+        "sys.forced.layout=raid6"
+    );
     let attrs: Vec<_> = e.ok(&["attr", "ls", "-m", "/a"]).lines().map(kv).collect();
     assert_eq!(attrs.len(), 2);
     assert_eq!(attrs[1]["value"], "hello world");
     e.fails(&["-r", "1000:1000", "attr", "set", "sys.acl=x", "/a/x"], 13);
     e.ok(&["mkdir", "/a/inherits"]);
-    assert_eq!(e.ok(&["attr", "get", "sys.forced.layout", "/a/inherits"]).trim(), "sys.forced.layout=raid6");
+    assert_eq!(
+        e.ok(&["attr", "get", "sys.forced.layout", "/a/inherits"])
+            .trim(),
+        "sys.forced.layout=raid6"
+    );
     e.ok(&["attr", "rm", "user.note", "/a"]);
     e.fails(&["attr", "get", "user.note", "/a"], 2);
 
@@ -168,14 +184,39 @@ fn quota_commands() {
     let e = Env::start();
     e.ok(&["mkdir", "-p", "/a/b"]);
     e.ok(&["touch", "/a/b/f"]);
-    e.ok(&["quota", "set", "--path", "/a", "--uid", "1000", "--max-bytes", "10G", "--max-inodes", "1000"]);
-    e.ok(&["quota", "set", "--path", "/a", "--project", "--max-inodes", "3"]);
+    e.ok(&[
+        "quota",
+        "set",
+        "--path",
+        "/a",
+        "--uid",
+        "1000",
+        "--max-bytes",
+        "10G",
+        "--max-inodes",
+        "1000",
+    ]);
+    e.ok(&[
+        "quota",
+        "set",
+        "--path",
+        "/a",
+        "--project",
+        "--max-inodes",
+        "3",
+    ]);
     let recs: Vec<_> = e.ok(&["quota", "ls", "-m", "/a"]).lines().map(kv).collect();
-    let user = recs.iter().find(|r| r.get("uid").map(String::as_str) == Some("1000")).expect("uid 1000");
+    let user = recs
+        .iter()
+        .find(|r| r.get("uid").map(String::as_str) == Some("1000"))
+        .expect("uid 1000");
     assert_eq!(user["maxbytes"], "10000000000");
     assert_eq!(user["maxfiles"], "1000");
     assert_eq!(user["space"], "/a");
-    let project = recs.iter().find(|r| r["type"] == "project").expect("project");
+    let project = recs
+        .iter()
+        .find(|r| r["type"] == "project")
+        .expect("project");
     // b and f, created by root, moved into the new node
     assert_eq!(project["usedfiles"], "2");
     assert_eq!(project["maxfiles"], "3");
@@ -185,7 +226,9 @@ fn quota_commands() {
     assert!(err.contains("quota"), "{err}");
     let human = e.ok(&["quota", "ls", "/"]);
     assert!(human.contains("exceeded"), "{human}");
-    let show = e.ok(&["quota", "show", "-m", "--path", "/a/b", "--uid", "1000", "--gid", "1000"]);
+    let show = e.ok(&[
+        "quota", "show", "-m", "--path", "/a/b", "--uid", "1000", "--gid", "1000",
+    ]);
     assert!(show.lines().all(|l| kv(l)["space"] == "/a"), "{show}");
     e.ok(&["quota", "rm", "--path", "/a", "--project"]);
     e.ok(&["touch", "/a/b/h"]);
@@ -193,8 +236,34 @@ fn quota_commands() {
     e.ok(&["quota", "rmnode", "--path", "/a"]);
     let nodes: Vec<_> = e.ok(&["quota", "ls", "-m"]).lines().map(kv).collect();
     assert!(nodes.iter().all(|r| r["space"] == "/"), "{nodes:?}");
-    e.fails(&["quota", "set", "--path", "/a", "--uid", "1", "--max-bytes", "lots"], 22);
-    e.fails(&["-r", "5:5", "quota", "set", "--path", "/a", "--uid", "1", "--max-bytes", "1"], 13);
+    e.fails(
+        &[
+            "quota",
+            "set",
+            "--path",
+            "/a",
+            "--uid",
+            "1",
+            "--max-bytes",
+            "lots",
+        ],
+        22,
+    );
+    e.fails(
+        &[
+            "-r",
+            "5:5",
+            "quota",
+            "set",
+            "--path",
+            "/a",
+            "--uid",
+            "1",
+            "--max-bytes",
+            "1",
+        ],
+        13,
+    );
     let check = kv(e.ok(&["ns", "check", "-m"]).trim());
     assert_eq!(check["problems"], "0");
 }
@@ -216,7 +285,12 @@ fn refuses_without_the_admin_credential() {
         .env_remove("TESSERA_TOKEN_FILE")
         .output()
         .expect("run");
-    assert_eq!(o.status.code(), Some(22), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(22),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // unreachable server: ECONNREFUSED
     let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
         .args(["--admin", "127.0.0.1:1", "--token-file"])

@@ -33,7 +33,13 @@ impl Core {
     }
 
     /// Run one operation off the async runtime, timed and logged.
-    async fn run<T, F>(&self, op: &'static str, who: &Identity, path: String, f: F) -> Result<T, CoreError>
+    async fn run<T, F>(
+        &self,
+        op: &'static str,
+        who: &Identity,
+        path: String,
+        f: F,
+    ) -> Result<T, CoreError>
     where
         T: Send + 'static,
         F: FnOnce(&MetaStore) -> Result<T, MetaError> + Send + 'static,
@@ -65,7 +71,8 @@ impl Core {
     }
 
     pub async fn stat(&self, who: &Identity, path: NsPath) -> Result<Inode, CoreError> {
-        self.run("stat", who, path.display(), move |m| m.stat(&path)).await
+        self.run("stat", who, path.display(), move |m| m.stat(&path))
+            .await
     }
 
     pub async fn list(
@@ -81,21 +88,36 @@ impl Core {
         .await
     }
 
-    pub async fn mkdir(&self, who: &Identity, path: NsPath, mode: u32, parents: bool) -> Result<Inode, CoreError> {
+    pub async fn mkdir(
+        &self,
+        who: &Identity,
+        path: NsPath,
+        mode: u32,
+        parents: bool,
+    ) -> Result<Inode, CoreError> {
         let w = who.clone();
-        self.run("mkdir", who, path.display(), move |m| m.mkdir(&path, &w, mode, parents))
-            .await
+        self.run("mkdir", who, path.display(), move |m| {
+            m.mkdir(&path, &w, mode, parents)
+        })
+        .await
     }
 
     pub async fn touch(&self, who: &Identity, path: NsPath, mode: u32) -> Result<Inode, CoreError> {
         let w = who.clone();
-        self.run("touch", who, path.display(), move |m| m.create(&path, &w, mode))
-            .await
+        self.run("touch", who, path.display(), move |m| {
+            m.create(&path, &w, mode)
+        })
+        .await
     }
 
     /// Remove a file, an empty directory, or with `recursive` a whole tree
     /// (depth first; stops at the first error, leaving the rest).
-    pub async fn remove(&self, who: &Identity, path: NsPath, recursive: bool) -> Result<RemoveReport, CoreError> {
+    pub async fn remove(
+        &self,
+        who: &Identity,
+        path: NsPath,
+        recursive: bool,
+    ) -> Result<RemoveReport, CoreError> {
         let w = who.clone();
         self.run("rm", who, path.display(), move |m| {
             let mut rep = RemoveReport::default();
@@ -128,13 +150,26 @@ impl Core {
             .await
     }
 
-    pub async fn setattr(&self, who: &Identity, path: NsPath, a: SetAttr) -> Result<Inode, CoreError> {
+    pub async fn setattr(
+        &self,
+        who: &Identity,
+        path: NsPath,
+        a: SetAttr,
+    ) -> Result<Inode, CoreError> {
         let w = who.clone();
-        self.run("setattr", who, path.display(), move |m| m.setattr(&path, &w, a))
-            .await
+        self.run("setattr", who, path.display(), move |m| {
+            m.setattr(&path, &w, a)
+        })
+        .await
     }
 
-    pub async fn xattr_set(&self, who: &Identity, path: NsPath, name: Vec<u8>, value: Vec<u8>) -> Result<(), CoreError> {
+    pub async fn xattr_set(
+        &self,
+        who: &Identity,
+        path: NsPath,
+        name: Vec<u8>,
+        value: Vec<u8>,
+    ) -> Result<(), CoreError> {
         let w = who.clone();
         self.run("attr_set", who, path.display(), move |m| {
             m.xattr_set(&path, &w, &name, &value)
@@ -142,20 +177,38 @@ impl Core {
         .await
     }
 
-    pub async fn xattr_get(&self, who: &Identity, path: NsPath, name: Vec<u8>) -> Result<Vec<u8>, CoreError> {
-        self.run("attr_get", who, path.display(), move |m| m.xattr_get(&path, &name))
-            .await
+    pub async fn xattr_get(
+        &self,
+        who: &Identity,
+        path: NsPath,
+        name: Vec<u8>,
+    ) -> Result<Vec<u8>, CoreError> {
+        self.run("attr_get", who, path.display(), move |m| {
+            m.xattr_get(&path, &name)
+        })
+        .await
     }
 
-    pub async fn xattr_list(&self, who: &Identity, path: NsPath) -> Result<Vec<(Vec<u8>, Vec<u8>)>, CoreError> {
+    pub async fn xattr_list(
+        &self,
+        who: &Identity,
+        path: NsPath,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, CoreError> {
         self.run("attr_ls", who, path.display(), move |m| m.xattr_list(&path))
             .await
     }
 
-    pub async fn xattr_rm(&self, who: &Identity, path: NsPath, name: Vec<u8>) -> Result<(), CoreError> {
+    pub async fn xattr_rm(
+        &self,
+        who: &Identity,
+        path: NsPath,
+        name: Vec<u8>,
+    ) -> Result<(), CoreError> {
         let w = who.clone();
-        self.run("attr_rm", who, path.display(), move |m| m.xattr_rm(&path, &w, &name))
-            .await
+        self.run("attr_rm", who, path.display(), move |m| {
+            m.xattr_rm(&path, &w, &name)
+        })
+        .await
     }
 
     pub async fn quota_set(
@@ -187,18 +240,32 @@ impl Core {
     }
 
     pub async fn quota_rmnode(&self, who: &Identity, path: NsPath) -> Result<(), CoreError> {
-        self.run("quota_rmnode", who, path.display(), move |m| m.quota_rmnode(&path))
-            .await
+        self.run("quota_rmnode", who, path.display(), move |m| {
+            m.quota_rmnode(&path)
+        })
+        .await
     }
 
-    pub async fn quota_ls(&self, who: &Identity, path: NsPath) -> Result<Vec<QuotaNodeReport>, CoreError> {
+    pub async fn quota_ls(
+        &self,
+        who: &Identity,
+        path: NsPath,
+    ) -> Result<Vec<QuotaNodeReport>, CoreError> {
         self.run("quota_ls", who, path.display(), move |m| m.quota_ls(&path))
             .await
     }
 
-    pub async fn quota_show(&self, who: &Identity, path: NsPath, uid: u32, gid: u32) -> Result<QuotaNodeReport, CoreError> {
-        self.run("quota_show", who, path.display(), move |m| m.quota_show(&path, uid, gid))
-            .await
+    pub async fn quota_show(
+        &self,
+        who: &Identity,
+        path: NsPath,
+        uid: u32,
+        gid: u32,
+    ) -> Result<QuotaNodeReport, CoreError> {
+        self.run("quota_show", who, path.display(), move |m| {
+            m.quota_show(&path, uid, gid)
+        })
+        .await
     }
 
     pub async fn check(&self, who: &Identity) -> Result<CheckReport, CoreError> {
@@ -227,8 +294,14 @@ impl Core {
         m.quota_limit_bytes.clear();
         m.quota_limit_inodes.clear();
         for n in nodes {
-            let l = QuotaLabels { node: n.path.display() };
-            for e in n.entries.iter().filter(|e| e.target.kind == QuotaKind::Project) {
+            let l = QuotaLabels {
+                node: n.path.display(),
+            };
+            for e in n
+                .entries
+                .iter()
+                .filter(|e| e.target.kind == QuotaKind::Project)
+            {
                 m.quota_used_bytes.get_or_create(&l).set(e.used_bytes);
                 m.quota_used_inodes.get_or_create(&l).set(e.used_inodes);
                 if let Some(x) = e.max_bytes {
@@ -248,7 +321,12 @@ impl Core {
     }
 }
 
-fn remove_tree(m: &MetaStore, dir: &NsPath, who: &Identity, rep: &mut RemoveReport) -> Result<(), MetaError> {
+fn remove_tree(
+    m: &MetaStore,
+    dir: &NsPath,
+    who: &Identity,
+    rep: &mut RemoveReport,
+) -> Result<(), MetaError> {
     loop {
         // Always take the first page: entries are removed as we go.
         let page = m.list(dir, None, 512)?;

@@ -24,5 +24,8 @@ pub use recount::{CheckReport, QuotaUsage};
 pub use store::{Durability, MetaOptions, MetaStore, NsStats, ROOT_INO};
 pub use write::{CommitWrite, RenameFlags, SetAttr};
 
+/// Extended attributes of one entry: (name, value) in name order.
+pub type Xattrs = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Version of the on-disk schema (column families and key layout).
 pub const SCHEMA_VERSION: u32 = 1;

@@ -126,12 +126,7 @@ impl Deltas {
     /// Write the new usage into the transaction. With `check`, any record
     /// that grows past a limit (counting reservations) fails the whole
     /// transaction.
-    pub fn apply(
-        self,
-        txn: &mut Txn<'_>,
-        st: &WriterState,
-        check: bool,
-    ) -> Result<(), MetaError> {
+    pub fn apply(self, txn: &mut Txn<'_>, st: &WriterState, check: bool) -> Result<(), MetaError> {
         let mut items: Vec<_> = self.0.into_iter().collect();
         items.sort_by_key(|(k, _)| *k);
         for ((node, target), (db, di)) in items {
@@ -148,7 +143,14 @@ impl Deltas {
             let new_i = rec.used_inodes as i128 + di;
             if check {
                 check_limit(rec.max_bytes, new_b + rb as i128, db, "bytes", node, target)?;
-                check_limit(rec.max_inodes, new_i + ri as i128, di, "inodes", node, target)?;
+                check_limit(
+                    rec.max_inodes,
+                    new_i + ri as i128,
+                    di,
+                    "inodes",
+                    node,
+                    target,
+                )?;
             }
             if new_b < 0 || new_i < 0 {
                 tracing::error!(node, ?target, new_b, new_i, "quota usage would go negative");
@@ -278,6 +280,9 @@ pub(crate) fn release(st: &mut WriterState, id: u64) -> Option<Reservation> {
     Some(r)
 }
 
+/// (bytes, inodes) per (uid, gid).
+pub(crate) type OwnerUsage = HashMap<(u32, u32), (u64, u64)>;
+
 /// Usage of everything below `dir` that is accounted to `dir`'s node (the
 /// walk stops at nested quota nodes, counting the nested node's directory
 /// itself), per (uid, gid): (bytes, inodes).
@@ -285,9 +290,9 @@ pub(crate) fn subtree_usage(
     store: &MetaStore,
     dir: u64,
     cap: u64,
-) -> Result<HashMap<(u32, u32), (u64, u64)>, MetaError> {
+) -> Result<OwnerUsage, MetaError> {
     let g = DbGet(&store.db);
-    let mut out: HashMap<(u32, u32), (u64, u64)> = HashMap::new();
+    let mut out = OwnerUsage::new();
     let mut stack = vec![dir];
     let mut seen = 0u64;
     while let Some(d) = stack.pop() {
@@ -441,7 +446,9 @@ impl MetaStore {
                 )));
             }
             if st.reservations.values().any(|r| r.node == dir.ino) {
-                return Err(MetaError::Busy("writes in progress in this quota node".into()));
+                return Err(MetaError::Busy(
+                    "writes in progress in this quota node".into(),
+                ));
             }
             let parent_node = node_of_dir(&txn, dir.parent)?;
             for (target, _) in self.node_records(dir.ino)? {
@@ -503,7 +510,10 @@ impl MetaStore {
                 split_quota_key(&k).ok_or_else(|| crate::error::corrupt("quota key", "length"))?;
             let t = QuotaTarget::from_code(code, id)
                 .ok_or_else(|| crate::error::corrupt("quota key", "kind"))?;
-            by_node.entry(node).or_default().push((t, decode_quota(&v)?));
+            by_node
+                .entry(node)
+                .or_default()
+                .push((t, decode_quota(&v)?));
         }
         let reserved = self.lock().reserved.clone();
         let g = DbGet(&self.db);
@@ -528,7 +538,12 @@ impl MetaStore {
     /// The quota node that governs new entries at `path` (a directory: the
     /// node for its entries; a file: the node of its directory), with the
     /// records that apply to `uid`/`gid` and the project.
-    pub fn quota_show(&self, path: &NsPath, uid: u32, gid: u32) -> Result<QuotaNodeReport, MetaError> {
+    pub fn quota_show(
+        &self,
+        path: &NsPath,
+        uid: u32,
+        gid: u32,
+    ) -> Result<QuotaNodeReport, MetaError> {
         let g = DbGet(&self.db);
         let i = read::resolve(&g, path)?;
         let dir = if i.is_dir() { i.ino } else { i.parent };

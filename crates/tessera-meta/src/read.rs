@@ -141,7 +141,10 @@ pub(crate) fn path_of<G: Get>(g: &G, mut ino: u64) -> Result<NsPath, MetaError> 
         names.push(i.name);
         ino = i.parent;
         if names.len() > tessera_types::MAX_PATH_LEN {
-            return Err(crate::error::corrupt("tree", "parent chain too long (cycle?)"));
+            return Err(crate::error::corrupt(
+                "tree",
+                "parent chain too long (cycle?)",
+            ));
         }
     }
     let mut raw = Vec::new();
@@ -165,7 +168,10 @@ pub(crate) fn is_ancestor<G: Get>(g: &G, anc: u64, mut ino: u64) -> Result<bool,
         ino = must_inode(g, ino)?.parent;
         steps += 1;
         if steps > tessera_types::MAX_PATH_LEN {
-            return Err(crate::error::corrupt("tree", "parent chain too long (cycle?)"));
+            return Err(crate::error::corrupt(
+                "tree",
+                "parent chain too long (cycle?)",
+            ));
         }
     }
 }
@@ -212,7 +218,7 @@ impl MetaStore {
         }
     }
 
-    pub fn xattr_list(&self, path: &NsPath) -> Result<Vec<(Vec<u8>, Vec<u8>)>, MetaError> {
+    pub fn xattr_list(&self, path: &NsPath) -> Result<crate::Xattrs, MetaError> {
         let g = DbGet(&self.db);
         let i = resolve(&g, path)?;
         xattrs_of(&self.db, i.ino)
@@ -243,7 +249,7 @@ impl MetaStore {
     }
 }
 
-pub(crate) fn xattrs_of(db: &DB, ino: u64) -> Result<Vec<(Vec<u8>, Vec<u8>)>, MetaError> {
+pub(crate) fn xattrs_of(db: &DB, ino: u64) -> Result<crate::Xattrs, MetaError> {
     let h = db.cf_handle(CF_XATTR).expect("cf exists");
     let mut ro = rocksdb::ReadOptions::default();
     ro.set_iterate_upper_bound(prefix_end(ino));

@@ -193,8 +193,7 @@ pub fn decode_dentry(raw: &[u8]) -> Result<(EntryKind, u64), MetaError> {
     if body.len() != 9 {
         return Err(corrupt("dentry", "bad length"));
     }
-    let kind =
-        EntryKind::from_code(body[0] as u32).ok_or_else(|| corrupt("dentry", "bad kind"))?;
+    let kind = EntryKind::from_code(body[0] as u32).ok_or_else(|| corrupt("dentry", "bad kind"))?;
     let ino = u64::from_be_bytes(body[1..].try_into().expect("8 bytes"));
     Ok((kind, ino))
 }
@@ -283,6 +282,9 @@ mod tests {
         ));
         assert!(decode_inode(7, &[]).is_err());
         let d = encode_dentry(EntryKind::Directory, 42);
-        assert_eq!(decode_dentry(&d).expect("decodes"), (EntryKind::Directory, 42));
+        assert_eq!(
+            decode_dentry(&d).expect("decodes"),
+            (EntryKind::Directory, 42)
+        );
     }
 }

@@ -44,7 +44,8 @@ impl MetaStore {
         seen.insert(ROOT_INO);
         let root = read::must_inode(&g, ROOT_INO)?;
         if !root.quota_node || root.parent != ROOT_INO {
-            rep.problems.push("root is not its own parent quota node".into());
+            rep.problems
+                .push("root is not its own parent quota node".into());
         }
         let mut stack = vec![(ROOT_INO, ROOT_INO)];
         while let Some((dir, node)) = stack.pop() {
@@ -64,8 +65,10 @@ impl MetaStore {
                 for child in page {
                     count += 1;
                     if !seen.insert(child.ino) {
-                        rep.problems
-                            .push(format!("inode {} reachable twice (cycle or link)", child.ino));
+                        rep.problems.push(format!(
+                            "inode {} reachable twice (cycle or link)",
+                            child.ino
+                        ));
                         continue;
                     }
                     if child.parent != dir {
@@ -110,9 +113,11 @@ impl MetaStore {
         for item in self.db.iterator_cf(hi, rocksdb::IteratorMode::Start) {
             let (k, _) = item?;
             total += 1;
-            let ino = u64::from_be_bytes(k[..8].try_into().map_err(|_| {
-                crate::error::corrupt("inode key", "length")
-            })?);
+            let ino = u64::from_be_bytes(
+                k[..8]
+                    .try_into()
+                    .map_err(|_| crate::error::corrupt("inode key", "length"))?,
+            );
             if !seen.contains(&ino) {
                 rep.problems.push(format!("orphan inode {ino}"));
             }

@@ -97,7 +97,9 @@ fn drop_node_records(
         return Ok(());
     }
     if st.reservations.values().any(|r| r.node == dir.ino) {
-        return Err(MetaError::Busy("writes in progress in this quota node".into()));
+        return Err(MetaError::Busy(
+            "writes in progress in this quota node".into(),
+        ));
     }
     for (k, _) in store.node_record_keys(dir.ino)? {
         txn.delete(Cf::Quota, &k);
@@ -293,7 +295,9 @@ impl MetaStore {
         let (seq, out) = {
             let mut st = self.lock();
             let Some(r) = quota::release(&mut st, id) else {
-                return Err(MetaError::NotFound(format!("no write in progress with id {id}")));
+                return Err(MetaError::NotFound(format!(
+                    "no write in progress with id {id}"
+                )));
             };
             let mut txn = self.txn();
             let mut dir = match read::inode(&txn, r.parent)? {
@@ -537,7 +541,9 @@ impl MetaStore {
             let mut i = resolve(&txn, path)?;
             let owner = who.is_root() || who.uid == i.uid;
             if a.uid.is_some_and(|u| u != i.uid) && !who.is_root() {
-                return Err(MetaError::PermissionDenied("only root may change the owner".into()));
+                return Err(MetaError::PermissionDenied(
+                    "only root may change the owner".into(),
+                ));
             }
             if let Some(g) = a.gid {
                 if g != i.gid && !(who.is_root() || (owner && who.in_group(g))) {
@@ -634,7 +640,9 @@ fn check_xattr_name(name: &[u8]) -> Result<(), MetaError> {
 fn xattr_permission(who: &Identity, i: &Inode, name: &[u8]) -> Result<(), MetaError> {
     if name.starts_with(b"sys.") {
         if !who.is_root() {
-            return Err(MetaError::PermissionDenied("sys.* attributes are for admins".into()));
+            return Err(MetaError::PermissionDenied(
+                "sys.* attributes are for admins".into(),
+            ));
         }
     } else if !(who.is_root() || who.uid == i.uid) {
         return Err(MetaError::PermissionDenied(

@@ -25,15 +25,14 @@ fn root() -> Identity {
 
 fn write(m: &MetaStore, path: &str, who: &Identity, size: u64) -> Result<Inode, MetaError> {
     let r = m.begin_write(&p(path), who, 0o644, true, size)?;
-    Ok(m
-        .commit_write(
-            r.id,
-            CommitWrite {
-                size,
-                ..Default::default()
-            },
-        )?
-        .0)
+    Ok(m.commit_write(
+        r.id,
+        CommitWrite {
+            size,
+            ..Default::default()
+        },
+    )?
+    .0)
 }
 
 fn assert_clean(m: &MetaStore) {
@@ -48,22 +47,35 @@ fn mkdir_create_stat_list() {
     let r = root();
     m.mkdir(&p("/a/b/c"), &r, 0o755, true).expect("mkdir -p");
     assert_eq!(
-        m.mkdir(&p("/a/b"), &r, 0o755, false).expect_err("exists").kind(),
+        m.mkdir(&p("/a/b"), &r, 0o755, false)
+            .expect_err("exists")
+            .kind(),
         ErrorKind::AlreadyExists
     );
-    m.mkdir(&p("/a/b"), &r, 0o755, true).expect("mkdir -p of existing is fine");
+    m.mkdir(&p("/a/b"), &r, 0o755, true)
+        .expect("mkdir -p of existing is fine");
     assert_eq!(
-        m.mkdir(&p("/x/y"), &r, 0o755, false).expect_err("no parent").kind(),
+        m.mkdir(&p("/x/y"), &r, 0o755, false)
+            .expect_err("no parent")
+            .kind(),
         ErrorKind::NotFound
     );
     let f = m.create(&p("/a/f"), &r, 0o640).expect("create");
     assert_eq!(f.size, 0);
-    assert_eq!(m.create(&p("/a/f"), &r, 0o640).expect_err("dup").kind(), ErrorKind::AlreadyExists);
     assert_eq!(
-        m.create(&p("/a/f/g"), &r, 0o640).expect_err("under file").kind(),
+        m.create(&p("/a/f"), &r, 0o640).expect_err("dup").kind(),
+        ErrorKind::AlreadyExists
+    );
+    assert_eq!(
+        m.create(&p("/a/f/g"), &r, 0o640)
+            .expect_err("under file")
+            .kind(),
         ErrorKind::NotADirectory
     );
-    assert_eq!(m.stat(&p("/a/f/g")).expect_err("under file").kind(), ErrorKind::NotADirectory);
+    assert_eq!(
+        m.stat(&p("/a/f/g")).expect_err("under file").kind(),
+        ErrorKind::NotADirectory
+    );
     assert_eq!(m.stat(&p("/a/f")).expect("stat").ino, f.ino);
     let names: Vec<_> = m
         .list(&p("/a"), None, 100)
@@ -73,7 +85,10 @@ fn mkdir_create_stat_list() {
         .collect();
     assert_eq!(names, vec![b"b".to_vec(), b"f".to_vec()]);
     assert_eq!(m.stat(&p("/a")).expect("stat").nchildren, 2);
-    assert_eq!(m.list(&p("/a/f"), None, 10).expect_err("file").kind(), ErrorKind::NotADirectory);
+    assert_eq!(
+        m.list(&p("/a/f"), None, 10).expect_err("file").kind(),
+        ErrorKind::NotADirectory
+    );
     assert_clean(&m);
 }
 
@@ -84,7 +99,8 @@ fn paged_listing_is_stable() {
     let r = root();
     m.mkdir(&p("/d"), &r, 0o755, false).expect("mkdir");
     for i in 0..250 {
-        m.create(&p(&format!("/d/f{i:04}")), &r, 0o644).expect("create");
+        m.create(&p(&format!("/d/f{i:04}")), &r, 0o644)
+            .expect("create");
     }
     let mut after: Option<Vec<u8>> = None;
     let mut all = Vec::new();
@@ -107,11 +123,26 @@ fn unlink_rmdir_rules() {
     let r = root();
     m.mkdir(&p("/a/b"), &r, 0o755, true).expect("mkdir");
     write(&m, "/a/b/f", &r, 10).expect("write");
-    assert_eq!(m.rmdir(&p("/a/b"), &r).expect_err("non-empty").kind(), ErrorKind::NotEmpty);
-    assert_eq!(m.rmdir(&p("/a/b/f"), &r).expect_err("file").kind(), ErrorKind::NotADirectory);
-    assert_eq!(m.unlink(&p("/a/b"), &r).expect_err("dir").kind(), ErrorKind::IsADirectory);
-    assert_eq!(m.unlink(&p("/a/nope"), &r).expect_err("missing").kind(), ErrorKind::NotFound);
-    assert_eq!(m.rmdir(&p("/"), &r).expect_err("root").kind(), ErrorKind::Busy);
+    assert_eq!(
+        m.rmdir(&p("/a/b"), &r).expect_err("non-empty").kind(),
+        ErrorKind::NotEmpty
+    );
+    assert_eq!(
+        m.rmdir(&p("/a/b/f"), &r).expect_err("file").kind(),
+        ErrorKind::NotADirectory
+    );
+    assert_eq!(
+        m.unlink(&p("/a/b"), &r).expect_err("dir").kind(),
+        ErrorKind::IsADirectory
+    );
+    assert_eq!(
+        m.unlink(&p("/a/nope"), &r).expect_err("missing").kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        m.rmdir(&p("/"), &r).expect_err("root").kind(),
+        ErrorKind::Busy
+    );
     assert_eq!(m.unlink(&p("/a/b/f"), &r).expect("unlink").size, 10);
     m.rmdir(&p("/a/b"), &r).expect("rmdir");
     assert_eq!(m.stat(&p("/a")).expect("stat").nchildren, 0);
@@ -142,9 +173,13 @@ fn rename_follows_posix() {
     assert_eq!(err("/f", "/nodir/f"), ErrorKind::NotFound);
     assert_eq!(err("/", "/x"), ErrorKind::Busy);
     // file replaces file
-    m.rename(&p("/f"), &p("/g"), &r, RenameFlags::default()).expect("replace");
+    m.rename(&p("/f"), &p("/g"), &r, RenameFlags::default())
+        .expect("replace");
     assert_eq!(m.stat(&p("/g")).expect("stat").size, 5);
-    assert_eq!(m.stat(&p("/f")).expect_err("gone").kind(), ErrorKind::NotFound);
+    assert_eq!(
+        m.stat(&p("/f")).expect_err("gone").kind(),
+        ErrorKind::NotFound
+    );
     assert_eq!(
         m.rename(&p("/g"), &p("/a/g"), &r, RenameFlags { no_replace: true })
             .expect("no clash")
@@ -152,11 +187,14 @@ fn rename_follows_posix() {
         m.stat(&p("/a")).expect("stat").ino
     );
     // empty dir replaces empty dir, across directories
-    m.rename(&p("/e"), &p("/a/b/c"), &r, RenameFlags::default()).expect("dir over empty dir");
-    m.rename(&p("/a/b"), &p("/moved"), &r, RenameFlags::default()).expect("move subtree");
+    m.rename(&p("/e"), &p("/a/b/c"), &r, RenameFlags::default())
+        .expect("dir over empty dir");
+    m.rename(&p("/a/b"), &p("/moved"), &r, RenameFlags::default())
+        .expect("move subtree");
     assert!(m.stat(&p("/moved/c")).expect("stat").is_dir());
     // rename onto itself is a no-op
-    m.rename(&p("/moved"), &p("/moved"), &r, RenameFlags::default()).expect("self");
+    m.rename(&p("/moved"), &p("/moved"), &r, RenameFlags::default())
+        .expect("self");
     assert_clean(&m);
 }
 
@@ -167,21 +205,41 @@ fn xattrs_and_inheritance() {
     let r = root();
     let user = Identity::user(1000, 1000, "alice", "test");
     m.mkdir(&p("/a"), &r, 0o777, false).expect("mkdir");
-    m.xattr_set(&p("/a"), &r, b"sys.forced.layout", b"raid6").expect("set");
+    m.xattr_set(&p("/a"), &r, b"sys.forced.layout", b"raid6")
+        .expect("set");
     m.xattr_set(&p("/a"), &r, b"user.note", b"hi").expect("set");
     m.mkdir(&p("/a/b/c"), &user, 0o755, true).expect("mkdir -p");
-    assert_eq!(m.xattr_get(&p("/a/b/c"), b"sys.forced.layout").expect("inherited"), b"raid6");
-    assert_eq!(m.xattr_get(&p("/a/b"), b"user.note").expect_err("not inherited").kind(), ErrorKind::NotFound);
     assert_eq!(
-        m.xattr_set(&p("/a/b"), &user, b"sys.acl", b"u:1:rwx").expect_err("admin only").kind(),
+        m.xattr_get(&p("/a/b/c"), b"sys.forced.layout")
+            .expect("inherited"),
+        b"raid6"
+    );
+    assert_eq!(
+        m.xattr_get(&p("/a/b"), b"user.note")
+            .expect_err("not inherited")
+            .kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        m.xattr_set(&p("/a/b"), &user, b"sys.acl", b"u:1:rwx")
+            .expect_err("admin only")
+            .kind(),
         ErrorKind::PermissionDenied
     );
-    m.xattr_set(&p("/a/b"), &user, b"user.x", b"1").expect("owner may");
+    m.xattr_set(&p("/a/b"), &user, b"user.x", b"1")
+        .expect("owner may");
     assert_eq!(m.xattr_list(&p("/a/b")).expect("list").len(), 2);
     m.xattr_rm(&p("/a/b"), &user, b"user.x").expect("rm");
-    assert_eq!(m.xattr_rm(&p("/a/b"), &user, b"user.x").expect_err("gone").kind(), ErrorKind::NotFound);
     assert_eq!(
-        m.xattr_set(&p("/a"), &r, b"", b"x").expect_err("empty name").kind(),
+        m.xattr_rm(&p("/a/b"), &user, b"user.x")
+            .expect_err("gone")
+            .kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        m.xattr_set(&p("/a"), &r, b"", b"x")
+            .expect_err("empty name")
+            .kind(),
         ErrorKind::InvalidArgument
     );
     m.rmdir(&p("/a/b/c"), &r).expect("rmdir drops xattrs");
@@ -196,19 +254,47 @@ fn permissions_from_mode_bits() {
     let alice = Identity::user(1000, 100, "alice", "test");
     let bob = Identity::user(1001, 101, "bob", "test");
     m.mkdir(&p("/home/alice"), &r, 0o755, true).expect("mkdir");
-    m.setattr(&p("/home/alice"), &r, SetAttr { uid: Some(1000), gid: Some(100), ..Default::default() })
-        .expect("chown");
+    m.setattr(
+        &p("/home/alice"),
+        &r,
+        SetAttr {
+            uid: Some(1000),
+            gid: Some(100),
+            ..Default::default()
+        },
+    )
+    .expect("chown");
     write(&m, "/home/alice/f", &alice, 3).expect("owner writes");
-    assert_eq!(write(&m, "/home/alice/g", &bob, 3).expect_err("bob").kind(), ErrorKind::PermissionDenied);
-    assert_eq!(m.unlink(&p("/home/alice/f"), &bob).expect_err("bob").kind(), ErrorKind::PermissionDenied);
     assert_eq!(
-        m.setattr(&p("/home/alice/f"), &alice, SetAttr { uid: Some(1001), ..Default::default() })
-            .expect_err("only root chowns")
-            .kind(),
+        write(&m, "/home/alice/g", &bob, 3).expect_err("bob").kind(),
         ErrorKind::PermissionDenied
     );
-    m.setattr(&p("/home/alice/f"), &alice, SetAttr { mode: Some(0o600), ..Default::default() })
-        .expect("owner chmods");
+    assert_eq!(
+        m.unlink(&p("/home/alice/f"), &bob).expect_err("bob").kind(),
+        ErrorKind::PermissionDenied
+    );
+    assert_eq!(
+        m.setattr(
+            &p("/home/alice/f"),
+            &alice,
+            SetAttr {
+                uid: Some(1001),
+                ..Default::default()
+            }
+        )
+        .expect_err("only root chowns")
+        .kind(),
+        ErrorKind::PermissionDenied
+    );
+    m.setattr(
+        &p("/home/alice/f"),
+        &alice,
+        SetAttr {
+            mode: Some(0o600),
+            ..Default::default()
+        },
+    )
+    .expect("owner chmods");
     assert_eq!(m.stat(&p("/home/alice/f")).expect("stat").mode, 0o600);
     assert_clean(&m);
 }
@@ -221,52 +307,103 @@ fn quota_limits_reservations_and_accounting() {
     let alice = Identity::user(1000, 100, "alice", "test");
     m.mkdir(&p("/q/sub"), &r, 0o777, true).expect("mkdir");
     write(&m, "/q/sub/pre", &alice, 100).expect("write before quota");
-    m.quota_set(&p("/q"), QuotaTarget::user(1000), Some(1000), Some(5)).expect("set");
+    m.quota_set(&p("/q"), QuotaTarget::user(1000), Some(1000), Some(5))
+        .expect("set");
     let show = m.quota_show(&p("/q/sub"), 1000, 100).expect("show");
     assert_eq!(show.path, p("/q"));
-    let u = show.entries.iter().find(|e| e.target == QuotaTarget::user(1000)).expect("user rec");
+    let u = show
+        .entries
+        .iter()
+        .find(|e| e.target == QuotaTarget::user(1000))
+        .expect("user rec");
     // pre (100 bytes, 1 inode) moved from / to /q; /q/sub is owned by root.
     assert_eq!((u.used_bytes, u.used_inodes), (100, 1));
     assert_clean(&m);
 
     // A reservation holds space: a second writer cannot overshoot.
-    let big = m.begin_write(&p("/q/sub/big"), &alice, 0o644, false, 800).expect("reserve 800");
+    let big = m
+        .begin_write(&p("/q/sub/big"), &alice, 0o644, false, 800)
+        .expect("reserve 800");
     assert_eq!(
-        m.begin_write(&p("/q/sub/other"), &alice, 0o644, false, 200).expect_err("over").kind(),
+        m.begin_write(&p("/q/sub/other"), &alice, 0o644, false, 200)
+            .expect_err("over")
+            .kind(),
         ErrorKind::QuotaExceeded
     );
-    assert_eq!(m.extend_write(big.id, 101).expect_err("over").kind(), ErrorKind::QuotaExceeded);
+    assert_eq!(
+        m.extend_write(big.id, 101).expect_err("over").kind(),
+        ErrorKind::QuotaExceeded
+    );
     m.extend_write(big.id, 100).expect("fits exactly");
-    m.commit_write(big.id, CommitWrite { size: 900, ..Default::default() }).expect("commit");
+    m.commit_write(
+        big.id,
+        CommitWrite {
+            size: 900,
+            ..Default::default()
+        },
+    )
+    .expect("commit");
     // A commit larger than reserved and over the limit is refused, nothing visible.
-    let r2 = m.begin_write(&p("/q/sub/tiny"), &alice, 0o644, false, 0).expect("reserve");
+    let r2 = m
+        .begin_write(&p("/q/sub/tiny"), &alice, 0o644, false, 0)
+        .expect("reserve");
     assert_eq!(
-        m.commit_write(r2.id, CommitWrite { size: 1, ..Default::default() }).expect_err("over").kind(),
+        m.commit_write(
+            r2.id,
+            CommitWrite {
+                size: 1,
+                ..Default::default()
+            }
+        )
+        .expect_err("over")
+        .kind(),
         ErrorKind::QuotaExceeded
     );
-    assert_eq!(m.stat(&p("/q/sub/tiny")).expect_err("invisible").kind(), ErrorKind::NotFound);
+    assert_eq!(
+        m.stat(&p("/q/sub/tiny")).expect_err("invisible").kind(),
+        ErrorKind::NotFound
+    );
     // Aborted writes leave nothing and release their space.
-    let r3 = m.begin_write(&p("/q/sub/gone"), &alice, 0o644, false, 0).expect("reserve");
+    let r3 = m
+        .begin_write(&p("/q/sub/gone"), &alice, 0o644, false, 0)
+        .expect("reserve");
     m.abort_write(r3.id).expect("abort");
-    assert_eq!(m.stat(&p("/q/sub/gone")).expect_err("invisible").kind(), ErrorKind::NotFound);
+    assert_eq!(
+        m.stat(&p("/q/sub/gone")).expect_err("invisible").kind(),
+        ErrorKind::NotFound
+    );
     // Inode limit: 2 used (pre, big) of 5.
     for i in 0..3 {
-        m.create(&p(&format!("/q/sub/e{i}")), &alice, 0o644).expect("inode fits");
+        m.create(&p(&format!("/q/sub/e{i}")), &alice, 0o644)
+            .expect("inode fits");
     }
-    assert_eq!(m.create(&p("/q/sub/e9"), &alice, 0o644).expect_err("inodes").kind(), ErrorKind::QuotaExceeded);
+    assert_eq!(
+        m.create(&p("/q/sub/e9"), &alice, 0o644)
+            .expect_err("inodes")
+            .kind(),
+        ErrorKind::QuotaExceeded
+    );
     // Other users are not limited by alice's record.
-    m.create(&p("/q/sub/rootfile"), &r, 0o644).expect("root not limited");
+    m.create(&p("/q/sub/rootfile"), &r, 0o644)
+        .expect("root not limited");
     // Moving a file out of the node frees alice's usage.
-    m.rename(&p("/q/sub/big"), &p("/big"), &r, RenameFlags::default()).expect("mv out");
+    m.rename(&p("/q/sub/big"), &p("/big"), &r, RenameFlags::default())
+        .expect("mv out");
     let u = m.quota_show(&p("/q"), 1000, 100).expect("show");
-    let u = u.entries.iter().find(|e| e.target == QuotaTarget::user(1000)).expect("rec");
+    let u = u
+        .entries
+        .iter()
+        .find(|e| e.target == QuotaTarget::user(1000))
+        .expect("rec");
     assert_eq!((u.used_bytes, u.used_inodes), (100, 4));
     // Moving it back in is refused when it does not fit... it fits (1000).
-    m.rename(&p("/big"), &p("/q/big"), &r, RenameFlags::default()).expect("mv in");
+    m.rename(&p("/big"), &p("/q/big"), &r, RenameFlags::default())
+        .expect("mv in");
     write(&m, "/q/x", &alice, 1).expect_err("full");
     assert_clean(&m);
     // Dropping the node returns usage to /.
-    m.quota_rm(&p("/q"), QuotaTarget::user(1000), true, true).expect("rm limits");
+    m.quota_rm(&p("/q"), QuotaTarget::user(1000), true, true)
+        .expect("rm limits");
     m.quota_rmnode(&p("/q")).expect("rmnode");
     assert_eq!(m.quota_ls(&NsPath::root()).expect("ls").len(), 1);
     assert_clean(&m);
@@ -280,13 +417,21 @@ fn restart_keeps_everything_and_never_reuses_inodes() {
         let m = open(d.path());
         m.mkdir(&p("/a"), &r, 0o755, false).expect("mkdir");
         let f = write(&m, "/a/f", &r, 42).expect("write");
-        m.quota_set(&p("/a"), QuotaTarget::group(5), Some(10_000), None).expect("quota");
-        let pending = m.begin_write(&p("/a/pending"), &r, 0o644, false, 1).expect("begin");
+        m.quota_set(&p("/a"), QuotaTarget::group(5), Some(10_000), None)
+            .expect("quota");
+        let pending = m
+            .begin_write(&p("/a/pending"), &r, 0o644, false, 1)
+            .expect("begin");
         (f.ino, pending.ino)
     };
     let m = open(d.path());
     assert_eq!(m.stat(&p("/a/f")).expect("stat").ino, ino_before);
-    assert_eq!(m.stat(&p("/a/pending")).expect_err("never committed").kind(), ErrorKind::NotFound);
+    assert_eq!(
+        m.stat(&p("/a/pending"))
+            .expect_err("never committed")
+            .kind(),
+        ErrorKind::NotFound
+    );
     let next = write(&m, "/a/g", &r, 1).expect("write");
     assert!(next.ino > resv_ino, "inode {} handed out again", next.ino);
     assert_eq!(m.quota_ls(&p("/a")).expect("ls")[0].entries.len(), 4);

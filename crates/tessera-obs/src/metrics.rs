@@ -44,7 +44,11 @@ impl Metrics {
     pub fn new(version: &str) -> Metrics {
         let mut r = Registry::with_prefix("tessera");
         let requests = Family::<ResultLabels, Counter>::default();
-        r.register("requests", "Requests by protocol, operation and result code", requests.clone());
+        r.register(
+            "requests",
+            "Requests by protocol, operation and result code",
+            requests.clone(),
+        );
         let duration = Family::<OpLabels, Histogram>::new_with_constructor(|| {
             Histogram::new(exponential_buckets(0.000_01, 4.0, 12))
         });
@@ -55,7 +59,11 @@ impl Metrics {
             duration.clone(),
         );
         let namespace_inodes = Gauge::<u64, AtomicU64>::default();
-        r.register("namespace_inodes", "Files and directories in the namespace", namespace_inodes.clone());
+        r.register(
+            "namespace_inodes",
+            "Files and directories in the namespace",
+            namespace_inodes.clone(),
+        );
         let namespace_bytes = Gauge::<u64, AtomicU64>::default();
         r.register_with_unit(
             "namespace_logical",
@@ -64,18 +72,46 @@ impl Metrics {
             namespace_bytes.clone(),
         );
         let quota_nodes = Gauge::<u64, AtomicU64>::default();
-        r.register("quota_nodes", "Directories that are quota nodes", quota_nodes.clone());
+        r.register(
+            "quota_nodes",
+            "Directories that are quota nodes",
+            quota_nodes.clone(),
+        );
         let open_writes = Gauge::<u64, AtomicU64>::default();
-        r.register("open_writes", "Writes holding a quota reservation", open_writes.clone());
+        r.register(
+            "open_writes",
+            "Writes holding a quota reservation",
+            open_writes.clone(),
+        );
         let g = Family::<QuotaLabels, Gauge<u64, AtomicU64>>::default;
         let (qub, qui, qlb, qli) = (g(), g(), g(), g());
         let bytes = prometheus_client::registry::Unit::Bytes;
-        r.register_with_unit("quota_used", "Project usage of a quota node", bytes.clone(), qub.clone());
-        r.register("quota_used_inodes", "Project inode usage of a quota node", qui.clone());
-        r.register_with_unit("quota_limit", "Project byte limit of a quota node", bytes, qlb.clone());
-        r.register("quota_limit_inodes", "Project inode limit of a quota node", qli.clone());
+        r.register_with_unit(
+            "quota_used",
+            "Project usage of a quota node",
+            bytes.clone(),
+            qub.clone(),
+        );
+        r.register(
+            "quota_used_inodes",
+            "Project inode usage of a quota node",
+            qui.clone(),
+        );
+        r.register_with_unit(
+            "quota_limit",
+            "Project byte limit of a quota node",
+            bytes,
+            qlb.clone(),
+        );
+        r.register(
+            "quota_limit_inodes",
+            "Project inode limit of a quota node",
+            qli.clone(),
+        );
         let build = Family::<Vec<(String, String)>, Gauge>::default();
-        build.get_or_create(&vec![("version".to_string(), version.to_string())]).set(1);
+        build
+            .get_or_create(&vec![("version".to_string(), version.to_string())])
+            .set(1);
         r.register("build_info", "Build information", build);
         Metrics {
             registry: Mutex::new(r),

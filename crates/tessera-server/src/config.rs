@@ -78,7 +78,7 @@ pub struct Meta {
     pub block_cache: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Admin {
     /// File holding the admin bearer secret (must not be world-readable).
@@ -126,12 +126,6 @@ impl Default for Meta {
             durability: DurabilityCfg::Sync,
             block_cache: "256Mi".into(),
         }
-    }
-}
-
-impl Default for Admin {
-    fn default() -> Self {
-        Admin { token_file: None }
     }
 }
 

@@ -39,7 +39,10 @@ impl DevLayout {
         for i in 1..=DEV_FILESYSTEMS {
             std::fs::create_dir_all(self.root.join("fs").join(format!("fs{i}")))?;
         }
-        std::fs::set_permissions(self.root.join("dev"), std::fs::Permissions::from_mode(0o700))?;
+        std::fs::set_permissions(
+            self.root.join("dev"),
+            std::fs::Permissions::from_mode(0o700),
+        )?;
         if !self.token_file.exists() {
             let secret: [u8; 32] = rand::random();
             let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
@@ -72,7 +75,9 @@ impl DevLayout {
             .push(SanType::IpAddress(std::net::IpAddr::from([127, 0, 0, 1])));
         params
             .subject_alt_names
-            .push(SanType::IpAddress(std::net::IpAddr::from(std::net::Ipv6Addr::LOCALHOST)));
+            .push(SanType::IpAddress(std::net::IpAddr::from(
+                std::net::Ipv6Addr::LOCALHOST,
+            )));
         let mut dn = DistinguishedName::new();
         dn.push(DnType::CommonName, "localhost");
         params.distinguished_name = dn;
@@ -118,7 +123,10 @@ pub fn read_secret(path: &Path) -> anyhow::Result<String> {
     let s = std::fs::read_to_string(path)?;
     let s = s.trim().to_string();
     if s.len() < 16 {
-        anyhow::bail!("{}: admin secret shorter than 16 characters", path.display());
+        anyhow::bail!(
+            "{}: admin secret shorter than 16 characters",
+            path.display()
+        );
     }
     Ok(s)
 }

@@ -40,14 +40,26 @@ async fn handle(req: Request<Incoming>, core: Core) -> Result<Response<Full<Byte
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
                 core.metrics().encode(),
             ),
-            Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, "text/plain", e.to_string()),
+            Err(e) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "text/plain",
+                e.to_string(),
+            ),
         },
         "/healthz" => (StatusCode::OK, "text/plain", "ok\n".to_string()),
         "/readyz" => match core.ns_stats(&tessera_types::Identity::root("http")).await {
             Ok(_) => (StatusCode::OK, "text/plain", "ready\n".to_string()),
-            Err(e) => (StatusCode::SERVICE_UNAVAILABLE, "text/plain", format!("{e}\n")),
+            Err(e) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "text/plain",
+                format!("{e}\n"),
+            ),
         },
-        _ => (StatusCode::NOT_FOUND, "text/plain", "not found\n".to_string()),
+        _ => (
+            StatusCode::NOT_FOUND,
+            "text/plain",
+            "not found\n".to_string(),
+        ),
     };
     let mut resp = Response::new(Full::new(Bytes::from(body)));
     *resp.status_mut() = status;

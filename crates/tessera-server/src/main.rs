@@ -108,7 +108,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let layout = DevLayout::new(&cfg.data_dir);
         (cfg, secret, Some(layout))
     } else {
-        let file = args.config.clone().context("give --config FILE or --dev --data-dir DIR")?;
+        let file = args
+            .config
+            .clone()
+            .context("give --config FILE or --dev --data-dir DIR")?;
         let cfg = Config::load(&file)?;
         let tf = cfg.admin.token_file.clone().context("admin.token_file")?;
         let secret = tessera_server::dev::read_secret(&tf)?;
@@ -165,7 +168,13 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
 }
 
 fn print_banner(r: &tessera_server::Running, l: &DevLayout) {
-    let tessera = "tessera";
+    let cli = std::env::current_exe()
+        .map(|p| p.with_file_name("tessera"))
+        .ok()
+        .filter(|p| p.exists())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "tessera".to_string());
+    let tessera = cli.as_str();
     println!(
         "\nTessera dev server (all roles in one process), data in {}\n\
          \n  admin API (gRPC):  {admin}\n  metrics:           http://{m}/metrics  (also /healthz, /readyz)\n  CA certificate:    {ca}\n  admin token file:  {tok}\n\

@@ -22,7 +22,12 @@ fn start(dir: &std::path::Path) -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tesserad"))
         .args(["serve", "--dev", "--data-dir"])
         .arg(dir)
-        .args(["--admin-addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"])
+        .args([
+            "--admin-addr",
+            "127.0.0.1:0",
+            "--metrics-addr",
+            "127.0.0.1:0",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -42,11 +47,18 @@ fn start(dir: &std::path::Path) -> Server {
     let boot_ms: f64 = field("boot_ms=").parse().expect("number");
     // Keep draining stdout so the server never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
-    Server { child, admin, boot_ms }
+    Server {
+        child,
+        admin,
+        boot_ms,
+    }
 }
 
 fn secret(dir: &std::path::Path) -> String {
-    std::fs::read_to_string(dir.join("dev/admin.token")).expect("token").trim().to_string()
+    std::fs::read_to_string(dir.join("dev/admin.token"))
+        .expect("token")
+        .trim()
+        .to_string()
 }
 
 type Ns = NamespaceClient<tonic::service::interceptor::InterceptedService<Channel, Auth>>;
@@ -61,7 +73,13 @@ impl tonic::service::Interceptor for Auth {
     }
 }
 
-async fn clients(addr: &str, secret: &str) -> (Ns, QuotaClient<tonic::service::interceptor::InterceptedService<Channel, Auth>>) {
+async fn clients(
+    addr: &str,
+    secret: &str,
+) -> (
+    Ns,
+    QuotaClient<tonic::service::interceptor::InterceptedService<Channel, Auth>>,
+) {
     let ch = Channel::from_shared(format!("http://{addr}"))
         .expect("url")
         .connect()
@@ -82,19 +100,41 @@ fn b(s: &str) -> Vec<u8> {
 /// it must exist and with which file name inside (`None`: must be gone).
 type Known = HashMap<String, Option<&'static str>>;
 
-async fn worker(mut ns: Ns, t: usize, known: Arc<Mutex<Known>>, in_flight: Arc<Mutex<Vec<String>>>) {
+async fn worker(
+    mut ns: Ns,
+    t: usize,
+    known: Arc<Mutex<Known>>,
+    in_flight: Arc<Mutex<Vec<String>>>,
+) {
     for i in 0.. {
         let d = format!("/q/t{t}/d{i}");
         in_flight.lock().expect("lock")[t] = d.clone();
-        let steps: [(&str, Option<&'static str>); 4] =
-            [("mkdir", None), ("touch", Some("f")), ("mv", Some("g")), ("rm", None)];
+        let steps: [(&str, Option<&'static str>); 4] = [
+            ("mkdir", None),
+            ("touch", Some("f")),
+            ("mv", Some("g")),
+            ("rm", None),
+        ];
         for (step, state) in steps {
             if step == "rm" && i % 3 != 0 {
                 continue;
             }
             let res = match step {
-                "mkdir" => ns.mkdir(pb::MkdirRequest { path: b(&d), mode: 0o755, parents: true }).await.map(|_| ()),
-                "touch" => ns.touch(pb::TouchRequest { path: b(&format!("{d}/f")), mode: 0 }).await.map(|_| ()),
+                "mkdir" => ns
+                    .mkdir(pb::MkdirRequest {
+                        path: b(&d),
+                        mode: 0o755,
+                        parents: true,
+                    })
+                    .await
+                    .map(|_| ()),
+                "touch" => ns
+                    .touch(pb::TouchRequest {
+                        path: b(&format!("{d}/f")),
+                        mode: 0,
+                    })
+                    .await
+                    .map(|_| ()),
                 "mv" => ns
                     .rename(pb::RenameRequest {
                         source: b(&format!("{d}/f")),
@@ -103,7 +143,13 @@ async fn worker(mut ns: Ns, t: usize, known: Arc<Mutex<Known>>, in_flight: Arc<M
                     })
                     .await
                     .map(|_| ()),
-                _ => ns.remove(pb::RemoveRequest { path: b(&d), recursive: true }).await.map(|_| ()),
+                _ => ns
+                    .remove(pb::RemoveRequest {
+                        path: b(&d),
+                        recursive: true,
+                    })
+                    .await
+                    .map(|_| ()),
             };
             if res.is_err() {
                 return; // the server died: this op is in flight, unknown
@@ -125,11 +171,20 @@ async fn kill_9_during_mutations_loses_no_acknowledged_change() {
     let sec = secret(dir.path());
     let (ns, mut quota) = clients(&srv.admin, &sec).await;
     let mut ns0 = ns.clone();
-    ns0.mkdir(pb::MkdirRequest { path: b("/q"), mode: 0o755, parents: false }).await.expect("mkdir");
+    ns0.mkdir(pb::MkdirRequest {
+        path: b("/q"),
+        mode: 0o755,
+        parents: false,
+    })
+    .await
+    .expect("mkdir");
     quota
         .set(pb::QuotaSetRequest {
             path: b("/q"),
-            target: Some(pb::QuotaTarget { kind: pb::QuotaKind::Project as i32, id: 0 }),
+            target: Some(pb::QuotaTarget {
+                kind: pb::QuotaKind::Project as i32,
+                id: 0,
+            }),
             max_bytes: None,
             max_inodes: Some(1_000_000),
         })
@@ -139,7 +194,14 @@ async fn kill_9_during_mutations_loses_no_acknowledged_change() {
     let known = Arc::new(Mutex::new(Known::new()));
     let in_flight = Arc::new(Mutex::new(vec![String::new(); WORKERS]));
     let tasks: Vec<_> = (0..WORKERS)
-        .map(|t| tokio::spawn(worker(ns.clone(), t, Arc::clone(&known), Arc::clone(&in_flight))))
+        .map(|t| {
+            tokio::spawn(worker(
+                ns.clone(),
+                t,
+                Arc::clone(&known),
+                Arc::clone(&in_flight),
+            ))
+        })
         .collect();
     // Let mutations stream, then kill -9 in the middle of them.
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -153,7 +215,11 @@ async fn kill_9_during_mutations_loses_no_acknowledged_change() {
     }
     let known = known.lock().expect("lock").clone();
     let in_flight = in_flight.lock().expect("lock").clone();
-    assert!(known.len() >= 50, "only {} directories acknowledged", known.len());
+    assert!(
+        known.len() >= 50,
+        "only {} directories acknowledged",
+        known.len()
+    );
 
     let mut srv = start(dir.path());
     let (mut ns, _) = clients(&srv.admin, &sec).await;
@@ -164,13 +230,19 @@ async fn kill_9_during_mutations_loses_no_acknowledged_change() {
         }
         let st = ns.stat(pb::StatRequest { path: b(d) }).await;
         match state {
-            None => assert_eq!(st.expect_err("removed").code(), tonic::Code::NotFound, "{d}"),
+            None => assert_eq!(
+                st.expect_err("removed").code(),
+                tonic::Code::NotFound,
+                "{d}"
+            ),
             Some(name) => {
                 st.unwrap_or_else(|e| panic!("acknowledged {d} lost: {e}"));
                 if !name.is_empty() {
-                    ns.stat(pb::StatRequest { path: b(&format!("{d}/{name}")) })
-                        .await
-                        .unwrap_or_else(|e| panic!("acknowledged {d}/{name} lost: {e}"));
+                    ns.stat(pb::StatRequest {
+                        path: b(&format!("{d}/{name}")),
+                    })
+                    .await
+                    .unwrap_or_else(|e| panic!("acknowledged {d}/{name} lost: {e}"));
                 }
             }
         }
@@ -191,13 +263,20 @@ async fn sigterm_stops_cleanly_and_restart_is_fast() {
     {
         let (mut ns, _) = clients(&srv.admin, &sec).await;
         for i in 0..100 {
-            ns.mkdir(pb::MkdirRequest { path: b(&format!("/d/{i}")), mode: 0, parents: true })
-                .await
-                .expect("mkdir");
+            ns.mkdir(pb::MkdirRequest {
+                path: b(&format!("/d/{i}")),
+                mode: 0,
+                parents: true,
+            })
+            .await
+            .expect("mkdir");
         }
     }
     let pid = srv.child.id().to_string();
-    let st = Command::new("kill").args(["-TERM", &pid]).status().expect("kill");
+    let st = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
     assert!(st.success());
     let code = srv.child.wait().expect("wait");
     assert!(code.success(), "exit status {code:?}");
@@ -205,7 +284,11 @@ async fn sigterm_stops_cleanly_and_restart_is_fast() {
     assert!(srv.boot_ms < 1000.0, "boot took {} ms", srv.boot_ms);
     let (mut ns, _) = clients(&srv.admin, &sec).await;
     let l = ns
-        .list(pb::ListRequest { path: b("/d"), after: vec![], limit: 0 })
+        .list(pb::ListRequest {
+            path: b("/d"),
+            after: vec![],
+            limit: 0,
+        })
         .await
         .expect("list")
         .into_inner();

@@ -112,7 +112,9 @@ impl NsPath {
 
     /// Components from the root down; empty for `/`.
     pub fn components(&self) -> impl Iterator<Item = &[u8]> {
-        self.raw[1..].split(|b| *b == b'/').filter(|c| !c.is_empty())
+        self.raw[1..]
+            .split(|b| *b == b'/')
+            .filter(|c| !c.is_empty())
     }
 
     /// The parent path and the last name; `None` for the root.
@@ -219,10 +221,7 @@ mod tests {
         assert!(!a.starts_with(&NsPath::parse("/a/b").expect("valid")));
         assert!(a.starts_with(&NsPath::root()));
         assert_eq!(NsPath::root().split_last(), None);
-        assert_eq!(
-            NsPath::root().join(b"x").expect("valid").display(),
-            "/x"
-        );
+        assert_eq!(NsPath::root().join(b"x").expect("valid").display(), "/x");
     }
 
     proptest! {

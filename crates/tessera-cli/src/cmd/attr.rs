@@ -26,12 +26,17 @@ fn rec(path: &str, name: &[u8], value: &[u8]) -> Rec {
 pub async fn run(c: &mut Clients, fmt: Format, a: AttrCmd) -> Result<(), Failure> {
     match a {
         AttrCmd::Ls { path } => {
-            let r = c
-                .ns
-                .xattr_list(pb::PathRequest { path: path.clone().into_bytes() })
+            let r =
+                c.ns.xattr_list(pb::PathRequest {
+                    path: path.clone().into_bytes(),
+                })
                 .await?
                 .into_inner();
-            let recs: Vec<Rec> = r.attrs.iter().map(|x| rec(&path, &x.name, &x.value)).collect();
+            let recs: Vec<Rec> = r
+                .attrs
+                .iter()
+                .map(|x| rec(&path, &x.name, &x.value))
+                .collect();
             emit(fmt, &recs, || {
                 r.attrs
                     .iter()
@@ -46,9 +51,11 @@ pub async fn run(c: &mut Clients, fmt: Format, a: AttrCmd) -> Result<(), Failure
             });
         }
         AttrCmd::Get { name, path } => {
-            let x = c
-                .ns
-                .xattr_get(pb::XattrGetRequest { path: path.clone().into_bytes(), name: name.into_bytes() })
+            let x =
+                c.ns.xattr_get(pb::XattrGetRequest {
+                    path: path.clone().into_bytes(),
+                    name: name.into_bytes(),
+                })
                 .await?
                 .into_inner();
             let r = rec(&path, &x.name, &x.value);
@@ -64,21 +71,25 @@ pub async fn run(c: &mut Clients, fmt: Format, a: AttrCmd) -> Result<(), Failure
             let (k, v) = assignment
                 .split_once('=')
                 .ok_or_else(|| Failure::new(22, "give the attribute as KEY=VALUE"))?;
-            let v = v.strip_prefix('"').and_then(|x| x.strip_suffix('"')).unwrap_or(v);
-            c.ns
-                .xattr_set(pb::XattrSetRequest {
-                    path: path.clone().into_bytes(),
-                    name: k.as_bytes().to_vec(),
-                    value: v.as_bytes().to_vec(),
-                })
-                .await?;
+            let v = v
+                .strip_prefix('"')
+                .and_then(|x| x.strip_suffix('"'))
+                .unwrap_or(v);
+            c.ns.xattr_set(pb::XattrSetRequest {
+                path: path.clone().into_bytes(),
+                name: k.as_bytes().to_vec(),
+                value: v.as_bytes().to_vec(),
+            })
+            .await?;
             let r = rec(&path, k.as_bytes(), v.as_bytes());
             emit(fmt, std::slice::from_ref(&r), String::new);
         }
         AttrCmd::Rm { name, path } => {
-            c.ns
-                .xattr_remove(pb::XattrGetRequest { path: path.clone().into_bytes(), name: name.clone().into_bytes() })
-                .await?;
+            c.ns.xattr_remove(pb::XattrGetRequest {
+                path: path.clone().into_bytes(),
+                name: name.clone().into_bytes(),
+            })
+            .await?;
             let r = Rec::new().s("path", path).s("key", name);
             emit(fmt, std::slice::from_ref(&r), String::new);
         }

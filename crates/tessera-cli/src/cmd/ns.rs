@@ -93,18 +93,18 @@ fn long_row(e: &pb::Entry, human: bool) -> Vec<String> {
 
 pub async fn ls(c: &mut Clients, fmt: Format, a: LsArgs) -> Result<(), Failure> {
     // A file lists as itself, like ls(1).
-    let top = c
-        .ns
-        .stat(pb::StatRequest { path: a.path.clone().into_bytes() })
+    let top =
+        c.ns.stat(pb::StatRequest {
+            path: a.path.clone().into_bytes(),
+        })
         .await?
         .into_inner();
     let mut entries = Vec::new();
     if is_dir(&top) {
         let mut after = Vec::new();
         loop {
-            let page = c
-                .ns
-                .list(pb::ListRequest {
+            let page =
+                c.ns.list(pb::ListRequest {
                     path: a.path.clone().into_bytes(),
                     after: after.clone(),
                     limit: 1000,
@@ -136,19 +136,48 @@ pub async fn ls(c: &mut Clients, fmt: Format, a: LsArgs) -> Result<(), Failure> 
 }
 
 pub async fn stat(c: &mut Clients, fmt: Format, path: String) -> Result<(), Failure> {
-    let e = c.ns.stat(pb::StatRequest { path: path.into_bytes() }).await?.into_inner();
+    let e =
+        c.ns.stat(pb::StatRequest {
+            path: path.into_bytes(),
+        })
+        .await?
+        .into_inner();
     let rec = entry_rec(&e);
     emit(fmt, std::slice::from_ref(&rec), || {
         let mut s = String::new();
-        s.push_str(&format!("  File: '{}'  {}\n", String::from_utf8_lossy(&e.path), if is_dir(&e) { "directory" } else { "file" }));
-        s.push_str(&format!("  Size: {:<14} Id: {:<10} Parent: {}\n", e.size, e.id, e.parent_id));
-        s.push_str(&format!("Access: ({:04o}/{})  Uid: {}  Gid: {}\n", e.mode, mode_string(is_dir(&e), e.mode), e.uid, e.gid));
-        s.push_str(&format!("Modify: {}\nChange: {}\n", time_string(e.mtime_ns), time_string(e.ctime_ns)));
+        s.push_str(&format!(
+            "  File: '{}'  {}\n",
+            String::from_utf8_lossy(&e.path),
+            if is_dir(&e) { "directory" } else { "file" }
+        ));
+        s.push_str(&format!(
+            "  Size: {:<14} Id: {:<10} Parent: {}\n",
+            e.size, e.id, e.parent_id
+        ));
+        s.push_str(&format!(
+            "Access: ({:04o}/{})  Uid: {}  Gid: {}\n",
+            e.mode,
+            mode_string(is_dir(&e), e.mode),
+            e.uid,
+            e.gid
+        ));
+        s.push_str(&format!(
+            "Modify: {}\nChange: {}\n",
+            time_string(e.mtime_ns),
+            time_string(e.ctime_ns)
+        ));
         if is_dir(&e) {
-            s.push_str(&format!("Entries: {}  Quota node: {}\n", e.children, if e.quota_node { "yes" } else { "no" }));
+            s.push_str(&format!(
+                "Entries: {}  Quota node: {}\n",
+                e.children,
+                if e.quota_node { "yes" } else { "no" }
+            ));
         }
         if !e.checksum_type.is_empty() {
-            s.push_str(&format!("Checksum: {} {}\n", e.checksum_type, e.checksum_hex));
+            s.push_str(&format!(
+                "Checksum: {} {}\n",
+                e.checksum_type, e.checksum_hex
+            ));
         }
         s
     });
@@ -168,9 +197,12 @@ fn done(fmt: Format, rec: Rec, human: String) {
 
 pub async fn mkdir(c: &mut Clients, fmt: Format, a: MkdirArgs) -> Result<(), Failure> {
     let mode = parse_mode(&a.mode)?;
-    let e = c
-        .ns
-        .mkdir(pb::MkdirRequest { path: a.path.into_bytes(), mode, parents: a.parents })
+    let e =
+        c.ns.mkdir(pb::MkdirRequest {
+            path: a.path.into_bytes(),
+            mode,
+            parents: a.parents,
+        })
         .await?
         .into_inner();
     done(fmt, entry_rec(&e), String::new());
@@ -178,15 +210,23 @@ pub async fn mkdir(c: &mut Clients, fmt: Format, a: MkdirArgs) -> Result<(), Fai
 }
 
 pub async fn touch(c: &mut Clients, fmt: Format, path: String) -> Result<(), Failure> {
-    let e = c.ns.touch(pb::TouchRequest { path: path.into_bytes(), mode: 0 }).await?.into_inner();
+    let e =
+        c.ns.touch(pb::TouchRequest {
+            path: path.into_bytes(),
+            mode: 0,
+        })
+        .await?
+        .into_inner();
     done(fmt, entry_rec(&e), String::new());
     Ok(())
 }
 
 pub async fn rm(c: &mut Clients, fmt: Format, a: RmArgs) -> Result<(), Failure> {
-    let r = c
-        .ns
-        .remove(pb::RemoveRequest { path: a.path.clone().into_bytes(), recursive: a.recursive })
+    let r =
+        c.ns.remove(pb::RemoveRequest {
+            path: a.path.clone().into_bytes(),
+            recursive: a.recursive,
+        })
         .await?
         .into_inner();
     let rec = Rec::new()
@@ -198,17 +238,29 @@ pub async fn rm(c: &mut Clients, fmt: Format, a: RmArgs) -> Result<(), Failure> 
 }
 
 pub async fn rmdir(c: &mut Clients, fmt: Format, path: String) -> Result<(), Failure> {
-    let st = c.ns.stat(pb::StatRequest { path: path.clone().into_bytes() }).await?.into_inner();
+    let st =
+        c.ns.stat(pb::StatRequest {
+            path: path.clone().into_bytes(),
+        })
+        .await?
+        .into_inner();
     if !is_dir(&st) {
         return Err(Failure::new(20, format!("not a directory: {path}")));
     }
-    rm(c, fmt, RmArgs { recursive: false, path }).await
+    rm(
+        c,
+        fmt,
+        RmArgs {
+            recursive: false,
+            path,
+        },
+    )
+    .await
 }
 
 pub async fn mv(c: &mut Clients, fmt: Format, a: MvArgs) -> Result<(), Failure> {
-    let e = c
-        .ns
-        .rename(pb::RenameRequest {
+    let e =
+        c.ns.rename(pb::RenameRequest {
             source: a.source.into_bytes(),
             destination: a.destination.into_bytes(),
             no_replace: a.no_replace,
@@ -219,31 +271,52 @@ pub async fn mv(c: &mut Clients, fmt: Format, a: MvArgs) -> Result<(), Failure> 
     Ok(())
 }
 
-pub async fn chmod(c: &mut Clients, fmt: Format, mode: String, path: String) -> Result<(), Failure> {
+pub async fn chmod(
+    c: &mut Clients,
+    fmt: Format,
+    mode: String,
+    path: String,
+) -> Result<(), Failure> {
     let mode = parse_mode(&mode)?;
-    let e = c
-        .ns
-        .set_attr(pb::SetAttrRequest { path: path.into_bytes(), mode: Some(mode), ..Default::default() })
+    let e =
+        c.ns.set_attr(pb::SetAttrRequest {
+            path: path.into_bytes(),
+            mode: Some(mode),
+            ..Default::default()
+        })
         .await?
         .into_inner();
     done(fmt, entry_rec(&e), String::new());
     Ok(())
 }
 
-pub async fn chown(c: &mut Clients, fmt: Format, owner: String, path: String) -> Result<(), Failure> {
+pub async fn chown(
+    c: &mut Clients,
+    fmt: Format,
+    owner: String,
+    path: String,
+) -> Result<(), Failure> {
     let bad = || Failure::new(22, format!("owner must be UID or UID:GID: {owner}"));
     let (u, g) = match owner.split_once(':') {
         Some((u, g)) => (u.to_string(), Some(g.to_string())),
         None => (owner.clone(), None),
     };
-    let uid = if u.is_empty() { None } else { Some(u.parse().map_err(|_| bad())?) };
+    let uid = if u.is_empty() {
+        None
+    } else {
+        Some(u.parse().map_err(|_| bad())?)
+    };
     let gid = match g {
         Some(g) => Some(g.parse().map_err(|_| bad())?),
         None => None,
     };
-    let e = c
-        .ns
-        .set_attr(pb::SetAttrRequest { path: path.into_bytes(), uid, gid, ..Default::default() })
+    let e =
+        c.ns.set_attr(pb::SetAttrRequest {
+            path: path.into_bytes(),
+            uid,
+            gid,
+            ..Default::default()
+        })
         .await?
         .into_inner();
     done(fmt, entry_rec(&e), String::new());
@@ -279,7 +352,10 @@ pub async fn ns(c: &mut Clients, fmt: Format, n: NsCmd) -> Result<(), Failure> {
                         eprintln!("{p}");
                     }
                 }
-                return Err(Failure::new(5, format!("{} problems found", problems.len())));
+                return Err(Failure::new(
+                    5,
+                    format!("{} problems found", problems.len()),
+                ));
             }
             Ok(())
         }

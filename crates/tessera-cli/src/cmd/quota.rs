@@ -24,7 +24,10 @@ impl Who {
             (_, Some(g), _) => (pb::QuotaKind::Group, g),
             _ => (pb::QuotaKind::Project, 0),
         };
-        pb::QuotaTarget { kind: kind as i32, id }
+        pb::QuotaTarget {
+            kind: kind as i32,
+            id,
+        }
     }
 }
 
@@ -112,9 +115,12 @@ fn records(nodes: &[pb::QuotaNode]) -> (Vec<Rec>, String) {
     for n in nodes {
         let path = String::from_utf8_lossy(&n.path).into_owned();
         for r in &n.records {
-            let t = r.target.clone().unwrap_or_default();
+            let t = r.target.unwrap_or_default();
             let (kind, id) = kind_name(&t);
-            let mut rec = Rec::new().s("quota", "node").s("space", path.clone()).s("type", kind);
+            let mut rec = Rec::new()
+                .s("quota", "node")
+                .s("space", path.clone())
+                .s("type", kind);
             rec = match kind {
                 "user" => rec.n("uid", t.id),
                 "group" => rec.n("gid", t.id),
@@ -131,7 +137,10 @@ fn records(nodes: &[pb::QuotaNode]) -> (Vec<Rec>, String) {
                 .s("statusbytes", status(r.used_bytes, r.max_bytes))
                 .s("statusfiles", status(r.used_inodes, r.max_inodes));
             recs.push(rec);
-            let worst = match (status(r.used_bytes, r.max_bytes), status(r.used_inodes, r.max_inodes)) {
+            let worst = match (
+                status(r.used_bytes, r.max_bytes),
+                status(r.used_inodes, r.max_inodes),
+            ) {
                 ("exceeded", _) | (_, "exceeded") => "exceeded",
                 ("warning", _) | (_, "warning") => "warning",
                 ("ok", _) | (_, "ok") => "ok",
@@ -144,19 +153,30 @@ fn records(nodes: &[pb::QuotaNode]) -> (Vec<Rec>, String) {
                 format_size(r.used_bytes),
                 r.max_bytes.map(format_size).unwrap_or_else(|| "-".into()),
                 r.used_inodes.to_string(),
-                r.max_inodes.map(|x| x.to_string()).unwrap_or_else(|| "-".into()),
+                r.max_inodes
+                    .map(|x| x.to_string())
+                    .unwrap_or_else(|| "-".into()),
                 format_size(r.reserved_bytes),
                 worst.into(),
             ]);
         }
     }
-    let human = if rows.len() == 1 { "no quota records".to_string() } else { table(&rows) };
+    let human = if rows.len() == 1 {
+        "no quota records".to_string()
+    } else {
+        table(&rows)
+    };
     (recs, human)
 }
 
 pub async fn run(c: &mut Clients, fmt: Format, q: QuotaCmd) -> Result<(), Failure> {
     match q {
-        QuotaCmd::Set { path, who, max_bytes, max_inodes } => {
+        QuotaCmd::Set {
+            path,
+            who,
+            max_bytes,
+            max_inodes,
+        } => {
             let max_bytes = match max_bytes {
                 Some(s) => Some(parse_size(&s).map_err(|e| Failure::new(22, e.to_string()))?),
                 None => None,
@@ -174,13 +194,20 @@ pub async fn run(c: &mut Clients, fmt: Format, q: QuotaCmd) -> Result<(), Failur
                 .await?;
             let n = c
                 .quota
-                .list(pb::PathRequest { path: path.into_bytes() })
+                .list(pb::PathRequest {
+                    path: path.into_bytes(),
+                })
                 .await?
                 .into_inner();
             let (recs, human) = records(&n.nodes[..n.nodes.len().min(1)]);
             emit(fmt, &recs, || human);
         }
-        QuotaCmd::Rm { path, who, bytes, inodes } => {
+        QuotaCmd::Rm {
+            path,
+            who,
+            bytes,
+            inodes,
+        } => {
             c.quota
                 .remove(pb::QuotaRemoveRequest {
                     path: path.into_bytes(),
@@ -191,12 +218,18 @@ pub async fn run(c: &mut Clients, fmt: Format, q: QuotaCmd) -> Result<(), Failur
                 .await?;
         }
         QuotaCmd::Rmnode { path } => {
-            c.quota.remove_node(pb::PathRequest { path: path.into_bytes() }).await?;
+            c.quota
+                .remove_node(pb::PathRequest {
+                    path: path.into_bytes(),
+                })
+                .await?;
         }
         QuotaCmd::Ls { path } => {
             let n = c
                 .quota
-                .list(pb::PathRequest { path: path.unwrap_or_else(|| "/".into()).into_bytes() })
+                .list(pb::PathRequest {
+                    path: path.unwrap_or_else(|| "/".into()).into_bytes(),
+                })
                 .await?
                 .into_inner();
             let (recs, human) = records(&n.nodes);
@@ -205,7 +238,11 @@ pub async fn run(c: &mut Clients, fmt: Format, q: QuotaCmd) -> Result<(), Failur
         QuotaCmd::Show { path, uid, gid } => {
             let n = c
                 .quota
-                .show(pb::QuotaShowRequest { path: path.into_bytes(), uid, gid })
+                .show(pb::QuotaShowRequest {
+                    path: path.into_bytes(),
+                    uid,
+                    gid,
+                })
                 .await?
                 .into_inner();
             let (recs, human) = records(std::slice::from_ref(&n));
