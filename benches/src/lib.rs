@@ -1,1 +1,2 @@
-
+//! Benchmarks. Not tests: they measure and print; results with their
+//! commands go into `docs/benchmarks.md`.

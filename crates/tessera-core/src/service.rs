@@ -50,8 +50,35 @@ impl Core {
             Ok(r) => r.map_err(CoreError::from),
             Err(e) => Err(CoreError::Task(e.to_string())),
         };
+        self.finish(op, who, &path, start, &res);
+        res
+    }
+
+    /// Run a short read inline: point reads take microseconds, cheaper
+    /// than a hop to the blocking pool.
+    fn read<T>(
+        &self,
+        op: &'static str,
+        who: &Identity,
+        path: &NsPath,
+        f: impl FnOnce(&MetaStore) -> Result<T, MetaError>,
+    ) -> Result<T, CoreError> {
+        let start = Instant::now();
+        let res = f(&self.meta).map_err(CoreError::from);
+        self.finish(op, who, &path.display(), start, &res);
+        res
+    }
+
+    fn finish<T>(
+        &self,
+        op: &'static str,
+        who: &Identity,
+        path: &str,
+        start: Instant,
+        res: &Result<T, CoreError>,
+    ) {
         let secs = start.elapsed().as_secs_f64();
-        let (status, errno) = match &res {
+        let (status, errno) = match res {
             Ok(_) => ("ok", 0),
             Err(e) => (e.kind().as_str(), e.kind().errno()),
         };
@@ -59,7 +86,7 @@ impl Core {
         self.access.record(&AccessRecord {
             protocol: who.protocol,
             op,
-            path: &path,
+            path,
             ruid: who.uid,
             rgid: who.gid,
             name: &who.name,
@@ -67,12 +94,10 @@ impl Core {
             errno,
             duration_s: secs,
         });
-        res
     }
 
     pub async fn stat(&self, who: &Identity, path: NsPath) -> Result<Inode, CoreError> {
-        self.run("stat", who, path.display(), move |m| m.stat(&path))
-            .await
+        self.read("stat", who, &path, |m| m.stat(&path))
     }
 
     pub async fn list(
@@ -194,8 +219,7 @@ impl Core {
         who: &Identity,
         path: NsPath,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, CoreError> {
-        self.run("attr_ls", who, path.display(), move |m| m.xattr_list(&path))
-            .await
+        self.read("attr_ls", who, &path, |m| m.xattr_list(&path))
     }
 
     pub async fn xattr_rm(

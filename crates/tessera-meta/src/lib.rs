@@ -7,6 +7,7 @@
 //! parallel straight against RocksDB. The key layout and record formats are
 //! specified in `docs/meta-schema.md`.
 
+mod dircache;
 mod error;
 mod keys;
 mod quota;

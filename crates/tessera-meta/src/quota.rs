@@ -182,6 +182,15 @@ fn check_limit(
     Ok(())
 }
 
+/// Node and target of a quota record key.
+pub(crate) fn parse_quota_key(k: &[u8]) -> Result<(u64, QuotaTarget), MetaError> {
+    let (node, code, id) =
+        split_quota_key(k).ok_or_else(|| crate::error::corrupt("quota key", "length"))?;
+    let t = QuotaTarget::from_code(code, id)
+        .ok_or_else(|| crate::error::corrupt("quota key", "kind"))?;
+    Ok((node, t))
+}
+
 pub(crate) fn describe(t: QuotaTarget) -> String {
     match t.kind {
         QuotaKind::User => format!("uid {}", t.id),
@@ -479,21 +488,10 @@ impl MetaStore {
     }
 
     fn node_records(&self, node: u64) -> Result<Vec<(QuotaTarget, QuotaRec)>, MetaError> {
-        let h = self.db.cf_handle(CF_QUOTA).expect("cf exists");
-        let mut ro = rocksdb::ReadOptions::default();
-        ro.set_iterate_upper_bound(prefix_end(node));
-        let it = self.db.iterator_cf_opt(
-            h,
-            ro,
-            rocksdb::IteratorMode::From(&ino_key(node), rocksdb::Direction::Forward),
-        );
         let mut out = Vec::new();
-        for item in it {
+        for item in read::prefix_iter(&self.db, CF_QUOTA, node) {
             let (k, v) = item?;
-            let (_, code, id) =
-                split_quota_key(&k).ok_or_else(|| crate::error::corrupt("quota key", "length"))?;
-            let t = QuotaTarget::from_code(code, id)
-                .ok_or_else(|| crate::error::corrupt("quota key", "kind"))?;
+            let (_, t) = parse_quota_key(&k)?;
             out.push((t, decode_quota(&v)?));
         }
         Ok(out)
@@ -506,10 +504,7 @@ impl MetaStore {
         let mut by_node: BTreeMap<u64, Vec<(QuotaTarget, QuotaRec)>> = BTreeMap::new();
         for item in self.db.iterator_cf(h, rocksdb::IteratorMode::Start) {
             let (k, v) = item?;
-            let (node, code, id) =
-                split_quota_key(&k).ok_or_else(|| crate::error::corrupt("quota key", "length"))?;
-            let t = QuotaTarget::from_code(code, id)
-                .ok_or_else(|| crate::error::corrupt("quota key", "kind"))?;
+            let (node, t) = parse_quota_key(&k)?;
             by_node
                 .entry(node)
                 .or_default()

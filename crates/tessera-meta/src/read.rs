@@ -177,7 +177,42 @@ pub(crate) fn is_ancestor<G: Get>(g: &G, anc: u64, mut ino: u64) -> Result<bool,
 }
 
 impl MetaStore {
+    /// Reader-side resolution, with directory lookups served from the
+    /// directory cache when it can.
+    pub(crate) fn resolve_read(&self, path: &NsPath) -> Result<Inode, MetaError> {
+        let g = DbGet(&self.db);
+        let mut ino = ROOT_INO;
+        let mut kind = EntryKind::Directory;
+        for name in path.components() {
+            if kind != EntryKind::Directory {
+                return Err(MetaError::NotADirectory(path.display()));
+            }
+            if let Some(i) = self.dircache.get(ino, name) {
+                ino = i;
+                continue;
+            }
+            let gen = self.dircache.generation();
+            match lookup(&g, ino, name)? {
+                Some((k, i)) => {
+                    if k == EntryKind::Directory {
+                        self.dircache.put(gen, ino, name, i);
+                    }
+                    kind = k;
+                    ino = i;
+                }
+                None => return Err(MetaError::NotFound(path.display())),
+            }
+        }
+        must_inode(&g, ino)
+    }
+
     pub fn stat(&self, path: &NsPath) -> Result<Inode, MetaError> {
+        self.resolve_read(path)
+    }
+
+    /// `stat` without the directory cache (tests compare the two).
+    #[doc(hidden)]
+    pub fn stat_uncached(&self, path: &NsPath) -> Result<Inode, MetaError> {
         resolve(&DbGet(&self.db), path)
     }
 
@@ -197,17 +232,16 @@ impl MetaStore {
         after: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<Inode>, MetaError> {
-        let g = DbGet(&self.db);
-        let dir = resolve(&g, path)?;
+        let dir = self.resolve_read(path)?;
         if !dir.is_dir() {
             return Err(MetaError::NotADirectory(path.display()));
         }
-        list_children(&g, dir.ino, after, limit.max(1))
+        list_children(&DbGet(&self.db), dir.ino, after, limit.max(1))
     }
 
     pub fn xattr_get(&self, path: &NsPath, name: &[u8]) -> Result<Vec<u8>, MetaError> {
         let g = DbGet(&self.db);
-        let i = resolve(&g, path)?;
+        let i = self.resolve_read(path)?;
         match g.get_raw(Cf::Xattr, &xattr_key(i.ino, name))? {
             Some(raw) => decode_xattr(&raw),
             None => Err(MetaError::NotFound(format!(
@@ -219,8 +253,7 @@ impl MetaStore {
     }
 
     pub fn xattr_list(&self, path: &NsPath) -> Result<crate::Xattrs, MetaError> {
-        let g = DbGet(&self.db);
-        let i = resolve(&g, path)?;
+        let i = self.resolve_read(path)?;
         xattrs_of(&self.db, i.ino)
     }
 
@@ -249,17 +282,25 @@ impl MetaStore {
     }
 }
 
-pub(crate) fn xattrs_of(db: &DB, ino: u64) -> Result<crate::Xattrs, MetaError> {
-    let h = db.cf_handle(CF_XATTR).expect("cf exists");
+/// Every committed key of column family `cf` that starts with `ino(8)`.
+pub(crate) fn prefix_iter<'a>(
+    db: &'a DB,
+    cf: &str,
+    ino: u64,
+) -> rocksdb::DBIteratorWithThreadMode<'a, DB> {
+    let h = db.cf_handle(cf).expect("cf exists");
     let mut ro = rocksdb::ReadOptions::default();
     ro.set_iterate_upper_bound(prefix_end(ino));
-    let it = db.iterator_cf_opt(
+    db.iterator_cf_opt(
         h,
         ro,
         rocksdb::IteratorMode::From(&ino_key(ino), rocksdb::Direction::Forward),
-    );
+    )
+}
+
+pub(crate) fn xattrs_of(db: &DB, ino: u64) -> Result<crate::Xattrs, MetaError> {
     let mut out = Vec::new();
-    for item in it {
+    for item in prefix_iter(db, CF_XATTR, ino) {
         let (k, v) = item?;
         let (_, name) = split_prefixed(&k).ok_or_else(|| crate::error::corrupt("xattr", "key"))?;
         out.push((name.to_vec(), decode_xattr(&v)?));

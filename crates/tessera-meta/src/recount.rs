@@ -131,10 +131,7 @@ impl MetaStore {
         let mut stored: BTreeMap<(u64, QuotaTarget), QuotaUsage> = BTreeMap::new();
         for item in self.db.iterator_cf(hq, rocksdb::IteratorMode::Start) {
             let (k, v) = item?;
-            let (node, code, id) =
-                split_quota_key(&k).ok_or_else(|| crate::error::corrupt("quota key", "length"))?;
-            let t = QuotaTarget::from_code(code, id)
-                .ok_or_else(|| crate::error::corrupt("quota key", "kind"))?;
+            let (node, t) = crate::quota::parse_quota_key(&k)?;
             match read::inode(&g, node)? {
                 Some(i) if i.quota_node => {}
                 _ => rep

@@ -1,10 +1,11 @@
 //! Opening the database, the writer lock and durable commits.
 
+use crate::dircache::DirCache;
 use crate::error::MetaError;
 use crate::keys::*;
 use crate::quota::{QuotaTarget, Reservation};
 use crate::records::*;
-use crate::txn::Txn;
+use crate::txn::{Txn, WriterCache};
 use rocksdb::{ColumnFamilyDescriptor, Options, WriteOptions, DB};
 use std::collections::HashMap;
 use std::path::Path;
@@ -77,6 +78,8 @@ pub struct MetaStore {
     pub(crate) db: DB,
     pub(crate) writer: Mutex<WriterState>,
     pub(crate) opts: MetaOptions,
+    cache: Mutex<WriterCache>,
+    pub(crate) dircache: DirCache,
     synced_seq: Mutex<u64>,
 }
 
@@ -95,13 +98,24 @@ impl MetaStore {
         db_opts.create_if_missing(true);
         db_opts.create_missing_column_families(true);
         db_opts.set_max_background_jobs(2);
+        // Open table files lazily: boot must not touch every SST.
+        db_opts.set_max_open_files(10_000);
         db_opts.set_bytes_per_sync(1 << 20);
+        // Bound what a restart after a crash must replay: boot time then
+        // does not grow with the namespace size.
+        db_opts.set_max_total_wal_size(16 << 20);
         let mut block = rocksdb::BlockBasedOptions::default();
         let cache = rocksdb::Cache::new_lru_cache(opts.block_cache_bytes)?;
         block.set_block_cache(&cache);
         block.set_bloom_filter(10.0, false);
         block.set_cache_index_and_filter_blocks(true);
+        block.set_pin_l0_filter_and_index_blocks_in_cache(true);
+        block.set_format_version(5);
+        block.set_data_block_index_type(rocksdb::DataBlockIndexType::BinaryAndHash);
         let mut cf_opts = Options::default();
+        cf_opts.set_write_buffer_size(16 << 20);
+        cf_opts.set_memtable_whole_key_filtering(true);
+        cf_opts.set_memtable_prefix_bloom_ratio(0.05);
         cf_opts.set_block_based_table_factory(&block);
         cf_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
         let cfs = [CF_META, CF_INODE, CF_DENTRY, CF_XATTR, CF_QUOTA]
@@ -165,6 +179,8 @@ impl MetaStore {
                 reserved: HashMap::new(),
             }),
             opts,
+            cache: Mutex::new(WriterCache::default()),
+            dircache: DirCache::new(),
             synced_seq: Mutex::new(0),
         })
     }
@@ -176,15 +192,18 @@ impl MetaStore {
     }
 
     pub(crate) fn txn(&self) -> Txn<'_> {
-        Txn::new(&self.db)
+        Txn::new(&self.db, &self.cache)
     }
 
     /// Apply a transaction atomically, then wait for durability (outside the
     /// writer lock when the caller drops it first; see `finish`).
     pub(crate) fn commit(&self, txn: Txn<'_>, st: &WriterState) -> Result<u64, MetaError> {
-        let mut batch = txn.into_batch();
-        batch.put(META_NEXT_INO, encode_u64(st.ino_ceiling));
-        self.db.write_opt(batch, &WriteOptions::default())?;
+        let dirs_changed = txn.dirs_changed();
+        let res = txn.write(|batch| batch.put(META_NEXT_INO, encode_u64(st.ino_ceiling)));
+        if dirs_changed || res.is_err() {
+            self.dircache.invalidate();
+        }
+        res?;
         Ok(self.db.latest_sequence_number())
     }
 
@@ -209,6 +228,16 @@ impl MetaStore {
         for cf in [CF_META, CF_INODE, CF_DENTRY, CF_XATTR, CF_QUOTA] {
             if let Some(h) = self.db.cf_handle(cf) {
                 self.db.flush_cf(h)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Compact every column family fully (admin maintenance; benchmarks).
+    pub fn compact(&self) -> Result<(), MetaError> {
+        for cf in [CF_META, CF_INODE, CF_DENTRY, CF_XATTR, CF_QUOTA] {
+            if let Some(h) = self.db.cf_handle(cf) {
+                self.db.compact_range_cf(h, None::<&[u8]>, None::<&[u8]>);
             }
         }
         Ok(())

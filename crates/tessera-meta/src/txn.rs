@@ -7,6 +7,7 @@ use crate::keys::*;
 use crate::records::*;
 use rocksdb::{WriteBatch, DB};
 use std::collections::HashMap;
+use std::sync::Mutex;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Cf {
@@ -27,18 +28,79 @@ impl Cf {
     }
 }
 
+/// Committed inode and quota records, as writers last saw them. Only
+/// writers (holding the writer lock) read or fill it, and it is updated only
+/// after a batch is written, so it always equals committed state. Readers
+/// never use it. Bounded: cleared when it grows past `WRITER_CACHE_MAX`.
+#[derive(Default)]
+pub(crate) struct WriterCache {
+    inodes: HashMap<u64, Vec<u8>>,
+    quota: HashMap<Vec<u8>, Vec<u8>>,
+}
+
+const WRITER_CACHE_MAX: usize = 200_000;
+
+impl WriterCache {
+    fn get(&self, cf: Cf, key: &[u8]) -> Option<&Vec<u8>> {
+        match cf {
+            Cf::Inode => self.inodes.get(&u64::from_be_bytes(key.try_into().ok()?)),
+            Cf::Quota => self.quota.get(key),
+            _ => None,
+        }
+    }
+
+    fn set(&mut self, cf: Cf, key: &[u8], value: Option<&Vec<u8>>) {
+        if self.inodes.len() + self.quota.len() > WRITER_CACHE_MAX {
+            self.inodes.clear();
+            self.quota.clear();
+        }
+        match (cf, value) {
+            (Cf::Inode, v) => {
+                let Ok(k) = <[u8; 8]>::try_from(key) else {
+                    return;
+                };
+                let ino = u64::from_be_bytes(k);
+                match v {
+                    Some(v) => self.inodes.insert(ino, v.clone()),
+                    None => self.inodes.remove(&ino),
+                };
+            }
+            (Cf::Quota, Some(v)) => {
+                self.quota.insert(key.to_vec(), v.clone());
+            }
+            (Cf::Quota, None) => {
+                self.quota.remove(key);
+            }
+            _ => {}
+        }
+    }
+
+    /// Forget everything (after a failed write, to be safe).
+    pub fn clear(&mut self) {
+        self.inodes.clear();
+        self.quota.clear();
+    }
+}
+
 pub(crate) struct Txn<'a> {
     db: &'a DB,
+    cache: &'a Mutex<WriterCache>,
     batch: WriteBatch,
-    overlay: HashMap<(Cf, Vec<u8>), Option<Vec<u8>>>,
+    /// Writes of this transaction, newest last. Transactions touch a few
+    /// dozen keys at most, so a scan beats hashing (no key allocation).
+    overlay: Vec<(Cf, Vec<u8>, Option<Vec<u8>>)>,
+    /// A directory entry was removed or re-pointed (see `DirCache`).
+    dirs_changed: bool,
 }
 
 impl<'a> Txn<'a> {
-    pub fn new(db: &'a DB) -> Txn<'a> {
+    pub fn new(db: &'a DB, cache: &'a Mutex<WriterCache>) -> Txn<'a> {
         Txn {
             db,
+            cache,
             batch: WriteBatch::default(),
-            overlay: HashMap::new(),
+            overlay: Vec::new(),
+            dirs_changed: false,
         }
     }
 
@@ -46,13 +108,55 @@ impl<'a> Txn<'a> {
         self.db
     }
 
-    pub fn into_batch(self) -> WriteBatch {
-        self.batch
+    fn cache(&self) -> std::sync::MutexGuard<'a, WriterCache> {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Write the batch atomically; on success, teach the writer cache.
+    pub fn write(self, extra: impl FnOnce(&mut WriteBatch)) -> Result<(), MetaError> {
+        let Txn {
+            db,
+            cache,
+            mut batch,
+            overlay,
+            ..
+        } = self;
+        extra(&mut batch);
+        let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
+        match db.write_opt(batch, &rocksdb::WriteOptions::default()) {
+            Ok(()) => {
+                for (cf, k, v) in &overlay {
+                    c.set(*cf, k, v.as_ref());
+                }
+                Ok(())
+            }
+            Err(e) => {
+                c.clear();
+                Err(e.into())
+            }
+        }
     }
 
     pub fn get(&self, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>, MetaError> {
-        if let Some(v) = self.overlay.get(&(cf, key.to_vec())) {
+        if let Some((_, _, v)) = self
+            .overlay
+            .iter()
+            .rev()
+            .find(|(c, k, _)| *c == cf && k.as_slice() == key)
+        {
             return Ok(v.clone());
+        }
+        if matches!(cf, Cf::Inode | Cf::Quota) {
+            let mut c = self.cache();
+            if let Some(v) = c.get(cf, key) {
+                return Ok(Some(v.clone()));
+            }
+            let h = self.db.cf_handle(cf.name()).expect("cf exists");
+            let v = self.db.get_cf(h, key)?;
+            if let Some(v) = &v {
+                c.set(cf, key, Some(v));
+            }
+            return Ok(v);
         }
         let h = self.db.cf_handle(cf.name()).expect("cf exists");
         Ok(self.db.get_cf(h, key)?)
@@ -61,13 +165,13 @@ impl<'a> Txn<'a> {
     pub fn put(&mut self, cf: Cf, key: &[u8], value: Vec<u8>) {
         let h = self.db.cf_handle(cf.name()).expect("cf exists");
         self.batch.put_cf(h, key, &value);
-        self.overlay.insert((cf, key.to_vec()), Some(value));
+        self.overlay.push((cf, key.to_vec(), Some(value)));
     }
 
     pub fn delete(&mut self, cf: Cf, key: &[u8]) {
         let h = self.db.cf_handle(cf.name()).expect("cf exists");
         self.batch.delete_cf(h, key);
-        self.overlay.insert((cf, key.to_vec()), None);
+        self.overlay.push((cf, key.to_vec(), None));
     }
 
     pub fn inode(&self, ino: u64) -> Result<Option<Inode>, MetaError> {
@@ -98,6 +202,15 @@ impl<'a> Txn<'a> {
         );
     }
 
+    /// Note that a directory entry is removed or re-pointed.
+    pub fn note_dir_change(&mut self) {
+        self.dirs_changed = true;
+    }
+
+    pub fn dirs_changed(&self) -> bool {
+        self.dirs_changed
+    }
+
     pub fn delete_dentry(&mut self, parent: u64, name: &[u8]) {
         self.delete(Cf::Dentry, &dentry_key(parent, name));
     }
@@ -105,16 +218,8 @@ impl<'a> Txn<'a> {
     /// Names of all xattrs of `ino`, as committed (callers delete xattrs of
     /// inodes they remove; the overlay holds no xattr additions for them).
     pub fn committed_xattr_keys(&self, ino: u64) -> Result<Vec<Vec<u8>>, MetaError> {
-        let h = self.db.cf_handle(CF_XATTR).expect("cf exists");
-        let mut ro = rocksdb::ReadOptions::default();
-        ro.set_iterate_upper_bound(prefix_end(ino));
-        let it = self.db.iterator_cf_opt(
-            h,
-            ro,
-            rocksdb::IteratorMode::From(&ino_key(ino), rocksdb::Direction::Forward),
-        );
         let mut out = Vec::new();
-        for item in it {
+        for item in crate::read::prefix_iter(self.db, CF_XATTR, ino) {
             let (k, _) = item?;
             out.push(k.to_vec());
         }

@@ -78,6 +78,9 @@ fn alloc_ino(st: &mut WriterState) -> u64 {
 }
 
 fn delete_entry(txn: &mut Txn<'_>, parent: u64, victim: &Inode) -> Result<(), MetaError> {
+    if victim.is_dir() {
+        txn.note_dir_change();
+    }
     txn.delete_dentry(parent, &victim.name);
     txn.delete_inode(victim.ino);
     for k in txn.committed_xattr_keys(victim.ino)? {
@@ -508,6 +511,9 @@ impl MetaStore {
                 }
             }
             let now = now_ns();
+            if skind == EntryKind::Directory {
+                txn.note_dir_change();
+            }
             txn.delete_dentry(sdir.ino, sname);
             txn.put_dentry(ddir.ino, dname, skind, sino);
             moving.parent = ddir.ino;

@@ -166,6 +166,15 @@ proptest! {
                     }
                 }
             }
+            // The reader-side directory cache never serves a stale entry.
+            for a in 0..2u8 { for b in 0..2u8 { for c in 0..2u8 {
+                for idx in [vec![a], vec![a, b], vec![a, b, c]] {
+                    let path = path_of(&idx);
+                    let cached = m.stat(&path).map(|i| i.ino).map_err(|e| e.kind());
+                    let fresh = m.stat_uncached(&path).map(|i| i.ino).map_err(|e| e.kind());
+                    prop_assert_eq!(cached, fresh, "after {:?} at {}", op, path);
+                }
+            }}}
             let rep = m.check().expect("check");
             prop_assert!(rep.is_clean(), "after {:?}: {:#?}", op, rep.problems);
         }
