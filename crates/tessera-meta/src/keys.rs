@@ -5,6 +5,10 @@ pub const CF_INODE: &str = "inode";
 pub const CF_DENTRY: &str = "dentry";
 pub const CF_XATTR: &str = "xattr";
 pub const CF_QUOTA: &str = "quota";
+pub const CF_FS: &str = "fs";
+
+/// Every column family, in open order.
+pub const ALL_CFS: [&str; 6] = [CF_META, CF_INODE, CF_DENTRY, CF_XATTR, CF_QUOTA, CF_FS];
 pub const CF_META: &str = "default";
 
 pub const META_SCHEMA: &[u8] = b"schema_version";

@@ -9,6 +9,7 @@
 
 mod dircache;
 mod error;
+mod fs;
 mod keys;
 mod quota;
 mod read;
@@ -19,6 +20,7 @@ mod txn;
 mod write;
 
 pub use error::MetaError;
+pub use fs::{FsConfigStatus, FsRecord};
 pub use quota::{QuotaEntry, QuotaKind, QuotaNodeReport, QuotaTarget, Reservation};
 pub use records::{Checksum, EntryKind, Inode};
 pub use recount::{CheckReport, QuotaUsage};

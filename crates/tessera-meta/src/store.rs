@@ -108,8 +108,10 @@ impl MetaStore {
         let cache = rocksdb::Cache::new_lru_cache(opts.block_cache_bytes)?;
         block.set_block_cache(&cache);
         block.set_bloom_filter(10.0, false);
-        block.set_cache_index_and_filter_blocks(true);
-        block.set_pin_l0_filter_and_index_blocks_in_cache(true);
+        // Index and filter blocks stay in the table readers (tables stay
+        // open): kept in the LRU they were evicted by data blocks at 10 M
+        // entries and re-read from disk on every miss.
+        block.set_cache_index_and_filter_blocks(false);
         block.set_format_version(5);
         block.set_data_block_index_type(rocksdb::DataBlockIndexType::BinaryAndHash);
         let mut cf_opts = Options::default();
@@ -118,7 +120,7 @@ impl MetaStore {
         cf_opts.set_memtable_prefix_bloom_ratio(0.05);
         cf_opts.set_block_based_table_factory(&block);
         cf_opts.set_compression_type(rocksdb::DBCompressionType::Lz4);
-        let cfs = [CF_META, CF_INODE, CF_DENTRY, CF_XATTR, CF_QUOTA]
+        let cfs = ALL_CFS
             .iter()
             .map(|n| ColumnFamilyDescriptor::new(*n, cf_opts.clone()))
             .collect::<Vec<_>>();
@@ -225,7 +227,7 @@ impl MetaStore {
 
     /// Flush memtables (used at clean shutdown so the next boot replays no WAL).
     pub fn flush(&self) -> Result<(), MetaError> {
-        for cf in [CF_META, CF_INODE, CF_DENTRY, CF_XATTR, CF_QUOTA] {
+        for cf in ALL_CFS {
             if let Some(h) = self.db.cf_handle(cf) {
                 self.db.flush_cf(h)?;
             }
@@ -235,7 +237,7 @@ impl MetaStore {
 
     /// Compact every column family fully (admin maintenance; benchmarks).
     pub fn compact(&self) -> Result<(), MetaError> {
-        for cf in [CF_META, CF_INODE, CF_DENTRY, CF_XATTR, CF_QUOTA] {
+        for cf in ALL_CFS {
             if let Some(h) = self.db.cf_handle(cf) {
                 self.db.compact_range_cf(h, None::<&[u8]>, None::<&[u8]>);
             }

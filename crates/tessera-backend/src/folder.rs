@@ -1,0 +1,206 @@
+//! A backend that is a directory: a CephFS mount (ceph-fuse or the kernel
+//! client) or, in dev mode, a local folder.
+
+use crate::*;
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+pub struct FolderBackend {
+    root: PathBuf,
+}
+
+impl FolderBackend {
+    /// Use `root` (created if missing) for stripes.
+    pub fn new(root: impl Into<PathBuf>) -> Result<FolderBackend, BackendError> {
+        let root = root.into();
+        std::fs::create_dir_all(&root)
+            .map_err(|e| BackendError::io(root.display().to_string(), e))?;
+        Ok(FolderBackend { root })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path(&self, name: &StripeName) -> PathBuf {
+        self.root.join(name.dir()).join(name.file())
+    }
+}
+
+struct FolderWrite {
+    file: File,
+    temp: PathBuf,
+    dest: PathBuf,
+}
+
+struct FolderRead {
+    file: File,
+    what: String,
+}
+
+fn sync_dir(dir: &Path) -> Result<(), BackendError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| BackendError::io(dir.display().to_string(), e))
+}
+
+impl Backend for FolderBackend {
+    fn create(
+        &self,
+        name: &StripeName,
+        write_id: u64,
+    ) -> Result<Box<dyn StripeWrite>, BackendError> {
+        let dir = self.root.join(name.dir());
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| BackendError::io(dir.display().to_string(), e))?;
+        let temp = dir.join(name.temp_file(write_id));
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(|e| BackendError::io(temp.display().to_string(), e))?;
+        Ok(Box::new(FolderWrite {
+            file,
+            temp,
+            dest: self.path(name),
+        }))
+    }
+
+    fn open(&self, name: &StripeName) -> Result<Box<dyn StripeRead>, BackendError> {
+        let p = self.path(name);
+        let file = File::open(&p).map_err(|e| BackendError::io(p.display().to_string(), e))?;
+        Ok(Box::new(FolderRead {
+            file,
+            what: p.display().to_string(),
+        }))
+    }
+
+    fn remove(&self, name: &StripeName, write_id: Option<u64>) -> Result<(), BackendError> {
+        let p = match write_id {
+            Some(w) => self.root.join(name.dir()).join(name.temp_file(w)),
+            None => self.path(name),
+        };
+        std::fs::remove_file(&p).map_err(|e| BackendError::io(p.display().to_string(), e))
+    }
+
+    fn list(&self) -> Result<Vec<ListedStripe>, BackendError> {
+        let mut out = Vec::new();
+        let rd = std::fs::read_dir(&self.root)
+            .map_err(|e| BackendError::io(self.root.display().to_string(), e))?;
+        for d in rd {
+            let d = d.map_err(|e| BackendError::io(self.root.display().to_string(), e))?;
+            if !d.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                continue;
+            }
+            let files = std::fs::read_dir(d.path())
+                .map_err(|e| BackendError::io(d.path().display().to_string(), e))?;
+            for f in files {
+                let f = f.map_err(|e| BackendError::io(d.path().display().to_string(), e))?;
+                let Some(fname) = f.file_name().to_str().map(str::to_string) else {
+                    continue;
+                };
+                if let Some((name, temp)) = StripeName::parse(&fname) {
+                    let bytes = f.metadata().map(|m| m.len()).unwrap_or(0);
+                    out.push(ListedStripe {
+                        name,
+                        temp_of_write: temp,
+                        bytes,
+                    });
+                }
+            }
+        }
+        out.sort_by_key(|s| (s.name, s.temp_of_write));
+        Ok(out)
+    }
+
+    fn capacity(&self) -> Result<Capacity, BackendError> {
+        let s = rustix::fs::statvfs(&self.root)
+            .map_err(|e| BackendError::io(self.root.display().to_string(), e.into()))?;
+        Ok(Capacity {
+            total_bytes: s.f_blocks.saturating_mul(s.f_frsize),
+            free_bytes: s.f_bavail.saturating_mul(s.f_frsize),
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!("folder:{}", self.root.display())
+    }
+}
+
+impl StripeWrite for FolderWrite {
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), BackendError> {
+        self.file
+            .write_all_at(data, offset)
+            .map_err(|e| BackendError::io(self.temp.display().to_string(), e))
+    }
+
+    fn seal(self: Box<Self>) -> Result<(), BackendError> {
+        let what = self.temp.display().to_string();
+        self.file
+            .sync_all()
+            .map_err(|e| BackendError::io(&what, e))?;
+        std::fs::rename(&self.temp, &self.dest).map_err(|e| BackendError::io(&what, e))?;
+        match self.dest.parent() {
+            Some(dir) => sync_dir(dir),
+            None => Ok(()),
+        }
+    }
+
+    fn abort(self: Box<Self>) {
+        let _ = std::fs::remove_file(&self.temp);
+    }
+}
+
+impl StripeRead for FolderRead {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, BackendError> {
+        let mut done = 0;
+        while done < buf.len() {
+            match self.file.read_at(&mut buf[done..], offset + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(BackendError::io(&self.what, e)),
+            }
+        }
+        Ok(done)
+    }
+
+    fn len(&self) -> Result<u64, BackendError> {
+        self.file
+            .metadata()
+            .map(|m| m.len())
+            .map_err(|e| BackendError::io(&self.what, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_seal_read_list_remove() {
+        let d = tempfile::tempdir().expect("tmp");
+        let b = FolderBackend::new(d.path().join("fs1")).expect("backend");
+        let n = StripeName::new(42, 3);
+        let mut w = b.create(&n, 7).expect("create");
+        w.write_at(0, b"hello").expect("write");
+        w.write_at(10, b"world").expect("write");
+        assert_eq!(b.list().expect("list")[0].temp_of_write, Some(7));
+        assert!(matches!(b.open(&n), Err(BackendError::NotFound(_))));
+        w.seal().expect("seal");
+        let r = b.open(&n).expect("open");
+        let mut buf = [0u8; 32];
+        assert_eq!(r.read_at(0, &mut buf).expect("read"), 15);
+        assert_eq!(&buf[10..15], b"world");
+        assert_eq!(&buf[5..10], &[0u8; 5]);
+        let l = b.list().expect("list");
+        assert_eq!(l.len(), 1);
+        assert_eq!((l[0].name, l[0].temp_of_write, l[0].bytes), (n, None, 15));
+        assert!(b.capacity().expect("statfs").total_bytes > 0);
+        let w2 = b.create(&StripeName::new(43, 0), 8).expect("create");
+        w2.abort();
+        b.remove(&n, None).expect("remove");
+        assert!(b.list().expect("list").is_empty());
+    }
+}

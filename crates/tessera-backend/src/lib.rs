@@ -1,0 +1,111 @@
+//! Stripe storage backends.
+//!
+//! A *filesystem* (as in EOS) is one place stripes can go. A [`Backend`]
+//! stores named stripe files on it: written under a temporary name, made
+//! durable and renamed into place by [`StripeWrite::seal`]. The trait is
+//! blocking (local and CephFS I/O are); callers run it off their async
+//! runtime. Backends: [`FolderBackend`] (a directory: a CephFS mount, or a
+//! local folder in dev mode).
+
+mod folder;
+mod name;
+
+pub use folder::FolderBackend;
+pub use name::StripeName;
+
+use tessera_types::ErrorKind;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("stripe {0} not found")]
+    NotFound(String),
+    #[error("stripe {0} already exists")]
+    Exists(String),
+    #[error("backend unavailable: {0}")]
+    Unavailable(String),
+    #[error("I/O error on {what}: {source}")]
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+}
+
+impl BackendError {
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            BackendError::NotFound(_) => ErrorKind::NotFound,
+            BackendError::Exists(_) => ErrorKind::AlreadyExists,
+            BackendError::Unavailable(_) => ErrorKind::Unavailable,
+            BackendError::Io { source, .. } => match source.raw_os_error() {
+                Some(28) => ErrorKind::NoSpace,
+                Some(122) => ErrorKind::QuotaExceeded,
+                _ => ErrorKind::Io,
+            },
+        }
+    }
+
+    pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> BackendError {
+        let what = what.into();
+        if source.kind() == std::io::ErrorKind::NotFound {
+            return BackendError::NotFound(what);
+        }
+        if source.kind() == std::io::ErrorKind::AlreadyExists {
+            return BackendError::Exists(what);
+        }
+        BackendError::Io { what, source }
+    }
+}
+
+/// Space on a filesystem, from statfs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Capacity {
+    pub total_bytes: u64,
+    pub free_bytes: u64,
+}
+
+/// A stripe found by listing a backend (for fsck).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedStripe {
+    pub name: StripeName,
+    /// Set for a temporary (unsealed) stripe: the write id in its name.
+    pub temp_of_write: Option<u64>,
+    pub bytes: u64,
+}
+
+/// One place stripes can go.
+pub trait Backend: Send + Sync {
+    /// Create a new stripe under a temporary name for write `write_id`.
+    fn create(
+        &self,
+        name: &StripeName,
+        write_id: u64,
+    ) -> Result<Box<dyn StripeWrite>, BackendError>;
+    /// Open a sealed stripe for reading.
+    fn open(&self, name: &StripeName) -> Result<Box<dyn StripeRead>, BackendError>;
+    /// Remove a sealed stripe (or, with `write_id`, a temporary one).
+    fn remove(&self, name: &StripeName, write_id: Option<u64>) -> Result<(), BackendError>;
+    /// Every stripe and temporary stripe on the backend.
+    fn list(&self) -> Result<Vec<ListedStripe>, BackendError>;
+    fn capacity(&self) -> Result<Capacity, BackendError>;
+    /// A short description for logs (`folder:/mnt/cephfs1/tessera`).
+    fn describe(&self) -> String;
+}
+
+/// A stripe being written.
+pub trait StripeWrite: Send {
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), BackendError>;
+    /// Make the stripe durable and give it its final name.
+    fn seal(self: Box<Self>) -> Result<(), BackendError>;
+    /// Remove the temporary stripe.
+    fn abort(self: Box<Self>);
+}
+
+/// A sealed stripe.
+pub trait StripeRead: Send + Sync {
+    /// Read up to `buf.len()` bytes at `offset`; short only at the end.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, BackendError>;
+    fn len(&self) -> Result<u64, BackendError>;
+    fn is_empty(&self) -> Result<bool, BackendError> {
+        Ok(self.len()? == 0)
+    }
+}

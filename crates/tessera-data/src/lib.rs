@@ -1,0 +1,22 @@
+//! The data layer: a file is striped over k+m backends (`docs/stripe-format.md`).
+//!
+//! [`FileWriter`] streams data in with bounded memory (one group of k
+//! blocks plus m parity blocks), writes every stripe under a temporary name,
+//! and seals them all at [`FileWriter::finish`]; the caller commits the
+//! returned [`WrittenFile`] to the namespace only after that. [`FileReader`]
+//! reads any range touching only the blocks it needs, verifies each block's
+//! CRC-32C, and rebuilds missing or corrupt blocks from parity.
+
+mod error;
+mod format;
+mod layout;
+mod placement;
+mod reader;
+mod writer;
+
+pub use error::DataError;
+pub use format::{StripeHeader, HEADER_LEN};
+pub use layout::{Geometry, Layout, LayoutKind, Placement};
+pub use placement::{place, Candidate};
+pub use reader::{FileReader, ReadEvent};
+pub use writer::{FileWriter, WrittenFile};

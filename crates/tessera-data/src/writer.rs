@@ -1,0 +1,239 @@
+//! Streaming writes: bounded memory (one group of k data blocks and m
+//! parity blocks), the k+m block writes of a group in parallel, CRC-32C per
+//! block, adler32 of the whole file on the fly.
+
+use crate::format::StripeHeader;
+use crate::layout::{Layout, LayoutKind, Placement};
+use crate::DataError;
+use std::sync::Arc;
+use tessera_backend::{Backend, StripeName, StripeWrite};
+use tessera_ec::Codec;
+
+/// A completed write, ready to be committed to the namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrittenFile {
+    pub size: u64,
+    /// adler32 of the file, as XRootD and EOS report it.
+    pub adler32: u32,
+    pub placement: Placement,
+}
+
+pub struct FileWriter {
+    layout: Layout,
+    fid: u64,
+    fsids: Vec<u32>,
+    codec: Option<Codec>,
+    stripes: Vec<Box<dyn StripeWrite>>,
+    /// The group being filled (up to k·B bytes).
+    buf: Vec<u8>,
+    parity: Vec<Vec<u8>>,
+    group: u64,
+    size: u64,
+    adler: simd_adler32::Adler32,
+}
+
+impl FileWriter {
+    /// Start writing file `fid` with `layout` onto `targets` (one backend
+    /// per stripe, in stripe order). Creates every stripe under a temporary
+    /// name for `write_id`.
+    pub fn create(
+        layout: Layout,
+        fid: u64,
+        write_id: u64,
+        targets: &[(u32, Arc<dyn Backend>)],
+    ) -> Result<FileWriter, DataError> {
+        if targets.len() != layout.stripes() {
+            return Err(DataError::Layout(format!(
+                "{} needs {} filesystems, got {}",
+                layout.name(),
+                layout.stripes(),
+                targets.len()
+            )));
+        }
+        let codec = match layout.kind {
+            LayoutKind::Rain => Some(Codec::new(layout.k as usize, layout.m as usize)?),
+            _ => None,
+        };
+        let mut stripes: Vec<Box<dyn StripeWrite>> = Vec::with_capacity(targets.len());
+        for (i, (_, b)) in targets.iter().enumerate() {
+            let header = StripeHeader {
+                layout,
+                index: i as u8,
+                sealed: false,
+                fid,
+                size: 0,
+                blocks: 0,
+            };
+            let res = b
+                .create(&StripeName::new(fid, i as u8), write_id)
+                .and_then(|mut w| w.write_at(0, &header.encode()).map(|_| w));
+            match res {
+                Ok(w) => stripes.push(w),
+                Err(e) => {
+                    for w in stripes {
+                        w.abort();
+                    }
+                    return Err(DataError::Backend {
+                        index: i,
+                        source: e,
+                    });
+                }
+            }
+        }
+        let bs = layout.block_size as usize;
+        Ok(FileWriter {
+            layout,
+            fid,
+            fsids: targets.iter().map(|(id, _)| *id).collect(),
+            codec,
+            stripes,
+            buf: Vec::with_capacity(layout.group_bytes() as usize),
+            parity: vec![
+                vec![0u8; bs];
+                if layout.kind == LayoutKind::Rain {
+                    layout.m as usize
+                } else {
+                    0
+                }
+            ],
+            group: 0,
+            size: 0,
+            adler: simd_adler32::Adler32::new(),
+        })
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Append data. On error the writer must be aborted.
+    pub fn write(&mut self, mut data: &[u8]) -> Result<(), DataError> {
+        self.adler.write(data);
+        self.size += data.len() as u64;
+        let cap = self.layout.group_bytes() as usize;
+        while !data.is_empty() {
+            let take = (cap - self.buf.len()).min(data.len());
+            self.buf.extend_from_slice(&data[..take]);
+            data = &data[take..];
+            if self.buf.len() == cap {
+                self.flush_group(self.layout.block_size as usize)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Encode the buffered group with block length `len` and write it.
+    fn flush_group(&mut self, len: usize) -> Result<(), DataError> {
+        let k = self.layout.k as usize;
+        self.buf.resize(k * len, 0);
+        if let Some(codec) = &self.codec {
+            let data: Vec<&[u8]> = self.buf.chunks(len).collect();
+            let mut par: Vec<&mut [u8]> = self.parity.iter_mut().map(|p| &mut p[..len]).collect();
+            codec.encode(&data, &mut par)?;
+        }
+        let geo = self.layout.geometry(u64::MAX);
+        let off = geo.block_offset(self.group);
+        let buf = &self.buf;
+        let parity = &self.parity;
+        let kind = self.layout.kind;
+        let block = |i: usize| -> &[u8] {
+            match kind {
+                LayoutKind::Rain if i >= k => &parity[i - k][..len],
+                LayoutKind::Rain => &buf[i * len..(i + 1) * len],
+                // plain and replica: every stripe holds the data
+                _ => &buf[..len],
+            }
+        };
+        let results: Vec<Result<(), tessera_backend::BackendError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = self
+                .stripes
+                .iter_mut()
+                .enumerate()
+                .map(|(i, w)| {
+                    let b = block(i);
+                    s.spawn(move || {
+                        w.write_at(off, b)?;
+                        w.write_at(off + len as u64, &crc32c::crc32c(b).to_le_bytes())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("stripe writer thread"))
+                .collect()
+        });
+        for (i, r) in results.into_iter().enumerate() {
+            r.map_err(|e| DataError::Backend {
+                index: i,
+                source: e,
+            })?;
+        }
+        self.group += 1;
+        self.buf.clear();
+        Ok(())
+    }
+
+    /// Write the last group, seal every stripe (header with the final size,
+    /// fsync, rename into place). On error, call nothing more: the stripes
+    /// not yet sealed were removed; sealed ones are orphans for fsck.
+    pub fn finish(mut self) -> Result<WrittenFile, DataError> {
+        if !self.buf.is_empty() {
+            let len = self.buf.len().div_ceil(self.layout.k as usize);
+            if let Err(e) = self.flush_group(len) {
+                self.abort();
+                return Err(e);
+            }
+        }
+        let header = |i: usize| {
+            StripeHeader {
+                layout: self.layout,
+                index: i as u8,
+                sealed: true,
+                fid: self.fid,
+                size: self.size,
+                blocks: self.group,
+            }
+            .encode()
+        };
+        for (i, w) in self.stripes.iter_mut().enumerate() {
+            if let Err(e) = w.write_at(0, &header(i)) {
+                let err = DataError::Backend {
+                    index: i,
+                    source: e,
+                };
+                self.abort();
+                return Err(err);
+            }
+        }
+        let results: Vec<Result<(), tessera_backend::BackendError>> = std::thread::scope(|s| {
+            let hs: Vec<_> = std::mem::take(&mut self.stripes)
+                .into_iter()
+                .map(|w| s.spawn(move || w.seal()))
+                .collect();
+            hs.into_iter()
+                .map(|h| h.join().expect("seal thread"))
+                .collect()
+        });
+        for (i, r) in results.into_iter().enumerate() {
+            r.map_err(|e| DataError::Backend {
+                index: i,
+                source: e,
+            })?;
+        }
+        Ok(WrittenFile {
+            size: self.size,
+            adler32: self.adler.finish(),
+            placement: Placement {
+                layout: self.layout,
+                fsids: self.fsids,
+            },
+        })
+    }
+
+    /// Give up: remove every temporary stripe.
+    pub fn abort(mut self) {
+        for w in std::mem::take(&mut self.stripes) {
+            w.abort();
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! The filesystem registry: where stripes can go (EOS `fs`). Records live
+//! in the `fs` column family, keyed by the filesystem id (u32 BE). Spaces
+//! are the set of `space` names the records use.
+
+use crate::error::{corrupt, MetaError};
+use crate::keys::CF_FS;
+use crate::store::MetaStore;
+use prost::Message;
+
+/// EOS `configstatus`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FsConfigStatus {
+    /// Read and write.
+    Rw,
+    /// Read only: no new stripes.
+    Ro,
+    /// Being drained: no new stripes; its stripes move elsewhere.
+    Drain,
+    /// Drained: holds nothing.
+    Empty,
+    /// Not used at all (reads avoid it too).
+    Off,
+}
+
+impl FsConfigStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FsConfigStatus::Rw => "rw",
+            FsConfigStatus::Ro => "ro",
+            FsConfigStatus::Drain => "drain",
+            FsConfigStatus::Empty => "empty",
+            FsConfigStatus::Off => "off",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<FsConfigStatus> {
+        match s {
+            "rw" => Some(FsConfigStatus::Rw),
+            "ro" => Some(FsConfigStatus::Ro),
+            "drain" => Some(FsConfigStatus::Drain),
+            "empty" => Some(FsConfigStatus::Empty),
+            "off" => Some(FsConfigStatus::Off),
+            _ => None,
+        }
+    }
+}
+
+/// One registered filesystem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FsRecord {
+    pub id: u32,
+    /// Human label, unique.
+    pub label: String,
+    /// How to reach it: `folder:/mnt/cephfs1/tessera` (a mount or local
+    /// folder) or `cephfs:<conf path>:<fs name>:<dir>` (native client).
+    pub locator: String,
+    /// Failure domain: the Ceph cluster / CephFS instance and the host it
+    /// depends on. Two filesystems with the same domain never hold two
+    /// stripes of one file.
+    pub domain: String,
+    /// Placement pool.
+    pub space: String,
+    pub status: FsConfigStatus,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct FsV1 {
+    #[prost(string, tag = "1")]
+    label: String,
+    #[prost(string, tag = "2")]
+    locator: String,
+    #[prost(string, tag = "3")]
+    domain: String,
+    #[prost(string, tag = "4")]
+    space: String,
+    #[prost(string, tag = "5")]
+    status: String,
+}
+
+const FS_V1: u8 = 1;
+
+fn encode(r: &FsRecord) -> Vec<u8> {
+    let m = FsV1 {
+        label: r.label.clone(),
+        locator: r.locator.clone(),
+        domain: r.domain.clone(),
+        space: r.space.clone(),
+        status: r.status.as_str().to_string(),
+    };
+    let mut out = vec![FS_V1];
+    m.encode(&mut out).expect("Vec has room");
+    out
+}
+
+fn decode(id: u32, raw: &[u8]) -> Result<FsRecord, MetaError> {
+    let what = format!("fs {id}");
+    match raw.first() {
+        Some(&FS_V1) => {}
+        Some(&v) => {
+            return Err(MetaError::Version {
+                what,
+                version: v,
+                max: FS_V1,
+            });
+        }
+        None => return Err(corrupt(what, "empty")),
+    }
+    let m = FsV1::decode(&raw[1..]).map_err(|e| corrupt(&what, e))?;
+    Ok(FsRecord {
+        id,
+        label: m.label,
+        locator: m.locator,
+        domain: m.domain,
+        space: m.space,
+        status: FsConfigStatus::parse(&m.status).ok_or_else(|| corrupt(&what, "status"))?,
+    })
+}
+
+impl MetaStore {
+    /// Every registered filesystem, by id.
+    pub fn fs_list(&self) -> Result<Vec<FsRecord>, MetaError> {
+        let h = self.db.cf_handle(CF_FS).expect("cf exists");
+        let mut out = Vec::new();
+        for item in self.db.iterator_cf(h, rocksdb::IteratorMode::Start) {
+            let (k, v) = item?;
+            let id = u32::from_be_bytes(k[..].try_into().map_err(|_| corrupt("fs key", "length"))?);
+            out.push(decode(id, &v)?);
+        }
+        Ok(out)
+    }
+
+    /// Register a filesystem; id 0 picks the next free id. Labels are unique.
+    pub fn fs_add(&self, mut r: FsRecord) -> Result<FsRecord, MetaError> {
+        let _st = self.lock();
+        let all = self.fs_list()?;
+        if r.label.is_empty() || r.locator.is_empty() || r.domain.is_empty() || r.space.is_empty() {
+            return Err(MetaError::Invalid(
+                "label, locator, domain and space are required".into(),
+            ));
+        }
+        if all.iter().any(|f| f.label == r.label) {
+            return Err(MetaError::AlreadyExists(format!(
+                "filesystem label {}",
+                r.label
+            )));
+        }
+        if r.id == 0 {
+            r.id = all.iter().map(|f| f.id).max().unwrap_or(0) + 1;
+        } else if all.iter().any(|f| f.id == r.id) {
+            return Err(MetaError::AlreadyExists(format!("filesystem id {}", r.id)));
+        }
+        self.fs_put(&r)?;
+        Ok(r)
+    }
+
+    /// Replace a filesystem's record (same id).
+    pub fn fs_update(&self, r: &FsRecord) -> Result<(), MetaError> {
+        let _st = self.lock();
+        let all = self.fs_list()?;
+        if !all.iter().any(|f| f.id == r.id) {
+            return Err(MetaError::NotFound(format!("filesystem {}", r.id)));
+        }
+        if all.iter().any(|f| f.label == r.label && f.id != r.id) {
+            return Err(MetaError::AlreadyExists(format!(
+                "filesystem label {}",
+                r.label
+            )));
+        }
+        self.fs_put(r)
+    }
+
+    /// Forget a filesystem. Only an `empty` or `off` one may go.
+    pub fn fs_remove(&self, id: u32) -> Result<FsRecord, MetaError> {
+        let _st = self.lock();
+        let r = self
+            .fs_list()?
+            .into_iter()
+            .find(|f| f.id == id)
+            .ok_or_else(|| MetaError::NotFound(format!("filesystem {id}")))?;
+        if !matches!(r.status, FsConfigStatus::Empty | FsConfigStatus::Off) {
+            return Err(MetaError::Busy(format!(
+                "filesystem {id} is {}: drain it (or set it off) first",
+                r.status.as_str()
+            )));
+        }
+        let h = self.db.cf_handle(CF_FS).expect("cf exists");
+        let mut wo = rocksdb::WriteOptions::default();
+        wo.set_sync(true);
+        self.db.delete_cf_opt(h, id.to_be_bytes(), &wo)?;
+        Ok(r)
+    }
+
+    fn fs_put(&self, r: &FsRecord) -> Result<(), MetaError> {
+        let h = self.db.cf_handle(CF_FS).expect("cf exists");
+        let mut wo = rocksdb::WriteOptions::default();
+        wo.set_sync(true);
+        self.db.put_cf_opt(h, r.id.to_be_bytes(), encode(r), &wo)?;
+        Ok(())
+    }
+}
