@@ -56,6 +56,23 @@ impl BackendError {
     }
 }
 
+/// Open the backend a locator names: `folder:/path` (a CephFS mount or a
+/// local folder). The native CephFS client (`cephfs:…`) is not built yet.
+pub fn open_locator(locator: &str) -> Result<std::sync::Arc<dyn Backend>, BackendError> {
+    match locator.split_once(':') {
+        Some(("folder", path)) if path.starts_with('/') => {
+            Ok(std::sync::Arc::new(FolderBackend::new(path)?))
+        }
+        Some(("cephfs", _)) => Err(BackendError::Unavailable(
+            "the native CephFS backend is not built yet; mount the file system and use folder:"
+                .into(),
+        )),
+        _ => Err(BackendError::Unavailable(format!(
+            "unknown locator {locator:?} (expected folder:/absolute/path)"
+        ))),
+    }
+}
+
 /// Space on a filesystem, from statfs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Capacity {

@@ -1,3 +1,5 @@
+use tessera_backend::BackendError;
+use tessera_data::DataError;
 use tessera_meta::MetaError;
 use tessera_types::ErrorKind;
 
@@ -5,8 +7,16 @@ use tessera_types::ErrorKind;
 pub enum CoreError {
     #[error(transparent)]
     Meta(#[from] MetaError),
+    #[error(transparent)]
+    Data(#[from] DataError),
+    #[error(transparent)]
+    Backend(#[from] BackendError),
     #[error("invalid argument: {0}")]
     Invalid(String),
+    #[error("permission denied: {0}")]
+    Denied(String),
+    #[error("not found: {0}")]
+    NotFound(String),
     #[error("internal task failed: {0}")]
     Task(String),
 }
@@ -15,7 +25,11 @@ impl CoreError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             CoreError::Meta(e) => e.kind(),
+            CoreError::Data(e) => e.kind(),
+            CoreError::Backend(e) => e.kind(),
             CoreError::Invalid(_) => ErrorKind::InvalidArgument,
+            CoreError::Denied(_) => ErrorKind::PermissionDenied,
+            CoreError::NotFound(_) => ErrorKind::NotFound,
             CoreError::Task(_) => ErrorKind::Io,
         }
     }

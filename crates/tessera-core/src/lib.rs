@@ -6,11 +6,17 @@
 //! Authorization beyond mode bits (tokens, ACLs) will be evaluated here.
 
 mod error;
+mod fs;
+mod io;
 mod service;
 
 pub use error::CoreError;
+pub use fs::{FsChange, FsView, SpaceView};
+pub use io::{ReadSession, WriteSession, DEFAULT_SPACE};
 pub use service::{Core, RemoveReport};
+pub use tessera_data::ReadEvent;
 pub use tessera_meta::{
     CheckReport, Checksum, CommitWrite, EntryKind, Inode, MetaOptions, MetaStore, NsStats,
     QuotaEntry, QuotaKind, QuotaNodeReport, QuotaTarget, RenameFlags, Reservation, SetAttr,
 };
+pub use tessera_meta::{FsConfigStatus, FsRecord};

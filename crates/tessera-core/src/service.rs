@@ -1,3 +1,4 @@
+use crate::fs::Filesystems;
 use crate::CoreError;
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,18 +15,26 @@ pub struct RemoveReport {
 
 #[derive(Clone)]
 pub struct Core {
-    meta: Arc<MetaStore>,
+    pub(crate) meta: Arc<MetaStore>,
+    pub(crate) fs: Arc<Filesystems>,
     metrics: Arc<Metrics>,
     access: Arc<AccessLog>,
 }
 
 impl Core {
-    pub fn new(meta: Arc<MetaStore>, metrics: Arc<Metrics>, access: Arc<AccessLog>) -> Core {
-        Core {
+    /// The core over an opened namespace; opens every registered filesystem.
+    pub fn new(
+        meta: Arc<MetaStore>,
+        metrics: Arc<Metrics>,
+        access: Arc<AccessLog>,
+    ) -> Result<Core, CoreError> {
+        let fs = Arc::new(Filesystems::load(&meta)?);
+        Ok(Core {
             meta,
+            fs,
             metrics,
             access,
-        }
+        })
     }
 
     pub fn metrics(&self) -> &Metrics {
@@ -144,16 +153,18 @@ impl Core {
         recursive: bool,
     ) -> Result<RemoveReport, CoreError> {
         let w = who.clone();
+        let fs = Arc::clone(&self.fs);
         self.run("rm", who, path.display(), move |m| {
             let mut rep = RemoveReport::default();
             let top = m.stat(&path)?;
             if !top.is_dir() {
-                m.unlink(&path, &w)?;
+                let gone = m.unlink(&path, &w)?;
+                crate::io::drop_stripes_of(&fs, &gone);
                 rep.files += 1;
                 return Ok(rep);
             }
             if recursive {
-                remove_tree(m, &path, &w, &mut rep)?;
+                remove_tree(m, &fs, &path, &w, &mut rep)?;
             }
             m.rmdir(&path, &w)?;
             rep.dirs += 1;
@@ -347,6 +358,7 @@ impl Core {
 
 fn remove_tree(
     m: &MetaStore,
+    fs: &Filesystems,
     dir: &NsPath,
     who: &Identity,
     rep: &mut RemoveReport,
@@ -360,11 +372,12 @@ fn remove_tree(
         for child in page {
             let p = dir.join(&child.name)?;
             if child.is_dir() {
-                remove_tree(m, &p, who, rep)?;
+                remove_tree(m, fs, &p, who, rep)?;
                 m.rmdir(&p, who)?;
                 rep.dirs += 1;
             } else {
-                m.unlink(&p, who)?;
+                let gone = m.unlink(&p, who)?;
+                crate::io::drop_stripes_of(fs, &gone);
                 rep.files += 1;
             }
         }

@@ -53,6 +53,9 @@ pub struct Config {
     pub meta: Meta,
     pub admin: Admin,
     pub log: Log,
+    /// Register `<data_dir>/fs/fs1..6` as filesystems (dev mode).
+    #[serde(skip)]
+    pub dev_filesystems: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -104,6 +107,7 @@ impl Default for Config {
             meta: Meta::default(),
             admin: Admin::default(),
             log: Log::default(),
+            dev_filesystems: false,
         }
     }
 }

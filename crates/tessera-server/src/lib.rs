@@ -55,8 +55,36 @@ pub fn dev_config(data_dir: &std::path::Path) -> anyhow::Result<(Config, String)
     cfg.listen.admin = SocketAddr::from(([127, 0, 0, 1], 0));
     cfg.listen.metrics = SocketAddr::from(([127, 0, 0, 1], 0));
     cfg.admin.token_file = Some(layout.token_file.clone());
+    cfg.dev_filesystems = true;
     let secret = dev::read_secret(&layout.token_file)?;
     Ok((cfg, secret))
+}
+
+/// Dev mode: register the six local folders `DATA_DIR/fs/fsN` as
+/// filesystems in six failure domains of space `default` (once).
+async fn register_dev_filesystems(core: &Core, data_dir: &std::path::Path) -> anyhow::Result<()> {
+    let have = core.fs_list();
+    let root = tessera_types::Identity::root("dev");
+    for i in 1..=dev::DEV_FILESYSTEMS {
+        let label = format!("dev{i}");
+        if have.iter().any(|f| f.rec.label == label) {
+            continue;
+        }
+        let path = data_dir.join("fs").join(format!("fs{i}"));
+        core.fs_add(
+            &root,
+            tessera_core::FsRecord {
+                id: 0,
+                label,
+                locator: format!("folder:{}", path.display()),
+                domain: format!("dev-domain-{i}"),
+                space: tessera_core::DEFAULT_SPACE.to_string(),
+                status: tessera_core::FsConfigStatus::Rw,
+            },
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// Open the namespace and start every listener of the configured roles.
@@ -87,7 +115,10 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         }
     };
     let metrics = Arc::new(Metrics::new(VERSION));
-    let core = Core::new(meta, metrics, Arc::new(access));
+    let core = Core::new(meta, metrics, Arc::new(access))?;
+    if cfg.dev_filesystems {
+        register_dev_filesystems(&core, &cfg.data_dir).await?;
+    }
 
     if cfg.listen.xrootd.is_some() || cfg.listen.https.is_some() {
         tracing::warn!(

@@ -1,0 +1,243 @@
+//! The filesystems Tessera writes stripes to: the registry (kept in the
+//! namespace store) and the opened backends.
+
+use crate::{Core, CoreError};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use tessera_backend::{Backend, Capacity};
+use tessera_meta::{FsConfigStatus, FsRecord, MetaStore};
+use tessera_types::Identity;
+
+struct Opened {
+    rec: FsRecord,
+    backend: Result<Arc<dyn Backend>, String>,
+}
+
+/// Registered filesystems with their opened backends.
+pub(crate) struct Filesystems {
+    map: RwLock<HashMap<u32, Opened>>,
+}
+
+/// A filesystem as the admin sees it.
+#[derive(Debug, Clone)]
+pub struct FsView {
+    pub rec: FsRecord,
+    pub capacity: Option<Capacity>,
+    /// Why the backend cannot be used, if it cannot.
+    pub error: Option<String>,
+}
+
+/// A placement pool, summed over its filesystems.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SpaceView {
+    pub name: String,
+    pub filesystems: u64,
+    pub writable: u64,
+    pub domains: u64,
+    pub total_bytes: u64,
+    pub free_bytes: u64,
+}
+
+/// Changes to a filesystem's record (`None` keeps a field).
+#[derive(Debug, Clone, Default)]
+pub struct FsChange {
+    pub label: Option<String>,
+    pub domain: Option<String>,
+    pub space: Option<String>,
+    pub status: Option<FsConfigStatus>,
+}
+
+impl Filesystems {
+    pub fn load(meta: &MetaStore) -> Result<Filesystems, CoreError> {
+        let map = meta
+            .fs_list()?
+            .into_iter()
+            .map(|rec| {
+                let backend =
+                    tessera_backend::open_locator(&rec.locator).map_err(|e| e.to_string());
+                (rec.id, Opened { rec, backend })
+            })
+            .collect();
+        Ok(Filesystems {
+            map: RwLock::new(map),
+        })
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<u32, Opened>> {
+        self.map.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<u32, Opened>> {
+        self.map.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The backend of filesystem `id`, unless it is unknown, off or broken.
+    pub fn backend(&self, id: u32) -> Option<Arc<dyn Backend>> {
+        let m = self.read();
+        let o = m.get(&id)?;
+        if o.rec.status == FsConfigStatus::Off {
+            return None;
+        }
+        o.backend.as_ref().ok().cloned()
+    }
+
+    /// Writable filesystems of a space, with their free space.
+    pub fn candidates(&self, space: &str) -> Vec<tessera_data::Candidate> {
+        self.read()
+            .values()
+            .filter(|o| o.rec.space == space && o.rec.status == FsConfigStatus::Rw)
+            .filter_map(|o| {
+                let b = o.backend.as_ref().ok()?;
+                let cap = b.capacity().ok()?;
+                Some(tessera_data::Candidate {
+                    fsid: o.rec.id,
+                    domain: o.rec.domain.clone(),
+                    free_bytes: cap.free_bytes,
+                })
+            })
+            .collect()
+    }
+
+    pub fn views(&self) -> Vec<FsView> {
+        let mut v: Vec<FsView> = self
+            .read()
+            .values()
+            .map(|o| match &o.backend {
+                Ok(b) => match b.capacity() {
+                    Ok(c) => FsView {
+                        rec: o.rec.clone(),
+                        capacity: Some(c),
+                        error: None,
+                    },
+                    Err(e) => FsView {
+                        rec: o.rec.clone(),
+                        capacity: None,
+                        error: Some(e.to_string()),
+                    },
+                },
+                Err(e) => FsView {
+                    rec: o.rec.clone(),
+                    capacity: None,
+                    error: Some(e.clone()),
+                },
+            })
+            .collect();
+        v.sort_by_key(|f| f.rec.id);
+        v
+    }
+}
+
+fn admin(who: &Identity) -> Result<(), CoreError> {
+    if who.is_root() {
+        Ok(())
+    } else {
+        Err(CoreError::Denied(
+            "filesystem administration is for admins".into(),
+        ))
+    }
+}
+
+impl Core {
+    /// Register a filesystem (its locator must open).
+    pub async fn fs_add(&self, who: &Identity, rec: FsRecord) -> Result<FsRecord, CoreError> {
+        admin(who)?;
+        let backend = tessera_backend::open_locator(&rec.locator)?;
+        backend.capacity()?;
+        let core = self.clone();
+        let rec = tokio::task::spawn_blocking(move || core.meta.fs_add(rec))
+            .await
+            .map_err(|e| CoreError::Task(e.to_string()))??;
+        self.fs.write().insert(
+            rec.id,
+            Opened {
+                rec: rec.clone(),
+                backend: Ok(backend),
+            },
+        );
+        Ok(rec)
+    }
+
+    pub fn fs_list(&self) -> Vec<FsView> {
+        self.fs.views()
+    }
+
+    pub async fn fs_set(
+        &self,
+        who: &Identity,
+        id: u32,
+        c: FsChange,
+    ) -> Result<FsRecord, CoreError> {
+        admin(who)?;
+        let mut rec = self
+            .fs
+            .read()
+            .get(&id)
+            .map(|o| o.rec.clone())
+            .ok_or_else(|| CoreError::NotFound(format!("filesystem {id}")))?;
+        if let Some(l) = c.label {
+            rec.label = l;
+        }
+        if let Some(d) = c.domain {
+            rec.domain = d;
+        }
+        if let Some(s) = c.space {
+            rec.space = s;
+        }
+        if let Some(s) = c.status {
+            rec.status = s;
+        }
+        let core = self.clone();
+        let r2 = rec.clone();
+        tokio::task::spawn_blocking(move || core.meta.fs_update(&r2))
+            .await
+            .map_err(|e| CoreError::Task(e.to_string()))??;
+        if let Some(o) = self.fs.write().get_mut(&id) {
+            o.rec = rec.clone();
+        }
+        Ok(rec)
+    }
+
+    pub async fn fs_rm(&self, who: &Identity, id: u32) -> Result<FsRecord, CoreError> {
+        admin(who)?;
+        let core = self.clone();
+        let rec = tokio::task::spawn_blocking(move || core.meta.fs_remove(id))
+            .await
+            .map_err(|e| CoreError::Task(e.to_string()))??;
+        self.fs.write().remove(&id);
+        Ok(rec)
+    }
+
+    pub fn spaces(&self) -> Vec<SpaceView> {
+        let mut by: HashMap<String, (SpaceView, std::collections::HashSet<String>)> =
+            HashMap::new();
+        for f in self.fs.views() {
+            let (s, domains) = by.entry(f.rec.space.clone()).or_insert_with(|| {
+                (
+                    SpaceView {
+                        name: f.rec.space.clone(),
+                        ..Default::default()
+                    },
+                    Default::default(),
+                )
+            });
+            s.filesystems += 1;
+            if f.rec.status == FsConfigStatus::Rw && f.error.is_none() {
+                s.writable += 1;
+                domains.insert(f.rec.domain.clone());
+            }
+            if let Some(c) = f.capacity {
+                s.total_bytes += c.total_bytes;
+                s.free_bytes += c.free_bytes;
+            }
+        }
+        let mut v: Vec<SpaceView> = by
+            .into_values()
+            .map(|(mut s, d)| {
+                s.domains = d.len() as u64;
+                s
+            })
+            .collect();
+        v.sort_by(|a, b| a.name.cmp(&b.name));
+        v
+    }
+}

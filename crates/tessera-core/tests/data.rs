@@ -1,0 +1,288 @@
+//! Files through the core service into six real folders: layouts from
+//! directory attributes, checksums, quota, faults, removal, aborts.
+
+use std::sync::Arc;
+use tessera_core::*;
+use tessera_obs::{AccessLog, Metrics};
+use tessera_types::{ErrorKind, Identity, NsPath};
+
+struct Env {
+    dir: tempfile::TempDir,
+    core: Core,
+    root: Identity,
+}
+
+fn p(s: &str) -> NsPath {
+    NsPath::parse(s).expect("path")
+}
+
+async fn env() -> Env {
+    let dir = tempfile::tempdir().expect("tmp");
+    let meta = Arc::new(
+        MetaStore::open(
+            &dir.path().join("meta"),
+            MetaOptions {
+                durability: tessera_meta::Durability::Buffered,
+                root_mode: 0o777,
+                ..Default::default()
+            },
+        )
+        .expect("open"),
+    );
+    let core = Core::new(
+        meta,
+        Arc::new(Metrics::new("test")),
+        Arc::new(AccessLog::disabled()),
+    )
+    .expect("core");
+    let root = Identity::root("test");
+    for i in 1..=6 {
+        core.fs_add(
+            &root,
+            FsRecord {
+                id: 0,
+                label: format!("fs{i}"),
+                locator: format!("folder:{}", dir.path().join(format!("fs{i}")).display()),
+                domain: format!("d{i}"),
+                space: DEFAULT_SPACE.into(),
+                status: FsConfigStatus::Rw,
+            },
+        )
+        .await
+        .expect("fs add");
+    }
+    Env { dir, core, root }
+}
+
+fn bytes(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn put(core: &Core, who: &Identity, path: &str, data: &[u8]) -> Result<Inode, CoreError> {
+    let mut w = core.open_write(who, &p(path), 0o644, true, 0)?;
+    for c in data.chunks(100_000) {
+        w.write(c)?;
+    }
+    w.close()
+}
+
+fn get(core: &Core, who: &Identity, path: &str) -> Result<Vec<u8>, CoreError> {
+    let r = core.open_read(who, &p(path))?;
+    let mut out = vec![0u8; r.size() as usize];
+    let n = r.read_at(0, &mut out)?;
+    out.truncate(n);
+    Ok(out)
+}
+
+fn stripe_files(dir: &std::path::Path) -> usize {
+    (1..=6).map(|i| walk(&dir.join(format!("fs{i}")))).sum()
+}
+
+fn walk(d: &std::path::Path) -> usize {
+    let Ok(rd) = std::fs::read_dir(d) else {
+        return 0;
+    };
+    rd.flatten()
+        .map(|e| {
+            if e.path().is_dir() {
+                walk(&e.path())
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
+#[tokio::test]
+async fn raid6_files_round_trip_with_checksums_and_survive_two_lost_filesystems() {
+    let e = env().await;
+    let c = &e.core;
+    c.mkdir(&e.root, p("/data"), 0o777, false)
+        .await
+        .expect("mkdir");
+    for (k, v) in [
+        ("sys.forced.layout", "raid6"),
+        ("sys.forced.nstripes", "6"),
+        ("sys.forced.blocksize", "64k"),
+    ] {
+        c.xattr_set(&e.root, p("/data"), k.into(), v.into())
+            .await
+            .expect("attr");
+    }
+    let sizes = [0usize, 1, 65_535, 65_537, 4 * 65_536 + 3, 3_000_001];
+    for (i, size) in sizes.iter().enumerate() {
+        let data = bytes(*size, i as u64 + 1);
+        let ino = put(c, &e.root, &format!("/data/f{i}"), &data).expect("write");
+        assert_eq!(ino.size, *size as u64);
+        let ck = ino.checksum.expect("checksum");
+        assert_eq!(ck.kind, "adler32");
+        assert_eq!(
+            ck.value,
+            simd_adler32::adler32(&data.as_slice())
+                .to_be_bytes()
+                .to_vec()
+        );
+        assert_eq!(get(c, &e.root, &format!("/data/f{i}")).expect("read"), data);
+    }
+    assert_eq!(
+        stripe_files(e.dir.path()),
+        6 * sizes.len(),
+        "6 stripes per file, no temporaries left"
+    );
+    // Lose two whole filesystems: every file still reads back.
+    let views = c.fs_list();
+    for v in views.iter().take(2) {
+        std::fs::remove_dir_all(v.rec.locator.trim_start_matches("folder:")).expect("rm fs");
+    }
+    let mut events = 0;
+    for (i, size) in sizes.iter().enumerate() {
+        let r = c
+            .open_read(&e.root, &p(&format!("/data/f{i}")))
+            .expect("open");
+        let mut out = vec![0u8; *size];
+        assert_eq!(r.read_at(0, &mut out).expect("degraded read"), *size);
+        assert_eq!(out, bytes(*size, i as u64 + 1));
+        events += r.events().len();
+    }
+    // Which stripes were lost depends on placement; some data stripes were.
+    assert!(events > 0, "degraded reads are recorded");
+}
+
+#[tokio::test]
+async fn over_quota_writes_leave_nothing_and_unlink_removes_stripes() {
+    let e = env().await;
+    let c = &e.core;
+    c.mkdir(&e.root, p("/q"), 0o777, false)
+        .await
+        .expect("mkdir");
+    c.xattr_set(
+        &e.root,
+        p("/q"),
+        b"sys.forced.layout".to_vec(),
+        b"replica".to_vec(),
+    )
+    .await
+    .expect("attr");
+    c.quota_set(
+        &e.root,
+        p("/q"),
+        QuotaTarget::project(),
+        Some(1_000_000),
+        None,
+    )
+    .await
+    .expect("quota");
+    let alice = Identity::user(1000, 100, "alice", "test");
+    put(c, &alice, "/q/small", &bytes(400_000, 1)).expect("fits");
+    assert_eq!(stripe_files(e.dir.path()), 2, "replica 2");
+    let err = put(c, &alice, "/q/big", &bytes(700_000, 2)).expect_err("over quota");
+    assert_eq!(err.kind(), ErrorKind::QuotaExceeded, "{err}");
+    assert_eq!(
+        c.stat(&alice, p("/q/big"))
+            .await
+            .expect_err("invisible")
+            .kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        stripe_files(e.dir.path()),
+        2,
+        "the failed write left no stripe"
+    );
+    // An abandoned write (dropped without close) leaves nothing either.
+    {
+        let mut w = c
+            .open_write(&alice, &p("/q/dropped"), 0o644, false, 0)
+            .expect("open");
+        w.write(&bytes(1000, 3)).expect("write");
+    }
+    assert_eq!(stripe_files(e.dir.path()), 2);
+    let show = c
+        .quota_show(&e.root, p("/q"), 1000, 100)
+        .await
+        .expect("show");
+    let proj = show
+        .entries
+        .iter()
+        .find(|x| x.target == QuotaTarget::project())
+        .expect("project");
+    assert_eq!((proj.used_bytes, proj.reserved_bytes), (400_000, 0));
+    // Overwrite replaces the old stripes; unlink removes them.
+    put(c, &alice, "/q/small", &bytes(10, 4)).expect("overwrite");
+    assert_eq!(stripe_files(e.dir.path()), 2);
+    assert_eq!(get(c, &alice, "/q/small").expect("read"), bytes(10, 4));
+    c.remove(&alice, p("/q/small"), false).await.expect("rm");
+    assert_eq!(stripe_files(e.dir.path()), 0);
+    let rep = c.check(&e.root).await.expect("check");
+    assert!(rep.problems.is_empty(), "{:?}", rep.problems);
+}
+
+#[tokio::test]
+async fn placement_needs_enough_failure_domains() {
+    let e = env().await;
+    let c = &e.core;
+    c.mkdir(&e.root, p("/wide"), 0o777, false)
+        .await
+        .expect("mkdir");
+    c.xattr_set(
+        &e.root,
+        p("/wide"),
+        b"sys.forced.layout".to_vec(),
+        b"raiddp".to_vec(),
+    )
+    .await
+    .expect("attr");
+    put(c, &e.root, "/wide/ok", b"fits on six domains").expect("write");
+    let id = c.fs_list()[0].rec.id;
+    c.fs_set(
+        &e.root,
+        id,
+        FsChange {
+            status: Some(FsConfigStatus::Ro),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("ro");
+    let err = put(c, &e.root, "/wide/no", b"five domains left").expect_err("no placement");
+    assert_eq!(err.kind(), ErrorKind::NoSpace, "{err}");
+    // Two filesystems in one domain count once.
+    c.fs_set(
+        &e.root,
+        id,
+        FsChange {
+            status: Some(FsConfigStatus::Rw),
+            domain: Some("d2".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("rw");
+    assert_eq!(
+        put(c, &e.root, "/wide/no", b"x")
+            .expect_err("five domains")
+            .kind(),
+        ErrorKind::NoSpace
+    );
+    assert_eq!(
+        get(c, &e.root, "/wide/ok").expect("still readable"),
+        b"fits on six domains"
+    );
+    let spaces = c.spaces();
+    assert_eq!(
+        (
+            spaces[0].name.as_str(),
+            spaces[0].filesystems,
+            spaces[0].domains
+        ),
+        ("default", 6, 5)
+    );
+}
