@@ -3,6 +3,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let files = [
         "tessera/admin/v1/namespace.proto",
         "tessera/admin/v1/quota.proto",
+        "tessera/admin/v1/fs.proto",
     ];
     let paths: Vec<_> = files.iter().map(|f| root.join(f)).collect();
     for p in &paths {

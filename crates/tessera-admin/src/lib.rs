@@ -4,6 +4,7 @@
 
 mod auth;
 mod convert;
+mod fs;
 mod namespace;
 mod quota;
 
@@ -11,22 +12,27 @@ pub use auth::AdminAuth;
 
 use std::sync::Arc;
 use tessera_core::Core;
+use tessera_proto::admin::v1::fs_server::FsServer;
 use tessera_proto::admin::v1::namespace_server::NamespaceServer;
 use tessera_proto::admin::v1::quota_server::QuotaServer;
 
 /// The admin services, ready to be added to a tonic server.
-pub fn services(
-    core: Core,
-    auth: Arc<AdminAuth>,
-) -> (
-    NamespaceServer<namespace::NamespaceSvc>,
-    QuotaServer<quota::QuotaSvc>,
-) {
-    (
-        NamespaceServer::new(namespace::NamespaceSvc {
+pub struct Services {
+    pub namespace: NamespaceServer<namespace::NamespaceSvc>,
+    pub quota: QuotaServer<quota::QuotaSvc>,
+    pub fs: FsServer<fs::FsSvc>,
+}
+
+pub fn services(core: Core, auth: Arc<AdminAuth>) -> Services {
+    Services {
+        namespace: NamespaceServer::new(namespace::NamespaceSvc {
             core: core.clone(),
             auth: Arc::clone(&auth),
         }),
-        QuotaServer::new(quota::QuotaSvc { core, auth }),
-    )
+        quota: QuotaServer::new(quota::QuotaSvc {
+            core: core.clone(),
+            auth: Arc::clone(&auth),
+        }),
+        fs: FsServer::new(fs::FsSvc { core, auth }),
+    }
 }

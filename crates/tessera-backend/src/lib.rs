@@ -23,6 +23,8 @@ pub enum BackendError {
     Exists(String),
     #[error("backend unavailable: {0}")]
     Unavailable(String),
+    #[error("invalid locator: {0}")]
+    BadLocator(String),
     #[error("I/O error on {what}: {source}")]
     Io {
         what: String,
@@ -36,6 +38,7 @@ impl BackendError {
             BackendError::NotFound(_) => ErrorKind::NotFound,
             BackendError::Exists(_) => ErrorKind::AlreadyExists,
             BackendError::Unavailable(_) => ErrorKind::Unavailable,
+            BackendError::BadLocator(_) => ErrorKind::InvalidArgument,
             BackendError::Io { source, .. } => match source.raw_os_error() {
                 Some(28) => ErrorKind::NoSpace,
                 Some(122) => ErrorKind::QuotaExceeded,
@@ -67,8 +70,8 @@ pub fn open_locator(locator: &str) -> Result<std::sync::Arc<dyn Backend>, Backen
             "the native CephFS backend is not built yet; mount the file system and use folder:"
                 .into(),
         )),
-        _ => Err(BackendError::Unavailable(format!(
-            "unknown locator {locator:?} (expected folder:/absolute/path)"
+        _ => Err(BackendError::BadLocator(format!(
+            "{locator:?} (expected folder:/absolute/path)"
         ))),
     }
 }

@@ -1,6 +1,7 @@
 //! Connection to the admin API: endpoint, credential, role, and the
 //! mapping of a failed call to the process exit status (the errno).
 
+use tessera_proto::admin::v1::fs_client::FsClient;
 use tessera_proto::admin::v1::namespace_client::NamespaceClient;
 use tessera_proto::admin::v1::quota_client::QuotaClient;
 use tonic::metadata::MetadataValue;
@@ -11,6 +12,7 @@ use tonic::{Request, Status};
 pub type Intercept = Box<dyn FnMut(Request<()>) -> Result<Request<()>, Status> + Send + Sync>;
 pub type Ns = NamespaceClient<InterceptedService<Channel, Intercept>>;
 pub type Quota = QuotaClient<InterceptedService<Channel, Intercept>>;
+pub type Fs = FsClient<InterceptedService<Channel, Intercept>>;
 
 /// A failure with the errno to exit with.
 #[derive(Debug)]
@@ -53,6 +55,7 @@ impl From<Status> for Failure {
 pub struct Clients {
     pub ns: Ns,
     pub quota: Quota,
+    pub fs: Fs,
 }
 
 pub async fn connect(addr: &str, token: String, role: Option<String>) -> Result<Clients, Failure> {
@@ -88,6 +91,7 @@ pub async fn connect(addr: &str, token: String, role: Option<String>) -> Result<
     };
     Ok(Clients {
         ns: NamespaceClient::with_interceptor(channel.clone(), make()),
-        quota: QuotaClient::with_interceptor(channel, make()),
+        quota: QuotaClient::with_interceptor(channel.clone(), make()),
+        fs: FsClient::with_interceptor(channel, make()),
     })
 }

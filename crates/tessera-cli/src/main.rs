@@ -70,6 +70,12 @@ enum Cmd {
     /// Quotas: set, rm, rmnode, ls, show.
     #[command(subcommand)]
     Quota(cmd::quota::QuotaCmd),
+    /// Filesystems: add, ls, set, rm.
+    #[command(subcommand)]
+    Fs(cmd::fs::FsCmd),
+    /// Spaces: ls.
+    #[command(subcommand)]
+    Space(cmd::fs::SpaceCmd),
     /// Namespace: check, stat.
     #[command(subcommand)]
     Ns(cmd::ns::NsCmd),
@@ -149,6 +155,8 @@ async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {
         Cmd::Attr(a) => cmd::attr::run(&mut c, fmt, a).await,
         Cmd::Quota(q) => cmd::quota::run(&mut c, fmt, q).await,
         Cmd::Ns(n) => cmd::ns::ns(&mut c, fmt, n).await,
+        Cmd::Fs(f) => cmd::fs::fs(&mut c, fmt, f).await,
+        Cmd::Space(s) => cmd::fs::space(&mut c, fmt, s).await,
     }
 }
 

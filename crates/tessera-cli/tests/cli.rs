@@ -300,3 +300,85 @@ fn refuses_without_the_admin_credential() {
         .expect("run");
     assert_eq!(o.status.code(), Some(111));
 }
+
+#[test]
+fn filesystem_and_space_commands() {
+    let e = Env::start();
+    let fs: Vec<_> = e.ok(&["fs", "ls", "-m"]).lines().map(kv).collect();
+    assert_eq!(fs.len(), 6, "dev mode registers six folders");
+    let mut domains: Vec<_> = fs.iter().map(|f| f["domain"].clone()).collect();
+    domains.dedup();
+    assert_eq!(domains.len(), 6);
+    assert!(
+        fs.iter()
+            .all(|f| f["configstatus"] == "rw" && f["stat.error"].is_empty()),
+        "{fs:?}"
+    );
+    assert!(fs
+        .iter()
+        .all(|f| f["stat.statfs.capacity"].parse::<u64>().expect("n") > 0));
+    let sp = kv(e.ok(&["space", "ls", "-m"]).trim());
+    assert_eq!(
+        (
+            sp["name"].as_str(),
+            sp["nofs"].as_str(),
+            sp["domains"].as_str()
+        ),
+        ("default", "6", "6")
+    );
+
+    let set = kv(e.ok(&["fs", "set", "-m", "1", "--status", "ro"]).trim());
+    assert_eq!(set["configstatus"], "ro");
+    e.fails(&["fs", "rm", "1"], 16); // EBUSY: drain or set off first
+    e.fails(&["fs", "set", "1", "--status", "sideways"], 22);
+    e.ok(&["fs", "set", "1", "--status", "off"]);
+    e.ok(&["fs", "rm", "1"]);
+    assert_eq!(e.ok(&["fs", "ls", "-m"]).lines().count(), 5);
+    e.fails(
+        &[
+            "fs",
+            "add",
+            "--label",
+            "x",
+            "--domain",
+            "d",
+            "relative/path",
+        ],
+        22,
+    );
+    let extra = e._dir.path().join("extra");
+    let added = kv(e
+        .ok(&[
+            "fs",
+            "add",
+            "-m",
+            "--label",
+            "extra",
+            "--domain",
+            "other",
+            &format!("folder:{}", extra.display()),
+        ])
+        .trim());
+    assert_eq!(
+        (added["id"].as_str(), added["configstatus"].as_str()),
+        ("7", "rw")
+    );
+    e.fails(
+        &[
+            "fs",
+            "add",
+            "--label",
+            "extra",
+            "--domain",
+            "d",
+            &format!("folder:{}", extra.display()),
+        ],
+        17,
+    );
+    e.fails(&["-r", "1000:1000", "fs", "set", "2", "--status", "ro"], 13);
+    let human = e.ok(&["fs", "ls"]);
+    assert!(
+        human.contains("extra") && human.contains("capacity"),
+        "{human}"
+    );
+}

@@ -137,13 +137,14 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     let metrics_addr = metrics_l.local_addr()?;
 
     let auth = Arc::new(tessera_admin::AdminAuth::new(admin_secret));
-    let (ns, quota) = tessera_admin::services(core.clone(), auth);
+    let svc = tessera_admin::services(core.clone(), auth);
     let mut rx = stop_rx.clone();
     let grpc = tokio::spawn(async move {
         let incoming = tonic::transport::server::TcpIncoming::from(admin).with_nodelay(Some(true));
         let res = tonic::transport::Server::builder()
-            .add_service(ns)
-            .add_service(quota)
+            .add_service(svc.namespace)
+            .add_service(svc.quota)
+            .add_service(svc.fs)
             .serve_with_incoming_shutdown(incoming, async move {
                 let _ = rx.changed().await;
             })

@@ -1,0 +1,123 @@
+use crate::auth::AdminAuth;
+use crate::convert::err;
+use std::sync::Arc;
+use tessera_core::{Core, FsChange, FsConfigStatus, FsRecord, FsView, DEFAULT_SPACE};
+use tessera_proto::admin::v1 as pb;
+use tessera_proto::admin::v1::fs_server::Fs;
+use tonic::{Request, Response, Status};
+
+pub struct FsSvc {
+    pub core: Core,
+    pub auth: Arc<AdminAuth>,
+}
+
+fn status_of(s: &str) -> Result<FsConfigStatus, Status> {
+    FsConfigStatus::parse(s).ok_or_else(|| {
+        Status::invalid_argument(format!(
+            "status must be rw, ro, drain, empty or off, not {s:?}"
+        ))
+    })
+}
+
+fn rec_pb(r: &FsRecord) -> pb::Filesystem {
+    pb::Filesystem {
+        id: r.id,
+        label: r.label.clone(),
+        locator: r.locator.clone(),
+        domain: r.domain.clone(),
+        space: r.space.clone(),
+        status: r.status.as_str().to_string(),
+        ..Default::default()
+    }
+}
+
+fn view_pb(v: &FsView) -> pb::Filesystem {
+    let mut f = rec_pb(&v.rec);
+    if let Some(c) = v.capacity {
+        f.capacity_bytes = c.total_bytes;
+        f.free_bytes = c.free_bytes;
+    }
+    f.error = v.error.clone().unwrap_or_default();
+    f
+}
+
+#[tonic::async_trait]
+impl Fs for FsSvc {
+    async fn add(
+        &self,
+        req: Request<pb::FsAddRequest>,
+    ) -> Result<Response<pb::Filesystem>, Status> {
+        let who = self.auth.identity(&req)?;
+        let r = req.into_inner();
+        let rec = FsRecord {
+            id: r.id,
+            label: r.label,
+            locator: r.locator,
+            domain: r.domain,
+            space: if r.space.is_empty() {
+                DEFAULT_SPACE.to_string()
+            } else {
+                r.space
+            },
+            status: if r.status.is_empty() {
+                FsConfigStatus::Rw
+            } else {
+                status_of(&r.status)?
+            },
+        };
+        let rec = self.core.fs_add(&who, rec).await.map_err(err)?;
+        Ok(Response::new(rec_pb(&rec)))
+    }
+
+    async fn list(&self, req: Request<pb::Empty>) -> Result<Response<pb::FsListResponse>, Status> {
+        self.auth.identity(&req)?;
+        let filesystems = self.core.fs_list().iter().map(view_pb).collect();
+        Ok(Response::new(pb::FsListResponse { filesystems }))
+    }
+
+    async fn set(
+        &self,
+        req: Request<pb::FsSetRequest>,
+    ) -> Result<Response<pb::Filesystem>, Status> {
+        let who = self.auth.identity(&req)?;
+        let r = req.into_inner();
+        let change = FsChange {
+            label: r.label,
+            domain: r.domain,
+            space: r.space,
+            status: r.status.as_deref().map(status_of).transpose()?,
+        };
+        let rec = self.core.fs_set(&who, r.id, change).await.map_err(err)?;
+        Ok(Response::new(rec_pb(&rec)))
+    }
+
+    async fn remove(
+        &self,
+        req: Request<pb::FsRemoveRequest>,
+    ) -> Result<Response<pb::Filesystem>, Status> {
+        let who = self.auth.identity(&req)?;
+        let rec = self.core.fs_rm(&who, req.get_ref().id).await.map_err(err)?;
+        Ok(Response::new(rec_pb(&rec)))
+    }
+
+    async fn spaces(
+        &self,
+        req: Request<pb::Empty>,
+    ) -> Result<Response<pb::SpaceListResponse>, Status> {
+        self.auth.identity(&req)?;
+        let spaces = self
+            .core
+            .spaces()
+            .into_iter()
+            .map(|s| pb::Space {
+                name: s.name,
+                filesystems: s.filesystems,
+                writable: s.writable,
+                domains: s.domains,
+                capacity_bytes: s.total_bytes,
+                free_bytes: s.free_bytes,
+            })
+            .collect();
+        Ok(Response::new(pb::SpaceListResponse { spaces }))
+    }
+}
