@@ -4,6 +4,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "tessera/admin/v1/namespace.proto",
         "tessera/admin/v1/quota.proto",
         "tessera/admin/v1/fs.proto",
+        "tessera/admin/v1/fsck.proto",
     ];
     let paths: Vec<_> = files.iter().map(|f| root.join(f)).collect();
     for p in &paths {

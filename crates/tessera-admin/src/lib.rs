@@ -5,6 +5,7 @@
 mod auth;
 mod convert;
 mod fs;
+mod fsck;
 mod namespace;
 mod quota;
 
@@ -13,6 +14,7 @@ pub use auth::AdminAuth;
 use std::sync::Arc;
 use tessera_core::Core;
 use tessera_proto::admin::v1::fs_server::FsServer;
+use tessera_proto::admin::v1::fsck_server::FsckServer;
 use tessera_proto::admin::v1::namespace_server::NamespaceServer;
 use tessera_proto::admin::v1::quota_server::QuotaServer;
 
@@ -21,6 +23,7 @@ pub struct Services {
     pub namespace: NamespaceServer<namespace::NamespaceSvc>,
     pub quota: QuotaServer<quota::QuotaSvc>,
     pub fs: FsServer<fs::FsSvc>,
+    pub fsck: FsckServer<fsck::FsckSvc>,
 }
 
 pub fn services(core: Core, auth: Arc<AdminAuth>) -> Services {
@@ -33,6 +36,10 @@ pub fn services(core: Core, auth: Arc<AdminAuth>) -> Services {
             core: core.clone(),
             auth: Arc::clone(&auth),
         }),
-        fs: FsServer::new(fs::FsSvc { core, auth }),
+        fs: FsServer::new(fs::FsSvc {
+            core: core.clone(),
+            auth: Arc::clone(&auth),
+        }),
+        fsck: FsckServer::new(fsck::FsckSvc { core, auth }),
     }
 }

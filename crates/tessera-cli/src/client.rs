@@ -2,6 +2,7 @@
 //! mapping of a failed call to the process exit status (the errno).
 
 use tessera_proto::admin::v1::fs_client::FsClient;
+use tessera_proto::admin::v1::fsck_client::FsckClient;
 use tessera_proto::admin::v1::namespace_client::NamespaceClient;
 use tessera_proto::admin::v1::quota_client::QuotaClient;
 use tonic::metadata::MetadataValue;
@@ -13,6 +14,7 @@ pub type Intercept = Box<dyn FnMut(Request<()>) -> Result<Request<()>, Status> +
 pub type Ns = NamespaceClient<InterceptedService<Channel, Intercept>>;
 pub type Quota = QuotaClient<InterceptedService<Channel, Intercept>>;
 pub type Fs = FsClient<InterceptedService<Channel, Intercept>>;
+pub type Fsck = FsckClient<InterceptedService<Channel, Intercept>>;
 
 /// A failure with the errno to exit with.
 #[derive(Debug)]
@@ -56,6 +58,7 @@ pub struct Clients {
     pub ns: Ns,
     pub quota: Quota,
     pub fs: Fs,
+    pub fsck: Fsck,
 }
 
 pub async fn connect(addr: &str, token: String, role: Option<String>) -> Result<Clients, Failure> {
@@ -92,6 +95,7 @@ pub async fn connect(addr: &str, token: String, role: Option<String>) -> Result<
     Ok(Clients {
         ns: NamespaceClient::with_interceptor(channel.clone(), make()),
         quota: QuotaClient::with_interceptor(channel.clone(), make()),
-        fs: FsClient::with_interceptor(channel, make()),
+        fs: FsClient::with_interceptor(channel.clone(), make()),
+        fsck: FsckClient::with_interceptor(channel, make()),
     })
 }

@@ -73,6 +73,9 @@ enum Cmd {
     /// Filesystems: add, ls, set, rm.
     #[command(subcommand)]
     Fs(cmd::fs::FsCmd),
+    /// Consistency of the stored stripes: report, repair.
+    #[command(subcommand)]
+    Fsck(cmd::fsck::FsckCmd),
     /// Spaces: ls.
     #[command(subcommand)]
     Space(cmd::fs::SpaceCmd),
@@ -157,6 +160,7 @@ async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {
         Cmd::Ns(n) => cmd::ns::ns(&mut c, fmt, n).await,
         Cmd::Fs(f) => cmd::fs::fs(&mut c, fmt, f).await,
         Cmd::Space(s) => cmd::fs::space(&mut c, fmt, s).await,
+        Cmd::Fsck(f) => cmd::fsck::fsck(&mut c, fmt, f).await,
     }
 }
 

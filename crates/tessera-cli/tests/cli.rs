@@ -382,3 +382,50 @@ fn filesystem_and_space_commands() {
         "{human}"
     );
 }
+
+#[test]
+fn fsck_and_drain_commands() {
+    let e = Env::start();
+    let tags: std::collections::HashMap<String, String> = e
+        .ok(&["fsck", "report", "-m", "--deep"])
+        .lines()
+        .map(kv)
+        .map(|r| (r["tag"].clone(), r["count"].clone()))
+        .collect();
+    assert_eq!(tags["orphans_n"], "0");
+    assert_eq!(tags["rep_missing_n"], "0");
+    // A stripe file no namespace entry references is an orphan.
+    let fs1 = e._dir.path().join("fs/fs1/00000000000f");
+    std::fs::create_dir_all(&fs1).expect("mkdir");
+    std::fs::write(fs1.join("00000000000fffff.0"), b"stray").expect("write");
+    let all: Vec<_> = e
+        .ok(&["fsck", "report", "-m", "-a"])
+        .lines()
+        .map(kv)
+        .collect();
+    assert!(
+        all.iter()
+            .any(|r| r.get("tag").map(String::as_str) == Some("orphans_n") && r["count"] == "1"),
+        "{all:?}"
+    );
+    assert!(
+        all.iter()
+            .any(|r| r.get("orphan").is_some() && r["fid"] == "1048575"),
+        "{all:?}"
+    );
+    let rep = kv(e.ok(&["fsck", "repair", "-m"]).trim());
+    assert_eq!(rep["orphansremoved"], "1");
+    assert!(!fs1.join("00000000000fffff.0").exists());
+    let d = kv(e.ok(&["fs", "drain", "-m", "2"]).trim());
+    assert_eq!(
+        (d["emptied"].as_str(), d["stripesmoved"].as_str()),
+        ("true", "0")
+    );
+    let fs: Vec<_> = e.ok(&["fs", "ls", "-m"]).lines().map(kv).collect();
+    assert_eq!(
+        fs.iter().find(|f| f["id"] == "2").expect("fs 2")["configstatus"],
+        "empty"
+    );
+    e.ok(&["fs", "rm", "2"]);
+    e.fails(&["-r", "1000:1000", "fsck", "report"], 13);
+}

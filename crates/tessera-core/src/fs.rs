@@ -81,6 +81,16 @@ impl Filesystems {
         o.backend.as_ref().ok().cloned()
     }
 
+    pub fn record(&self, id: u32) -> Option<FsRecord> {
+        self.read().get(&id).map(|o| o.rec.clone())
+    }
+
+    pub fn set_record(&self, rec: FsRecord) {
+        if let Some(o) = self.write().get_mut(&rec.id) {
+            o.rec = rec;
+        }
+    }
+
     /// Writable filesystems of a space, with their free space.
     pub fn candidates(&self, space: &str) -> Vec<tessera_data::Candidate> {
         self.read()

@@ -7,6 +7,7 @@
 //! reads any range touching only the blocks it needs, verifies each block's
 //! CRC-32C, and rebuilds missing or corrupt blocks from parity.
 
+mod check;
 mod error;
 mod format;
 mod layout;
@@ -14,6 +15,7 @@ mod placement;
 mod reader;
 mod writer;
 
+pub use check::{check_stripe, expected_stripe_len, rebuild, StripeState};
 pub use error::DataError;
 pub use format::{StripeHeader, HEADER_LEN};
 pub use layout::{Geometry, Layout, LayoutKind, Placement};

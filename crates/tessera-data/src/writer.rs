@@ -23,7 +23,9 @@ pub struct FileWriter {
     fid: u64,
     fsids: Vec<u32>,
     codec: Option<Codec>,
-    stripes: Vec<Box<dyn StripeWrite>>,
+    /// One per stripe; `None` for stripes this writer does not write
+    /// (a repair rebuilds only some).
+    stripes: Vec<Option<Box<dyn StripeWrite>>>,
     /// The group being filled (up to k·B bytes).
     buf: Vec<u8>,
     parity: Vec<Vec<u8>>,
@@ -42,6 +44,21 @@ impl FileWriter {
         write_id: u64,
         targets: &[(u32, Arc<dyn Backend>)],
     ) -> Result<FileWriter, DataError> {
+        let all: Vec<Option<(u32, Arc<dyn Backend>)>> = targets
+            .iter()
+            .map(|(id, b)| Some((*id, Arc::clone(b))))
+            .collect();
+        Self::create_partial(layout, fid, write_id, &all)
+    }
+
+    /// Like `create`, writing only the stripes given (repair): the others
+    /// are encoded but not stored.
+    pub fn create_partial(
+        layout: Layout,
+        fid: u64,
+        write_id: u64,
+        targets: &[Option<(u32, Arc<dyn Backend>)>],
+    ) -> Result<FileWriter, DataError> {
         if targets.len() != layout.stripes() {
             return Err(DataError::Layout(format!(
                 "{} needs {} filesystems, got {}",
@@ -54,8 +71,12 @@ impl FileWriter {
             LayoutKind::Rain => Some(Codec::new(layout.k as usize, layout.m as usize)?),
             _ => None,
         };
-        let mut stripes: Vec<Box<dyn StripeWrite>> = Vec::with_capacity(targets.len());
-        for (i, (_, b)) in targets.iter().enumerate() {
+        let mut stripes: Vec<Option<Box<dyn StripeWrite>>> = Vec::with_capacity(targets.len());
+        for (i, t) in targets.iter().enumerate() {
+            let Some((_, b)) = t else {
+                stripes.push(None);
+                continue;
+            };
             let header = StripeHeader {
                 layout,
                 index: i as u8,
@@ -68,9 +89,9 @@ impl FileWriter {
                 .create(&StripeName::new(fid, i as u8), write_id)
                 .and_then(|mut w| w.write_at(0, &header.encode()).map(|_| w));
             match res {
-                Ok(w) => stripes.push(w),
+                Ok(w) => stripes.push(Some(w)),
                 Err(e) => {
-                    for w in stripes {
+                    for w in stripes.into_iter().flatten() {
                         w.abort();
                     }
                     return Err(DataError::Backend {
@@ -84,7 +105,10 @@ impl FileWriter {
         Ok(FileWriter {
             layout,
             fid,
-            fsids: targets.iter().map(|(id, _)| *id).collect(),
+            fsids: targets
+                .iter()
+                .map(|t| t.as_ref().map_or(0, |(id, _)| *id))
+                .collect(),
             codec,
             stripes,
             buf: Vec::with_capacity(layout.group_bytes() as usize),
@@ -144,25 +168,28 @@ impl FileWriter {
                 _ => &buf[..len],
             }
         };
-        let results: Vec<Result<(), tessera_backend::BackendError>> = std::thread::scope(|s| {
+        type Written = Vec<(usize, Result<(), tessera_backend::BackendError>)>;
+        let results: Written = std::thread::scope(|s| {
             let handles: Vec<_> = self
                 .stripes
                 .iter_mut()
                 .enumerate()
+                .filter_map(|(i, w)| w.as_mut().map(|w| (i, w)))
                 .map(|(i, w)| {
                     let b = block(i);
-                    s.spawn(move || {
+                    let h = s.spawn(move || {
                         w.write_at(off, b)?;
                         w.write_at(off + len as u64, &crc32c::crc32c(b).to_le_bytes())
-                    })
+                    });
+                    (i, h)
                 })
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().expect("stripe writer thread"))
+                .map(|(i, h)| (i, h.join().expect("stripe writer thread")))
                 .collect()
         });
-        for (i, r) in results.into_iter().enumerate() {
+        for (i, r) in results {
             r.map_err(|e| DataError::Backend {
                 index: i,
                 source: e,
@@ -196,6 +223,7 @@ impl FileWriter {
             .encode()
         };
         for (i, w) in self.stripes.iter_mut().enumerate() {
+            let Some(w) = w else { continue };
             if let Err(e) = w.write_at(0, &header(i)) {
                 let err = DataError::Backend {
                     index: i,
@@ -205,16 +233,18 @@ impl FileWriter {
                 return Err(err);
             }
         }
-        let results: Vec<Result<(), tessera_backend::BackendError>> = std::thread::scope(|s| {
+        type Sealed = Vec<(usize, Result<(), tessera_backend::BackendError>)>;
+        let results: Sealed = std::thread::scope(|s| {
             let hs: Vec<_> = std::mem::take(&mut self.stripes)
                 .into_iter()
-                .map(|w| s.spawn(move || w.seal()))
+                .enumerate()
+                .filter_map(|(i, w)| w.map(|w| (i, s.spawn(move || w.seal()))))
                 .collect();
             hs.into_iter()
-                .map(|h| h.join().expect("seal thread"))
+                .map(|(i, h)| (i, h.join().expect("seal thread")))
                 .collect()
         });
-        for (i, r) in results.into_iter().enumerate() {
+        for (i, r) in results {
             r.map_err(|e| DataError::Backend {
                 index: i,
                 source: e,
@@ -232,7 +262,7 @@ impl FileWriter {
 
     /// Give up: remove every temporary stripe.
     pub fn abort(mut self) {
-        for w in std::mem::take(&mut self.stripes) {
+        for w in std::mem::take(&mut self.stripes).into_iter().flatten() {
             w.abort();
         }
     }

@@ -307,3 +307,43 @@ pub(crate) fn xattrs_of(db: &DB, ino: u64) -> Result<crate::Xattrs, MetaError> {
     }
     Ok(out)
 }
+
+impl MetaStore {
+    /// Up to `limit` files with a data layout, in inode order, after `after`
+    /// (for fsck, repair and drain scans).
+    pub fn scan_files(&self, after: u64, limit: usize) -> Result<Vec<Inode>, MetaError> {
+        let h = self.db.cf_handle(CF_INODE).expect("cf exists");
+        let start = ino_key(after.saturating_add(1));
+        let it = self.db.iterator_cf(
+            h,
+            rocksdb::IteratorMode::From(&start, rocksdb::Direction::Forward),
+        );
+        let mut out = Vec::new();
+        for item in it {
+            let (k, v) = item?;
+            let ino = u64::from_be_bytes(
+                k[..]
+                    .try_into()
+                    .map_err(|_| crate::error::corrupt("inode key", "length"))?,
+            );
+            let i = decode_inode(ino, &v)?;
+            if i.kind == EntryKind::File && !i.layout.is_empty() {
+                out.push(i);
+                if out.len() >= limit {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Ids of the writes in progress (their temporary stripes are not orphans).
+    pub fn open_write_ids(&self) -> Vec<u64> {
+        self.lock().reservations.keys().copied().collect()
+    }
+
+    /// File ids the writes in progress will get.
+    pub fn open_write_inos(&self) -> Vec<u64> {
+        self.lock().reservations.values().map(|r| r.ino).collect()
+    }
+}

@@ -657,3 +657,32 @@ fn xattr_permission(who: &Identity, i: &Inode, name: &[u8]) -> Result<(), MetaEr
     }
     Ok(())
 }
+
+impl MetaStore {
+    /// Replace a file's layout record if it is still `expected` (repair and
+    /// drain move stripes while the file may change under them).
+    pub fn set_layout(
+        &self,
+        ino: u64,
+        expected: &[u8],
+        layout: Vec<u8>,
+    ) -> Result<Inode, MetaError> {
+        let (seq, out) = {
+            let st = self.lock();
+            let mut txn = self.txn();
+            let mut i = read::inode(&txn, ino)?
+                .ok_or_else(|| MetaError::NotFound(format!("inode {ino}")))?;
+            if i.layout != expected {
+                return Err(MetaError::Busy(format!(
+                    "file {ino} changed during the operation"
+                )));
+            }
+            i.layout = layout;
+            i.ctime_ns = now_ns();
+            txn.put_inode(&i);
+            (self.commit(txn, &st)?, i)
+        };
+        self.finish(seq)?;
+        Ok(out)
+    }
+}

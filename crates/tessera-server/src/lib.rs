@@ -145,6 +145,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
             .add_service(svc.namespace)
             .add_service(svc.quota)
             .add_service(svc.fs)
+            .add_service(svc.fsck)
             .serve_with_incoming_shutdown(incoming, async move {
                 let _ = rx.changed().await;
             })

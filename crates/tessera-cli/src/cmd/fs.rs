@@ -36,6 +36,8 @@ pub enum FsCmd {
     },
     /// Forget an empty or off filesystem.
     Rm { id: u32 },
+    /// Move every stripe off a filesystem, then mark it empty.
+    Drain { id: u32 },
 }
 
 #[derive(clap::Subcommand)]
@@ -140,6 +142,7 @@ pub async fn fs(c: &mut Clients, fmt: Format, cmd: FsCmd) -> Result<(), Failure>
                 .into_inner();
             one(fmt, f);
         }
+        FsCmd::Drain { id } => return crate::cmd::fsck::drain(c, fmt, id).await,
         FsCmd::Rm { id } => {
             let f = c.fs.remove(pb::FsRemoveRequest { id }).await?.into_inner();
             one(fmt, f);

@@ -2,5 +2,6 @@
 
 pub mod attr;
 pub mod fs;
+pub mod fsck;
 pub mod ns;
 pub mod quota;

@@ -1,0 +1,125 @@
+//! End-to-end data layer throughput: write and read a file through
+//! `tessera-data` into local folders, against `dd` of the same bytes to
+//! the same disk in the same run (page cache dropped before each read).
+//!
+//! cargo run --release -p tessera-benches --bin bench-data -- --dir /var/tmp/x --mib 1024
+
+use clap::Parser;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Instant;
+use tessera_backend::{Backend, FolderBackend};
+use tessera_data::{FileReader, FileWriter, Layout};
+
+#[derive(Parser)]
+struct Args {
+    /// Where the folders go (all on one disk, as dd's target).
+    #[arg(long)]
+    dir: std::path::PathBuf,
+    #[arg(long, default_value_t = 1024)]
+    mib: usize,
+}
+
+fn drop_caches() {
+    let _ = Command::new("sync").status();
+    // Needs root; without it reads may come from the page cache (said below).
+    if std::fs::write("/proc/sys/vm/drop_caches", "3").is_err() {
+        eprintln!("(could not drop the page cache: reads may be cached)");
+    }
+}
+
+fn dd(args: &[&str]) -> f64 {
+    let t = Instant::now();
+    let st = Command::new("dd")
+        .args(args)
+        .arg("status=none")
+        .status()
+        .expect("dd");
+    assert!(st.success(), "dd {args:?}");
+    t.elapsed().as_secs_f64()
+}
+
+fn main() -> anyhow::Result<()> {
+    let a = Args::parse();
+    std::fs::create_dir_all(&a.dir)?;
+    let bytes = a.mib << 20;
+    let mut x = 0x9e37_79b9_u64;
+    let data: Vec<u8> = (0..bytes)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let src = std::path::Path::new("/dev/shm/tessera-bench-src");
+    std::fs::write(src, &data)?;
+    let mb = bytes as f64 / 1e6;
+    println!(
+        "# bench-data: {} MiB, folders under {}",
+        a.mib,
+        a.dir.display()
+    );
+
+    // Reference: dd of the same bytes onto the same disk (fsync at the end).
+    let dst = a.dir.join("dd.out");
+    let srcs = format!("if={}", src.display());
+    let dsts = format!("of={}", dst.display());
+    let w_dd = dd(&[&srcs, &dsts, "bs=4M", "conv=fsync"]);
+    drop_caches();
+    let r_dd = dd(&[&format!("if={}", dst.display()), "of=/dev/null", "bs=4M"]);
+    std::fs::remove_file(&dst)?;
+    std::fs::remove_file(src)?;
+    println!(
+        "dd: write {:.0} MB/s, read {:.0} MB/s",
+        mb / w_dd,
+        mb / r_dd
+    );
+
+    for (name, layout, folders) in [
+        ("plain", Layout::plain(), 1usize),
+        ("rain 4+2", Layout::rain(4, 2)?, 6),
+    ] {
+        let run = a.dir.join(name.replace(' ', "_").replace('+', "p"));
+        let targets: Vec<(u32, Arc<dyn Backend>)> = (0..folders)
+            .map(|i| -> anyhow::Result<(u32, Arc<dyn Backend>)> {
+                Ok((
+                    i as u32 + 1,
+                    Arc::new(FolderBackend::new(run.join(format!("fs{i}")))?),
+                ))
+            })
+            .collect::<Result<_, _>>()?;
+        let t = Instant::now();
+        let mut w = FileWriter::create(layout, 1, 1, &targets)?;
+        for c in data.chunks(8 << 20) {
+            w.write(c)?;
+        }
+        let done = w.finish()?;
+        let wt = t.elapsed().as_secs_f64();
+        drop_caches();
+        let r = FileReader::new(
+            done.placement.clone(),
+            1,
+            done.size,
+            targets.iter().map(|(_, b)| Some(b.clone())).collect(),
+        )?;
+        let mut buf = vec![0u8; 8 << 20];
+        let t = Instant::now();
+        let mut off = 0u64;
+        while off < done.size {
+            let n = r.read_at(off, &mut buf)?;
+            assert_eq!(&buf[..n], &data[off as usize..off as usize + n]);
+            off += n as u64;
+        }
+        let rt = t.elapsed().as_secs_f64();
+        println!(
+            "{name}: write {:.0} MB/s ({:.2}x dd), read {:.0} MB/s ({:.2}x dd)",
+            mb / wt,
+            w_dd / wt,
+            mb / rt,
+            r_dd / rt
+        );
+        std::fs::remove_dir_all(&run)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,145 @@
+use crate::auth::AdminAuth;
+use crate::convert::err;
+use std::sync::Arc;
+use tessera_core::{Core, CoreError, FsckReport, StripeState};
+use tessera_proto::admin::v1 as pb;
+use tessera_proto::admin::v1::fsck_server::Fsck;
+use tonic::{Request, Response, Status};
+
+pub struct FsckSvc {
+    pub core: Core,
+    pub auth: Arc<AdminAuth>,
+}
+
+fn state(s: &StripeState) -> String {
+    match s {
+        StripeState::Ok => "ok".into(),
+        StripeState::Missing => "missing".into(),
+        StripeState::Unavailable(e) => format!("unavailable: {e}"),
+        StripeState::BadHeader(e) => format!("bad header: {e}"),
+        StripeState::SizeMismatch { expected, actual } => {
+            format!("size {actual}, expected {expected}")
+        }
+        StripeState::CorruptBlocks(b) => format!("corrupt blocks {b:?}"),
+    }
+}
+
+fn report_pb(r: &FsckReport) -> pb::FsckResponse {
+    pb::FsckResponse {
+        files: r.files,
+        stripes: r.stripes,
+        tags: r
+            .tags()
+            .into_iter()
+            .map(|(t, c)| pb::FsckTag {
+                tag: t.into(),
+                count: c,
+            })
+            .collect(),
+        issues: r
+            .issues
+            .iter()
+            .map(|i| pb::FsckIssue {
+                fid: i.fid,
+                path: i.path.clone(),
+                layout: i.layout.clone(),
+                stripes: i
+                    .bad
+                    .iter()
+                    .map(|(idx, fsid, s)| pb::BadStripe {
+                        index: *idx as u32,
+                        fsid: *fsid,
+                        state: state(s),
+                    })
+                    .collect(),
+                recoverable: i.recoverable,
+            })
+            .collect(),
+        orphans: r
+            .orphans
+            .iter()
+            .map(|o| pb::OrphanStripe {
+                fsid: o.fsid,
+                fid: o.name.fid,
+                index: o.name.index as u32,
+                temp_of_write: o.temp_of_write,
+                bytes: o.bytes,
+            })
+            .collect(),
+        timestamp: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0),
+    }
+}
+
+fn admin(who: &tessera_types::Identity) -> Result<(), Status> {
+    if who.is_root() {
+        Ok(())
+    } else {
+        Err(Status::permission_denied("fsck is for admins"))
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, CoreError> + Send + 'static,
+) -> Result<T, Status> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Status::internal(e.to_string()))?
+        .map_err(err)
+}
+
+#[tonic::async_trait]
+impl Fsck for FsckSvc {
+    async fn report(
+        &self,
+        req: Request<pb::FsckRequest>,
+    ) -> Result<Response<pb::FsckResponse>, Status> {
+        admin(&self.auth.identity(&req)?)?;
+        let (core, deep) = (self.core.clone(), req.get_ref().deep);
+        let r = blocking(move || core.fsck_scan(deep)).await?;
+        Ok(Response::new(report_pb(&r)))
+    }
+
+    async fn repair(
+        &self,
+        req: Request<pb::FsckRequest>,
+    ) -> Result<Response<pb::RepairResponse>, Status> {
+        admin(&self.auth.identity(&req)?)?;
+        let (core, deep) = (self.core.clone(), req.get_ref().deep);
+        let r = blocking(move || {
+            let scan = core.fsck_scan(deep)?;
+            core.fsck_repair(&scan)
+        })
+        .await?;
+        Ok(Response::new(pb::RepairResponse {
+            stripes_rebuilt: r.stripes_rebuilt,
+            files_repaired: r.files_repaired,
+            orphans_removed: r.orphans_removed,
+            failed: r
+                .failed
+                .iter()
+                .map(|(fid, e)| format!("fid {fid}: {e}"))
+                .collect(),
+        }))
+    }
+
+    async fn drain(
+        &self,
+        req: Request<pb::DrainRequest>,
+    ) -> Result<Response<pb::DrainResponse>, Status> {
+        admin(&self.auth.identity(&req)?)?;
+        let (core, fsid) = (self.core.clone(), req.get_ref().fsid);
+        let r = blocking(move || core.drain(fsid)).await?;
+        Ok(Response::new(pb::DrainResponse {
+            stripes_moved: r.stripes_moved,
+            emptied: r.emptied,
+            failed: r
+                .failed
+                .iter()
+                .map(|(fid, e)| format!("fid {fid}: {e}"))
+                .collect(),
+        }))
+    }
+}

@@ -1,0 +1,141 @@
+//! `tessera fsck report|repair` and `tessera fs drain`, as `eos fsck`.
+
+use crate::client::{Clients, Failure};
+use crate::output::{emit, Format, Rec};
+use tessera_proto::admin::v1 as pb;
+
+#[derive(clap::Subcommand)]
+pub enum FsckCmd {
+    /// Scan every file's stripes and every filesystem; print the tags.
+    Report {
+        /// Also verify every block's checksum.
+        #[arg(long)]
+        deep: bool,
+        /// List every affected file and orphan.
+        #[arg(short = 'a')]
+        all: bool,
+    },
+    /// Scan, rebuild broken stripes and remove orphans.
+    Repair {
+        #[arg(long)]
+        deep: bool,
+    },
+}
+
+pub async fn fsck(c: &mut Clients, fmt: Format, cmd: FsckCmd) -> Result<(), Failure> {
+    match cmd {
+        FsckCmd::Report { deep, all } => {
+            let r = c.fsck.report(pb::FsckRequest { deep }).await?.into_inner();
+            let mut recs: Vec<Rec> = r
+                .tags
+                .iter()
+                .map(|t| {
+                    Rec::new()
+                        .n("timestamp", r.timestamp)
+                        .s("tag", t.tag.clone())
+                        .n("count", t.count)
+                })
+                .collect();
+            if all {
+                for i in &r.issues {
+                    for s in &i.stripes {
+                        recs.push(
+                            Rec::new()
+                                .n("fid", i.fid)
+                                .s("path", i.path.clone())
+                                .s("layout", i.layout.clone())
+                                .n("stripe", s.index)
+                                .n("fsid", s.fsid)
+                                .s("state", s.state.clone())
+                                .b("recoverable", i.recoverable),
+                        );
+                    }
+                }
+                for o in &r.orphans {
+                    recs.push(
+                        Rec::new()
+                            .s("orphan", "stripe")
+                            .n("fsid", o.fsid)
+                            .n("fid", o.fid)
+                            .n("stripe", o.index)
+                            .o("tempofwrite", o.temp_of_write)
+                            .n("bytes", o.bytes),
+                    );
+                }
+            }
+            emit(fmt, &recs, || {
+                let mut s = format!("files := {}\nstripes := {}\n", r.files, r.stripes);
+                for t in &r.tags {
+                    s.push_str(&format!("{} := {}\n", t.tag, t.count));
+                }
+                if all {
+                    for i in &r.issues {
+                        for b in &i.stripes {
+                            s.push_str(&format!(
+                                "  {} (fid {}, {}): stripe {} on fs {}: {}\n",
+                                i.path, i.fid, i.layout, b.index, b.fsid, b.state
+                            ));
+                        }
+                    }
+                    for o in &r.orphans {
+                        s.push_str(&format!(
+                            "  orphan: fs {} fid {} stripe {} ({} bytes)\n",
+                            o.fsid, o.fid, o.index, o.bytes
+                        ));
+                    }
+                }
+                s
+            });
+        }
+        FsckCmd::Repair { deep } => {
+            let r = c.fsck.repair(pb::FsckRequest { deep }).await?.into_inner();
+            let rec = Rec::new()
+                .n("stripesrebuilt", r.stripes_rebuilt)
+                .n("filesrepaired", r.files_repaired)
+                .n("orphansremoved", r.orphans_removed)
+                .n("failed", r.failed.len() as u64);
+            let failed = r.failed.clone();
+            emit(fmt, std::slice::from_ref(&rec), || {
+                let mut s = format!(
+                    "stripes rebuilt := {}\nfiles repaired := {}\norphans removed := {}\n",
+                    r.stripes_rebuilt, r.files_repaired, r.orphans_removed
+                );
+                for f in &failed {
+                    s.push_str(&format!("  failed: {f}\n"));
+                }
+                s
+            });
+            if !failed.is_empty() {
+                return Err(Failure::new(5, format!("{} repairs failed", failed.len())));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub async fn drain(c: &mut Clients, fmt: Format, fsid: u32) -> Result<(), Failure> {
+    let r = c.fsck.drain(pb::DrainRequest { fsid }).await?.into_inner();
+    let rec = Rec::new()
+        .n("id", fsid)
+        .n("stripesmoved", r.stripes_moved)
+        .b("emptied", r.emptied)
+        .n("failed", r.failed.len() as u64);
+    emit(fmt, std::slice::from_ref(&rec), || {
+        format!(
+            "stripes moved := {}\nemptied := {}\n{}",
+            r.stripes_moved,
+            r.emptied,
+            r.failed
+                .iter()
+                .map(|f| format!("  failed: {f}\n"))
+                .collect::<String>()
+        )
+    });
+    if !r.failed.is_empty() {
+        return Err(Failure::new(
+            5,
+            format!("{} stripes could not be moved", r.failed.len()),
+        ));
+    }
+    Ok(())
+}

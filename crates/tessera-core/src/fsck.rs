@@ -1,0 +1,392 @@
+//! fsck, repair and drain (EOS names for the counters: `rep_missing_n`,
+//! `d_mem_sz_diff`, `blockxs_err`, `orphans_n`). All blocking: call from
+//! `spawn_blocking`.
+
+use crate::{Core, CoreError};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use tessera_backend::{Backend, StripeName};
+use tessera_data::{check_stripe, place, Candidate, Placement, StripeState};
+use tessera_meta::{FsConfigStatus, Inode};
+
+/// One file with stripes that are not as they should be.
+#[derive(Debug, Clone)]
+pub struct FileIssue {
+    pub fid: u64,
+    pub path: String,
+    pub layout: String,
+    /// (stripe index, filesystem id, what is wrong)
+    pub bad: Vec<(usize, u32, StripeState)>,
+    /// At most m stripes bad: repair can rebuild them.
+    pub recoverable: bool,
+}
+
+/// A stripe no file references (or the temporary stripe of no running write).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Orphan {
+    pub fsid: u32,
+    pub name: StripeName,
+    pub temp_of_write: Option<u64>,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct FsckReport {
+    pub files: u64,
+    pub stripes: u64,
+    pub issues: Vec<FileIssue>,
+    pub orphans: Vec<Orphan>,
+    /// Filesystems that could not be listed.
+    pub unlisted: Vec<(u32, String)>,
+}
+
+impl FsckReport {
+    /// Counters by EOS fsck tag.
+    pub fn tags(&self) -> Vec<(&'static str, u64)> {
+        let count = |f: &dyn Fn(&StripeState) -> bool| {
+            self.issues
+                .iter()
+                .flat_map(|i| i.bad.iter())
+                .filter(|(_, _, s)| f(s))
+                .count() as u64
+        };
+        vec![
+            (
+                "rep_missing_n",
+                count(&|s| matches!(s, StripeState::Missing)),
+            ),
+            (
+                "d_mem_sz_diff",
+                count(&|s| matches!(s, StripeState::SizeMismatch { .. })),
+            ),
+            (
+                "blockxs_err",
+                count(&|s| matches!(s, StripeState::CorruptBlocks(_))),
+            ),
+            (
+                "bad_header_n",
+                count(&|s| matches!(s, StripeState::BadHeader(_))),
+            ),
+            (
+                "unavail_n",
+                count(&|s| matches!(s, StripeState::Unavailable(_))),
+            ),
+            ("orphans_n", self.orphans.len() as u64),
+            ("rep_diff_n", self.issues.len() as u64),
+            (
+                "unrecoverable_n",
+                self.issues.iter().filter(|i| !i.recoverable).count() as u64,
+            ),
+        ]
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RepairReport {
+    pub stripes_rebuilt: u64,
+    pub files_repaired: u64,
+    pub orphans_removed: u64,
+    /// (fid or 0, what failed)
+    pub failed: Vec<(u64, String)>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DrainReport {
+    pub stripes_moved: u64,
+    pub failed: Vec<(u64, String)>,
+    /// True when nothing is left and the filesystem was marked `empty`.
+    pub emptied: bool,
+}
+
+impl Core {
+    fn all_files(&self) -> Result<Vec<Inode>, CoreError> {
+        let mut out = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.meta.scan_files(after, 1024)?;
+            let Some(last) = page.last() else { break };
+            after = last.ino;
+            out.extend(page);
+        }
+        Ok(out)
+    }
+
+    /// Compare every file's stripes with what the filesystems hold.
+    /// `deep` verifies every block's checksum too.
+    pub fn fsck_scan(&self, deep: bool) -> Result<FsckReport, CoreError> {
+        let mut rep = FsckReport::default();
+        // List the filesystems first: a stripe sealed after its listing is
+        // simply not seen, never reported as an orphan.
+        let mut listed = Vec::new();
+        for v in self.fs.views() {
+            match self.fs.backend(v.rec.id).map(|b| b.list()) {
+                Some(Ok(l)) => listed.push((v.rec.id, l)),
+                Some(Err(e)) => rep.unlisted.push((v.rec.id, e.to_string())),
+                None => rep
+                    .unlisted
+                    .push((v.rec.id, v.error.unwrap_or_else(|| "off".into()))),
+            }
+        }
+        let mut referenced: HashSet<(u32, u64, u8)> = HashSet::new();
+        for f in self.all_files()? {
+            rep.files += 1;
+            let p = match Placement::decode(&f.layout) {
+                Ok(p) => p,
+                Err(e) => {
+                    rep.issues.push(FileIssue {
+                        fid: f.ino,
+                        path: self.path_or_fid(f.ino),
+                        layout: "?".into(),
+                        bad: vec![(0, 0, StripeState::BadHeader(e.to_string()))],
+                        recoverable: false,
+                    });
+                    continue;
+                }
+            };
+            let mut bad = Vec::new();
+            for (i, id) in p.fsids.iter().enumerate() {
+                rep.stripes += 1;
+                referenced.insert((*id, f.ino, i as u8));
+                let b = self.fs.backend(*id);
+                let st = check_stripe(b.as_ref(), &p, f.ino, f.size, i, deep);
+                if !st.is_ok() {
+                    bad.push((i, *id, st));
+                }
+            }
+            if !bad.is_empty() {
+                let recoverable = bad.len() <= p.layout.m as usize;
+                rep.issues.push(FileIssue {
+                    fid: f.ino,
+                    path: self.path_or_fid(f.ino),
+                    layout: p.layout.name(),
+                    bad,
+                    recoverable,
+                });
+            }
+        }
+        let open: HashSet<u64> = self.meta.open_write_ids().into_iter().collect();
+        for (fsid, stripes) in listed {
+            for s in stripes {
+                let orphan = match s.temp_of_write {
+                    Some(w) => !open.contains(&w),
+                    None => !referenced.contains(&(fsid, s.name.fid, s.name.index)),
+                };
+                if orphan {
+                    rep.orphans.push(Orphan {
+                        fsid,
+                        name: s.name,
+                        temp_of_write: s.temp_of_write,
+                        bytes: s.bytes,
+                    });
+                }
+            }
+        }
+        Ok(rep)
+    }
+
+    fn path_or_fid(&self, ino: u64) -> String {
+        self.meta
+            .path_of(ino)
+            .map(|p| p.display())
+            .unwrap_or_else(|_| format!("fid:{ino}"))
+    }
+
+    /// A filesystem for stripe `index` of `p` avoiding the failure domains
+    /// of every other stripe (the same one if it is still usable).
+    fn target_for(
+        &self,
+        p: &Placement,
+        index: usize,
+        fid: u64,
+        allow_same: bool,
+    ) -> Option<(u32, Arc<dyn Backend>)> {
+        let cur = p.fsids[index];
+        if allow_same {
+            if let Some(rec) = self.fs.record(cur) {
+                if rec.status == FsConfigStatus::Rw {
+                    if let Some(b) = self.fs.backend(cur) {
+                        return Some((cur, b));
+                    }
+                }
+            }
+        }
+        let others: HashSet<String> = p
+            .fsids
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != index)
+            .filter_map(|(_, id)| self.fs.record(*id).map(|r| r.domain))
+            .collect();
+        let space = self
+            .fs
+            .record(cur)
+            .map(|r| r.space)
+            .unwrap_or_else(|| crate::DEFAULT_SPACE.into());
+        let cands: Vec<Candidate> = self
+            .fs
+            .candidates(&space)
+            .into_iter()
+            .filter(|c| c.fsid != cur && !others.contains(&c.domain))
+            .collect();
+        let one = tessera_data::Layout::plain();
+        let id = *place(&one, &cands, fid ^ index as u64).ok()?.first()?;
+        self.fs.backend(id).map(|b| (id, b))
+    }
+
+    /// Move or rebuild stripes `moves` of file `f`, then record the new
+    /// placement atomically; old stripes on other filesystems are removed.
+    fn rebuild_file(
+        &self,
+        f: &Inode,
+        p: &Placement,
+        moves: &[(usize, u32, Arc<dyn Backend>)],
+    ) -> Result<(), CoreError> {
+        let sources: Vec<_> = p.fsids.iter().map(|id| self.fs.backend(*id)).collect();
+        // A write id no real write uses: the top bit is set.
+        let write_id = (1u64 << 63) | f.ino;
+        let (newp, adler) = tessera_data::rebuild(p, f.ino, f.size, sources, moves, write_id)?;
+        if let Some(c) = &f.checksum {
+            if c.kind == "adler32" && c.value != adler.to_be_bytes() {
+                for (i, id, b) in moves {
+                    if *id != p.fsids[*i] {
+                        let _ = b.remove(&StripeName::new(f.ino, *i as u8), None);
+                    }
+                }
+                return Err(CoreError::Invalid(format!(
+                    "file {} reads back with adler32 {adler:08x}, stored {}: not rewritten",
+                    f.ino,
+                    c.hex()
+                )));
+            }
+        }
+        self.meta.set_layout(f.ino, &f.layout, newp.encode())?;
+        for (i, id, _) in moves {
+            let old = p.fsids[*i];
+            if *id != old {
+                if let Some(b) = self.fs.backend(old) {
+                    let _ = b.remove(&StripeName::new(f.ino, *i as u8), None);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Rebuild what `fsck_scan` found broken and remove orphans.
+    pub fn fsck_repair(&self, report: &FsckReport) -> Result<RepairReport, CoreError> {
+        let mut out = RepairReport::default();
+        for issue in report.issues.iter().filter(|i| i.recoverable) {
+            let Ok(f) = self.meta.stat_ino(issue.fid) else {
+                continue;
+            };
+            let p = match Placement::decode(&f.layout) {
+                Ok(p) => p,
+                Err(e) => {
+                    out.failed.push((f.ino, e.to_string()));
+                    continue;
+                }
+            };
+            let mut moves = Vec::new();
+            for (i, _, state) in &issue.bad {
+                let same_ok = !matches!(state, StripeState::Unavailable(_));
+                match self.target_for(&p, *i, f.ino, same_ok) {
+                    Some((id, b)) => moves.push((*i, id, b)),
+                    None => out
+                        .failed
+                        .push((f.ino, format!("no filesystem for stripe {i}"))),
+                }
+            }
+            if moves.is_empty() {
+                continue;
+            }
+            match self.rebuild_file(&f, &p, &moves) {
+                Ok(()) => {
+                    out.stripes_rebuilt += moves.len() as u64;
+                    out.files_repaired += 1;
+                }
+                Err(e) => out.failed.push((f.ino, e.to_string())),
+            }
+        }
+        // Orphans: re-check against running writes and the namespace right
+        // before removing each one.
+        let open: HashSet<u64> = self.meta.open_write_ids().into_iter().collect();
+        let open_inos: HashSet<u64> = self.meta.open_write_inos().into_iter().collect();
+        for o in &report.orphans {
+            let live = match o.temp_of_write {
+                Some(w) => open.contains(&w),
+                None => open_inos.contains(&o.name.fid) || self.references(o.fsid, &o.name),
+            };
+            if live {
+                continue;
+            }
+            if let Some(b) = self.fs.backend(o.fsid) {
+                match b.remove(&o.name, o.temp_of_write) {
+                    Ok(()) => out.orphans_removed += 1,
+                    Err(tessera_backend::BackendError::NotFound(_)) => {}
+                    Err(e) => out.failed.push((o.name.fid, e.to_string())),
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn references(&self, fsid: u32, name: &StripeName) -> bool {
+        let Ok(f) = self.meta.stat_ino(name.fid) else {
+            return false;
+        };
+        Placement::decode(&f.layout)
+            .map(|p| p.fsids.get(name.index as usize) == Some(&fsid))
+            .unwrap_or(false)
+    }
+
+    /// Move every stripe off filesystem `fsid` (set to `drain` first), then
+    /// mark it `empty`.
+    pub fn drain(&self, fsid: u32) -> Result<DrainReport, CoreError> {
+        let mut rec = self
+            .fs
+            .record(fsid)
+            .ok_or_else(|| CoreError::NotFound(format!("filesystem {fsid}")))?;
+        if rec.status != FsConfigStatus::Drain {
+            rec.status = FsConfigStatus::Drain;
+            self.meta.fs_update(&rec)?;
+            self.fs.set_record(rec.clone());
+        }
+        let mut out = DrainReport::default();
+        let mut by_file: HashMap<u64, Vec<usize>> = HashMap::new();
+        let files = self.all_files()?;
+        for f in &files {
+            if let Ok(p) = Placement::decode(&f.layout) {
+                for (i, id) in p.fsids.iter().enumerate() {
+                    if *id == fsid {
+                        by_file.entry(f.ino).or_default().push(i);
+                    }
+                }
+            }
+        }
+        for f in files.iter().filter(|f| by_file.contains_key(&f.ino)) {
+            let p = Placement::decode(&f.layout)?;
+            let mut moves = Vec::new();
+            for i in &by_file[&f.ino] {
+                match self.target_for(&p, *i, f.ino, false) {
+                    Some((id, b)) => moves.push((*i, id, b)),
+                    None => out
+                        .failed
+                        .push((f.ino, format!("no filesystem for stripe {i}"))),
+                }
+            }
+            if moves.len() != by_file[&f.ino].len() {
+                continue;
+            }
+            match self.rebuild_file(f, &p, &moves) {
+                Ok(()) => out.stripes_moved += moves.len() as u64,
+                Err(e) => out.failed.push((f.ino, e.to_string())),
+            }
+        }
+        if out.failed.is_empty() {
+            rec.status = FsConfigStatus::Empty;
+            self.meta.fs_update(&rec)?;
+            self.fs.set_record(rec);
+            out.emptied = true;
+        }
+        Ok(out)
+    }
+}

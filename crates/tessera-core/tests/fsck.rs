@@ -1,0 +1,256 @@
+//! fsck reports exactly what was done to the stripes; repair restores full
+//! redundancy; drain empties a filesystem; orphans are found and removed.
+
+use std::sync::Arc;
+use tessera_backend::StripeName;
+use tessera_core::*;
+use tessera_obs::{AccessLog, Metrics};
+use tessera_types::{Identity, NsPath};
+
+fn p(s: &str) -> NsPath {
+    NsPath::parse(s).expect("path")
+}
+
+async fn env(n: usize) -> (tempfile::TempDir, Core, Identity) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let meta = Arc::new(
+        MetaStore::open(
+            &dir.path().join("meta"),
+            MetaOptions {
+                durability: tessera_meta::Durability::Buffered,
+                ..Default::default()
+            },
+        )
+        .expect("open"),
+    );
+    let core = Core::new(
+        meta,
+        Arc::new(Metrics::new("t")),
+        Arc::new(AccessLog::disabled()),
+    )
+    .expect("core");
+    let root = Identity::root("test");
+    for i in 1..=n {
+        core.fs_add(
+            &root,
+            FsRecord {
+                id: 0,
+                label: format!("fs{i}"),
+                locator: format!("folder:{}", dir.path().join(format!("fs{i}")).display()),
+                domain: format!("d{i}"),
+                space: DEFAULT_SPACE.into(),
+                status: FsConfigStatus::Rw,
+            },
+        )
+        .await
+        .expect("fs add");
+    }
+    core.mkdir(&root, p("/d"), 0o755, false)
+        .await
+        .expect("mkdir");
+    for (k, v) in [
+        ("sys.forced.layout", "raid6"),
+        ("sys.forced.nstripes", "6"),
+        ("sys.forced.blocksize", "4k"),
+    ] {
+        core.xattr_set(&root, p("/d"), k.into(), v.into())
+            .await
+            .expect("attr");
+    }
+    (dir, core, root)
+}
+
+fn data(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn put(c: &Core, who: &Identity, path: &str, d: &[u8]) -> Inode {
+    let mut w = c
+        .open_write(who, &p(path), 0o644, true, d.len() as u64)
+        .expect("open");
+    w.write(d).expect("write");
+    w.close().expect("close")
+}
+
+fn read(c: &Core, who: &Identity, path: &str) -> Vec<u8> {
+    let r = c.open_read(who, &p(path)).expect("open");
+    let mut out = vec![0u8; r.size() as usize];
+    let n = r.read_at(0, &mut out).expect("read");
+    out.truncate(n);
+    out
+}
+
+/// The on-disk path of stripe `i` of `fid` on the filesystem with id `fsid`.
+fn stripe_path(c: &Core, fsid: u32, fid: u64, i: usize) -> std::path::PathBuf {
+    let v = c
+        .fs_list()
+        .into_iter()
+        .find(|v| v.rec.id == fsid)
+        .expect("fs");
+    let n = StripeName::new(fid, i as u8);
+    std::path::Path::new(v.rec.locator.trim_start_matches("folder:"))
+        .join(n.dir())
+        .join(n.file())
+}
+
+fn fsids(f: &Inode) -> Vec<u32> {
+    tessera_data::Placement::decode(&f.layout)
+        .expect("placement")
+        .fsids
+}
+
+fn tag(r: &FsckReport, name: &str) -> u64 {
+    r.tags()
+        .into_iter()
+        .find(|(t, _)| *t == name)
+        .expect("tag")
+        .1
+}
+
+#[tokio::test]
+async fn fsck_reports_exactly_what_was_done_and_repair_restores_it() {
+    let (_dir, c, root) = env(7).await;
+    let a = data(50_000, 1);
+    let b = data(9_000, 2);
+    let fa = put(&c, &root, "/d/a", &a);
+    let fb = put(&c, &root, "/d/b", &b);
+    let clean = c.fsck_scan(true).expect("scan");
+    assert_eq!(
+        (
+            clean.files,
+            clean.stripes,
+            clean.issues.len(),
+            clean.orphans.len()
+        ),
+        (2, 12, 0, 0)
+    );
+
+    // a: remove stripe 0, truncate stripe 4; b: flip a bit in a block of stripe 2.
+    let ia = fsids(&fa);
+    std::fs::remove_file(stripe_path(&c, ia[0], fa.ino, 0)).expect("rm");
+    let s4 = stripe_path(&c, ia[4], fa.ino, 4);
+    let len = std::fs::metadata(&s4).expect("meta").len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&s4)
+        .expect("open")
+        .set_len(len - 10)
+        .expect("truncate");
+    let ib = fsids(&fb);
+    let s2 = stripe_path(&c, ib[2], fb.ino, 2);
+    let mut raw = std::fs::read(&s2).expect("read");
+    raw[4096 + 100] ^= 0x01;
+    std::fs::write(&s2, raw).expect("write");
+    // and an orphan: a stripe of a file that does not exist
+    let stray = stripe_path(&c, ib[3], 0xfffff, 3);
+    std::fs::create_dir_all(stray.parent().expect("dir")).expect("mkdir");
+    std::fs::copy(stripe_path(&c, ib[3], fb.ino, 3), &stray).expect("copy");
+
+    let shallow = c.fsck_scan(false).expect("scan");
+    assert_eq!(tag(&shallow, "rep_missing_n"), 1);
+    assert_eq!(tag(&shallow, "d_mem_sz_diff"), 1);
+    assert_eq!(
+        tag(&shallow, "blockxs_err"),
+        0,
+        "a shallow scan does not read blocks"
+    );
+    let deep = c.fsck_scan(true).expect("scan");
+    assert_eq!(tag(&deep, "rep_missing_n"), 1);
+    assert_eq!(tag(&deep, "d_mem_sz_diff"), 1);
+    assert_eq!(tag(&deep, "blockxs_err"), 1);
+    assert_eq!(tag(&deep, "orphans_n"), 1);
+    assert_eq!(tag(&deep, "rep_diff_n"), 2);
+    assert_eq!(tag(&deep, "unrecoverable_n"), 0);
+    let issue_a = deep.issues.iter().find(|i| i.fid == fa.ino).expect("a");
+    let mut bad: Vec<usize> = issue_a.bad.iter().map(|(i, _, _)| *i).collect();
+    bad.sort();
+    assert_eq!(bad, vec![0, 4]);
+    assert_eq!(issue_a.path, "/d/a");
+
+    // Reads go on meanwhile, correct.
+    assert_eq!(read(&c, &root, "/d/a"), a);
+    assert_eq!(read(&c, &root, "/d/b"), b);
+
+    let rep = c.fsck_repair(&deep).expect("repair");
+    assert_eq!(
+        (rep.stripes_rebuilt, rep.files_repaired, rep.orphans_removed),
+        (3, 2, 1),
+        "{rep:?}"
+    );
+    let after = c.fsck_scan(true).expect("scan");
+    assert!(
+        after.issues.is_empty() && after.orphans.is_empty(),
+        "{after:?}"
+    );
+    assert_eq!(read(&c, &root, "/d/a"), a);
+    assert_eq!(read(&c, &root, "/d/b"), b);
+}
+
+#[tokio::test]
+async fn repair_moves_stripes_off_a_dead_filesystem_and_drain_empties_one() {
+    let (dir, c, root) = env(8).await;
+    let files: Vec<(String, Vec<u8>)> = (0..6)
+        .map(|i| (format!("/d/f{i}"), data(20_000 + i * 999, i as u64 + 3)))
+        .collect();
+    for (path, d) in &files {
+        put(&c, &root, path, d);
+    }
+    // A whole filesystem goes away: its stripes are unavailable.
+    let dead = c.fs_list()[0].rec.id;
+    std::fs::remove_dir_all(dir.path().join("fs1")).expect("rm");
+    c.fs_set(
+        &root,
+        dead,
+        FsChange {
+            status: Some(FsConfigStatus::Off),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("off");
+    let scan = c.fsck_scan(false).expect("scan");
+    let on_dead = scan.issues.len();
+    assert!(scan.issues.iter().all(|i| i.recoverable
+        && i.bad
+            .iter()
+            .all(|(_, id, s)| *id == dead && matches!(s, StripeState::Unavailable(_)))));
+    let rep = c.fsck_repair(&scan).expect("repair");
+    assert_eq!(rep.files_repaired as usize, on_dead, "{rep:?}");
+    let clean = c.fsck_scan(true).expect("scan");
+    assert!(clean.issues.is_empty(), "{:?}", clean.issues);
+    for (path, d) in &files {
+        assert_eq!(&read(&c, &root, path), d);
+    }
+
+    // Drain another filesystem: every stripe moves, it ends up empty.
+    let victim = c.fs_list()[1].rec.id;
+    let dr = c.drain(victim).expect("drain");
+    assert!(dr.emptied && dr.failed.is_empty(), "{dr:?}");
+    let v = c
+        .fs_list()
+        .into_iter()
+        .find(|v| v.rec.id == victim)
+        .expect("fs");
+    assert_eq!(v.rec.status, FsConfigStatus::Empty);
+    for (path, d) in &files {
+        let f = c.stat(&root, p(path)).await.expect("stat");
+        assert!(!fsids(&f).contains(&victim));
+        assert_eq!(&read(&c, &root, path), d);
+    }
+    let clean = c.fsck_scan(true).expect("scan");
+    assert!(
+        clean.issues.is_empty() && clean.orphans.is_empty(),
+        "{clean:?}"
+    );
+    c.fs_rm(&root, victim)
+        .await
+        .expect("an empty filesystem can be removed");
+}

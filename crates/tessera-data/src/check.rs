@@ -1,0 +1,152 @@
+//! Checking and rebuilding stripes (fsck, repair, drain).
+
+use crate::format::{StripeHeader, HEADER_LEN};
+use crate::layout::{Geometry, Placement};
+use crate::reader::FileReader;
+use crate::writer::FileWriter;
+use crate::DataError;
+use std::sync::Arc;
+use tessera_backend::{Backend, BackendError, StripeName};
+
+/// What fsck found for one stripe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StripeState {
+    Ok,
+    /// Not on its filesystem.
+    Missing,
+    /// Its filesystem is unknown, off or unreachable.
+    Unavailable(String),
+    /// The header does not describe this stripe.
+    BadHeader(String),
+    /// Wrong length (EOS `d_mem_sz_diff`).
+    SizeMismatch {
+        expected: u64,
+        actual: u64,
+    },
+    /// Blocks whose CRC does not match (EOS `blockxs_err`).
+    CorruptBlocks(Vec<u64>),
+}
+
+impl StripeState {
+    pub fn is_ok(&self) -> bool {
+        *self == StripeState::Ok
+    }
+}
+
+/// Length of a sealed stripe file of a file of this geometry.
+pub fn expected_stripe_len(geo: &Geometry) -> u64 {
+    let groups = geo.groups();
+    let mut len = HEADER_LEN as u64 + groups * 4;
+    if groups > 0 {
+        len += (groups - 1) * geo.layout.block_size as u64 + geo.block_len(groups - 1) as u64;
+    }
+    len
+}
+
+/// Check stripe `index` of file `fid`: present, header, length, and with
+/// `deep` every block's CRC.
+pub fn check_stripe(
+    backend: Option<&Arc<dyn Backend>>,
+    placement: &Placement,
+    fid: u64,
+    size: u64,
+    index: usize,
+    deep: bool,
+) -> StripeState {
+    let Some(b) = backend else {
+        return StripeState::Unavailable("filesystem unknown or off".into());
+    };
+    let r = match b.open(&StripeName::new(fid, index as u8)) {
+        Ok(r) => r,
+        Err(BackendError::NotFound(_)) => return StripeState::Missing,
+        Err(e) => return StripeState::Unavailable(e.to_string()),
+    };
+    let geo = placement.layout.geometry(size);
+    let expected = expected_stripe_len(&geo);
+    let actual = match r.len() {
+        Ok(l) => l,
+        Err(e) => return StripeState::Unavailable(e.to_string()),
+    };
+    if actual != expected {
+        return StripeState::SizeMismatch { expected, actual };
+    }
+    let mut h = vec![0u8; HEADER_LEN];
+    if r.read_at(0, &mut h).ok() != Some(HEADER_LEN) {
+        return StripeState::BadHeader("unreadable".into());
+    }
+    match StripeHeader::decode(&h) {
+        Err(e) => return StripeState::BadHeader(e),
+        Ok(hd) => {
+            let want = (placement.layout, index as u8, true, fid, size, geo.groups());
+            let got = (hd.layout, hd.index, hd.sealed, hd.fid, hd.size, hd.blocks);
+            if got != want {
+                return StripeState::BadHeader(format!("header says {got:?}, expected {want:?}"));
+            }
+        }
+    }
+    if deep {
+        let mut bad = Vec::new();
+        for g in 0..geo.groups() {
+            let len = geo.block_len(g);
+            let mut buf = vec![0u8; len + 4];
+            let ok = r.read_at(geo.block_offset(g), &mut buf).ok() == Some(len + 4)
+                && crc32c::crc32c(&buf[..len]).to_le_bytes() == buf[len..];
+            if !ok {
+                bad.push(g);
+            }
+        }
+        if !bad.is_empty() {
+            return StripeState::CorruptBlocks(bad);
+        }
+    }
+    StripeState::Ok
+}
+
+/// Rebuild the stripes in `targets` (index → new filesystem) by reading
+/// the file (degraded where needed) and re-encoding it. Returns the new
+/// placement and the adler32 of the data read (compare it with the stored
+/// checksum before committing).
+pub fn rebuild(
+    placement: &Placement,
+    fid: u64,
+    size: u64,
+    sources: Vec<Option<Arc<dyn Backend>>>,
+    targets: &[(usize, u32, Arc<dyn Backend>)],
+    write_id: u64,
+) -> Result<(Placement, u32), DataError> {
+    let reader = FileReader::new(placement.clone(), fid, size, sources)?;
+    let mut slots: Vec<Option<(u32, Arc<dyn Backend>)>> = vec![None; placement.layout.stripes()];
+    for (i, id, b) in targets {
+        slots[*i] = Some((*id, Arc::clone(b)));
+    }
+    let mut w = FileWriter::create_partial(placement.layout, fid, write_id, &slots)?;
+    let chunk = placement.layout.group_bytes().min(64 << 20) as usize;
+    let mut buf = vec![0u8; chunk];
+    let mut off = 0u64;
+    while off < size {
+        let n = match reader.read_at(off, &mut buf) {
+            Ok(n) => n,
+            Err(e) => {
+                w.abort();
+                return Err(e);
+            }
+        };
+        if let Err(e) = w.write(&buf[..n]) {
+            w.abort();
+            return Err(e);
+        }
+        off += n as u64;
+    }
+    let done = w.finish()?;
+    let mut fsids = placement.fsids.clone();
+    for (i, id, _) in targets {
+        fsids[*i] = *id;
+    }
+    Ok((
+        Placement {
+            layout: placement.layout,
+            fsids,
+        },
+        done.adler32,
+    ))
+}
