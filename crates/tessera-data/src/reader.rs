@@ -214,7 +214,11 @@ impl FileReader {
     /// goes group by group and rebuilds what is needed).
     fn span(&self, g0: u64, g1: u64) -> Option<Vec<Vec<u8>>> {
         let l = self.placement.layout;
-        let n = if l.kind == LayoutKind::Rain { l.k as usize } else { 1 };
+        let n = if l.kind == LayoutKind::Rain {
+            l.k as usize
+        } else {
+            1
+        };
         let from = self.geo.block_offset(g0);
         let to = self.geo.block_offset(g1) + self.geo.block_len(g1) as u64 + 4;
         let want = (to - from) as usize;
@@ -236,7 +240,8 @@ impl FileReader {
             let off = (self.geo.block_offset(g) - from) as usize;
             let len = self.geo.block_len(g);
             for sp in &spans {
-                if crc32c::crc32c(&sp[off..off + len]).to_le_bytes() != sp[off + len..off + len + 4] {
+                if crc32c::crc32c(&sp[off..off + len]).to_le_bytes() != sp[off + len..off + len + 4]
+                {
                     return None;
                 }
             }
@@ -291,11 +296,20 @@ impl FileReader {
 
     /// Copy the part of group `g` in `[pos, end)` into `buf` (which starts
     /// at file offset `offset`), rebuilding blocks if needed.
-    fn read_group(&self, g: u64, mut pos: u64, end: u64, offset: u64, buf: &mut [u8]) -> Result<u64, DataError> {
+    fn read_group(
+        &self,
+        g: u64,
+        mut pos: u64,
+        end: u64,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<u64, DataError> {
         let size = self.geo.size;
         let start = self.geo.group_start(g);
         let len = self.geo.block_len(g) as u64;
-        let group_end = end.min(start + self.placement.layout.group_bytes()).min(size);
+        let group_end = end
+            .min(start + self.placement.layout.group_bytes())
+            .min(size);
         let first = ((pos - start) / len) as usize;
         let last = ((group_end - 1 - start) / len) as usize;
         let blocks = self.data_blocks(g, first, last)?;
