@@ -105,6 +105,7 @@ ceph auth get-or-create mgr.x mon 'allow profile mgr' osd 'allow *' mds 'allow *
 start mgr.x ceph-mgr -i x
 
 say "$NOSD osds"
+builders=()
 for i in $(seq 0 $((NOSD - 1))); do
   (
     uuid=$(uuidgen)
@@ -117,8 +118,10 @@ for i in $(seq 0 $((NOSD - 1))); do
     setsid ceph-osd -i "$id" -f > "$DIR/log/osd.$id.out" 2>&1 < /dev/null &
     echo $! > "$DIR/pids/osd.$id"
   ) &
+  builders+=($!)
 done
-wait
+# Wait for the OSD builders only (the daemons are children too).
+for b in "${builders[@]}"; do wait "$b" || die "an OSD failed to build (see $DIR/log)"; done
 
 say "mds"
 for m in a b; do
@@ -180,6 +183,7 @@ for _ in $(seq 300); do ceph health 2>/dev/null | grep -q HEALTH_OK && break; sl
 ceph health | grep -q HEALTH_OK || { ceph health detail >&2; die "cluster not healthy"; }
 cat > "$DIR/env" <<ENV
 export CEPH_CONF=$CONF
+export TC_DIR=$DIR
 export TC_MNT1=$DIR/mnt1/ec
 export TC_MNT2=$DIR/mnt2/ec
 ENV

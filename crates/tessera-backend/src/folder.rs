@@ -6,17 +6,50 @@ use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+/// Written into a folder when it becomes a filesystem. A folder without it
+/// (say, a CephFS mount point whose mount went away) is refused for writes,
+/// so stripes never land on the disk underneath a missing mount.
+pub const MARKER: &str = ".tessera-fs";
+
 pub struct FolderBackend {
     root: PathBuf,
 }
 
 impl FolderBackend {
-    /// Use `root` (created if missing) for stripes.
-    pub fn new(root: impl Into<PathBuf>) -> Result<FolderBackend, BackendError> {
+    /// Make `root` (created if missing) a filesystem: write the marker.
+    pub fn format(root: impl Into<PathBuf>) -> Result<FolderBackend, BackendError> {
         let root = root.into();
         std::fs::create_dir_all(&root)
             .map_err(|e| BackendError::io(root.display().to_string(), e))?;
+        let marker = root.join(MARKER);
+        if !marker.exists() {
+            std::fs::write(&marker, b"tessera stripe folder, format 1\n")
+                .map_err(|e| BackendError::io(marker.display().to_string(), e))?;
+        }
         Ok(FolderBackend { root })
+    }
+
+    /// Use an existing filesystem folder. Opening does not check the
+    /// marker (a filesystem may be down now and back later); writes,
+    /// listings and capacity do.
+    pub fn open(root: impl Into<PathBuf>) -> FolderBackend {
+        FolderBackend { root: root.into() }
+    }
+
+    /// `format` then use: for tests and tools.
+    pub fn new(root: impl Into<PathBuf>) -> Result<FolderBackend, BackendError> {
+        Self::format(root)
+    }
+
+    fn check_marker(&self) -> Result<(), BackendError> {
+        if self.root.join(MARKER).is_file() {
+            Ok(())
+        } else {
+            Err(BackendError::Unavailable(format!(
+                "{} has no {MARKER}: not mounted, or not a Tessera filesystem",
+                self.root.display()
+            )))
+        }
     }
 
     pub fn root(&self) -> &Path {
@@ -51,6 +84,7 @@ impl Backend for FolderBackend {
         name: &StripeName,
         write_id: u64,
     ) -> Result<Box<dyn StripeWrite>, BackendError> {
+        self.check_marker()?;
         let dir = self.root.join(name.dir());
         std::fs::create_dir_all(&dir)
             .map_err(|e| BackendError::io(dir.display().to_string(), e))?;
@@ -85,6 +119,7 @@ impl Backend for FolderBackend {
     }
 
     fn list(&self) -> Result<Vec<ListedStripe>, BackendError> {
+        self.check_marker()?;
         let mut out = Vec::new();
         let rd = std::fs::read_dir(&self.root)
             .map_err(|e| BackendError::io(self.root.display().to_string(), e))?;
@@ -115,6 +150,7 @@ impl Backend for FolderBackend {
     }
 
     fn capacity(&self) -> Result<Capacity, BackendError> {
+        self.check_marker()?;
         let s = rustix::fs::statvfs(&self.root)
             .map_err(|e| BackendError::io(self.root.display().to_string(), e.into()))?;
         Ok(Capacity {
@@ -198,6 +234,13 @@ mod tests {
         assert_eq!(l.len(), 1);
         assert_eq!((l[0].name, l[0].temp_of_write, l[0].bytes), (n, None, 15));
         assert!(b.capacity().expect("statfs").total_bytes > 0);
+        // Without the marker (a mount that went away) nothing is written.
+        let gone = FolderBackend::open(d.path().join("not-mounted"));
+        assert!(matches!(
+            gone.create(&n, 9),
+            Err(BackendError::Unavailable(_))
+        ));
+        assert!(!d.path().join("not-mounted").exists());
         let w2 = b.create(&StripeName::new(43, 0), 8).expect("create");
         w2.abort();
         b.remove(&n, None).expect("remove");

@@ -10,7 +10,7 @@
 mod folder;
 mod name;
 
-pub use folder::FolderBackend;
+pub use folder::{FolderBackend, MARKER};
 pub use name::StripeName;
 
 use tessera_types::ErrorKind;
@@ -60,12 +60,19 @@ impl BackendError {
 }
 
 /// Open the backend a locator names: `folder:/path` (a CephFS mount or a
-/// local folder). The native CephFS client (`cephfs:…`) is not built yet.
-pub fn open_locator(locator: &str) -> Result<std::sync::Arc<dyn Backend>, BackendError> {
+/// local folder). With `format`, prepare it as a new filesystem (writes
+/// the folder's marker). The native CephFS client (`cephfs:…`) is not
+/// built yet.
+pub fn open_locator(
+    locator: &str,
+    format: bool,
+) -> Result<std::sync::Arc<dyn Backend>, BackendError> {
     match locator.split_once(':') {
-        Some(("folder", path)) if path.starts_with('/') => {
-            Ok(std::sync::Arc::new(FolderBackend::new(path)?))
-        }
+        Some(("folder", path)) if path.starts_with('/') => Ok(std::sync::Arc::new(if format {
+            FolderBackend::format(path)?
+        } else {
+            FolderBackend::open(path)
+        })),
         Some(("cephfs", _)) => Err(BackendError::Unavailable(
             "the native CephFS backend is not built yet; mount the file system and use folder:"
                 .into(),

@@ -54,7 +54,7 @@ impl Filesystems {
             .into_iter()
             .map(|rec| {
                 let backend =
-                    tessera_backend::open_locator(&rec.locator).map_err(|e| e.to_string());
+                    tessera_backend::open_locator(&rec.locator, false).map_err(|e| e.to_string());
                 (rec.id, Opened { rec, backend })
             })
             .collect();
@@ -151,7 +151,7 @@ impl Core {
     /// Register a filesystem (its locator must open).
     pub async fn fs_add(&self, who: &Identity, rec: FsRecord) -> Result<FsRecord, CoreError> {
         admin(who)?;
-        let backend = tessera_backend::open_locator(&rec.locator)?;
+        let backend = tessera_backend::open_locator(&rec.locator, true)?;
         backend.capacity()?;
         let core = self.clone();
         let rec = tokio::task::spawn_blocking(move || core.meta.fs_add(rec))

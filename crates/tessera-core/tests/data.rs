@@ -95,7 +95,7 @@ fn walk(d: &std::path::Path) -> usize {
             if e.path().is_dir() {
                 walk(&e.path())
             } else {
-                1
+                usize::from(e.file_name() != tessera_backend::MARKER)
             }
         })
         .sum()

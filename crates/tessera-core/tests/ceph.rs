@@ -1,0 +1,214 @@
+//! The data layer on a real Ceph cluster: stripes on two CephFS instances
+//! (each its own failure domain, erasure-coded data pools) through their
+//! ceph-fuse mounts, plus one local folder. Run by scripts/test after
+//! deploy/ceph/up.sh, as `cargo test -p tessera-core --test ceph -- --ignored`;
+//! needs TC_DIR, TC_MNT1 and TC_MNT2 from `$TC_DIR/env`.
+
+use std::process::Command;
+use std::sync::Arc;
+use tessera_core::*;
+use tessera_obs::{AccessLog, Metrics};
+use tessera_types::{Identity, NsPath};
+
+fn env(k: &str) -> String {
+    std::env::var(k).unwrap_or_else(|_| {
+        panic!("{k} not set: start the cluster with deploy/ceph/up.sh and source $TC_DIR/env")
+    })
+}
+
+fn p(s: &str) -> NsPath {
+    NsPath::parse(s).expect("path")
+}
+
+fn data(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn read(c: &Core, who: &Identity, path: &str) -> Vec<u8> {
+    let r = c.open_read(who, &p(path)).expect("open");
+    let mut out = vec![0u8; r.size() as usize];
+    let n = r.read_at(0, &mut out).expect("read");
+    out.truncate(n);
+    out
+}
+
+#[tokio::test]
+#[ignore = "needs the loopback Ceph cluster of deploy/ceph/up.sh"]
+async fn stripes_on_two_cephfs_instances_survive_losing_one() {
+    let (dir, mnt1, mnt2) = (env("TC_DIR"), env("TC_MNT1"), env("TC_MNT2"));
+    let tmp = tempfile::tempdir().expect("tmp");
+    let meta =
+        Arc::new(MetaStore::open(&tmp.path().join("meta"), MetaOptions::default()).expect("open"));
+    let core = Core::new(
+        meta,
+        Arc::new(Metrics::new("t")),
+        Arc::new(AccessLog::disabled()),
+    )
+    .expect("core");
+    let root = Identity::root("test");
+    let run = format!("tessera-{}", std::process::id());
+    let places = [
+        ("cephfs1", format!("{mnt1}/{run}"), "ceph:fs1"),
+        ("cephfs2", format!("{mnt2}/{run}"), "ceph:fs2"),
+        (
+            "local",
+            tmp.path().join("local").display().to_string(),
+            "local",
+        ),
+    ];
+    for (label, path, domain) in &places {
+        core.fs_add(
+            &root,
+            FsRecord {
+                id: 0,
+                label: label.to_string(),
+                locator: format!("folder:{path}"),
+                domain: domain.to_string(),
+                space: DEFAULT_SPACE.into(),
+                status: FsConfigStatus::Rw,
+            },
+        )
+        .await
+        .expect("fs add");
+    }
+    core.mkdir(&root, p("/ceph"), 0o755, false)
+        .await
+        .expect("mkdir");
+    for (k, v) in [
+        ("sys.forced.layout", "raid5"),
+        ("sys.forced.nstripes", "3"),
+        ("sys.forced.blocksize", "1M"),
+    ] {
+        core.xattr_set(&root, p("/ceph"), k.into(), v.into())
+            .await
+            .expect("attr");
+    }
+    let files: Vec<(String, Vec<u8>)> = [0usize, 1, 1 << 20, 5_000_001, 33 << 20]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (format!("/ceph/f{i}"), data(*n, i as u64 + 11)))
+        .collect();
+    for (path, d) in &files {
+        let mut w = core
+            .open_write(&root, &p(path), 0o644, false, d.len() as u64)
+            .expect("open");
+        for c in d.chunks(4 << 20) {
+            w.write(c).expect("write");
+        }
+        w.close().expect("close");
+        assert_eq!(&read(&core, &root, path), d);
+    }
+    // The stripes really are on the CephFS erasure-coded pools.
+    let some = walk(std::path::Path::new(&places[0].1));
+    assert!(!some.is_empty(), "stripes on cephfs1");
+    let out = Command::new("getfattr")
+        .args(["--only-values", "-n", "ceph.file.layout.pool"])
+        .arg(&some[0])
+        .output()
+        .expect("getfattr");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "fs1_ec");
+    assert!(core.fsck_scan(true).expect("scan").issues.is_empty());
+
+    // Lose a whole CephFS instance (unmount it): every file still reads.
+    let mnt2_root = std::path::Path::new(&mnt2)
+        .parent()
+        .expect("mount point")
+        .to_path_buf();
+    let st = Command::new("fusermount")
+        .arg("-u")
+        .arg(&mnt2_root)
+        .status()
+        .expect("fusermount");
+    assert!(st.success(), "unmount fs2");
+    {
+        // Remount even if an assertion below fails.
+        let _remount = Remount {
+            dir: dir.clone(),
+            mnt: mnt2_root.clone(),
+        };
+        for (path, d) in &files {
+            assert_eq!(&read(&core, &root, path), d, "{path} with fs2 gone");
+        }
+        let scan = core.fsck_scan(false).expect("scan");
+        assert_eq!(
+            scan.issues.len(),
+            files.len(),
+            "every file lost its fs2 stripe: {:?}",
+            scan.issues
+        );
+        assert!(scan
+            .issues
+            .iter()
+            .all(|i| i.recoverable && i.bad.len() == 1));
+    }
+    let clean = core.fsck_scan(true).expect("scan");
+    assert!(clean.issues.is_empty(), "{:?}", clean.issues);
+    for (path, _) in &files {
+        core.remove(&root, p(path), false).await.expect("rm");
+    }
+    assert!(core.fsck_scan(false).expect("scan").orphans.is_empty());
+}
+
+fn walk(d: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(rd) = std::fs::read_dir(d) else {
+        return Vec::new();
+    };
+    rd.flatten()
+        .flat_map(|e| {
+            if e.path().is_dir() {
+                walk(&e.path())
+            } else {
+                vec![e.path()]
+            }
+        })
+        .collect()
+}
+
+/// Brings the unmounted CephFS instance back (its PID recorded for down.sh).
+struct Remount {
+    dir: String,
+    mnt: std::path::PathBuf,
+}
+
+fn mounted(p: &std::path::Path) -> bool {
+    Command::new("mountpoint")
+        .arg("-q")
+        .arg(p)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+impl Drop for Remount {
+    fn drop(&mut self) {
+        if mounted(&self.mnt) {
+            return;
+        }
+        let child = Command::new("setsid")
+            .args(["ceph-fuse", "-n", "client.admin", "--client_fs=fs2"])
+            .arg(&self.mnt)
+            .arg("-f")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("ceph-fuse");
+        let _ = std::fs::write(
+            format!("{}/pids/client.mnt2", self.dir),
+            child.id().to_string(),
+        );
+        for _ in 0..100 {
+            if mounted(&self.mnt) {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
