@@ -18,11 +18,11 @@ say() { echo "ceph-up: $*" >&2; }
 die() { say "$*"; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || die "needs root (OSDs on files, FUSE mounts)"
-if ! command -v ceph-mon >/dev/null || ! command -v ceph-fuse >/dev/null; then
+if ! command -v ceph-mon >/dev/null || ! command -v ceph-fuse >/dev/null || ! command -v fusermount >/dev/null || ! command -v getfattr >/dev/null; then
   say "installing Ceph packages"
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
-    ceph ceph-mon ceph-osd ceph-mgr ceph-mds ceph-fuse uuid-runtime attr >/dev/null
+    ceph ceph-mon ceph-osd ceph-mgr ceph-mds ceph-fuse fuse uuid-runtime attr >/dev/null
 fi
 if [ -e "$DIR" ] && [ -n "$(ls -A "$DIR" 2>/dev/null)" ]; then
   die "$DIR is not empty: run deploy/ceph/down.sh first"
