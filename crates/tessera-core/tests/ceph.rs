@@ -4,11 +4,12 @@
 //! deploy/ceph/up.sh, as `cargo test -p tessera-core --test ceph -- --ignored`;
 //! needs TC_DIR, TC_MNT1 and TC_MNT2 from `$TC_DIR/env`.
 
+mod common;
+
+use common::{data, p};
 use std::process::Command;
-use std::sync::Arc;
 use tessera_core::*;
-use tessera_obs::{AccessLog, Metrics};
-use tessera_types::{Identity, NsPath};
+use tessera_types::Identity;
 
 fn env(k: &str) -> String {
     std::env::var(k).unwrap_or_else(|_| {
@@ -16,28 +17,8 @@ fn env(k: &str) -> String {
     })
 }
 
-fn p(s: &str) -> NsPath {
-    NsPath::parse(s).expect("path")
-}
-
-fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 fn read(c: &Core, who: &Identity, path: &str) -> Vec<u8> {
-    let r = c.open_read(who, &p(path)).expect("open");
-    let mut out = vec![0u8; r.size() as usize];
-    let n = r.read_at(0, &mut out).expect("read");
-    out.truncate(n);
-    out
+    common::get(c, who, path).expect("read")
 }
 
 #[tokio::test]
@@ -45,14 +26,7 @@ fn read(c: &Core, who: &Identity, path: &str) -> Vec<u8> {
 async fn stripes_on_two_cephfs_instances_survive_losing_one() {
     let (dir, mnt1, mnt2) = (env("TC_DIR"), env("TC_MNT1"), env("TC_MNT2"));
     let tmp = tempfile::tempdir().expect("tmp");
-    let meta =
-        Arc::new(MetaStore::open(&tmp.path().join("meta"), MetaOptions::default()).expect("open"));
-    let core = Core::new(
-        meta,
-        Arc::new(Metrics::new("t")),
-        Arc::new(AccessLog::disabled()),
-    )
-    .expect("core");
+    let core = common::core_at(tmp.path(), tessera_meta::Durability::Sync, 0o755);
     let root = Identity::root("test");
     let run = format!("tessera-{}", std::process::id());
     let places = [
@@ -65,32 +39,21 @@ async fn stripes_on_two_cephfs_instances_survive_losing_one() {
         ),
     ];
     for (label, path, domain) in &places {
-        core.fs_add(
-            &root,
-            FsRecord {
-                id: 0,
-                label: label.to_string(),
-                locator: format!("folder:{path}"),
-                domain: domain.to_string(),
-                space: DEFAULT_SPACE.into(),
-                status: FsConfigStatus::Rw,
-            },
-        )
-        .await
-        .expect("fs add");
+        common::add_folder(&core, label, std::path::Path::new(path), domain).await;
     }
     core.mkdir(&root, p("/ceph"), 0o755, false)
         .await
         .expect("mkdir");
-    for (k, v) in [
-        ("sys.forced.layout", "raid5"),
-        ("sys.forced.nstripes", "3"),
-        ("sys.forced.blocksize", "1M"),
-    ] {
-        core.xattr_set(&root, p("/ceph"), k.into(), v.into())
-            .await
-            .expect("attr");
-    }
+    common::layout(
+        &core,
+        "/ceph",
+        &[
+            ("sys.forced.layout", "raid5"),
+            ("sys.forced.nstripes", "3"),
+            ("sys.forced.blocksize", "1M"),
+        ],
+    )
+    .await;
     let files: Vec<(String, Vec<u8>)> = [0usize, 1, 1 << 20, 5_000_001, 33 << 20]
         .iter()
         .enumerate()

@@ -5,37 +5,16 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
+mod common;
+
+use common::{data, p};
 use tessera_core::*;
-use tessera_obs::{AccessLog, Metrics};
-use tessera_types::{Identity, NsPath};
+use tessera_types::Identity;
 
 const CHILD_ENV: &str = "TESSERA_CRASH_CHILD_DIR";
 
-fn p(s: &str) -> NsPath {
-    NsPath::parse(s).expect("path")
-}
-
-fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 fn open_core(dir: &std::path::Path) -> Core {
-    let meta = Arc::new(MetaStore::open(&dir.join("meta"), MetaOptions::default()).expect("open"));
-    Core::new(
-        meta,
-        Arc::new(Metrics::new("t")),
-        Arc::new(AccessLog::disabled()),
-    )
-    .expect("core")
+    common::core_at(dir, tessera_meta::Durability::Sync, 0o755)
 }
 
 /// The child: register six folders, then 50 threads write files forever,
@@ -51,33 +30,20 @@ fn crash_child() {
     let core = open_core(&dir);
     let root = Identity::root("crash");
     rt.block_on(async {
-        for i in 1..=6 {
-            core.fs_add(
-                &root,
-                FsRecord {
-                    id: 0,
-                    label: format!("fs{i}"),
-                    locator: format!("folder:{}", dir.join(format!("fs{i}")).display()),
-                    domain: format!("d{i}"),
-                    space: DEFAULT_SPACE.into(),
-                    status: FsConfigStatus::Rw,
-                },
-            )
-            .await
-            .expect("fs add");
-        }
+        common::add_folders(&core, &dir, 6).await;
         core.mkdir(&root, p("/w"), 0o755, false)
             .await
             .expect("mkdir");
-        for (k, v) in [
-            ("sys.forced.layout", "raid6"),
-            ("sys.forced.nstripes", "6"),
-            ("sys.forced.blocksize", "64k"),
-        ] {
-            core.xattr_set(&root, p("/w"), k.into(), v.into())
-                .await
-                .expect("attr");
-        }
+        common::layout(
+            &core,
+            "/w",
+            &[
+                ("sys.forced.layout", "raid6"),
+                ("sys.forced.nstripes", "6"),
+                ("sys.forced.blocksize", "64k"),
+            ],
+        )
+        .await;
     });
     println!("ready");
     std::thread::scope(|s| {

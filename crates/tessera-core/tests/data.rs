@@ -1,10 +1,11 @@
 //! Files through the core service into six real folders: layouts from
 //! directory attributes, checksums, quota, faults, removal, aborts.
 
-use std::sync::Arc;
+mod common;
+
+use common::{data as bytes, get, p, put};
 use tessera_core::*;
-use tessera_obs::{AccessLog, Metrics};
-use tessera_types::{ErrorKind, Identity, NsPath};
+use tessera_types::{ErrorKind, Identity};
 
 struct Env {
     dir: tempfile::TempDir,
@@ -12,74 +13,15 @@ struct Env {
     root: Identity,
 }
 
-fn p(s: &str) -> NsPath {
-    NsPath::parse(s).expect("path")
-}
-
 async fn env() -> Env {
     let dir = tempfile::tempdir().expect("tmp");
-    let meta = Arc::new(
-        MetaStore::open(
-            &dir.path().join("meta"),
-            MetaOptions {
-                durability: tessera_meta::Durability::Buffered,
-                root_mode: 0o777,
-                ..Default::default()
-            },
-        )
-        .expect("open"),
-    );
-    let core = Core::new(
-        meta,
-        Arc::new(Metrics::new("test")),
-        Arc::new(AccessLog::disabled()),
-    )
-    .expect("core");
-    let root = Identity::root("test");
-    for i in 1..=6 {
-        core.fs_add(
-            &root,
-            FsRecord {
-                id: 0,
-                label: format!("fs{i}"),
-                locator: format!("folder:{}", dir.path().join(format!("fs{i}")).display()),
-                domain: format!("d{i}"),
-                space: DEFAULT_SPACE.into(),
-                status: FsConfigStatus::Rw,
-            },
-        )
-        .await
-        .expect("fs add");
+    let core = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o777);
+    common::add_folders(&core, dir.path(), 6).await;
+    Env {
+        dir,
+        core,
+        root: Identity::root("test"),
     }
-    Env { dir, core, root }
-}
-
-fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
-fn put(core: &Core, who: &Identity, path: &str, data: &[u8]) -> Result<Inode, CoreError> {
-    let mut w = core.open_write(who, &p(path), 0o644, true, 0)?;
-    for c in data.chunks(100_000) {
-        w.write(c)?;
-    }
-    w.close()
-}
-
-fn get(core: &Core, who: &Identity, path: &str) -> Result<Vec<u8>, CoreError> {
-    let r = core.open_read(who, &p(path))?;
-    let mut out = vec![0u8; r.size() as usize];
-    let n = r.read_at(0, &mut out)?;
-    out.truncate(n);
-    Ok(out)
 }
 
 fn stripe_files(dir: &std::path::Path) -> usize {

@@ -1,91 +1,40 @@
 //! fsck reports exactly what was done to the stripes; repair restores full
 //! redundancy; drain empties a filesystem; orphans are found and removed.
 
-use std::sync::Arc;
+mod common;
+
+use common::{data, p};
 use tessera_backend::StripeName;
 use tessera_core::*;
-use tessera_obs::{AccessLog, Metrics};
-use tessera_types::{Identity, NsPath};
-
-fn p(s: &str) -> NsPath {
-    NsPath::parse(s).expect("path")
-}
+use tessera_types::Identity;
 
 async fn env(n: usize) -> (tempfile::TempDir, Core, Identity) {
     let dir = tempfile::tempdir().expect("tmp");
-    let meta = Arc::new(
-        MetaStore::open(
-            &dir.path().join("meta"),
-            MetaOptions {
-                durability: tessera_meta::Durability::Buffered,
-                ..Default::default()
-            },
-        )
-        .expect("open"),
-    );
-    let core = Core::new(
-        meta,
-        Arc::new(Metrics::new("t")),
-        Arc::new(AccessLog::disabled()),
-    )
-    .expect("core");
+    let core = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o755);
+    common::add_folders(&core, dir.path(), n).await;
     let root = Identity::root("test");
-    for i in 1..=n {
-        core.fs_add(
-            &root,
-            FsRecord {
-                id: 0,
-                label: format!("fs{i}"),
-                locator: format!("folder:{}", dir.path().join(format!("fs{i}")).display()),
-                domain: format!("d{i}"),
-                space: DEFAULT_SPACE.into(),
-                status: FsConfigStatus::Rw,
-            },
-        )
-        .await
-        .expect("fs add");
-    }
     core.mkdir(&root, p("/d"), 0o755, false)
         .await
         .expect("mkdir");
-    for (k, v) in [
-        ("sys.forced.layout", "raid6"),
-        ("sys.forced.nstripes", "6"),
-        ("sys.forced.blocksize", "4k"),
-    ] {
-        core.xattr_set(&root, p("/d"), k.into(), v.into())
-            .await
-            .expect("attr");
-    }
+    common::layout(
+        &core,
+        "/d",
+        &[
+            ("sys.forced.layout", "raid6"),
+            ("sys.forced.nstripes", "6"),
+            ("sys.forced.blocksize", "4k"),
+        ],
+    )
+    .await;
     (dir, core, root)
 }
 
-fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 fn put(c: &Core, who: &Identity, path: &str, d: &[u8]) -> Inode {
-    let mut w = c
-        .open_write(who, &p(path), 0o644, true, d.len() as u64)
-        .expect("open");
-    w.write(d).expect("write");
-    w.close().expect("close")
+    common::put(c, who, path, d).expect("write")
 }
 
 fn read(c: &Core, who: &Identity, path: &str) -> Vec<u8> {
-    let r = c.open_read(who, &p(path)).expect("open");
-    let mut out = vec![0u8; r.size() as usize];
-    let n = r.read_at(0, &mut out).expect("read");
-    out.truncate(n);
-    out
+    common::get(c, who, path).expect("read")
 }
 
 /// The on-disk path of stripe `i` of `fid` on the filesystem with id `fsid`.

@@ -1,0 +1,111 @@
+//! Helpers shared by the core service's integration tests.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::sync::Arc;
+use tessera_core::*;
+use tessera_obs::{AccessLog, Metrics};
+use tessera_types::{Identity, NsPath};
+
+pub fn p(s: &str) -> NsPath {
+    NsPath::parse(s).expect("path")
+}
+
+/// Deterministic pseudo-random bytes.
+pub fn data(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// A core over a namespace in `dir/meta` (root directory mode `root_mode`).
+pub fn core_at(
+    dir: &std::path::Path,
+    durability: tessera_meta::Durability,
+    root_mode: u32,
+) -> Core {
+    let meta = Arc::new(
+        MetaStore::open(
+            &dir.join("meta"),
+            MetaOptions {
+                durability,
+                root_mode,
+                ..Default::default()
+            },
+        )
+        .expect("open"),
+    );
+    Core::new(
+        meta,
+        Arc::new(Metrics::new("test")),
+        Arc::new(AccessLog::disabled()),
+    )
+    .expect("core")
+}
+
+/// Register folder `path` as a read-write filesystem in `domain`.
+pub async fn add_folder(core: &Core, label: &str, path: &std::path::Path, domain: &str) {
+    core.fs_add(
+        &Identity::root("test"),
+        FsRecord {
+            id: 0,
+            label: label.to_string(),
+            locator: format!("folder:{}", path.display()),
+            domain: domain.to_string(),
+            space: DEFAULT_SPACE.into(),
+            status: FsConfigStatus::Rw,
+        },
+    )
+    .await
+    .expect("fs add");
+}
+
+/// Register `dir/fs1..n` in domains `d1..n`.
+pub async fn add_folders(core: &Core, dir: &std::path::Path, n: usize) {
+    for i in 1..=n {
+        add_folder(
+            core,
+            &format!("fs{i}"),
+            &dir.join(format!("fs{i}")),
+            &format!("d{i}"),
+        )
+        .await;
+    }
+}
+
+/// Set the `sys.forced.*` layout attributes of a directory.
+pub async fn layout(core: &Core, dir: &str, attrs: &[(&str, &str)]) {
+    for (k, v) in attrs {
+        core.xattr_set(
+            &Identity::root("test"),
+            p(dir),
+            k.as_bytes().to_vec(),
+            v.as_bytes().to_vec(),
+        )
+        .await
+        .expect("attr");
+    }
+}
+
+/// Write a whole file (overwriting), in 100 kB pieces.
+pub fn put(core: &Core, who: &Identity, path: &str, d: &[u8]) -> Result<Inode, CoreError> {
+    let mut w = core.open_write(who, &p(path), 0o644, true, 0)?;
+    for c in d.chunks(100_000) {
+        w.write(c)?;
+    }
+    w.close()
+}
+
+/// Read a whole file.
+pub fn get(core: &Core, who: &Identity, path: &str) -> Result<Vec<u8>, CoreError> {
+    let r = core.open_read(who, &p(path))?;
+    let mut out = vec![0u8; r.size() as usize];
+    let n = r.read_at(0, &mut out)?;
+    out.truncate(n);
+    Ok(out)
+}
