@@ -7,9 +7,13 @@
 //! runtime. Backends: [`FolderBackend`] (a directory: a CephFS mount, or a
 //! local folder in dev mode).
 
+#[cfg(feature = "cephfs")]
+mod cephfs;
 mod folder;
 mod name;
 
+#[cfg(feature = "cephfs")]
+pub use cephfs::CephFsBackend;
 pub use folder::{FolderBackend, MARKER};
 pub use name::StripeName;
 
@@ -61,8 +65,8 @@ impl BackendError {
 
 /// Open the backend a locator names: `folder:/path` (a CephFS mount or a
 /// local folder). With `format`, prepare it as a new filesystem (writes
-/// the folder's marker). The native CephFS client (`cephfs:…`) is not
-/// built yet.
+/// the folder's marker). `cephfs:<conf>:<fs name>:<directory>` reaches a
+/// CephFS file system natively through libcephfs, with no mount.
 pub fn open_locator(
     locator: &str,
     format: bool,
@@ -73,12 +77,21 @@ pub fn open_locator(
         } else {
             FolderBackend::open(path)
         })),
-        Some(("cephfs", _)) => Err(BackendError::Unavailable(
-            "the native CephFS backend is not built yet; mount the file system and use folder:"
-                .into(),
-        )),
+        #[cfg(feature = "cephfs")]
+        Some(("cephfs", rest)) => {
+            // cephfs:<conf>:<fs name>:<directory>
+            let mut it = rest.splitn(3, ':');
+            match (it.next(), it.next(), it.next()) {
+                (Some(conf), Some(fs), Some(dir)) if conf.starts_with('/') && !fs.is_empty() => Ok(
+                    std::sync::Arc::new(CephFsBackend::connect(conf, fs, dir, format)?),
+                ),
+                _ => Err(BackendError::BadLocator(format!(
+                    "{locator:?} (expected cephfs:/path/ceph.conf:fsname:/directory)"
+                ))),
+            }
+        }
         _ => Err(BackendError::BadLocator(format!(
-            "{locator:?} (expected folder:/absolute/path)"
+            "{locator:?} (expected folder:/absolute/path or cephfs:/path/ceph.conf:fsname:/directory)"
         ))),
     }
 }

@@ -178,3 +178,87 @@ impl Drop for Remount {
         }
     }
 }
+
+#[tokio::test]
+#[ignore = "needs the loopback Ceph cluster of deploy/ceph/up.sh"]
+async fn native_libcephfs_backend_on_both_instances() {
+    let (conf, mnt1, mnt2) = (env("CEPH_CONF"), env("TC_MNT1"), env("TC_MNT2"));
+    let tmp = tempfile::tempdir().expect("tmp");
+    let core = common::core_at(tmp.path(), tessera_meta::Durability::Sync, 0o755);
+    let root = Identity::root("test");
+    let run = format!("tessera-native-{}", std::process::id());
+    for (n, fs) in [(1, "fs1"), (2, "fs2")] {
+        core.fs_add(
+            &root,
+            FsRecord {
+                id: 0,
+                label: format!("native-{fs}"),
+                // the data pool of <fs>:/ec is erasure coded (deploy/ceph/up.sh)
+                locator: format!("cephfs:{conf}:{fs}:/ec/{run}"),
+                domain: format!("ceph:{fs}"),
+                space: DEFAULT_SPACE.into(),
+                status: FsConfigStatus::Rw,
+            },
+        )
+        .await
+        .unwrap_or_else(|e| panic!("cephfs backend {n}: {e}"));
+    }
+    common::add_folder(&core, "local", &tmp.path().join("local"), "local").await;
+    core.mkdir(&root, p("/n"), 0o755, false)
+        .await
+        .expect("mkdir");
+    common::layout(
+        &core,
+        "/n",
+        &[("sys.forced.layout", "raid5"), ("sys.forced.nstripes", "3")],
+    )
+    .await;
+    let files: Vec<(String, Vec<u8>)> = [0usize, 10, 3_000_000, 17 << 20]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (format!("/n/f{i}"), data(*n, i as u64 + 101)))
+        .collect();
+    for (path, d) in &files {
+        common::put(&core, &root, path, d).expect("write through libcephfs");
+        assert_eq!(&read(&core, &root, path), d);
+    }
+    assert!(core.fsck_scan(true).expect("scan").issues.is_empty());
+    // The same stripes are visible through the FUSE mounts, on the EC pools.
+    let via_fuse1 = walk(&std::path::Path::new(&mnt1).join(&run));
+    assert!(
+        via_fuse1
+            .iter()
+            .any(|f| !f.ends_with(tessera_backend::MARKER)),
+        "stripes in fs1"
+    );
+    let stripe = via_fuse1
+        .iter()
+        .find(|f| !f.ends_with(tessera_backend::MARKER))
+        .expect("stripe");
+    let out = Command::new("getfattr")
+        .args(["--only-values", "-n", "ceph.file.layout.pool"])
+        .arg(stripe)
+        .output()
+        .expect("getfattr");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "fs1_ec");
+    // Remove one stripe behind Tessera's back (through the other client):
+    // reads go on, fsck finds it, repair rebuilds it through libcephfs.
+    let victim = walk(&std::path::Path::new(&mnt2).join(&run))
+        .into_iter()
+        .find(|f| !f.ends_with(tessera_backend::MARKER))
+        .expect("stripe in fs2");
+    std::fs::remove_file(&victim).expect("rm");
+    for (path, d) in &files {
+        assert_eq!(&read(&core, &root, path), d);
+    }
+    let scan = core.fsck_scan(false).expect("scan");
+    assert_eq!(scan.issues.len(), 1, "{:?}", scan.issues);
+    let rep = core.fsck_repair(&scan).expect("repair");
+    assert_eq!(rep.stripes_rebuilt, 1, "{rep:?}");
+    assert!(core.fsck_scan(true).expect("scan").issues.is_empty());
+    for (path, _) in &files {
+        core.remove(&root, p(path), false).await.expect("rm");
+    }
+    let end = core.fsck_scan(false).expect("scan");
+    assert!(end.orphans.is_empty() && end.issues.is_empty(), "{end:?}");
+}
