@@ -1,7 +1,8 @@
 //! The data layer on a real Ceph cluster: stripes on two CephFS instances
 //! (each its own failure domain, erasure-coded data pools) through their
 //! ceph-fuse mounts, plus one local folder. Run by scripts/test after
-//! deploy/ceph/up.sh, as `cargo test -p tessera-core --test ceph -- --ignored`;
+//! deploy/ceph/up.sh, as `cargo test -p tessera-core --test ceph -- --ignored
+//! --test-threads 1` (one test unmounts an instance the other reads through);
 //! needs TC_DIR, TC_MNT1 and TC_MNT2 from `$TC_DIR/env`.
 
 mod common;
