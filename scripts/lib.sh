@@ -7,7 +7,7 @@ repo_root() { cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd; }
 
 # Debian packages the build needs (RocksDB, protoc, bindgen's libclang).
 BUILD_PACKAGES=(build-essential pkg-config libclang-dev librocksdb-dev libsnappy-dev liblz4-dev
-  libzstd-dev libbz2-dev zlib1g-dev protobuf-compiler libisal-dev libcephfs-dev)
+  libzstd-dev libbz2-dev zlib1g-dev protobuf-compiler libisal-dev libcephfs-dev librados-dev)
 
 need_root() {
   if [ "$(id -u)" -ne 0 ]; then

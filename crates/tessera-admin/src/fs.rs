@@ -38,6 +38,7 @@ fn view_pb(v: &FsView) -> pb::Filesystem {
         f.free_bytes = c.free_bytes;
     }
     f.error = v.error.clone().unwrap_or_default();
+    f.cluster = v.cluster.clone().unwrap_or_default();
     f
 }
 

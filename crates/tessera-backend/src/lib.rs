@@ -9,11 +9,15 @@
 
 #[cfg(feature = "cephfs")]
 mod cephfs;
+#[cfg(feature = "cephfs")]
+mod cluster;
 mod folder;
 mod name;
 
 #[cfg(feature = "cephfs")]
 pub use cephfs::CephFsBackend;
+#[cfg(feature = "cephfs")]
+pub use cluster::{CephCluster, ClusterStatus};
 pub use folder::{FolderBackend, MARKER};
 pub use name::StripeName;
 

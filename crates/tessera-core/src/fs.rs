@@ -13,9 +13,30 @@ struct Opened {
     backend: Result<Arc<dyn Backend>, String>,
 }
 
-/// Registered filesystems with their opened backends.
+/// The Ceph cluster (conf path) and CephFS name behind a `cephfs:` locator.
+fn ceph_of(locator: &str) -> Option<(String, String)> {
+    let rest = locator.strip_prefix("cephfs:")?;
+    let mut it = rest.splitn(3, ':');
+    Some((it.next()?.to_string(), it.next()?.to_string()))
+}
+
+/// How long a cluster's status is trusted before asking its mon again.
+const CLUSTER_TTL: std::time::Duration = std::time::Duration::from_secs(5);
+
+#[derive(Default)]
+struct ClusterWatch {
+    conn: Option<Arc<tessera_backend::CephCluster>>,
+    last: Option<(
+        std::time::Instant,
+        Result<tessera_backend::ClusterStatus, String>,
+    )>,
+}
+
+/// Registered filesystems with their opened backends, and the Ceph
+/// clusters behind them.
 pub(crate) struct Filesystems {
     map: RwLock<HashMap<u32, Opened>>,
+    clusters: std::sync::Mutex<HashMap<String, ClusterWatch>>,
 }
 
 /// A filesystem as the admin sees it.
@@ -25,6 +46,8 @@ pub struct FsView {
     pub capacity: Option<Capacity>,
     /// Why the backend cannot be used, if it cannot.
     pub error: Option<String>,
+    /// The Ceph cluster's health for a `cephfs:` filesystem.
+    pub cluster: Option<String>,
 }
 
 /// A placement pool, summed over its filesystems.
@@ -60,6 +83,54 @@ impl Filesystems {
             .collect();
         Ok(Filesystems {
             map: RwLock::new(map),
+            clusters: std::sync::Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The status of the cluster with `conf` (cached for `CLUSTER_TTL`).
+    fn cluster(&self, conf: &str) -> Result<tessera_backend::ClusterStatus, String> {
+        let mut all = self.clusters.lock().unwrap_or_else(|p| p.into_inner());
+        let w = all.entry(conf.to_string()).or_default();
+        if let Some((at, st)) = &w.last {
+            if at.elapsed() < CLUSTER_TTL {
+                return st.clone();
+            }
+        }
+        if w.conn.is_none() {
+            match tessera_backend::CephCluster::connect(conf) {
+                Ok(c) => w.conn = Some(Arc::new(c)),
+                Err(e) => {
+                    let r = Err(e.to_string());
+                    w.last = Some((std::time::Instant::now(), r.clone()));
+                    return r;
+                }
+            }
+        }
+        let r = w
+            .conn
+            .as_ref()
+            .map(|c| c.status().map_err(|e| e.to_string()))
+            .unwrap_or_else(|| Err("not connected".into()));
+        if r.is_err() {
+            w.conn = None; // reconnect next time
+        }
+        w.last = Some((std::time::Instant::now(), r.clone()));
+        r
+    }
+
+    /// `None` for filesystems not on a known Ceph cluster; otherwise the
+    /// cluster's verdict for this file system and a one-line summary.
+    fn cluster_verdict(&self, rec: &FsRecord) -> Option<(bool, String)> {
+        let (conf, fs) = ceph_of(&rec.locator)?;
+        Some(match self.cluster(&conf) {
+            Ok(st) => {
+                let ok = st.writable(&fs);
+                let active = st.filesystems.iter().any(|(n, a)| *n == fs && *a);
+                let mds = if active { "mds active" } else { "mds down" };
+                let full = if st.full { " full" } else { "" };
+                (ok, format!("{} {mds}{full}", st.health))
+            }
+            Err(e) => (false, format!("unreachable: {e}")),
         })
     }
 
@@ -96,6 +167,9 @@ impl Filesystems {
         self.read()
             .values()
             .filter(|o| o.rec.space == space && o.rec.status == FsConfigStatus::Rw)
+            // Ask the cluster first: a file system without an active MDS
+            // would hang the capacity call.
+            .filter(|o| self.cluster_verdict(&o.rec).is_none_or(|(ok, _)| ok))
             .filter_map(|o| {
                 let b = o.backend.as_ref().ok()?;
                 let cap = b.capacity().ok()?;
@@ -112,24 +186,24 @@ impl Filesystems {
         let mut v: Vec<FsView> = self
             .read()
             .values()
-            .map(|o| match &o.backend {
-                Ok(b) => match b.capacity() {
-                    Ok(c) => FsView {
-                        rec: o.rec.clone(),
-                        capacity: Some(c),
-                        error: None,
-                    },
-                    Err(e) => FsView {
-                        rec: o.rec.clone(),
-                        capacity: None,
-                        error: Some(e.to_string()),
-                    },
-                },
-                Err(e) => FsView {
+            .map(|o| {
+                let verdict = self.cluster_verdict(&o.rec);
+                let cluster = verdict.as_ref().map(|(_, s)| s.clone());
+                let view = |capacity, error| FsView {
                     rec: o.rec.clone(),
-                    capacity: None,
-                    error: Some(e.clone()),
-                },
+                    capacity,
+                    error,
+                    cluster: cluster.clone(),
+                };
+                match (&o.backend, verdict) {
+                    (Err(e), _) => view(None, Some(e.clone())),
+                    // Skip the capacity call: without an MDS it would hang.
+                    (Ok(_), Some((false, s))) => view(None, Some(format!("cluster: {s}"))),
+                    (Ok(b), _) => match b.capacity() {
+                        Ok(c) => view(Some(c), None),
+                        Err(e) => view(None, Some(e.to_string())),
+                    },
+                }
             })
             .collect();
         v.sort_by_key(|f| f.rec.id);

@@ -257,9 +257,70 @@ async fn native_libcephfs_backend_on_both_instances() {
     let rep = core.fsck_repair(&scan).expect("repair");
     assert_eq!(rep.stripes_rebuilt, 1, "{rep:?}");
     assert!(core.fsck_scan(true).expect("scan").issues.is_empty());
+    // Take fs2's MDS out (`ceph fs fail`): placement avoids that file
+    // system (3 stripes, 2 usable domains: no placement), reads go on;
+    // back in (`joinable true`), writes work again.
+    assert!(ceph(&["fs", "fail", "fs2"]));
+    let _rejoin = Rejoin;
+    wait_until(30, || {
+        core.fs_list().iter().any(|v| {
+            v.cluster.as_deref() == Some("HEALTH_ERR mds down")
+                || v.cluster
+                    .as_deref()
+                    .is_some_and(|c| c.ends_with("mds down"))
+        })
+    });
+    let err = common::put(&core, &root, "/n/blocked", b"x").expect_err("no placement");
+    assert_eq!(err.kind(), tessera_types::ErrorKind::NoSpace, "{err}");
+    assert_eq!(
+        &read(&core, &root, &files[1].0),
+        &files[1].1,
+        "a small file still reads (fs1 + local)"
+    );
+    assert!(ceph(&["fs", "set", "fs2", "joinable", "true"]));
+    wait_until(60, || {
+        core.fs_list()
+            .iter()
+            .filter(|v| v.rec.locator.starts_with("cephfs:"))
+            .all(|v| {
+                v.cluster
+                    .as_deref()
+                    .is_some_and(|c| c.ends_with("mds active"))
+            })
+    });
+    common::put(&core, &root, "/n/after", b"fs2 is back").expect("write after rejoin");
     for (path, _) in &files {
         core.remove(&root, p(path), false).await.expect("rm");
     }
+    core.remove(&root, p("/n/after"), false).await.expect("rm");
     let end = core.fsck_scan(false).expect("scan");
     assert!(end.orphans.is_empty() && end.issues.is_empty(), "{end:?}");
+}
+
+fn ceph(args: &[&str]) -> bool {
+    Command::new("ceph")
+        .args(args)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+fn wait_until(secs: u64, mut f: impl FnMut() -> bool) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < end {
+        if f() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    panic!("condition not reached within {secs} s");
+}
+
+/// Lets fs2's MDS back in even if an assertion fails while it is out.
+struct Rejoin;
+
+impl Drop for Rejoin {
+    fn drop(&mut self) {
+        ceph(&["fs", "set", "fs2", "joinable", "true"]);
+    }
 }

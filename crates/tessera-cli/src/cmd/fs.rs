@@ -61,6 +61,7 @@ fn fs_rec(f: &pb::Filesystem) -> Rec {
             f.capacity_bytes.saturating_sub(f.free_bytes),
         )
         .s("stat.error", f.error.clone())
+        .s("stat.cluster", f.cluster.clone())
 }
 
 fn fs_table(list: &[pb::Filesystem]) -> String {
