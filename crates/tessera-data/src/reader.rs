@@ -5,7 +5,8 @@
 
 use crate::layout::{Geometry, LayoutKind, Placement};
 use crate::DataError;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 use tessera_backend::{Backend, StripeName, StripeRead};
 use tessera_ec::Codec;
 
@@ -19,66 +20,7 @@ pub struct ReadEvent {
 
 type OpenResult = Result<Box<dyn StripeRead>, String>;
 
-pub struct FileReader {
-    placement: Placement,
-    geo: Geometry,
-    fid: u64,
-    backends: Vec<Option<Arc<dyn Backend>>>,
-    opened: Vec<OnceLock<OpenResult>>,
-    codec: Option<Codec>,
-    events: Mutex<Vec<ReadEvent>>,
-}
-
-impl FileReader {
-    /// `backends[i]` serves stripe i (`None`: its filesystem is unknown or off).
-    pub fn new(
-        placement: Placement,
-        fid: u64,
-        size: u64,
-        backends: Vec<Option<Arc<dyn Backend>>>,
-    ) -> Result<FileReader, DataError> {
-        let l = placement.layout;
-        if backends.len() != l.stripes() {
-            return Err(DataError::Layout("one backend per stripe expected".into()));
-        }
-        let codec = match l.kind {
-            LayoutKind::Rain => Some(Codec::new(l.k as usize, l.m as usize)?),
-            _ => None,
-        };
-        Ok(FileReader {
-            geo: l.geometry(size),
-            opened: (0..backends.len()).map(|_| OnceLock::new()).collect(),
-            placement,
-            fid,
-            backends,
-            codec,
-            events: Mutex::new(Vec::new()),
-        })
-    }
-
-    pub fn size(&self) -> u64 {
-        self.geo.size
-    }
-
-    /// What went wrong so far (degraded reads).
-    pub fn events(&self) -> Vec<ReadEvent> {
-        self.events
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    fn event(&self, stripe: usize, group: u64, what: String) {
-        self.events
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(ReadEvent {
-                stripe,
-                group,
-                what,
-            });
-    }
-
+impl Stripes {
     fn stripe(&self, i: usize) -> Result<&dyn StripeRead, String> {
         let r = self.opened[i].get_or_init(|| match &self.backends[i] {
             None => Err("filesystem unavailable".to_string()),
@@ -110,27 +52,152 @@ impl FileReader {
         }
         Ok(buf)
     }
+}
 
-    /// Fetch the given stripes' blocks of group `g` in parallel.
-    fn fetch(&self, g: u64, which: &[usize]) -> Vec<(usize, Result<Vec<u8>, String>)> {
-        if which.len() == 1 {
-            return vec![(which[0], self.block(which[0], g))];
+/// A stripe that has not answered within this is treated as missing and
+/// its blocks are rebuilt from parity (the read goes on without it).
+pub const DEFAULT_SLOW: Duration = Duration::from_secs(2);
+
+/// The stripes of one file, shared with the reader threads (which may
+/// outlive a read when a stripe is slow).
+struct Stripes {
+    geo: Geometry,
+    fid: u64,
+    backends: Vec<Option<Arc<dyn Backend>>>,
+    opened: Vec<OnceLock<OpenResult>>,
+}
+
+pub struct FileReader {
+    placement: Placement,
+    geo: Geometry,
+    s: Arc<Stripes>,
+    codec: Option<Codec>,
+    events: Mutex<Vec<ReadEvent>>,
+    slow: Duration,
+    /// Stripes that failed or were slow: later groups go around them.
+    avoid: Mutex<Vec<bool>>,
+}
+
+impl FileReader {
+    /// `backends[i]` serves stripe i (`None`: its filesystem is unknown or off).
+    pub fn new(
+        placement: Placement,
+        fid: u64,
+        size: u64,
+        backends: Vec<Option<Arc<dyn Backend>>>,
+    ) -> Result<FileReader, DataError> {
+        let l = placement.layout;
+        if backends.len() != l.stripes() {
+            return Err(DataError::Layout("one backend per stripe expected".into()));
         }
-        std::thread::scope(|s| {
-            let hs: Vec<_> = which
-                .iter()
-                .map(|&i| (i, s.spawn(move || self.block(i, g))))
-                .collect();
-            hs.into_iter()
-                .map(|(i, h)| {
-                    (
-                        i,
-                        h.join()
-                            .unwrap_or_else(|_| Err("reader thread panicked".into())),
-                    )
-                })
-                .collect()
+        let codec = match l.kind {
+            LayoutKind::Rain => Some(Codec::new(l.k as usize, l.m as usize)?),
+            _ => None,
+        };
+        let geo = l.geometry(size);
+        Ok(FileReader {
+            s: Arc::new(Stripes {
+                geo,
+                fid,
+                opened: (0..backends.len()).map(|_| OnceLock::new()).collect(),
+                backends,
+            }),
+            geo,
+            placement,
+            codec,
+            events: Mutex::new(Vec::new()),
+            slow: DEFAULT_SLOW,
+            avoid: Mutex::new(vec![false; l.stripes()]),
         })
+    }
+
+    /// Treat a stripe as missing when it takes longer than `slow`.
+    pub fn with_slow_threshold(mut self, slow: Duration) -> FileReader {
+        self.slow = slow;
+        self
+    }
+
+    /// Run `f(i)` for each `i` on its own thread; what has not answered
+    /// within the slow threshold is reported as slow (its thread finishes
+    /// in the background and its answer is dropped).
+    fn hedged<T, F>(&self, which: &[usize], f: F) -> Vec<(usize, Result<T, String>)>
+    where
+        T: Send + 'static,
+        F: Fn(&Stripes, usize) -> Result<T, String> + Send + Sync + Clone + 'static,
+    {
+        let (tx, rx) = mpsc::channel();
+        for &i in which {
+            let (s, tx2, f) = (Arc::clone(&self.s), tx.clone(), f.clone());
+            let spawned = std::thread::Builder::new()
+                .name("tessera-read".into())
+                .spawn(move || {
+                    let _ = tx2.send((i, f(&s, i)));
+                });
+            if let Err(e) = spawned {
+                let _ = tx.send((i, Err(format!("cannot start a reader thread: {e}"))));
+            }
+        }
+        drop(tx);
+        let deadline = Instant::now() + self.slow;
+        let mut out = Vec::with_capacity(which.len());
+        while out.len() < which.len() {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(r) => out.push(r),
+                Err(_) => break,
+            }
+        }
+        for &i in which {
+            if !out.iter().any(|(j, _)| *j == i) {
+                out.push((i, Err(format!("no answer within {:?}", self.slow))));
+            }
+        }
+        out
+    }
+
+    pub fn size(&self) -> u64 {
+        self.geo.size
+    }
+
+    /// What went wrong so far (degraded reads).
+    pub fn events(&self) -> Vec<ReadEvent> {
+        self.events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn event(&self, stripe: usize, group: u64, what: String) {
+        self.events
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(ReadEvent {
+                stripe,
+                group,
+                what,
+            });
+    }
+
+    /// Fetch the given stripes' blocks of group `g` in parallel (hedged);
+    /// stripes that already failed in this reader are not asked again.
+    fn fetch(&self, g: u64, which: &[usize]) -> Vec<(usize, Result<Vec<u8>, String>)> {
+        let avoid = self.avoid.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let ask: Vec<usize> = which.iter().copied().filter(|i| !avoid[*i]).collect();
+        let mut out = self.hedged(&ask, move |s, i| s.block(i, g));
+        {
+            let mut a = self.avoid.lock().unwrap_or_else(|p| p.into_inner());
+            for (i, r) in &out {
+                if r.is_err() {
+                    a[*i] = true;
+                }
+            }
+        }
+        out.extend(
+            which
+                .iter()
+                .filter(|i| avoid[**i])
+                .map(|i| (*i, Err("skipped: failed earlier in this read".to_string()))),
+        );
+        out
     }
 
     /// The data blocks `first..=last` of group `g`, rebuilt if needed.
@@ -140,9 +207,11 @@ impl FileReader {
         match l.kind {
             LayoutKind::Plain | LayoutKind::Replica => {
                 for i in 0..n {
-                    match self.block(i, g) {
-                        Ok(b) => return Ok(vec![b]),
-                        Err(e) => self.event(i, g, e),
+                    for (i, r) in self.fetch(g, &[i]) {
+                        match r {
+                            Ok(b) => return Ok(vec![b]),
+                            Err(e) => self.event(i, g, e),
+                        }
                     }
                 }
                 Err(DataError::Unrecoverable {
@@ -222,19 +291,24 @@ impl FileReader {
         let from = self.geo.block_offset(g0);
         let to = self.geo.block_offset(g1) + self.geo.block_len(g1) as u64 + 4;
         let want = (to - from) as usize;
-        let read = |j: usize| -> Option<Vec<u8>> {
-            let s = self.stripe(j).ok()?;
+        if self.avoid.lock().unwrap_or_else(|p| p.into_inner())[..n]
+            .iter()
+            .any(|a| *a)
+        {
+            return None;
+        }
+        let which: Vec<usize> = (0..n).collect();
+        let mut got = self.hedged(&which, move |s, j| {
+            let st = s.stripe(j)?;
             let mut buf = vec![0u8; want];
-            (s.read_at(from, &mut buf).ok()? == want).then_some(buf)
-        };
-        let spans: Vec<Option<Vec<u8>>> = if n == 1 {
-            vec![read(0)]
-        } else {
-            std::thread::scope(|sc| {
-                let hs: Vec<_> = (0..n).map(|j| sc.spawn(move || read(j))).collect();
-                hs.into_iter().map(|h| h.join().ok().flatten()).collect()
-            })
-        };
+            match st.read_at(from, &mut buf) {
+                Ok(r) if r == want => Ok(buf),
+                Ok(r) => Err(format!("short read: {r} of {want}")),
+                Err(e) => Err(e.to_string()),
+            }
+        });
+        got.sort_by_key(|(j, _)| *j);
+        let spans: Vec<Option<Vec<u8>>> = got.into_iter().map(|(_, r)| r.ok()).collect();
         let spans: Vec<Vec<u8>> = spans.into_iter().collect::<Option<_>>()?;
         for g in g0..=g1 {
             let off = (self.geo.block_offset(g) - from) as usize;

@@ -198,3 +198,107 @@ fn stripe_headers_describe_the_file() {
         assert_eq!(raw.len(), HEADER_LEN + 3 * (4096 + 4) + 2 + 4);
     }
 }
+
+/// A real folder backend whose reads hang for a while (a stuck disk or
+/// an unresponsive CephFS instance).
+struct Hanging {
+    inner: FolderBackend,
+    delay: std::time::Duration,
+}
+
+struct HangingRead {
+    inner: Box<dyn tessera_backend::StripeRead>,
+    delay: std::time::Duration,
+}
+
+impl tessera_backend::StripeRead for HangingRead {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, tessera_backend::BackendError> {
+        std::thread::sleep(self.delay);
+        self.inner.read_at(offset, buf)
+    }
+    fn len(&self) -> Result<u64, tessera_backend::BackendError> {
+        self.inner.len()
+    }
+}
+
+impl Backend for Hanging {
+    fn create(
+        &self,
+        n: &tessera_backend::StripeName,
+        w: u64,
+    ) -> Result<Box<dyn tessera_backend::StripeWrite>, tessera_backend::BackendError> {
+        self.inner.create(n, w)
+    }
+    fn open(
+        &self,
+        n: &tessera_backend::StripeName,
+    ) -> Result<Box<dyn tessera_backend::StripeRead>, tessera_backend::BackendError> {
+        Ok(Box::new(HangingRead {
+            inner: self.inner.open(n)?,
+            delay: self.delay,
+        }))
+    }
+    fn remove(
+        &self,
+        n: &tessera_backend::StripeName,
+        w: Option<u64>,
+    ) -> Result<(), tessera_backend::BackendError> {
+        self.inner.remove(n, w)
+    }
+    fn list(&self) -> Result<Vec<tessera_backend::ListedStripe>, tessera_backend::BackendError> {
+        self.inner.list()
+    }
+    fn capacity(&self) -> Result<tessera_backend::Capacity, tessera_backend::BackendError> {
+        self.inner.capacity()
+    }
+    fn describe(&self) -> String {
+        "hanging".into()
+    }
+}
+
+#[test]
+fn a_hanging_stripe_is_read_around() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let layout = Layout::rain(4, 2)
+        .expect("ok")
+        .with_block_size(4096)
+        .expect("ok");
+    let t = backends(dir.path(), 6);
+    let bytes = data(4096 * 4 * 5 + 77, 9);
+    let w = write(layout, 21, &t, &bytes, 5000);
+    // Stripe 1's filesystem now takes 5 s per read.
+    let mut slow = t.clone();
+    slow[1].1 = Arc::new(Hanging {
+        inner: FolderBackend::new(dir.path().join("fs1")).expect("backend"),
+        delay: std::time::Duration::from_secs(5),
+    });
+    for threshold_ms in [300u64] {
+        let r = FileReader::new(
+            w.placement.clone(),
+            21,
+            w.size,
+            slow.iter().map(|(_, b)| Some(b.clone())).collect(),
+        )
+        .expect("reader")
+        .with_slow_threshold(std::time::Duration::from_millis(threshold_ms));
+        let t0 = std::time::Instant::now();
+        // one range inside a group (hedged block reads) and the whole file
+        // (one request per stripe, then group by group)
+        let mut small = vec![0u8; 100];
+        assert_eq!(r.read_at(4096 + 10, &mut small).expect("read"), 100);
+        assert_eq!(&small[..], &bytes[4096 + 10..4096 + 110]);
+        assert_eq!(read_all(&r).expect("read around the slow stripe"), bytes);
+        let took = t0.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(4),
+            "waited for the slow stripe: {took:?}"
+        );
+        assert!(
+            r.events()
+                .iter()
+                .any(|e| e.stripe == 1 && e.what.contains("no answer")),
+            "{:?}",
+            r.events()
+        );
+    }
+}
