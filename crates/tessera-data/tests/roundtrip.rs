@@ -272,7 +272,7 @@ fn a_hanging_stripe_is_read_around() {
         inner: FolderBackend::new(dir.path().join("fs1")).expect("backend"),
         delay: std::time::Duration::from_secs(5),
     });
-    for threshold_ms in [300u64] {
+    {
         let r = FileReader::new(
             w.placement.clone(),
             21,
@@ -280,7 +280,7 @@ fn a_hanging_stripe_is_read_around() {
             slow.iter().map(|(_, b)| Some(b.clone())).collect(),
         )
         .expect("reader")
-        .with_slow_threshold(std::time::Duration::from_millis(threshold_ms));
+        .with_slow_threshold(std::time::Duration::from_millis(300));
         let t0 = std::time::Instant::now();
         // one range inside a group (hedged block reads) and the whole file
         // (one request per stripe, then group by group)
