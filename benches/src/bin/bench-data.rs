@@ -96,28 +96,53 @@ fn main() -> anyhow::Result<()> {
         }
         let done = w.finish()?;
         let wt = t.elapsed().as_secs_f64();
-        drop_caches();
         let r = FileReader::new(
             done.placement.clone(),
             1,
             done.size,
             targets.iter().map(|(_, b)| Some(b.clone())).collect(),
         )?;
+        // One 8 MiB request at a time, then 4 in flight (as xrdcp does).
+        let mut rates = Vec::new();
+        for inflight in [1usize, 4] {
+            drop_caches();
+            let chunk = 8u64 << 20;
+            let chunks = done.size.div_ceil(chunk);
+            let t = Instant::now();
+            std::thread::scope(|s| {
+                for w in 0..inflight {
+                    let (r, data) = (&r, &data);
+                    s.spawn(move || {
+                        let mut buf = vec![0u8; chunk as usize];
+                        let mut c = w as u64;
+                        while c < chunks {
+                            let off = c * chunk;
+                            // Timed as dd is: read, no comparison.
+                            let n = r.read_at(off, &mut buf).expect("read");
+                            assert!(n > 0);
+                            c += inflight as u64;
+                        }
+                    });
+                }
+            });
+            rates.push(t.elapsed().as_secs_f64());
+        }
+        // Then, untimed, check every byte.
         let mut buf = vec![0u8; 8 << 20];
-        let t = Instant::now();
         let mut off = 0u64;
         while off < done.size {
             let n = r.read_at(off, &mut buf)?;
             assert_eq!(&buf[..n], &data[off as usize..off as usize + n]);
             off += n as u64;
         }
-        let rt = t.elapsed().as_secs_f64();
         println!(
-            "{name}: write {:.0} MB/s ({:.2}x dd), read {:.0} MB/s ({:.2}x dd)",
+            "{name}: write {:.0} MB/s ({:.2}x dd), read {:.0} MB/s ({:.2}x dd) with 1 request in flight, {:.0} MB/s ({:.2}x dd) with 4",
             mb / wt,
             w_dd / wt,
-            mb / rt,
-            r_dd / rt
+            mb / rates[0],
+            r_dd / rates[0],
+            mb / rates[1],
+            r_dd / rates[1]
         );
         std::fs::remove_dir_all(&run)?;
     }
