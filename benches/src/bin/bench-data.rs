@@ -111,7 +111,7 @@ fn main() -> anyhow::Result<()> {
             let t = Instant::now();
             std::thread::scope(|s| {
                 for w in 0..inflight {
-                    let (r, data) = (&r, &data);
+                    let r = &r;
                     s.spawn(move || {
                         let mut buf = vec![0u8; chunk as usize];
                         let mut c = w as u64;
