@@ -23,6 +23,9 @@ struct Args {
     /// Where to put the database (default: a temporary directory).
     #[arg(long)]
     dir: Option<std::path::PathBuf>,
+    /// RocksDB block cache in MiB.
+    #[arg(long, default_value_t = 256)]
+    cache_mib: usize,
 }
 
 const PER_DIR: u64 = 1000;
@@ -35,9 +38,10 @@ fn file_path(i: u64) -> NsPath {
     p(&format!("/bench/d{:06}/f{:06}", i / PER_DIR, i % PER_DIR))
 }
 
-fn opts(d: Durability) -> MetaOptions {
+fn opts(d: Durability, cache_mib: usize) -> MetaOptions {
     MetaOptions {
         durability: d,
+        block_cache_bytes: cache_mib << 20,
         ..MetaOptions::default()
     }
 }
@@ -108,7 +112,10 @@ fn main() -> anyhow::Result<()> {
     );
 
     // 1. Populate (buffered WAL), measuring the create rate.
-    let m = Arc::new(MetaStore::open(&dir, opts(Durability::Buffered))?);
+    let m = Arc::new(MetaStore::open(
+        &dir,
+        opts(Durability::Buffered, a.cache_mib),
+    )?);
     let dirs = a.files.div_ceil(PER_DIR);
     for d in 0..dirs {
         m.mkdir(&p(&format!("/bench/d{d:06}")), &root, 0o755, true)?;
@@ -163,7 +170,7 @@ fn main() -> anyhow::Result<()> {
     drop(m);
 
     // 5. Synced creates (fsync per acknowledgement, group commit).
-    let m = Arc::new(MetaStore::open(&dir, opts(Durability::Sync))?);
+    let m = Arc::new(MetaStore::open(&dir, opts(Durability::Sync, a.cache_mib))?);
     m.mkdir(&p("/sync"), &root, 0o755, false)?;
     for threads in [1usize, 16] {
         let base = threads as u64 * 1_000_000_000;
@@ -184,13 +191,13 @@ fn main() -> anyhow::Result<()> {
         .sum();
     println!("WAL to replay: {:.1} MiB", wal as f64 / (1 << 20) as f64);
     let t0 = Instant::now();
-    let m = MetaStore::open(&dir, opts(Durability::Sync))?;
+    let m = MetaStore::open(&dir, opts(Durability::Sync, a.cache_mib))?;
     let boot_clean = t0.elapsed();
     m.stat(&file_path(a.files - 1))?;
     m.flush()?;
     drop(m);
     let t0 = Instant::now();
-    let m = MetaStore::open(&dir, opts(Durability::Sync))?;
+    let m = MetaStore::open(&dir, opts(Durability::Sync, a.cache_mib))?;
     println!(
         "boot: {:.1} ms after a close without flush (WAL replay), {:.1} ms after a clean shutdown",
         boot_clean.as_secs_f64() * 1e3,
