@@ -58,6 +58,8 @@ impl Stripes {
 /// its blocks are rebuilt from parity (the read goes on without it).
 pub const DEFAULT_SLOW: Duration = Duration::from_secs(2);
 
+const SLOW_PREFIX: &str = "no answer within";
+
 /// The stripes of one file, shared with the reader threads (which may
 /// outlive a read when a stripe is slow).
 struct Stripes {
@@ -76,6 +78,9 @@ pub struct FileReader {
     slow: Duration,
     /// Stripes that failed or were slow: later groups go around them.
     avoid: Mutex<Vec<bool>>,
+    /// Stripes that were only slow (not broken): the last resort when
+    /// nothing else can serve a group is to wait for them.
+    slowset: Mutex<Vec<bool>>,
 }
 
 impl FileReader {
@@ -108,6 +113,7 @@ impl FileReader {
             events: Mutex::new(Vec::new()),
             slow: DEFAULT_SLOW,
             avoid: Mutex::new(vec![false; l.stripes()]),
+            slowset: Mutex::new(vec![false; l.stripes()]),
         })
     }
 
@@ -148,7 +154,7 @@ impl FileReader {
         }
         for &i in which {
             if !out.iter().any(|(j, _)| *j == i) {
-                out.push((i, Err(format!("no answer within {:?}", self.slow))));
+                out.push((i, Err(format!("{SLOW_PREFIX} {:?}", self.slow))));
             }
         }
         out
@@ -177,6 +183,11 @@ impl FileReader {
             });
     }
 
+    fn slow_stripes(&self) -> Vec<usize> {
+        let slow = self.slowset.lock().unwrap_or_else(|p| p.into_inner());
+        (0..slow.len()).filter(|i| slow[*i]).collect()
+    }
+
     /// Fetch the given stripes' blocks of group `g` in parallel (hedged);
     /// stripes that already failed in this reader are not asked again.
     fn fetch(&self, g: u64, which: &[usize]) -> Vec<(usize, Result<Vec<u8>, String>)> {
@@ -185,9 +196,13 @@ impl FileReader {
         let mut out = self.hedged(&ask, move |s, i| s.block(i, g));
         {
             let mut a = self.avoid.lock().unwrap_or_else(|p| p.into_inner());
+            let mut slow = self.slowset.lock().unwrap_or_else(|p| p.into_inner());
             for (i, r) in &out {
-                if r.is_err() {
+                if let Err(e) = r {
                     a[*i] = true;
+                    if e.starts_with(SLOW_PREFIX) {
+                        slow[*i] = true;
+                    }
                 }
             }
         }
@@ -212,6 +227,12 @@ impl FileReader {
                             Ok(b) => return Ok(vec![b]),
                             Err(e) => self.event(i, g, e),
                         }
+                    }
+                }
+                // Nothing else can serve it: wait for a slow copy.
+                for i in self.slow_stripes() {
+                    if let Ok(b) = self.s.block(i, g) {
+                        return Ok(vec![b]);
                     }
                 }
                 Err(DataError::Unrecoverable {
@@ -246,6 +267,20 @@ impl FileReader {
                     }
                     let next: Vec<usize> = (0..n).filter(|i| !tried[*i]).take(k - have).collect();
                     if next.is_empty() {
+                        // Nothing else can serve it: wait for slow stripes.
+                        for i in self.slow_stripes() {
+                            if got[i].is_none() {
+                                if let Ok(b) = self.s.block(i, g) {
+                                    got[i] = Some(b);
+                                }
+                            }
+                            if got.iter().filter(|b| b.is_some()).count() >= k {
+                                break;
+                            }
+                        }
+                        if got.iter().filter(|b| b.is_some()).count() >= k {
+                            break;
+                        }
                         return Err(DataError::Unrecoverable {
                             group: g,
                             have,

@@ -302,3 +302,45 @@ fn a_hanging_stripe_is_read_around() {
         );
     }
 }
+
+#[test]
+fn when_only_slow_stripes_are_left_the_read_waits_for_them() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let slow = |i: usize, t: &mut Vec<(u32, Arc<dyn Backend>)>| {
+        t[i].1 = Arc::new(Hanging {
+            inner: FolderBackend::new(dir.path().join(format!("fs{i}"))).expect("backend"),
+            delay: std::time::Duration::from_millis(700),
+        });
+    };
+    // plain: its only stripe is slow
+    let t = backends(dir.path(), 1);
+    let bytes = data(10_000, 4);
+    let w = write(
+        Layout::plain().with_block_size(4096).expect("ok"),
+        31,
+        &t,
+        &bytes,
+        3000,
+    );
+    let mut st = t.clone();
+    slow(0, &mut st);
+    let r = reader(&w, 31, &st).with_slow_threshold(std::time::Duration::from_millis(100));
+    assert_eq!(read_all(&r).expect("waits for the slow copy"), bytes);
+    // 2+1: two of three stripes slow, only one fast
+    let dir2 = tempfile::tempdir().expect("tmp");
+    let t = backends(dir2.path(), 3);
+    let layout = Layout::rain(2, 1)
+        .expect("ok")
+        .with_block_size(4096)
+        .expect("ok");
+    let w = write(layout, 32, &t, &bytes, 3000);
+    let mut st = t.clone();
+    for i in [0usize, 2] {
+        st[i].1 = Arc::new(Hanging {
+            inner: FolderBackend::new(dir2.path().join(format!("fs{i}"))).expect("backend"),
+            delay: std::time::Duration::from_millis(700),
+        });
+    }
+    let r = reader(&w, 32, &st).with_slow_threshold(std::time::Duration::from_millis(100));
+    assert_eq!(read_all(&r).expect("waits for enough slow stripes"), bytes);
+}
