@@ -18,6 +18,11 @@ struct Args {
     dir: std::path::PathBuf,
     #[arg(long, default_value_t = 1024)]
     mib: usize,
+    /// Write the stripes natively (libcephfs) into the file systems fs1
+    /// and fs2 of the cluster with this ceph.conf, alternating stripes
+    /// between the two; `--dir` is then the FUSE mount of fs1 for dd.
+    #[arg(long)]
+    cephfs_conf: Option<String>,
 }
 
 fn drop_caches() {
@@ -80,13 +85,22 @@ fn main() -> anyhow::Result<()> {
         ("plain", Layout::plain(), 1usize),
         ("rain 4+2", Layout::rain(4, 2)?, 6),
     ] {
-        let run = a.dir.join(name.replace(' ', "_").replace('+', "p"));
+        let tag = name.replace(' ', "_").replace('+', "p");
+        let run = a.dir.join(&tag);
         let targets: Vec<(u32, Arc<dyn Backend>)> = (0..folders)
             .map(|i| -> anyhow::Result<(u32, Arc<dyn Backend>)> {
-                Ok((
-                    i as u32 + 1,
-                    Arc::new(FolderBackend::new(run.join(format!("fs{i}")))?),
-                ))
+                let b: Arc<dyn Backend> = match &a.cephfs_conf {
+                    Some(conf) => tessera_backend::open_locator(
+                        &format!(
+                            "cephfs:{conf}:fs{}:/ec/bench-{}-{tag}-{i}",
+                            1 + i % 2,
+                            std::process::id()
+                        ),
+                        true,
+                    )?,
+                    None => Arc::new(FolderBackend::new(run.join(format!("fs{i}")))?),
+                };
+                Ok((i as u32 + 1, b))
             })
             .collect::<Result<_, _>>()?;
         let t = Instant::now();
@@ -144,7 +158,13 @@ fn main() -> anyhow::Result<()> {
             mb / rates[1],
             r_dd / rates[1]
         );
-        std::fs::remove_dir_all(&run)?;
+        if a.cephfs_conf.is_none() {
+            std::fs::remove_dir_all(&run)?;
+        } else {
+            for (i, (_, b)) in targets.iter().enumerate() {
+                let _ = b.remove(&tessera_backend::StripeName::new(1, i as u8), None);
+            }
+        }
     }
     Ok(())
 }

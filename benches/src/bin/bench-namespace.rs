@@ -24,7 +24,7 @@ struct Args {
     #[arg(long)]
     dir: Option<std::path::PathBuf>,
     /// RocksDB block cache in MiB.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 2048)]
     cache_mib: usize,
 }
 

@@ -47,7 +47,7 @@ impl Default for MetaOptions {
             root_uid: 0,
             root_gid: 0,
             root_mode: 0o755,
-            block_cache_bytes: 256 << 20,
+            block_cache_bytes: 2 << 30,
             max_reaccount_entries: 5_000_000,
         }
     }

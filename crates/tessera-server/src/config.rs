@@ -128,7 +128,7 @@ impl Default for Meta {
         Meta {
             dir: None,
             durability: DurabilityCfg::Sync,
-            block_cache: "256Mi".into(),
+            block_cache: "2Gi".into(),
         }
     }
 }
