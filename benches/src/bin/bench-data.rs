@@ -120,6 +120,31 @@ fn main() -> anyhow::Result<()> {
         let mut rates = Vec::new();
         for inflight in [1usize, 4] {
             drop_caches();
+            // A libcephfs client caches what it wrote: read through new ones.
+            let r = match &a.cephfs_conf {
+                Some(conf) => {
+                    let fresh: Vec<Option<Arc<dyn Backend>>> = (0..folders)
+                        .map(|i| {
+                            tessera_backend::open_locator(
+                                &format!(
+                                    "cephfs:{conf}:fs{}:/ec/bench-{}-{tag}-{i}",
+                                    1 + i % 2,
+                                    std::process::id()
+                                ),
+                                false,
+                            )
+                            .ok()
+                        })
+                        .collect();
+                    FileReader::new(done.placement.clone(), 1, done.size, fresh)?
+                }
+                None => FileReader::new(
+                    done.placement.clone(),
+                    1,
+                    done.size,
+                    targets.iter().map(|(_, b)| Some(b.clone())).collect(),
+                )?,
+            };
             let chunk = 8u64 << 20;
             let chunks = done.size.div_ceil(chunk);
             let t = Instant::now();
