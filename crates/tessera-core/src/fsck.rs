@@ -38,6 +38,36 @@ pub struct FsckReport {
     pub orphans: Vec<Orphan>,
     /// Filesystems that could not be listed.
     pub unlisted: Vec<(u32, String)>,
+    /// Stripes that failed during reads since the server started
+    /// (fid, stripe, what), newest last.
+    pub read_errors: Vec<(u64, usize, String)>,
+}
+
+/// What reads ran into (degraded reads), kept for fsck; bounded.
+#[derive(Default)]
+pub struct ReadErrors {
+    seen: std::sync::Mutex<std::collections::VecDeque<(u64, usize, String)>>,
+}
+
+const READ_ERRORS_KEPT: usize = 10_000;
+
+impl ReadErrors {
+    pub(crate) fn push(&self, fid: u64, stripe: usize, what: String) {
+        let mut q = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        if q.len() >= READ_ERRORS_KEPT {
+            q.pop_front();
+        }
+        q.push_back((fid, stripe, what));
+    }
+
+    fn snapshot(&self) -> Vec<(u64, usize, String)> {
+        self.seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
 }
 
 impl FsckReport {
@@ -77,6 +107,7 @@ impl FsckReport {
                 "unrecoverable_n",
                 self.issues.iter().filter(|i| !i.recoverable).count() as u64,
             ),
+            ("read_errors_n", self.read_errors.len() as u64),
         ]
     }
 }
@@ -114,7 +145,10 @@ impl Core {
     /// Compare every file's stripes with what the filesystems hold.
     /// `deep` verifies every block's checksum too.
     pub fn fsck_scan(&self, deep: bool) -> Result<FsckReport, CoreError> {
-        let mut rep = FsckReport::default();
+        let mut rep = FsckReport {
+            read_errors: self.read_errors.snapshot(),
+            ..FsckReport::default()
+        };
         // List the filesystems first: a stripe sealed after its listing is
         // simply not seen, never reported as an orphan.
         let mut listed = Vec::new();

@@ -147,6 +147,18 @@ impl Drop for WriteSession {
 pub struct ReadSession {
     inode: Inode,
     reader: Option<FileReader>,
+    seen: Arc<crate::fsck::ReadErrors>,
+}
+
+impl Drop for ReadSession {
+    /// Hand what went wrong to fsck (`read_errors_n`).
+    fn drop(&mut self) {
+        if let Some(r) = &self.reader {
+            for e in r.events() {
+                self.seen.push(self.inode.ino, e.stripe, e.what);
+            }
+        }
+    }
 }
 
 impl ReadSession {
@@ -249,6 +261,10 @@ impl Core {
             let backends = p.fsids.iter().map(|id| self.fs.backend(*id)).collect();
             Some(FileReader::new(p, inode.ino, inode.size, backends)?)
         };
-        Ok(ReadSession { inode, reader })
+        Ok(ReadSession {
+            inode,
+            reader,
+            seen: Arc::clone(&self.read_errors),
+        })
     }
 }

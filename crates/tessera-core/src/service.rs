@@ -17,6 +17,7 @@ pub struct RemoveReport {
 pub struct Core {
     pub(crate) meta: Arc<MetaStore>,
     pub(crate) fs: Arc<Filesystems>,
+    pub(crate) read_errors: Arc<crate::fsck::ReadErrors>,
     metrics: Arc<Metrics>,
     access: Arc<AccessLog>,
 }
@@ -32,6 +33,7 @@ impl Core {
         Ok(Core {
             meta,
             fs,
+            read_errors: Arc::new(crate::fsck::ReadErrors::default()),
             metrics,
             access,
         })

@@ -127,6 +127,15 @@ async fn fsck_reports_exactly_what_was_done_and_repair_restores_it() {
     // Reads go on meanwhile, correct.
     assert_eq!(read(&c, &root, "/d/a"), a);
     assert_eq!(read(&c, &root, "/d/b"), b);
+    // ... and what they ran into is handed to fsck.
+    assert_eq!(tag(&deep, "read_errors_n"), 0);
+    let seen = c.fsck_scan(false).expect("scan");
+    assert!(tag(&seen, "read_errors_n") > 0);
+    assert!(
+        seen.read_errors.iter().any(|(fid, _, _)| *fid == fa.ino),
+        "{:?}",
+        seen.read_errors
+    );
 
     let rep = c.fsck_repair(&deep).expect("repair");
     assert_eq!(
