@@ -405,25 +405,19 @@ impl Backend for CephFsBackend {
 
     fn list(&self) -> Result<Vec<ListedStripe>, BackendError> {
         self.check_marker()?;
-        let mut out = Vec::new();
-        for d in self.read_dir(&self.root)? {
-            if d.len() != 12 || !d.bytes().all(|b| b.is_ascii_hexdigit()) {
-                continue;
-            }
+        let mut files = Vec::new();
+        for d in self
+            .read_dir(&self.root)?
+            .into_iter()
+            .filter(|d| crate::is_fanout_dir(d))
+        {
             let dir = format!("{}/{d}", self.root);
             for f in self.read_dir(&dir)? {
-                if let Some((name, temp)) = StripeName::parse(&f) {
-                    let bytes = self.file_len(&format!("{dir}/{f}")).unwrap_or(0);
-                    out.push(ListedStripe {
-                        name,
-                        temp_of_write: temp,
-                        bytes,
-                    });
-                }
+                let bytes = self.file_len(&format!("{dir}/{f}")).unwrap_or(0);
+                files.push((f, bytes));
             }
         }
-        out.sort_by_key(|s| (s.name, s.temp_of_write));
-        Ok(out)
+        Ok(crate::listing(files))
     }
 
     fn capacity(&self) -> Result<Capacity, BackendError> {

@@ -120,33 +120,22 @@ impl Backend for FolderBackend {
 
     fn list(&self) -> Result<Vec<ListedStripe>, BackendError> {
         self.check_marker()?;
-        let mut out = Vec::new();
-        let rd = std::fs::read_dir(&self.root)
-            .map_err(|e| BackendError::io(self.root.display().to_string(), e))?;
-        for d in rd {
-            let d = d.map_err(|e| BackendError::io(self.root.display().to_string(), e))?;
-            if !d.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+        let err = |p: &Path, e| BackendError::io(p.display().to_string(), e);
+        let mut files = Vec::new();
+        for d in std::fs::read_dir(&self.root).map_err(|e| err(&self.root, e))? {
+            let d = d.map_err(|e| err(&self.root, e))?;
+            let is_dir = d.file_type().map(|t| t.is_dir()).unwrap_or(false);
+            if !is_dir || !d.file_name().to_str().is_some_and(crate::is_fanout_dir) {
                 continue;
             }
-            let files = std::fs::read_dir(d.path())
-                .map_err(|e| BackendError::io(d.path().display().to_string(), e))?;
-            for f in files {
-                let f = f.map_err(|e| BackendError::io(d.path().display().to_string(), e))?;
-                let Some(fname) = f.file_name().to_str().map(str::to_string) else {
-                    continue;
-                };
-                if let Some((name, temp)) = StripeName::parse(&fname) {
-                    let bytes = f.metadata().map(|m| m.len()).unwrap_or(0);
-                    out.push(ListedStripe {
-                        name,
-                        temp_of_write: temp,
-                        bytes,
-                    });
+            for f in std::fs::read_dir(d.path()).map_err(|e| err(&d.path(), e))? {
+                let f = f.map_err(|e| err(&d.path(), e))?;
+                if let Some(name) = f.file_name().to_str() {
+                    files.push((name.to_string(), f.metadata().map(|m| m.len()).unwrap_or(0)));
                 }
             }
         }
-        out.sort_by_key(|s| (s.name, s.temp_of_write));
-        Ok(out)
+        Ok(crate::listing(files))
     }
 
     fn capacity(&self) -> Result<Capacity, BackendError> {

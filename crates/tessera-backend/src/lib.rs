@@ -67,37 +67,92 @@ impl BackendError {
     }
 }
 
-/// Open the backend a locator names: `folder:/path` (a CephFS mount or a
-/// local folder). With `format`, prepare it as a new filesystem (writes
-/// the folder's marker). `cephfs:<conf>:<fs name>:<directory>` reaches a
-/// CephFS file system natively through libcephfs, with no mount.
+/// Where a filesystem is, parsed from its locator string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Locator {
+    /// `folder:/path`: a CephFS mount or a local folder.
+    Folder(String),
+    /// `cephfs:<ceph.conf>:<file system name>:<directory>`: libcephfs, no mount.
+    CephFs {
+        conf: String,
+        fs: String,
+        dir: String,
+    },
+}
+
+impl Locator {
+    pub fn parse(locator: &str) -> Result<Locator, BackendError> {
+        let bad = || {
+            BackendError::BadLocator(format!(
+                "{locator:?} (expected folder:/absolute/path or cephfs:/path/ceph.conf:fsname:/directory)"
+            ))
+        };
+        match locator.split_once(':') {
+            Some(("folder", path)) if path.starts_with('/') => Ok(Locator::Folder(path.into())),
+            Some(("cephfs", rest)) => {
+                let mut it = rest.splitn(3, ':');
+                match (it.next(), it.next(), it.next()) {
+                    (Some(conf), Some(fs), Some(dir))
+                        if conf.starts_with('/') && !fs.is_empty() =>
+                    {
+                        Ok(Locator::CephFs {
+                            conf: conf.into(),
+                            fs: fs.into(),
+                            dir: dir.into(),
+                        })
+                    }
+                    _ => Err(bad()),
+                }
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// Open the backend a locator names (see [`Locator`]). With `format`,
+/// prepare it as a new filesystem (writes the directory's marker).
 pub fn open_locator(
     locator: &str,
     format: bool,
 ) -> Result<std::sync::Arc<dyn Backend>, BackendError> {
-    match locator.split_once(':') {
-        Some(("folder", path)) if path.starts_with('/') => Ok(std::sync::Arc::new(if format {
+    match Locator::parse(locator)? {
+        Locator::Folder(path) => Ok(std::sync::Arc::new(if format {
             FolderBackend::format(path)?
         } else {
             FolderBackend::open(path)
         })),
         #[cfg(feature = "cephfs")]
-        Some(("cephfs", rest)) => {
-            // cephfs:<conf>:<fs name>:<directory>
-            let mut it = rest.splitn(3, ':');
-            match (it.next(), it.next(), it.next()) {
-                (Some(conf), Some(fs), Some(dir)) if conf.starts_with('/') && !fs.is_empty() => Ok(
-                    std::sync::Arc::new(CephFsBackend::connect(conf, fs, dir, format)?),
-                ),
-                _ => Err(BackendError::BadLocator(format!(
-                    "{locator:?} (expected cephfs:/path/ceph.conf:fsname:/directory)"
-                ))),
-            }
-        }
-        _ => Err(BackendError::BadLocator(format!(
-            "{locator:?} (expected folder:/absolute/path or cephfs:/path/ceph.conf:fsname:/directory)"
-        ))),
+        Locator::CephFs { conf, fs, dir } => Ok(std::sync::Arc::new(CephFsBackend::connect(
+            &conf, &fs, &dir, format,
+        )?)),
+        #[cfg(not(feature = "cephfs"))]
+        Locator::CephFs { .. } => Err(BackendError::Unavailable(
+            "this build has no CephFS client (feature cephfs)".into(),
+        )),
     }
+}
+
+/// Turn the files found in the fan-out directories of a filesystem
+/// (`(file name, bytes)`) into the stripe listing, in stripe order.
+pub(crate) fn listing(files: impl IntoIterator<Item = (String, u64)>) -> Vec<ListedStripe> {
+    let mut out: Vec<ListedStripe> = files
+        .into_iter()
+        .filter_map(|(f, bytes)| {
+            let (name, temp_of_write) = StripeName::parse(&f)?;
+            Some(ListedStripe {
+                name,
+                temp_of_write,
+                bytes,
+            })
+        })
+        .collect();
+    out.sort_by_key(|s| (s.name, s.temp_of_write));
+    out
+}
+
+/// Is `name` a fan-out directory (`StripeName::dir`: 12 hex digits)?
+pub(crate) fn is_fanout_dir(name: &str) -> bool {
+    name.len() == 12 && name.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// Space on a filesystem, from statfs.

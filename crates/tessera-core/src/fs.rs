@@ -15,9 +15,10 @@ struct Opened {
 
 /// The Ceph cluster (conf path) and CephFS name behind a `cephfs:` locator.
 fn ceph_of(locator: &str) -> Option<(String, String)> {
-    let rest = locator.strip_prefix("cephfs:")?;
-    let mut it = rest.splitn(3, ':');
-    Some((it.next()?.to_string(), it.next()?.to_string()))
+    match tessera_backend::Locator::parse(locator).ok()? {
+        tessera_backend::Locator::CephFs { conf, fs, .. } => Some((conf, fs)),
+        tessera_backend::Locator::Folder(_) => None,
+    }
 }
 
 /// How long a cluster's status is trusted before asking its mon again.
