@@ -60,14 +60,32 @@ pub(crate) fn lookup<G: Get>(
 
 /// Walk `path` from the root.
 pub(crate) fn resolve<G: Get>(g: &G, path: &NsPath) -> Result<Inode, MetaError> {
+    resolve_with(g, path, None)
+}
+
+/// Walk `path` from the root; with `cache`, directory lookups are served
+/// from (and added to) the reader-side directory cache.
+pub(crate) fn resolve_with<G: Get>(
+    g: &G,
+    path: &NsPath,
+    cache: Option<&crate::dircache::DirCache>,
+) -> Result<Inode, MetaError> {
     let mut ino = ROOT_INO;
     let mut kind = EntryKind::Directory;
     for name in path.components() {
         if kind != EntryKind::Directory {
             return Err(MetaError::NotADirectory(path.display()));
         }
+        if let Some(i) = cache.and_then(|c| c.get(ino, name)) {
+            ino = i;
+            continue;
+        }
+        let gen = cache.map(|c| c.generation());
         match lookup(g, ino, name)? {
             Some((k, i)) => {
+                if let (Some(c), Some(gen), EntryKind::Directory) = (cache, gen, k) {
+                    c.put(gen, ino, name, i);
+                }
                 kind = k;
                 ino = i;
             }
@@ -180,30 +198,7 @@ impl MetaStore {
     /// Reader-side resolution, with directory lookups served from the
     /// directory cache when it can.
     pub(crate) fn resolve_read(&self, path: &NsPath) -> Result<Inode, MetaError> {
-        let g = DbGet(&self.db);
-        let mut ino = ROOT_INO;
-        let mut kind = EntryKind::Directory;
-        for name in path.components() {
-            if kind != EntryKind::Directory {
-                return Err(MetaError::NotADirectory(path.display()));
-            }
-            if let Some(i) = self.dircache.get(ino, name) {
-                ino = i;
-                continue;
-            }
-            let gen = self.dircache.generation();
-            match lookup(&g, ino, name)? {
-                Some((k, i)) => {
-                    if k == EntryKind::Directory {
-                        self.dircache.put(gen, ino, name, i);
-                    }
-                    kind = k;
-                    ino = i;
-                }
-                None => return Err(MetaError::NotFound(path.display())),
-            }
-        }
-        must_inode(&g, ino)
+        resolve_with(&DbGet(&self.db), path, Some(&self.dircache))
     }
 
     pub fn stat(&self, path: &NsPath) -> Result<Inode, MetaError> {

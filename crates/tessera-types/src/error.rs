@@ -67,29 +67,6 @@ impl ErrorKind {
             ErrorKind::Unsupported => "unsupported",
         }
     }
-
-    /// Inverse of [`ErrorKind::as_str`].
-    pub fn from_name(s: &str) -> Option<ErrorKind> {
-        const ALL: [ErrorKind; 16] = [
-            ErrorKind::NotFound,
-            ErrorKind::AlreadyExists,
-            ErrorKind::NotEmpty,
-            ErrorKind::NotADirectory,
-            ErrorKind::IsADirectory,
-            ErrorKind::PermissionDenied,
-            ErrorKind::QuotaExceeded,
-            ErrorKind::NoSpace,
-            ErrorKind::InvalidArgument,
-            ErrorKind::NameTooLong,
-            ErrorKind::CrossDevice,
-            ErrorKind::Busy,
-            ErrorKind::Unavailable,
-            ErrorKind::Corrupt,
-            ErrorKind::Io,
-            ErrorKind::Unsupported,
-        ];
-        ALL.into_iter().find(|k| k.as_str() == s)
-    }
 }
 
 impl std::fmt::Display for ErrorKind {
