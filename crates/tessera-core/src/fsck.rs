@@ -3,7 +3,7 @@
 //! `spawn_blocking`.
 
 use crate::{Core, CoreError};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use tessera_backend::{Backend, StripeName};
 use tessera_data::{check_stripe, place, Candidate, Placement, StripeState};
@@ -130,16 +130,17 @@ pub struct DrainReport {
 }
 
 impl Core {
-    fn all_files(&self) -> Result<Vec<Inode>, CoreError> {
-        let mut out = Vec::new();
+    /// Call `f` for every file with data, a page at a time (the namespace
+    /// is never held in memory whole).
+    fn for_each_file(&self, mut f: impl FnMut(&Inode)) -> Result<(), CoreError> {
         let mut after = 0;
         loop {
             let page = self.meta.scan_files(after, 1024)?;
             let Some(last) = page.last() else { break };
             after = last.ino;
-            out.extend(page);
+            page.iter().for_each(&mut f);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Compare every file's stripes with what the filesystems hold.
@@ -162,7 +163,7 @@ impl Core {
             }
         }
         let mut referenced: HashSet<(u32, u64, u8)> = HashSet::new();
-        for f in self.all_files()? {
+        self.for_each_file(|f| {
             rep.files += 1;
             let p = match Placement::decode(&f.layout) {
                 Ok(p) => p,
@@ -174,7 +175,7 @@ impl Core {
                         bad: vec![(0, 0, StripeState::BadHeader(e.to_string()))],
                         recoverable: false,
                     });
-                    continue;
+                    return;
                 }
             };
             let mut bad = Vec::new();
@@ -197,7 +198,7 @@ impl Core {
                     recoverable,
                 });
             }
-        }
+        })?;
         let open: HashSet<u64> = self.meta.open_write_ids().into_iter().collect();
         for (fsid, stripes) in listed {
             for s in stripes {
@@ -385,21 +386,16 @@ impl Core {
             self.fs.set_record(rec.clone());
         }
         let mut out = DrainReport::default();
-        let mut by_file: HashMap<u64, Vec<usize>> = HashMap::new();
-        let files = self.all_files()?;
-        for f in &files {
-            if let Ok(p) = Placement::decode(&f.layout) {
-                for (i, id) in p.fsids.iter().enumerate() {
-                    if *id == fsid {
-                        by_file.entry(f.ino).or_default().push(i);
-                    }
-                }
+        self.for_each_file(|f| {
+            let Ok(p) = Placement::decode(&f.layout) else {
+                return;
+            };
+            let here: Vec<usize> = (0..p.fsids.len()).filter(|i| p.fsids[*i] == fsid).collect();
+            if here.is_empty() {
+                return;
             }
-        }
-        for f in files.iter().filter(|f| by_file.contains_key(&f.ino)) {
-            let p = Placement::decode(&f.layout)?;
             let mut moves = Vec::new();
-            for i in &by_file[&f.ino] {
+            for i in &here {
                 match self.target_for(&p, *i, f.ino, false) {
                     Some((id, b)) => moves.push((*i, id, b)),
                     None => out
@@ -407,14 +403,14 @@ impl Core {
                         .push((f.ino, format!("no filesystem for stripe {i}"))),
                 }
             }
-            if moves.len() != by_file[&f.ino].len() {
-                continue;
+            if moves.len() != here.len() {
+                return;
             }
             match self.rebuild_file(f, &p, &moves) {
                 Ok(()) => out.stripes_moved += moves.len() as u64,
                 Err(e) => out.failed.push((f.ino, e.to_string())),
             }
-        }
+        })?;
         if out.failed.is_empty() {
             rec.status = FsConfigStatus::Empty;
             self.meta.fs_update(&rec)?;
