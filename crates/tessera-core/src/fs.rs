@@ -11,7 +11,37 @@ use tessera_types::Identity;
 struct Opened {
     rec: FsRecord,
     backend: Result<Arc<dyn Backend>, String>,
+    /// Last capacity reading for placement (statfs on a CephFS mount is a
+    /// round trip to the cluster: not once per file written).
+    capacity: std::sync::Mutex<Option<(std::time::Instant, Capacity)>>,
 }
+
+impl Opened {
+    fn new(rec: FsRecord, backend: Result<Arc<dyn Backend>, String>) -> Opened {
+        Opened {
+            rec,
+            backend,
+            capacity: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Capacity for placement, read at most once per `CAPACITY_TTL`.
+    fn placement_capacity(&self) -> Option<Capacity> {
+        let b = self.backend.as_ref().ok()?;
+        let mut c = self.capacity.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, cap)) = *c {
+            if at.elapsed() < CAPACITY_TTL {
+                return Some(cap);
+            }
+        }
+        let cap = b.capacity().ok()?;
+        *c = Some((std::time::Instant::now(), cap));
+        Some(cap)
+    }
+}
+
+/// How long a capacity reading is used for placement.
+const CAPACITY_TTL: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The Ceph cluster (conf path) and CephFS name behind a `cephfs:` locator.
 fn ceph_of(locator: &str) -> Option<(String, String)> {
@@ -79,7 +109,7 @@ impl Filesystems {
             .map(|rec| {
                 let backend =
                     tessera_backend::open_locator(&rec.locator, false).map_err(|e| e.to_string());
-                (rec.id, Opened { rec, backend })
+                (rec.id, Opened::new(rec, backend))
             })
             .collect();
         Ok(Filesystems {
@@ -172,8 +202,7 @@ impl Filesystems {
             // would hang the capacity call.
             .filter(|o| self.cluster_verdict(&o.rec).is_none_or(|(ok, _)| ok))
             .filter_map(|o| {
-                let b = o.backend.as_ref().ok()?;
-                let cap = b.capacity().ok()?;
+                let cap = o.placement_capacity()?;
                 Some(tessera_data::Candidate {
                     fsid: o.rec.id,
                     domain: o.rec.domain.clone(),
@@ -232,13 +261,9 @@ impl Core {
         let rec = tokio::task::spawn_blocking(move || core.meta.fs_add(rec))
             .await
             .map_err(|e| CoreError::Task(e.to_string()))??;
-        self.fs.write().insert(
-            rec.id,
-            Opened {
-                rec: rec.clone(),
-                backend: Ok(backend),
-            },
-        );
+        self.fs
+            .write()
+            .insert(rec.id, Opened::new(rec.clone(), Ok(backend)));
         Ok(rec)
     }
 
