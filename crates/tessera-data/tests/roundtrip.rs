@@ -17,6 +17,14 @@ fn backends(dir: &std::path::Path, n: usize) -> Vec<(u32, Arc<dyn Backend>)> {
         .collect()
 }
 
+/// A RAIN layout with 4 KiB blocks (small files span many groups).
+fn rain4k(k: u8, m: u8) -> Layout {
+    Layout::rain(k, m)
+        .expect("valid layout")
+        .with_block_size(4096)
+        .expect("valid block size")
+}
+
 fn data(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
     (0..len)
@@ -134,10 +142,7 @@ proptest! {
 #[test]
 fn more_than_m_lost_is_an_error_not_wrong_data() {
     let dir = tempfile::tempdir().expect("tmp");
-    let layout = Layout::rain(4, 2)
-        .expect("ok")
-        .with_block_size(4096)
-        .expect("ok");
+    let layout = rain4k(4, 2);
     let t = backends(dir.path(), 6);
     let bytes = data(100_000, 3);
     let w = write(layout, 9, &t, &bytes, 777);
@@ -156,10 +161,7 @@ fn more_than_m_lost_is_an_error_not_wrong_data() {
 #[test]
 fn aborted_and_unsealed_writes_leave_no_stripe() {
     let dir = tempfile::tempdir().expect("tmp");
-    let layout = Layout::rain(2, 1)
-        .expect("ok")
-        .with_block_size(4096)
-        .expect("ok");
+    let layout = rain4k(2, 1);
     let t = backends(dir.path(), 3);
     let mut w = FileWriter::create(layout, 11, 5, &t).expect("create");
     w.write(&data(50_000, 1)).expect("write");
@@ -181,10 +183,7 @@ fn aborted_and_unsealed_writes_leave_no_stripe() {
 #[test]
 fn stripe_headers_describe_the_file() {
     let dir = tempfile::tempdir().expect("tmp");
-    let layout = Layout::rain(4, 2)
-        .expect("ok")
-        .with_block_size(4096)
-        .expect("ok");
+    let layout = rain4k(4, 2);
     let t = backends(dir.path(), 6);
     let w = write(layout, 12, &t, &data(4096 * 4 * 3 + 5, 2), 1000);
     for i in 0..6 {
@@ -256,22 +255,24 @@ impl Backend for Hanging {
     }
 }
 
+/// The folder backend `dir/fs<i>` with reads that take `delay`.
+fn hanging(dir: &std::path::Path, i: usize, delay: std::time::Duration) -> Arc<dyn Backend> {
+    Arc::new(Hanging {
+        inner: FolderBackend::new(dir.join(format!("fs{i}"))).expect("backend"),
+        delay,
+    })
+}
+
 #[test]
 fn a_hanging_stripe_is_read_around() {
     let dir = tempfile::tempdir().expect("tmp");
-    let layout = Layout::rain(4, 2)
-        .expect("ok")
-        .with_block_size(4096)
-        .expect("ok");
+    let layout = rain4k(4, 2);
     let t = backends(dir.path(), 6);
     let bytes = data(4096 * 4 * 5 + 77, 9);
     let w = write(layout, 21, &t, &bytes, 5000);
     // Stripe 1's filesystem now takes 5 s per read.
     let mut slow = t.clone();
-    slow[1].1 = Arc::new(Hanging {
-        inner: FolderBackend::new(dir.path().join("fs1")).expect("backend"),
-        delay: std::time::Duration::from_secs(5),
-    });
+    slow[1].1 = hanging(dir.path(), 1, std::time::Duration::from_secs(5));
     {
         let r = FileReader::new(
             w.placement.clone(),
@@ -307,10 +308,7 @@ fn a_hanging_stripe_is_read_around() {
 fn when_only_slow_stripes_are_left_the_read_waits_for_them() {
     let dir = tempfile::tempdir().expect("tmp");
     let slow = |i: usize, t: &mut Vec<(u32, Arc<dyn Backend>)>| {
-        t[i].1 = Arc::new(Hanging {
-            inner: FolderBackend::new(dir.path().join(format!("fs{i}"))).expect("backend"),
-            delay: std::time::Duration::from_millis(700),
-        });
+        t[i].1 = hanging(dir.path(), i, std::time::Duration::from_millis(700));
     };
     // plain: its only stripe is slow
     let t = backends(dir.path(), 1);
@@ -329,17 +327,11 @@ fn when_only_slow_stripes_are_left_the_read_waits_for_them() {
     // 2+1: two of three stripes slow, only one fast
     let dir2 = tempfile::tempdir().expect("tmp");
     let t = backends(dir2.path(), 3);
-    let layout = Layout::rain(2, 1)
-        .expect("ok")
-        .with_block_size(4096)
-        .expect("ok");
+    let layout = rain4k(2, 1);
     let w = write(layout, 32, &t, &bytes, 3000);
     let mut st = t.clone();
     for i in [0usize, 2] {
-        st[i].1 = Arc::new(Hanging {
-            inner: FolderBackend::new(dir2.path().join(format!("fs{i}"))).expect("backend"),
-            delay: std::time::Duration::from_millis(700),
-        });
+        st[i].1 = hanging(dir2.path(), i, std::time::Duration::from_millis(700));
     }
     let r = reader(&w, 32, &st).with_slow_threshold(std::time::Duration::from_millis(100));
     assert_eq!(read_all(&r).expect("waits for enough slow stripes"), bytes);
