@@ -39,4 +39,30 @@ if "$t" --token-file "$work/bad" ls / 2>/dev/null; then echo "accepted a bad cre
 # SIGTERM: clean exit
 kill -TERM "$pid"; wait "$pid"; pid=
 grep -q '^tesserad stopped' "$work/out"
+
+# The same server from a configuration file (not dev mode).
+mkdir -p "$work/conf"
+head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$work/conf/admin.token"
+chmod 600 "$work/conf/admin.token"
+cat > "$work/conf/tesserad.toml" <<CONF
+role = "all"
+data_dir = "$work/conf/data"
+[listen]
+admin = "127.0.0.1:0"
+metrics = "127.0.0.1:0"
+[meta]
+durability = "sync"
+[admin]
+token_file = "$work/conf/admin.token"
+CONF
+"$bin/tesserad" check-config "$work/conf/tesserad.toml" | grep -q ': ok$'
+echo 'unknown_key = 1' >> "$work/conf/bad.toml"
+if "$bin/tesserad" check-config "$work/conf/bad.toml" 2>/dev/null; then echo "accepted an unknown key"; exit 1; fi
+"$bin/tesserad" serve --config "$work/conf/tesserad.toml" > "$work/out2" 2> "$work/err2" &
+pid=$!
+for _ in $(seq 100); do grep -q '^tesserad ready' "$work/out2" && break; sleep 0.1; done
+admin=$(sed -E 's/.*admin=([^ ]+).*/\1/' <<<"$(grep '^tesserad ready' "$work/out2")")
+"$t" --admin "$admin" --token-file "$work/conf/admin.token" mkdir -p /from/config
+"$t" --admin "$admin" --token-file "$work/conf/admin.token" ns stat -m | grep -q '^inodes=2 '
+kill -TERM "$pid"; wait "$pid"; pid=
 echo "smoke-dev: ok"
