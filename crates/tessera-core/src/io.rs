@@ -6,7 +6,7 @@ use crate::fs::Filesystems;
 use crate::{Core, CoreError};
 use std::sync::Arc;
 use tessera_backend::{Backend, StripeName};
-use tessera_data::{FileReader, FileWriter, Layout, Placement, ReadEvent};
+use tessera_data::{FileReader, FileWriter, Layout, Placement, ReadData, ReadEvent};
 use tessera_meta::{Checksum, CommitWrite, Inode, MetaStore, Reservation};
 use tessera_types::{Identity, NsPath};
 
@@ -178,6 +178,15 @@ impl ReadSession {
         }
     }
 
+    /// Read up to `len` bytes at `offset` without copying them out of the
+    /// stripe buffers (hand `slices()` to a vectored write).
+    pub fn read(&self, offset: u64, len: usize) -> Result<Option<ReadData>, CoreError> {
+        match &self.reader {
+            Some(r) => Ok(Some(r.read(offset, len)?)),
+            None => Ok(None),
+        }
+    }
+
     /// Stripes that failed during this session (degraded reads).
     pub fn events(&self) -> Vec<ReadEvent> {
         self.reader.as_ref().map(|r| r.events()).unwrap_or_default()
@@ -259,7 +268,10 @@ impl Core {
         } else {
             let p = Placement::decode(&inode.layout)?;
             let backends = p.fsids.iter().map(|id| self.fs.backend(*id)).collect();
-            Some(FileReader::new(p, inode.ino, inode.size, backends)?)
+            Some(
+                FileReader::new(p, inode.ino, inode.size, backends)?
+                    .with_pool(Arc::clone(&self.read_pool)),
+            )
         };
         Ok(ReadSession {
             inode,

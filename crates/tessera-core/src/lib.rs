@@ -16,8 +16,8 @@ pub use fs::{FsChange, FsView, SpaceView};
 pub use fsck::{DrainReport, FileIssue, FsckReport, Orphan, RepairReport};
 pub use io::{ReadSession, WriteSession, DEFAULT_SPACE};
 pub use service::{Core, RemoveReport};
-pub use tessera_data::ReadEvent;
 pub use tessera_data::StripeState;
+pub use tessera_data::{ReadData, ReadEvent};
 pub use tessera_meta::{
     CheckReport, Checksum, CommitWrite, EntryKind, Inode, MetaOptions, MetaStore, NsStats,
     QuotaEntry, QuotaKind, QuotaNodeReport, QuotaTarget, RenameFlags, Reservation, SetAttr,

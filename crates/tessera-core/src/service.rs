@@ -13,11 +13,16 @@ pub struct RemoveReport {
     pub dirs: u64,
 }
 
+/// Idle read buffers kept for reuse across all open files.
+pub const READ_POOL_BYTES: usize = 256 << 20;
+
 #[derive(Clone)]
 pub struct Core {
     pub(crate) meta: Arc<MetaStore>,
     pub(crate) fs: Arc<Filesystems>,
     pub(crate) read_errors: Arc<crate::fsck::ReadErrors>,
+    /// Read buffers shared by every open file.
+    pub(crate) read_pool: Arc<tessera_data::BufPool>,
     metrics: Arc<Metrics>,
     access: Arc<AccessLog>,
 }
@@ -34,6 +39,7 @@ impl Core {
             meta,
             fs,
             read_errors: Arc::new(crate::fsck::ReadErrors::default()),
+            read_pool: tessera_data::BufPool::new(READ_POOL_BYTES),
             metrics,
             access,
         })

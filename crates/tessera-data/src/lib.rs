@@ -12,6 +12,7 @@ mod error;
 mod format;
 mod layout;
 mod placement;
+mod readdata;
 mod reader;
 mod writer;
 
@@ -20,5 +21,6 @@ pub use error::DataError;
 pub use format::{StripeHeader, HEADER_LEN};
 pub use layout::{Geometry, Layout, LayoutKind, Placement};
 pub use placement::{place, Candidate};
-pub use reader::{FileReader, ReadEvent};
+pub use readdata::{BufPool, ReadData};
+pub use reader::{FileReader, ReadEvent, DEFAULT_POOL_BYTES};
 pub use writer::{FileWriter, WrittenFile};

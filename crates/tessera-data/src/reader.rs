@@ -4,6 +4,7 @@
 //! returned.
 
 use crate::layout::{Geometry, LayoutKind, Placement};
+use crate::readdata::{BufPool, ReadData};
 use crate::DataError;
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -58,7 +59,19 @@ impl Stripes {
 /// its blocks are rebuilt from parity (the read goes on without it).
 pub const DEFAULT_SLOW: Duration = Duration::from_secs(2);
 
+/// Idle read buffers a reader keeps when it has no shared pool.
+pub const DEFAULT_POOL_BYTES: usize = 32 << 20;
+
 const SLOW_PREFIX: &str = "no answer within";
+
+/// What one request of a span read brought back: stripe `stripe`'s
+/// blocks of groups `first..=last`, verified.
+struct Span {
+    stripe: usize,
+    first: u64,
+    last: u64,
+    buf: Vec<u8>,
+}
 
 /// The stripes of one file, shared with the reader threads (which may
 /// outlive a read when a stripe is slow).
@@ -67,6 +80,7 @@ struct Stripes {
     fid: u64,
     backends: Vec<Option<Arc<dyn Backend>>>,
     opened: Vec<OnceLock<OpenResult>>,
+    pool: Arc<BufPool>,
 }
 
 pub struct FileReader {
@@ -106,6 +120,7 @@ impl FileReader {
                 fid,
                 opened: (0..backends.len()).map(|_| OnceLock::new()).collect(),
                 backends,
+                pool: BufPool::new(DEFAULT_POOL_BYTES),
             }),
             geo,
             placement,
@@ -115,6 +130,15 @@ impl FileReader {
             avoid: Mutex::new(vec![false; l.stripes()]),
             slowset: Mutex::new(vec![false; l.stripes()]),
         })
+    }
+
+    /// Take read buffers from `pool` (shared with other readers) instead
+    /// of this reader's own.
+    pub fn with_pool(mut self, pool: Arc<BufPool>) -> FileReader {
+        if let Some(s) = Arc::get_mut(&mut self.s) {
+            s.pool = pool;
+        }
+        self
     }
 
     /// Treat a stripe as missing when it takes longer than `slow`.
@@ -312,106 +336,150 @@ impl FileReader {
         }
     }
 
-    /// Data stripes' blocks of groups `g0..=g1` with one read per stripe
-    /// (blocks of consecutive groups are contiguous in a stripe file), all
-    /// verified; `None` if anything is missing or corrupt (the caller then
-    /// goes group by group and rebuilds what is needed).
-    fn span(&self, g0: u64, g1: u64) -> Option<Vec<Vec<u8>>> {
-        let l = self.placement.layout;
-        let n = if l.kind == LayoutKind::Rain {
-            l.k as usize
-        } else {
-            1
-        };
-        let from = self.geo.block_offset(g0);
-        let to = self.geo.block_offset(g1) + self.geo.block_len(g1) as u64 + 4;
-        let want = (to - from) as usize;
-        if self.avoid.lock().unwrap_or_else(|p| p.into_inner())[..n]
+    /// Stripes `j0..=j1`' blocks of groups `g0..=g1` with one read per
+    /// stripe (blocks of consecutive groups are contiguous in a stripe
+    /// file; a single stripe's range is read as two halves so that both
+    /// cores copy and verify), each verified on its own thread; `None` if
+    /// anything is missing, slow or corrupt (the caller then goes group by
+    /// group and rebuilds what is needed).
+    fn span(&self, g0: u64, g1: u64, j0: usize, j1: usize) -> Option<Vec<Span>> {
+        if self.avoid.lock().unwrap_or_else(|p| p.into_inner())[j0..=j1]
             .iter()
             .any(|a| *a)
         {
             return None;
         }
-        let which: Vec<usize> = (0..n).collect();
-        let mut got = self.hedged(&which, move |s, j| {
+        let tasks: Vec<(usize, u64, u64)> = if j0 == j1 && g1 > g0 {
+            let mid = g0 + (g1 - g0) / 2;
+            vec![(j0, g0, mid), (j0, mid + 1, g1)]
+        } else {
+            (j0..=j1).map(|j| (j, g0, g1)).collect()
+        };
+        let t2 = Arc::new(tasks.clone());
+        let which: Vec<usize> = (0..tasks.len()).collect();
+        let mut got = self.hedged(&which, move |s, t| {
+            let (j, ga, gb) = t2[t];
+            let from = s.geo.block_offset(ga);
+            let to = s.geo.block_offset(gb) + s.geo.block_len(gb) as u64 + 4;
+            let want = (to - from) as usize;
             let st = s.stripe(j)?;
-            let mut buf = vec![0u8; want];
+            let mut buf = s.pool.take(want);
             match st.read_at(from, &mut buf) {
-                Ok(r) if r == want => Ok(buf),
-                Ok(r) => Err(format!("short read: {r} of {want}")),
-                Err(e) => Err(e.to_string()),
+                Ok(r) if r == want => {}
+                Ok(r) => return Err(format!("short read: {r} of {want}")),
+                Err(e) => return Err(e.to_string()),
             }
-        });
-        got.sort_by_key(|(j, _)| *j);
-        let spans: Vec<Option<Vec<u8>>> = got.into_iter().map(|(_, r)| r.ok()).collect();
-        let spans: Vec<Vec<u8>> = spans.into_iter().collect::<Option<_>>()?;
-        for g in g0..=g1 {
-            let off = (self.geo.block_offset(g) - from) as usize;
-            let len = self.geo.block_len(g);
-            for sp in &spans {
-                if crc32c::crc32c(&sp[off..off + len]).to_le_bytes() != sp[off + len..off + len + 4]
+            for g in ga..=gb {
+                let off = (s.geo.block_offset(g) - from) as usize;
+                let len = s.geo.block_len(g);
+                if crc32c::crc32c(&buf[off..off + len]).to_le_bytes()
+                    != buf[off + len..off + len + 4]
                 {
-                    return None;
+                    return Err("block checksum mismatch".into());
                 }
             }
-        }
-        Some(spans)
+            Ok(buf)
+        });
+        got.sort_by_key(|(t, _)| *t);
+        got.into_iter()
+            .map(|(t, r)| {
+                let (stripe, first, last) = tasks[t];
+                r.ok().map(|buf| Span {
+                    stripe,
+                    first,
+                    last,
+                    buf,
+                })
+            })
+            .collect()
     }
 
-    /// Read up to `buf.len()` bytes at `offset`; short only at end of file.
-    /// A range over several groups is read with one request per stripe
-    /// (up to 64 MiB at a time); damage falls back to group-by-group
-    /// degraded reads.
+    /// Read up to `buf.len()` bytes at `offset` into `buf`; short only at
+    /// end of file. (One copy more than [`FileReader::read`].)
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, DataError> {
+        let d = self.read(offset, buf.len())?;
+        Ok(d.copy_to(buf))
+    }
+
+    /// Read up to `len` bytes at `offset`, left in the stripe buffers
+    /// (see [`ReadData`]); short only at end of file. Whatever the range
+    /// covers of a group is read with one request per stripe, a range over
+    /// several groups too (up to 64 MiB at a time); damage falls back to
+    /// group-by-group degraded reads.
+    pub fn read(&self, offset: u64, len: usize) -> Result<ReadData, DataError> {
+        let mut out = ReadData::new(Arc::clone(&self.s.pool));
         let size = self.geo.size;
-        if offset >= size {
-            return Ok(0);
+        if offset >= size || len == 0 {
+            return Ok(out);
         }
-        let end = size.min(offset + buf.len() as u64);
-        let gb = self.placement.layout.group_bytes();
+        let end = size.min(offset + len as u64);
+        let l = self.placement.layout;
+        let gb = l.group_bytes();
+        let k = if l.kind == LayoutKind::Rain {
+            l.k as usize
+        } else {
+            1
+        };
         let batch = (64u64 << 20).div_ceil(gb).max(1);
         let mut pos = offset;
         while pos < end {
             let g0 = pos / gb;
             let g1 = ((end - 1) / gb).min(g0 + batch - 1);
-            if g1 > g0 {
-                if let Some(spans) = self.span(g0, g1) {
-                    let from = self.geo.block_offset(g0);
-                    for g in g0..=g1 {
-                        let start = self.geo.group_start(g);
-                        let len = self.geo.block_len(g) as u64;
+            let bl = self.geo.block_len(g0) as u64;
+            let (j0, j1) = if g1 > g0 {
+                (0, k - 1)
+            } else {
+                let start = self.geo.group_start(g0);
+                let gend = end.min(start + gb).min(size);
+                (
+                    ((pos - start) / bl) as usize,
+                    ((gend - 1 - start) / bl) as usize,
+                )
+            };
+            if let Some(spans) = self.span(g0, g1, j0, j1) {
+                let ids: Vec<(usize, usize, u64, u64, u64)> = spans
+                    .into_iter()
+                    .map(|sp| {
+                        let from = self.geo.block_offset(sp.first);
+                        (sp.stripe, out.adopt(sp.buf), sp.first, sp.last, from)
+                    })
+                    .collect();
+                for g in g0..=g1 {
+                    let start = self.geo.group_start(g);
+                    let len = self.geo.block_len(g) as u64;
+                    for j in j0..=j1 {
+                        let Some(&(_, id, _, _, from)) =
+                            ids.iter().find(|t| t.0 == j && t.2 <= g && g <= t.3)
+                        else {
+                            continue;
+                        };
                         let off = self.geo.block_offset(g) - from;
-                        for (j, sp) in spans.iter().enumerate() {
-                            let bstart = start + j as u64 * len;
-                            let lo = pos.max(bstart);
-                            let hi = end.min(bstart + len).min(size);
-                            if lo >= hi {
-                                continue;
-                            }
-                            let src = (off + lo - bstart) as usize;
-                            let dst = (lo - offset) as usize;
-                            buf[dst..dst + (hi - lo) as usize]
-                                .copy_from_slice(&sp[src..src + (hi - lo) as usize]);
-                            pos = hi;
+                        let bstart = start + j as u64 * len;
+                        let lo = pos.max(bstart);
+                        let hi = end.min(bstart + len).min(size);
+                        if lo >= hi {
+                            continue;
                         }
+                        let src = (off + lo - bstart) as usize;
+                        out.push(id, src, src + (hi - lo) as usize);
+                        pos = hi;
                     }
-                    continue;
                 }
+                continue;
             }
-            pos = self.read_group(g0, pos, end, offset, buf)?;
+            pos = self.read_group(g0, pos, end, &mut out)?;
         }
-        Ok((end - offset) as usize)
+        Ok(out)
     }
 
-    /// Copy the part of group `g` in `[pos, end)` into `buf` (which starts
-    /// at file offset `offset`), rebuilding blocks if needed.
+    /// Append the part of group `g` in `[pos, end)` to `out`, rebuilding
+    /// blocks if needed.
     fn read_group(
         &self,
         g: u64,
         mut pos: u64,
         end: u64,
-        offset: u64,
-        buf: &mut [u8],
+        out: &mut ReadData,
     ) -> Result<u64, DataError> {
         let size = self.geo.size;
         let start = self.geo.group_start(g);
@@ -422,16 +490,15 @@ impl FileReader {
         let first = ((pos - start) / len) as usize;
         let last = ((group_end - 1 - start) / len) as usize;
         let blocks = self.data_blocks(g, first, last)?;
-        for (bi, block) in blocks.iter().enumerate() {
+        for (bi, block) in blocks.into_iter().enumerate() {
             let bstart = start + (first + bi) as u64 * len;
             let from = pos.max(bstart);
             let to = group_end.min(bstart + len);
             if from >= to {
                 continue;
             }
-            let dst = (from - offset) as usize;
-            buf[dst..dst + (to - from) as usize]
-                .copy_from_slice(&block[(from - bstart) as usize..(to - bstart) as usize]);
+            let id = out.adopt(block);
+            out.push(id, (from - bstart) as usize, (to - bstart) as usize);
             pos = to;
         }
         Ok(pos)

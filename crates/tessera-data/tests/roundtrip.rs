@@ -135,6 +135,10 @@ proptest! {
             let n = r.read_at(off as u64, &mut buf).expect("range read");
             let want: &[u8] = if off >= bytes.len() { &[] } else { &bytes[off..bytes.len().min(off + len)] };
             prop_assert_eq!(&buf[..n], want);
+            // The same range without the copy (what gateways send).
+            let d = r.read(off as u64, len).expect("range read, zero-copy");
+            prop_assert_eq!(d.slices().map(<[u8]>::len).sum::<usize>(), d.len());
+            prop_assert_eq!(d.to_vec(), want.to_vec());
         }
     }
 }

@@ -1,0 +1,180 @@
+//! The bytes of one read, left in the buffers the stripes were read into
+//! (blocks interleaved with their CRCs), so that a gateway can hand them to
+//! a vectored socket write without copying them again; and the pool those
+//! buffers come from and go back to, so that reads do not fault in and zero
+//! fresh memory each time.
+
+use std::io::IoSlice;
+use std::sync::{Arc, Mutex};
+
+/// Reusable read buffers, shared by every reader of a process (the core
+/// owns one). Holds at most `max_bytes` of idle buffers; the rest is freed.
+#[derive(Debug)]
+pub struct BufPool {
+    free: Mutex<Vec<Vec<u8>>>,
+    max_bytes: usize,
+}
+
+impl BufPool {
+    pub fn new(max_bytes: usize) -> Arc<BufPool> {
+        Arc::new(BufPool {
+            free: Mutex::new(Vec::new()),
+            max_bytes,
+        })
+    }
+
+    /// A buffer of exactly `len` bytes (contents unspecified: the caller
+    /// overwrites them). Reuses an idle buffer when one is large enough.
+    pub fn take(&self, len: usize) -> Vec<u8> {
+        let found = {
+            let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+            free.iter()
+                .position(|b| b.capacity() >= len)
+                .map(|i| free.swap_remove(i))
+        };
+        let mut b = found.unwrap_or_default();
+        // Only bytes beyond what the buffer held before are zeroed.
+        b.resize(len, 0);
+        b
+    }
+
+    /// Give buffers back; what does not fit under the cap is freed.
+    pub fn put(&self, bufs: impl IntoIterator<Item = Vec<u8>>) {
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        let mut held: usize = free.iter().map(Vec::capacity).sum();
+        for mut b in bufs {
+            if held + b.capacity() <= self.max_bytes {
+                held += b.capacity();
+                // Keep the initialised length so the next `take` of the
+                // same size does not zero it again.
+                let cap = b.capacity();
+                if b.len() < cap {
+                    b.resize(cap, 0);
+                }
+                free.push(b);
+            }
+        }
+    }
+
+    /// Bytes held idle (for tests and metrics).
+    pub fn idle_bytes(&self) -> usize {
+        let free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        free.iter().map(Vec::capacity).sum()
+    }
+}
+
+/// The result of [`crate::FileReader::read`]: file bytes in order, as
+/// slices of the stripe buffers. Dropping it returns the buffers to the
+/// pool.
+#[derive(Debug)]
+pub struct ReadData {
+    bufs: Vec<Vec<u8>>,
+    /// (buffer, start, end) in file order.
+    parts: Vec<(usize, usize, usize)>,
+    len: usize,
+    pool: Arc<BufPool>,
+}
+
+impl ReadData {
+    pub(crate) fn new(pool: Arc<BufPool>) -> ReadData {
+        ReadData {
+            bufs: Vec::new(),
+            parts: Vec::new(),
+            len: 0,
+            pool,
+        }
+    }
+
+    /// Adopt a buffer; returns its index for [`ReadData::push`].
+    pub(crate) fn adopt(&mut self, b: Vec<u8>) -> usize {
+        self.bufs.push(b);
+        self.bufs.len() - 1
+    }
+
+    /// Append bytes `start..end` of buffer `buf` (merged with the previous
+    /// part when contiguous).
+    pub(crate) fn push(&mut self, buf: usize, start: usize, end: usize) {
+        if start >= end {
+            return;
+        }
+        self.len += end - start;
+        if let Some(last) = self.parts.last_mut() {
+            if last.0 == buf && last.2 == start {
+                last.2 = end;
+                return;
+            }
+        }
+        self.parts.push((buf, start, end));
+    }
+
+    /// Number of bytes read.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes in file order.
+    pub fn slices(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.parts.iter().map(|&(b, s, e)| &self.bufs[b][s..e])
+    }
+
+    /// The same, for `write_vectored`.
+    pub fn io_slices(&self) -> Vec<IoSlice<'_>> {
+        self.slices().map(IoSlice::new).collect()
+    }
+
+    /// Copy into `out` (which must hold `len()` bytes); returns `len()`.
+    pub fn copy_to(&self, out: &mut [u8]) -> usize {
+        let mut at = 0;
+        for s in self.slices() {
+            out[at..at + s.len()].copy_from_slice(s);
+            at += s.len();
+        }
+        at
+    }
+
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = vec![0u8; self.len];
+        self.copy_to(&mut v);
+        v
+    }
+}
+
+impl Drop for ReadData {
+    fn drop(&mut self) {
+        self.pool.put(std::mem::take(&mut self.bufs));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_reuses_and_caps() {
+        let p = BufPool::new(1 << 20);
+        let a = p.take(1000);
+        assert_eq!(a.len(), 1000);
+        let ptr = a.as_ptr();
+        p.put([a]);
+        let b = p.take(500);
+        assert_eq!((b.len(), b.as_ptr()), (500, ptr), "reused");
+        p.put([b, vec![0u8; 2 << 20]]);
+        assert!(p.idle_bytes() <= 1 << 20, "over the cap is freed");
+    }
+
+    #[test]
+    fn parts_merge_and_copy() {
+        let mut d = ReadData::new(BufPool::new(0));
+        let i = d.adopt(b"abcdefgh".to_vec());
+        d.push(i, 0, 3);
+        d.push(i, 3, 5);
+        d.push(i, 6, 8);
+        assert_eq!(d.parts.len(), 2);
+        assert_eq!(d.to_vec(), b"abcdegh");
+        assert_eq!(d.io_slices().len(), 2);
+    }
+}
