@@ -258,10 +258,21 @@ impl Core {
     }
 
     /// Open a file for reading (blocking).
-    pub fn open_read(&self, _who: &Identity, path: &NsPath) -> Result<ReadSession, CoreError> {
+    pub fn open_read(&self, who: &Identity, path: &NsPath) -> Result<ReadSession, CoreError> {
         let inode = self.meta.stat(path)?;
         if inode.is_dir() {
             return Err(tessera_meta::MetaError::IsADirectory(path.display()).into());
+        }
+        if !tessera_meta::may(who, &inode, 4) {
+            return Err(tessera_meta::MetaError::PermissionDenied(format!(
+                "{} may not read {} (uid {} gid {}, mode {:o})",
+                who.name,
+                path.display(),
+                inode.uid,
+                inode.gid,
+                inode.mode
+            ))
+            .into());
         }
         let reader = if inode.layout.is_empty() {
             None // created empty (touch): no stripes
@@ -278,5 +289,40 @@ impl Core {
             reader,
             seen: Arc::clone(&self.read_errors),
         })
+    }
+}
+
+impl Core {
+    /// Set a file's size (blocking): shorter keeps the first `size` bytes,
+    /// longer appends zeros. The file is rewritten under the same rules as
+    /// any write (permissions, quota, layout) and replaced in one step.
+    pub fn truncate(&self, who: &Identity, path: &NsPath, size: u64) -> Result<Inode, CoreError> {
+        let old = self.meta.stat(path)?;
+        if old.is_dir() {
+            return Err(tessera_meta::MetaError::IsADirectory(path.display()).into());
+        }
+        if old.size == size {
+            return Ok(old);
+        }
+        let src = if size > 0 && old.size > 0 {
+            Some(self.open_read(who, path)?)
+        } else {
+            None
+        };
+        let mut w = self.open_write(who, path, old.mode, true, size)?;
+        let chunk = 8u64 << 20;
+        let mut pos = 0u64;
+        let mut buf = vec![0u8; chunk as usize];
+        while pos < size {
+            let n = chunk.min(size - pos) as usize;
+            let got = match &src {
+                Some(r) if pos < old.size => r.read_at(pos, &mut buf[..n])?,
+                _ => 0,
+            };
+            buf[got..n].fill(0);
+            w.write(&buf[..n])?;
+            pos += n as u64;
+        }
+        w.close()
     }
 }

@@ -22,4 +22,4 @@ pub use tessera_meta::{
     CheckReport, Checksum, CommitWrite, EntryKind, Inode, MetaOptions, MetaStore, NsStats,
     QuotaEntry, QuotaKind, QuotaNodeReport, QuotaTarget, RenameFlags, Reservation, SetAttr,
 };
-pub use tessera_meta::{FsConfigStatus, FsRecord};
+pub use tessera_meta::{may, FsConfigStatus, FsRecord};

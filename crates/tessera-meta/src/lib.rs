@@ -25,7 +25,7 @@ pub use quota::{QuotaEntry, QuotaKind, QuotaNodeReport, QuotaTarget, Reservation
 pub use records::{Checksum, EntryKind, Inode};
 pub use recount::{CheckReport, QuotaUsage};
 pub use store::{Durability, MetaOptions, MetaStore, NsStats, ROOT_INO};
-pub use write::{CommitWrite, RenameFlags, SetAttr};
+pub use write::{may, CommitWrite, RenameFlags, SetAttr};
 
 /// Extended attributes of one entry: (name, value) in name order.
 pub type Xattrs = Vec<(Vec<u8>, Vec<u8>)>;

@@ -43,7 +43,7 @@ pub struct SetAttr {
 
 /// POSIX mode-bit check (root passes). Token scopes and ACLs are evaluated
 /// by the core service before it calls the store.
-pub(crate) fn may(who: &Identity, i: &Inode, want: u32) -> bool {
+pub fn may(who: &Identity, i: &Inode, want: u32) -> bool {
     if who.is_root() {
         return true;
     }

@@ -53,6 +53,8 @@ pub struct Config {
     pub meta: Meta,
     pub admin: Admin,
     pub log: Log,
+    pub tls: Tls,
+    pub xrootd: Xrootd,
     /// Register `<data_dir>/fs/fs1..6` as filesystems (dev mode).
     #[serde(skip)]
     pub dev_filesystems: bool,
@@ -65,10 +67,46 @@ pub struct Listen {
     pub admin: SocketAddr,
     /// Prometheus `/metrics`, `/healthz`, `/readyz`.
     pub metrics: SocketAddr,
-    /// XRootD `root://` (arrives with the XRootD gateway; reserved).
+    /// XRootD `root://` and `roots://` (TLS when `[tls]` is set).
     pub xrootd: Option<SocketAddr>,
     /// HTTPS/WebDAV (arrives with the HTTPS gateway; reserved).
     pub https: Option<SocketAddr>,
+}
+
+/// The server certificate (PEM chain) and key for `roots://` and HTTPS.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Tls {
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum UnixCfg {
+    /// Every `unix` login is `nobody` (the default).
+    #[default]
+    Anonymous,
+    /// Trust the user name a `unix` login sends (dev mode, closed sites).
+    Trust,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Xrootd {
+    /// How the `unix` security protocol maps to identities.
+    pub unix: UnixCfg,
+    /// Answered to `xrdfs query config sitename`.
+    pub site: String,
+}
+
+impl Default for Xrootd {
+    fn default() -> Self {
+        Xrootd {
+            unix: UnixCfg::Anonymous,
+            site: "tessera".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -107,6 +145,8 @@ impl Default for Config {
             meta: Meta::default(),
             admin: Admin::default(),
             log: Log::default(),
+            tls: Tls::default(),
+            xrootd: Xrootd::default(),
             dev_filesystems: false,
         }
     }
@@ -162,6 +202,11 @@ impl Config {
         if self.role == Role::Gateway {
             return Err(ConfigError::Invalid(
                 "role = \"gateway\" arrives with the data gateways; use \"all\" or \"mgm\"".into(),
+            ));
+        }
+        if self.tls.cert.is_some() != self.tls.key.is_some() {
+            return Err(ConfigError::Invalid(
+                "tls.cert and tls.key go together".into(),
             ));
         }
         if self.admin.token_file.is_none() {

@@ -17,6 +17,8 @@ pub struct DevLayout {
     pub ca_pem: PathBuf,
     pub cert_pem: PathBuf,
     pub key_pem: PathBuf,
+    /// The CA in a hashed directory, as XrdCl wants it (`X509_CERT_DIR`).
+    pub ca_dir: PathBuf,
 }
 
 impl DevLayout {
@@ -28,6 +30,7 @@ impl DevLayout {
             ca_pem: dev.join("ca.pem"),
             cert_pem: dev.join("server.pem"),
             key_pem: dev.join("server.key"),
+            ca_dir: dev.join("certificates"),
         }
     }
 
@@ -51,6 +54,7 @@ impl DevLayout {
         if !(self.ca_pem.exists() && self.cert_pem.exists() && self.key_pem.exists()) {
             self.make_certificates()?;
         }
+        self.hash_ca_dir();
         Ok(())
     }
 
@@ -94,6 +98,37 @@ impl DevLayout {
         std::fs::write(&self.cert_pem, cert.pem())?;
         write_private(&self.key_pem, key.serialize_pem().as_bytes())?;
         Ok(())
+    }
+}
+
+impl DevLayout {
+    /// `certificates/<subject hash>.0` → the CA, via `openssl x509 -hash`
+    /// (XrdCl and gfal2 look CAs up by that name). Without openssl the
+    /// directory is left as it is, with a warning.
+    fn hash_ca_dir(&self) {
+        let _ = std::fs::create_dir_all(&self.ca_dir);
+        let ca = self.ca_dir.join("tessera-dev-ca.pem");
+        if std::fs::copy(&self.ca_pem, &ca).is_err() {
+            return;
+        }
+        let out = std::process::Command::new("openssl")
+            .args(["x509", "-hash", "-noout", "-in"])
+            .arg(&self.ca_pem)
+            .output();
+        match out {
+            Ok(o) if o.status.success() => {
+                let hash = String::from_utf8_lossy(&o.stdout).trim().to_string();
+                let link = self.ca_dir.join(format!("{hash}.0"));
+                let _ = std::fs::remove_file(&link);
+                if let Err(e) = std::os::unix::fs::symlink("tessera-dev-ca.pem", &link) {
+                    tracing::warn!("cannot link {}: {e}", link.display());
+                }
+            }
+            _ => tracing::warn!(
+                "openssl not found: {} has no hashed CA link (roots:// clients need one)",
+                self.ca_dir.display()
+            ),
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 pub mod config;
 pub mod dev;
 mod http;
+mod tls;
 
 use anyhow::Context;
 use config::{Config, DurabilityCfg};
@@ -23,6 +24,8 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub struct Running {
     pub admin_addr: SocketAddr,
     pub metrics_addr: SocketAddr,
+    /// The XRootD listener, when configured.
+    pub xrootd_addr: Option<SocketAddr>,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     core: Core,
@@ -54,7 +57,11 @@ pub fn dev_config(data_dir: &std::path::Path) -> anyhow::Result<(Config, String)
     };
     cfg.listen.admin = SocketAddr::from(([127, 0, 0, 1], 0));
     cfg.listen.metrics = SocketAddr::from(([127, 0, 0, 1], 0));
+    cfg.listen.xrootd = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
     cfg.admin.token_file = Some(layout.token_file.clone());
+    cfg.tls.cert = Some(layout.cert_pem.clone());
+    cfg.tls.key = Some(layout.key_pem.clone());
+    cfg.xrootd.unix = config::UnixCfg::Trust;
     cfg.dev_filesystems = true;
     let secret = dev::read_secret(&layout.token_file)?;
     Ok((cfg, secret))
@@ -120,11 +127,13 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         register_dev_filesystems(&core, &cfg.data_dir).await?;
     }
 
-    if cfg.listen.xrootd.is_some() || cfg.listen.https.is_some() {
-        tracing::warn!(
-            "listen.xrootd / listen.https are reserved: the XRootD and HTTPS gateways are not built yet"
-        );
+    if cfg.listen.https.is_some() {
+        tracing::warn!("listen.https is reserved: the HTTPS gateway is not built yet");
     }
+    let tls = match (&cfg.tls.cert, &cfg.tls.key) {
+        (Some(c), Some(k)) => Some(tls::server_config(c, k)?),
+        _ => None,
+    };
 
     let (stop, stop_rx) = watch::channel(false);
     let admin = TcpListener::bind(cfg.listen.admin)
@@ -154,13 +163,37 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
             tracing::error!("admin API stopped: {e}");
         }
     });
-    let http = tokio::spawn(http::serve(metrics_l, core.clone(), stop_rx));
+    let http = tokio::spawn(http::serve(metrics_l, core.clone(), stop_rx.clone()));
+    let mut tasks = vec![grpc, http];
+    let mut xrootd_addr = None;
+    if let Some(a) = cfg.listen.xrootd {
+        let l = TcpListener::bind(a)
+            .await
+            .with_context(|| format!("binding XRootD listener {a}"))?;
+        xrootd_addr = Some(l.local_addr()?);
+        let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
+            tls: tls.clone(),
+            unix: match cfg.xrootd.unix {
+                config::UnixCfg::Trust => tessera_xrootd::UnixPolicy::Trust,
+                config::UnixCfg::Anonymous => tessera_xrootd::UnixPolicy::Anonymous,
+            },
+            site: cfg.xrootd.site.clone(),
+            ..tessera_xrootd::XrootdConfig::default()
+        });
+        tasks.push(tokio::spawn(tessera_xrootd::serve(
+            l,
+            core.clone(),
+            xcfg,
+            stop_rx,
+        )));
+    }
     tracing::info!(%admin_addr, %metrics_addr, "tesserad started");
     Ok(Running {
         admin_addr,
         metrics_addr,
+        xrootd_addr,
         stop,
-        tasks: vec![grpc, http],
+        tasks,
         core,
     })
 }

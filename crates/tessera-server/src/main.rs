@@ -45,7 +45,7 @@ struct ServeArgs {
     admin_addr: Option<SocketAddr>,
     #[arg(long)]
     metrics_addr: Option<SocketAddr>,
-    /// Reserved for the XRootD gateway.
+    /// XRootD listener (root:// and roots://); dev mode: 127.0.0.1:1094.
     #[arg(long)]
     xrootd_addr: Option<SocketAddr>,
     /// Reserved for the HTTPS gateway.
@@ -104,7 +104,10 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let (mut cfg, secret, dev) = if args.dev {
         let dir = args.data_dir.clone().context("--dev needs --data-dir")?;
         let (mut cfg, secret) = tessera_server::dev_config(&dir)?;
-        cfg.listen = tessera_server::config::Listen::default();
+        cfg.listen = tessera_server::config::Listen {
+            xrootd: Some(std::net::SocketAddr::from(([127, 0, 0, 1], 1094))),
+            ..tessera_server::config::Listen::default()
+        };
         let layout = DevLayout::new(&cfg.data_dir);
         (cfg, secret, Some(layout))
     } else {
@@ -150,8 +153,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let running = tessera_server::start(&cfg, secret).await?;
         let boot_ms = t0.elapsed().as_secs_f64() * 1000.0;
         // One machine-readable line first (tests and scripts parse it).
+        let xrootd = running
+            .xrootd_addr
+            .map(|a| a.to_string())
+            .unwrap_or_else(|| "-".into());
         println!(
-            "tesserad ready admin={} metrics={} boot_ms={boot_ms:.1}",
+            "tesserad ready admin={} metrics={} xrootd={xrootd} boot_ms={boot_ms:.1}",
             running.admin_addr, running.metrics_addr
         );
         if let Some(l) = &dev {
@@ -179,12 +186,18 @@ fn print_banner(r: &tessera_server::Running, l: &DevLayout) {
         "\nTessera dev server (all roles in one process), data in {}\n\
          \n  admin API (gRPC):  {admin}\n  metrics:           http://{m}/metrics  (also /healthz, /readyz)\n  CA certificate:    {ca}\n  admin token file:  {tok}\n\
          \nTry the admin CLI:\n  export TESSERA_ADMIN={admin} TESSERA_TOKEN_FILE={tok}\n  {tessera} mkdir -p /data/run1\n  {tessera} ls -l /\n  {tessera} quota set --path /data --uid 1000 --max-bytes 10G --max-inodes 1000\n  {tessera} quota ls /\n  curl http://{m}/metrics\n\
-         \nxrdcp (root://) and curl (https://) data access arrive with the XRootD and HTTPS\ngateways; the listeners --xrootd-addr/--https-addr are reserved for them.\n",
+         \nxrdcp and xrdfs (root://, roots:// with the CA below):\n  export X509_CERT_DIR={cadir}\n  xrdcp /etc/os-release root://{x}//data/run1/os-release\n  xrdfs root://{x} ls -l /data/run1\n  xrdcp -f roots://{x}//data/run1/os-release /tmp/os-release.copy\n\
+         \ncurl (https://) arrives with the HTTPS gateway; --https-addr is reserved for it.\n",
         l.root.display(),
         admin = r.admin_addr,
         m = r.metrics_addr,
         ca = l.ca_pem.display(),
         tok = l.token_file.display(),
+        cadir = l.ca_dir.display(),
+        x = r
+            .xrootd_addr
+            .map(|a| a.to_string())
+            .unwrap_or_else(|| "(off)".into()),
     );
 }
 

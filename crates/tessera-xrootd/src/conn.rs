@@ -1,0 +1,167 @@
+//! One connection: handshake, `kXR_protocol` (and the in-band switch to
+//! TLS), then requests read one after another and served concurrently;
+//! replies go out through one writer task in whatever order they finish.
+
+use crate::error::XrdError;
+use crate::ops;
+use crate::proto::{self, err, pflags, req, Header, HANDSHAKE_LEN, HEADER_LEN};
+use crate::reply::{error_reply, write_replies, Out};
+use crate::session::Session;
+use crate::XrootdConfig;
+use std::sync::Arc;
+use std::time::Duration;
+use tessera_core::Core;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+/// A client must complete the handshake within this.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest payload of a request that is not a write (paths, CGI, readv
+/// lists, credentials).
+const MAX_PAYLOAD: usize = 1 << 20;
+/// Replies queued for the writer before request handlers wait.
+const REPLY_DEPTH: usize = 64;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnError {
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("protocol: {0}")]
+    Protocol(String),
+    #[error("handshake timed out")]
+    Timeout,
+}
+
+pub async fn serve_connection(
+    mut sock: TcpStream,
+    core: Core,
+    cfg: Arc<XrootdConfig>,
+) -> Result<(), ConnError> {
+    let local = sock.local_addr()?;
+    let peer = sock.peer_addr()?;
+    let _ = sock.set_nodelay(true);
+    let mut hs = [0u8; HANDSHAKE_LEN];
+    tokio::time::timeout(HANDSHAKE_TIMEOUT, sock.read_exact(&mut hs))
+        .await
+        .map_err(|_| ConnError::Timeout)??;
+    if hs[..12] != [0u8; 12] || hs[12..16] != 4i32.to_be_bytes() || hs[16..20] != 2012i32.to_be_bytes() {
+        return Err(ConnError::Protocol("not an XRootD handshake".into()));
+    }
+    let mut reply = [0u8; 16];
+    reply[4..8].copy_from_slice(&8i32.to_be_bytes());
+    reply[8..12].copy_from_slice(&proto::PROTOCOL_VERSION.to_be_bytes());
+    reply[12..16].copy_from_slice(&1i32.to_be_bytes()); // kXR_DataServer
+    sock.write_all(&reply).await?;
+
+    // kXR_protocol comes first (XrdCl sends it with the handshake); it
+    // decides whether the socket switches to TLS.
+    let (h, payload) = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_request(&mut sock, None))
+        .await
+        .map_err(|_| ConnError::Timeout)??;
+    if h.code != req::PROTOCOL {
+        return run(sock, core, cfg, local, peer, false, Some((h, payload))).await;
+    }
+    let want_tls = h.u8_at(8) & pflags::WANT_TLS != 0;
+    let mut flags = pflags::IS_SERVER;
+    if cfg.tls.is_some() {
+        flags |= pflags::HAVE_TLS;
+    }
+    let goto_tls = want_tls && cfg.tls.is_some();
+    if goto_tls {
+        flags |= pflags::GOTO_TLS;
+    }
+    let mut body = Vec::with_capacity(8);
+    body.extend_from_slice(&proto::PROTOCOL_VERSION.to_be_bytes());
+    body.extend_from_slice(&flags.to_be_bytes());
+    sock.write_all(&proto::response_header(h.stream, proto::status::OK, 8))
+        .await?;
+    sock.write_all(&body).await?;
+    match (&cfg.tls, goto_tls) {
+        (Some(tls), true) => {
+            let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls));
+            let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(sock))
+                .await
+                .map_err(|_| ConnError::Timeout)??;
+            run(stream, core, cfg, local, peer, true, None).await
+        }
+        _ => run(sock, core, cfg, local, peer, false, None).await,
+    }
+}
+
+/// Read one request: header, then its payload (bounded: writes up to the
+/// configured maximum, everything else up to 1 MiB).
+async fn read_request<R: AsyncRead + Unpin>(
+    r: &mut R,
+    max_write: Option<usize>,
+) -> Result<(Header, Vec<u8>), ConnError> {
+    let mut hb = [0u8; HEADER_LEN];
+    r.read_exact(&mut hb).await?;
+    let h = Header::parse(&hb);
+    if h.dlen < 0 {
+        return Err(ConnError::Protocol(format!("negative payload length {}", h.dlen)));
+    }
+    let n = h.dlen as usize;
+    let cap = match h.code {
+        req::WRITE | req::PGWRITE | req::WRITEV => max_write.unwrap_or(MAX_PAYLOAD),
+        _ => MAX_PAYLOAD,
+    };
+    if n > cap {
+        return Err(ConnError::Protocol(format!(
+            "payload of {n} bytes for request {} exceeds {cap}",
+            h.code
+        )));
+    }
+    let mut payload = Vec::with_capacity(n);
+    while payload.len() < n {
+        let want = (n - payload.len()) as u64;
+        if (&mut *r).take(want).read_buf(&mut payload).await? == 0 {
+            return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+        }
+    }
+    Ok((h, payload))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    stream: S,
+    core: Core,
+    cfg: Arc<XrootdConfig>,
+    local: std::net::SocketAddr,
+    peer: std::net::SocketAddr,
+    tls: bool,
+    first: Option<(Header, Vec<u8>)>,
+) -> Result<(), ConnError> {
+    let max_write = cfg.max_write;
+    let (rd, wr) = tokio::io::split(stream);
+    let (out, rx) = Out::new(REPLY_DEPTH);
+    let writer = tokio::spawn(write_replies(wr, rx));
+    let sess = Arc::new(Session::new(core, cfg, local, peer, tls));
+    let mut rd = BufReader::with_capacity(64 << 10, rd);
+    let mut next = first;
+    let result = loop {
+        let (h, payload) = match next.take() {
+            Some(r) => r,
+            None => match read_request(&mut rd, Some(max_write)).await {
+                Ok(r) => r,
+                Err(ConnError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                    break Ok(())
+                }
+                Err(ConnError::Protocol(m)) => {
+                    // Say why before closing (the stream id is unknown).
+                    let _ = out
+                        .send(error_reply([0, 0], &XrdError::new(err::INVALID_REQUEST, m.clone())))
+                        .await;
+                    break Err(ConnError::Protocol(m));
+                }
+                Err(e) => break Err(e),
+            },
+        };
+        if !ops::dispatch(&sess, &out, h, payload).await {
+            break Ok(());
+        }
+    };
+    sess.close_all();
+    drop(out);
+    let _ = writer.await;
+    result
+}

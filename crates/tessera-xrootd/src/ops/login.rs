@@ -1,0 +1,53 @@
+//! `kXR_protocol` (after the first), `kXR_login` and `kXR_auth`.
+
+use crate::error::XrdError;
+use crate::identity;
+use crate::proto::{err, pflags, Header, PROTOCOL_VERSION};
+use crate::session::Session;
+
+/// A repeated `kXR_protocol` on an established connection: no TLS switch.
+pub fn protocol(s: &Session, _h: &Header) -> Result<Vec<u8>, XrdError> {
+    let mut flags = pflags::IS_SERVER;
+    if s.cfg.tls.is_some() {
+        flags |= pflags::HAVE_TLS;
+    }
+    let mut b = PROTOCOL_VERSION.to_be_bytes().to_vec();
+    b.extend_from_slice(&flags.to_be_bytes());
+    Ok(b)
+}
+
+/// Reply: a 16-byte session id, then the security protocols we accept
+/// (`unix`; tokens come with the authorization layer).
+pub fn login(s: &Session, h: &Header, _p: &[u8]) -> Result<Vec<u8>, XrdError> {
+    if !s.login() {
+        return Err(XrdError::new(err::INVALID_REQUEST, "already logged in"));
+    }
+    // The login user name is only a hint until `kXR_auth` proves more.
+    let name: String = String::from_utf8_lossy(h.at(8, 8))
+        .trim_end_matches('\0')
+        .to_string();
+    tracing::debug!(user = %name, peer = %s.peer, tls = s.tls, "xroot login");
+    let mut b: Vec<u8> = rand::random::<[u8; 16]>().to_vec();
+    b.extend_from_slice(b"&P=unix");
+    Ok(b)
+}
+
+pub fn auth(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+    let credtype = String::from_utf8_lossy(h.at(16, 4))
+        .trim_end_matches('\0')
+        .to_string();
+    match credtype.as_str() {
+        "unix" => {
+            let (user, group) = identity::parse_unix(p)
+                .ok_or_else(|| XrdError::new(err::AUTH_FAILED, "empty unix credentials"))?;
+            let who = identity::from_unix(s.unix_policy(), &user, group.as_deref());
+            tracing::debug!(user = %user, uid = who.uid, "xroot unix auth");
+            s.set_who(who);
+            Ok(Vec::new())
+        }
+        other => Err(XrdError::new(
+            err::AUTH_FAILED,
+            format!("security protocol '{other}' is not offered here"),
+        )),
+    }
+}

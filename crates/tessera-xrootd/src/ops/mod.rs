@@ -1,0 +1,82 @@
+//! One module per request (or per small family of requests); `dispatch`
+//! routes a request to it. Requests that touch an open file being written
+//! are queued to that file's task in arrival order; everything else runs
+//! as its own task, so many requests are in flight per connection.
+
+pub mod dirlist;
+pub mod locate;
+pub mod login;
+pub mod mkdir;
+pub mod mv;
+pub mod open;
+pub mod query;
+pub mod read;
+pub mod readv;
+pub mod rm;
+pub mod stat;
+pub mod truncate;
+pub mod write;
+
+use crate::error::XrdError;
+use crate::proto::{err, req, Header};
+use crate::reply::Out;
+use crate::session::Session;
+use std::sync::Arc;
+
+/// Route one request. Returns false when the connection must close.
+pub async fn dispatch(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>) -> bool {
+    let st = h.stream;
+    // Before login only the session requests are allowed.
+    if !s.logged_in() && !matches!(h.code, req::PROTOCOL | req::LOGIN | req::PING) {
+        return out
+            .error(st, &XrdError::new(err::INVALID_REQUEST, "login first"))
+            .await;
+    }
+    match h.code {
+        req::PROTOCOL => out.result(st, login::protocol(s, &h)).await,
+        req::LOGIN => out.result(st, login::login(s, &h, &p)).await,
+        req::AUTH => out.result(st, login::auth(s, &h, &p)).await,
+        req::PING | req::ENDSESS | req::SET | req::PREPARE => out.ok(st, Vec::new()).await,
+        req::WRITE | req::SYNC | req::CLOSE => write::queue(s, out, &h, p).await,
+        req::TRUNCATE if p.is_empty() => write::queue(s, out, &h, p).await,
+        req::FATTR | req::BIND | req::PGREAD | req::PGWRITE | req::WRITEV | req::SIGVER
+        | req::GPFILE | req::CHKPOINT => {
+            out.error(
+                st,
+                &XrdError::new(err::UNSUPPORTED, format!("request {} is not supported", h.code)),
+            )
+            .await
+        }
+        _ => {
+            let (s, out) = (Arc::clone(s), out.clone());
+            tokio::spawn(async move { serve(&s, &out, h, p).await });
+            true
+        }
+    }
+}
+
+/// Requests that run as their own task.
+async fn serve(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>) {
+    let st = h.stream;
+    let r = match h.code {
+        req::STAT => stat::stat(s, &h, &p).await,
+        req::STATX => stat::statx(s, &p).await,
+        req::OPEN => open::open(s, out, &h, &p).await,
+        req::READ => return read::read(s, out, &h).await,
+        req::READV => return readv::readv(s, out, st, &p).await,
+        req::DIRLIST => return dirlist::dirlist(s, out, &h, &p).await,
+        req::MKDIR => mkdir::mkdir(s, &h, &p).await,
+        req::RM => rm::rm(s, &p).await,
+        req::RMDIR => rm::rmdir(s, &p).await,
+        req::MV => mv::mv(s, &h, &p).await,
+        req::CHMOD => mkdir::chmod(s, &h, &p).await,
+        req::QUERY => query::query(s, &h, &p).await,
+        req::LOCATE => locate::locate(s, &p).await,
+        req::TRUNCATE => truncate::by_path(s, &h, &p).await,
+        code => Err(XrdError::new(
+            err::INVALID_REQUEST,
+            format!("unknown request code {code}"),
+        )),
+    };
+    out.result(st, r).await;
+}

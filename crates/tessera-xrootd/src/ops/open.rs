@@ -1,0 +1,86 @@
+//! `kXR_open`: read, or create/replace for writing (never in place); the
+//! reply carries the handle and, as XrdCl always asks, the stat.
+
+use crate::error::XrdError;
+use crate::ops::write::spawn_writer;
+use crate::proto::{err, open as o, sflags, Header};
+use crate::reply::Out;
+use crate::session::{Handle, OpenRead, OpenWrite, Session, Target};
+use crate::statfmt::stat_string;
+use std::sync::Arc;
+
+pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+    let t = Target::parse(p)?;
+    let opts = h.u16_at(6);
+    let mode = match u32::from(h.u16_at(4)) & 0o7777 {
+        0 => 0o644,
+        m => m,
+    };
+    let who = s.who();
+    let writing = opts & (o::NEW | o::DELETE | o::UPDATE | o::APPEND | o::WRITE_ONLY) != 0;
+    let (fh, stat) = if writing {
+        let replace = opts & o::DELETE != 0;
+        if opts & (o::NEW | o::DELETE) == 0 {
+            // Update or append without create/truncate: files are
+            // immutable once committed.
+            return match s.core.stat(&who, t.path.clone()).await {
+                Err(e) => Err(e.into()),
+                Ok(_) => Err(XrdError::new(
+                    err::UNSUPPORTED,
+                    "files cannot be changed in place: open with kXR_delete to replace (errno 95)",
+                )),
+            };
+        }
+        // As the reference server: new files get their parents when
+        // kXR_mkpath or kXR_async asks (xrdcp always sends async).
+        if opts & (o::MKPATH | o::ASYNC) != 0 {
+            if let Some((parent, _)) = t.path.split_last() {
+                if s.core.stat(&who, parent.clone()).await.is_err() {
+                    match s.core.mkdir(&who, parent, 0o755, true).await {
+                        Ok(_) => {}
+                        Err(e) if e.kind() == tessera_types::ErrorKind::AlreadyExists => {}
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+        }
+        let hint: u64 = t.cgi("oss.asize").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let (core, path, w2) = (s.core.clone(), t.path.clone(), who.clone());
+        let ws = tokio::task::spawn_blocking(move || core.open_write(&w2, &path, mode, replace, hint))
+            .await
+            .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
+        let fid = ws.fid();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let stat = format!(
+            "{fid} 0 {} {now} {now} {now} {mode:04o} {} {}",
+            sflags::READABLE | sflags::WRITABLE,
+            who.uid,
+            who.gid
+        );
+        let ops = spawn_writer(ws, out.clone());
+        let fh = s.add(Handle::Write(Arc::new(OpenWrite {
+            ops,
+            path: t.path.clone(),
+        })))?;
+        (fh, stat)
+    } else {
+        let (core, path, w2) = (s.core.clone(), t.path.clone(), who.clone());
+        let rs = tokio::task::spawn_blocking(move || core.open_read(&w2, &path))
+            .await
+            .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
+        let stat = stat_string(rs.inode(), &who);
+        let fh = s.add(Handle::Read(Arc::new(OpenRead { rs, path: t.path })))?;
+        (fh, stat)
+    };
+    let mut b = fh.to_vec();
+    if opts & o::RETSTAT != 0 {
+        b.extend_from_slice(&0i32.to_be_bytes()); // cpsize
+        b.extend_from_slice(&[0u8; 4]); // cptype
+        b.extend_from_slice(stat.as_bytes());
+        b.push(0);
+    }
+    Ok(b)
+}

@@ -1,0 +1,118 @@
+//! `kXR_query`: checksum (from the stored checksum), config (unknown keys
+//! echoed, as clients read an echo as "not supported"), stats, space.
+
+use crate::error::XrdError;
+use crate::proto::{err, query as q, Header};
+use crate::session::{Session, Target};
+
+pub async fn query(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+    match h.u16_at(4) {
+        q::CKSUM => checksum(s, p).await,
+        q::CKSCAN => Ok(Vec::new()),
+        q::CONFIG => Ok(config(s, p)),
+        q::STATS => Ok(stats(s)),
+        q::SPACE => space(s, p).await,
+        other => Err(XrdError::new(
+            err::UNSUPPORTED,
+            format!("query type {other} is not supported"),
+        )),
+    }
+}
+
+/// `"adler32 <8 hex>\0"`; another `cks.type` is refused (never answered
+/// with a different algorithm).
+async fn checksum(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+    let t = Target::parse(p)?;
+    if let Some(alg) = t.cgi("cks.type") {
+        if !alg.eq_ignore_ascii_case("adler32") {
+            return Err(XrdError::new(
+                err::SERVER_ERROR,
+                format!("{alg} checksum not supported."),
+            ));
+        }
+    }
+    let who = s.who();
+    let i = s.core.stat(&who, t.path.clone()).await?;
+    if i.is_dir() {
+        return Err(XrdError::new(
+            err::IS_DIRECTORY,
+            format!("{} is a directory (errno 21)", t.path.display()),
+        ));
+    }
+    if !tessera_core::may(&who, &i, 4) {
+        return Err(XrdError::new(
+            err::NOT_AUTHORIZED,
+            format!("{} may not read {}", who.name, t.path.display()),
+        ));
+    }
+    let hex = match &i.checksum {
+        Some(c) if c.kind == "adler32" => c.hex(),
+        // A file made empty (touch) has no stored checksum: adler32("") = 1.
+        None if i.size == 0 => "00000001".to_string(),
+        _ => {
+            return Err(XrdError::new(
+                err::SERVER_ERROR,
+                format!("no adler32 checksum stored for {}", t.path.display()),
+            ))
+        }
+    };
+    let mut b = format!("adler32 {hex}").into_bytes();
+    b.push(0);
+    Ok(b)
+}
+
+fn config(s: &Session, p: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(p).trim_end_matches('\0').to_string();
+    let mut out = String::new();
+    for key in text.split_whitespace() {
+        let v = match key {
+            "chksum" => "0:adler32".to_string(),
+            "readv_iov_max" => super::readv::MAX_ELEMENTS.to_string(),
+            "readv_ior_max" => super::readv::MAX_ELEMENT.to_string(),
+            "version" => format!("tessera-{}", env!("CARGO_PKG_VERSION")),
+            "role" => "server".to_string(),
+            "sitename" => s.cfg.site.clone(),
+            "bind_max" => "0".to_string(),
+            "pio_max" => "0".to_string(),
+            // Unknown (tpc, tpcdlg, ...): echoed, meaning unsupported.
+            other => other.to_string(),
+        };
+        out.push_str(&v);
+        out.push('\n');
+    }
+    let mut b = out.into_bytes();
+    b.push(0);
+    b
+}
+
+fn stats(s: &Session) -> Vec<u8> {
+    let mut b = format!(
+        "<statistics tod=\"{}\" ver=\"tessera-{}\" src=\"{}\"></statistics>",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        env!("CARGO_PKG_VERSION"),
+        s.local
+    )
+    .into_bytes();
+    b.push(0);
+    b
+}
+
+/// `oss.*` CGI for the space of all registered filesystems.
+async fn space(s: &Session, _p: &[u8]) -> Result<Vec<u8>, XrdError> {
+    let spaces = s.core.spaces();
+    let (mut total, mut free) = (0u64, 0u64);
+    for sp in &spaces {
+        total += sp.total_bytes;
+        free += sp.free_bytes;
+    }
+    let mut b = format!(
+        "oss.cgroup=default&oss.space={total}&oss.free={free}&oss.maxf={free}&oss.used={}&oss.quota=-1",
+        total.saturating_sub(free)
+    )
+    .into_bytes();
+    b.push(0);
+    Ok(b)
+}

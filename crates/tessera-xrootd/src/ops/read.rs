@@ -1,0 +1,62 @@
+//! `kXR_read`: file bytes straight from the stripe buffers; a long read
+//! goes out as `kXR_oksofar` parts of at most [`PART`] bytes.
+
+use crate::error::XrdError;
+use crate::proto::{err, status, Header};
+use crate::reply::{Out, Piece};
+use crate::session::{Handle, OpenRead, Session};
+use std::sync::Arc;
+use tessera_core::ReadData;
+
+/// Largest part of a read reply (what one storage read fetches).
+pub const PART: usize = 8 << 20;
+
+pub async fn read(s: &Session, out: &Out, h: &Header) {
+    let st = h.stream;
+    let r = match s.get(h.fhandle()) {
+        Ok(Handle::Read(r)) => r,
+        Ok(Handle::Write(w)) => {
+            let msg = format!("{} is open for writing only", w.path.display());
+            out.error(st, &XrdError::new(err::NOT_AUTHORIZED, msg)).await;
+            return;
+        }
+        Err(e) => {
+            out.error(st, &e).await;
+            return;
+        }
+    };
+    let (offset, len) = (h.i64_at(8), h.i32_at(16));
+    if offset < 0 || len < 0 {
+        out.error(st, &XrdError::invalid("negative offset or length")).await;
+        return;
+    }
+    let (mut pos, end) = (offset as u64, offset as u64 + len as u64);
+    loop {
+        let n = PART.min((end - pos) as usize);
+        match fetch(&r, pos, n).await {
+            Err(e) => {
+                out.error(st, &e).await;
+                return;
+            }
+            Ok(d) => {
+                let got = d.as_ref().map_or(0, ReadData::len);
+                pos += got as u64;
+                let more = got == n && pos < end;
+                let body = d.map(|d| vec![Piece::Data(d)]).unwrap_or_default();
+                let code = if more { status::OKSOFAR } else { status::OK };
+                if !out.pieces(st, code, body).await || !more {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Read `n` bytes at `pos` on the blocking pool (`None`: empty file).
+pub async fn fetch(r: &Arc<OpenRead>, pos: u64, n: usize) -> Result<Option<ReadData>, XrdError> {
+    let r = Arc::clone(r);
+    tokio::task::spawn_blocking(move || r.rs.read(pos, n))
+        .await
+        .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))?
+        .map_err(XrdError::from)
+}

@@ -1,0 +1,79 @@
+//! `kXR_readv`: up to 1024 `{fhandle, rlen, offset}` elements; each answered
+//! by its 16-byte header (with the length actually read) and its bytes,
+//! sent in `kXR_oksofar` parts of about [`read::PART`] bytes.
+
+use super::read::{self, fetch};
+use crate::error::XrdError;
+use crate::proto::{err, status};
+use crate::reply::{Out, Piece};
+use crate::session::{Handle, Session};
+
+pub const MAX_ELEMENTS: usize = 1024;
+/// Largest single element (`readv_ior_max`).
+pub const MAX_ELEMENT: usize = 8 << 20;
+
+pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
+    if p.len() % 16 != 0 || p.is_empty() {
+        out.error(stream, &XrdError::invalid("readv list is not a whole number of 16-byte elements"))
+            .await;
+        return;
+    }
+    if p.len() / 16 > MAX_ELEMENTS {
+        out.error(
+            stream,
+            &XrdError::new(err::ARG_TOO_LONG, format!("more than {MAX_ELEMENTS} readv elements")),
+        )
+        .await;
+        return;
+    }
+    let mut part: Vec<Piece> = Vec::new();
+    let mut part_bytes = 0usize;
+    for e in p.chunks_exact(16) {
+        let fh: [u8; 4] = e[0..4].try_into().expect("4 bytes");
+        let len = i32::from_be_bytes(e[4..8].try_into().expect("4 bytes"));
+        let off = i64::from_be_bytes(e[8..16].try_into().expect("8 bytes"));
+        if len < 0 || off < 0 || len as usize > MAX_ELEMENT {
+            out.error(stream, &XrdError::invalid(format!("bad readv element: {len} bytes at {off}")))
+                .await;
+            return;
+        }
+        let r = match s.get(fh) {
+            Ok(Handle::Read(r)) => r,
+            Ok(Handle::Write(_)) => {
+                out.error(stream, &XrdError::new(err::NOT_AUTHORIZED, "file is open for writing only"))
+                    .await;
+                return;
+            }
+            Err(e) => {
+                out.error(stream, &e).await;
+                return;
+            }
+        };
+        let d = match fetch(&r, off as u64, len as usize).await {
+            Ok(d) => d,
+            Err(e) => {
+                out.error(stream, &e).await;
+                return;
+            }
+        };
+        let got = d.as_ref().map_or(0, |d| d.len());
+        let mut hdr = fh.to_vec();
+        hdr.extend_from_slice(&(got as i32).to_be_bytes());
+        hdr.extend_from_slice(&off.to_be_bytes());
+        part.push(Piece::Bytes(hdr));
+        if let Some(d) = d {
+            part.push(Piece::Data(d));
+        }
+        part_bytes += 16 + got;
+        if part_bytes >= read::PART {
+            if !out
+                .pieces(stream, status::OKSOFAR, std::mem::take(&mut part))
+                .await
+            {
+                return;
+            }
+            part_bytes = 0;
+        }
+    }
+    out.pieces(stream, status::OK, part).await;
+}

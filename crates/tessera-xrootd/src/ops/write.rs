@@ -1,0 +1,240 @@
+//! `kXR_write`, `kXR_sync`, `kXR_close` and `kXR_truncate` on a handle.
+//!
+//! Each file open for writing has one task that owns its write session and
+//! applies these in arrival order. Writes must extend the file: a write at
+//! the current end is applied at once, one further on is held (up to
+//! [`MAX_HELD`] bytes) until the gap is filled, and a gap still open at
+//! close reads as zeros. Rewriting bytes already written is refused. Any
+//! failure aborts the file: nothing of it becomes visible.
+
+use crate::error::XrdError;
+use crate::proto::{err, req, Header};
+use crate::reply::Out;
+use crate::session::{Handle, Session};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use tessera_core::WriteSession;
+use tokio::sync::mpsc;
+
+/// Bytes of out-of-order writes held per file.
+pub const MAX_HELD: usize = 64 << 20;
+/// Operations queued per file before the connection waits.
+const QUEUE: usize = 4;
+
+pub enum WriteOp {
+    Write {
+        stream: [u8; 2],
+        offset: u64,
+        data: Vec<u8>,
+    },
+    Sync {
+        stream: [u8; 2],
+    },
+    Truncate {
+        stream: [u8; 2],
+        size: u64,
+    },
+    Close {
+        stream: [u8; 2],
+    },
+}
+
+/// Route a handle request: queued for a file being written; answered here
+/// for a file open for reading.
+pub async fn queue(s: &Arc<Session>, out: &Out, h: &Header, p: Vec<u8>) -> bool {
+    let st = h.stream;
+    let fh = h.fhandle();
+    let handle = if h.code == req::CLOSE {
+        s.remove(fh)
+    } else {
+        s.get(fh)
+    };
+    let w = match handle {
+        Err(e) => return out.error(st, &e).await,
+        Ok(Handle::Read(r)) => {
+            return match h.code {
+                req::CLOSE | req::SYNC => out.ok(st, Vec::new()).await,
+                _ => {
+                    let msg = format!("{} is open for reading only", r.path.display());
+                    out.error(st, &XrdError::new(err::NOT_AUTHORIZED, msg)).await
+                }
+            }
+        }
+        Ok(Handle::Write(w)) => w,
+    };
+    let offset = h.i64_at(8);
+    if offset < 0 {
+        return out.error(st, &XrdError::invalid("negative offset")).await;
+    }
+    let op = match h.code {
+        req::WRITE => WriteOp::Write {
+            stream: st,
+            offset: offset as u64,
+            data: p,
+        },
+        req::SYNC => WriteOp::Sync { stream: st },
+        req::TRUNCATE => WriteOp::Truncate {
+            stream: st,
+            size: offset as u64,
+        },
+        _ => WriteOp::Close { stream: st },
+    };
+    if w.ops.send(op).await.is_err() {
+        return out
+            .error(st, &XrdError::new(err::IO_ERROR, "the file was aborted"))
+            .await;
+    }
+    true
+}
+
+/// Start the task that owns `ws`; returns its queue.
+pub fn spawn_writer(ws: WriteSession, out: Out) -> mpsc::Sender<WriteOp> {
+    let (tx, rx) = mpsc::channel(QUEUE);
+    tokio::spawn(run(ws, rx, out));
+    tx
+}
+
+struct State {
+    ws: Option<WriteSession>,
+    held: BTreeMap<u64, Vec<u8>>,
+    held_bytes: usize,
+    failed: Option<XrdError>,
+}
+
+impl State {
+    fn write(&mut self, offset: u64, data: Vec<u8>) -> Result<(), XrdError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let ws = self.ws.as_mut().ok_or_else(XrdError::bad_handle)?;
+        let end = ws.written();
+        if offset < end {
+            return Err(XrdError::new(
+                err::UNSUPPORTED,
+                format!("rewriting bytes already written (offset {offset} < {end}) is not supported"),
+            ));
+        }
+        if offset > end {
+            if self.held_bytes + data.len() > MAX_HELD || self.held.contains_key(&offset) {
+                return Err(XrdError::new(
+                    err::UNSUPPORTED,
+                    format!("writes too far out of order (offset {offset}, file at {end})"),
+                ));
+            }
+            self.held_bytes += data.len();
+            self.held.insert(offset, data);
+            return Ok(());
+        }
+        ws.write(&data)?;
+        self.drain(false)
+    }
+
+    /// Apply held writes that now continue the file; with `fill`, zeros
+    /// close any gap (at close).
+    fn drain(&mut self, fill: bool) -> Result<(), XrdError> {
+        let ws = self.ws.as_mut().ok_or_else(XrdError::bad_handle)?;
+        while let Some((&off, _)) = self.held.iter().next() {
+            let end = ws.written();
+            if off < end {
+                return Err(XrdError::new(
+                    err::UNSUPPORTED,
+                    format!("overlapping writes at offset {off}"),
+                ));
+            }
+            if off > end {
+                if !fill {
+                    break;
+                }
+                zeros(ws, off - end)?;
+            }
+            let data = self.held.remove(&off).expect("present");
+            self.held_bytes -= data.len();
+            ws.write(&data)?;
+        }
+        Ok(())
+    }
+
+    fn truncate(&mut self, size: u64) -> Result<(), XrdError> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        self.drain(true)?;
+        let ws = self.ws.as_mut().ok_or_else(XrdError::bad_handle)?;
+        let end = ws.written();
+        if size < end {
+            return Err(XrdError::new(
+                err::UNSUPPORTED,
+                format!("shrinking a file being written ({end} -> {size} bytes) is not supported"),
+            ));
+        }
+        zeros(ws, size - end)
+    }
+
+    fn close(&mut self) -> Result<(), XrdError> {
+        if let Some(e) = self.failed.take() {
+            self.ws = None; // dropping aborts
+            return Err(e);
+        }
+        self.drain(true)?;
+        let ws = self.ws.take().ok_or_else(XrdError::bad_handle)?;
+        ws.close()?;
+        Ok(())
+    }
+}
+
+fn zeros(ws: &mut WriteSession, mut n: u64) -> Result<(), XrdError> {
+    let z = vec![0u8; (n.min(1 << 20)) as usize];
+    while n > 0 {
+        let k = n.min(z.len() as u64) as usize;
+        ws.write(&z[..k])?;
+        n -= k as u64;
+    }
+    Ok(())
+}
+
+async fn run(ws: WriteSession, mut rx: mpsc::Receiver<WriteOp>, out: Out) {
+    let state = Arc::new(Mutex::new(State {
+        ws: Some(ws),
+        held: BTreeMap::new(),
+        held_bytes: 0,
+        failed: None,
+    }));
+    while let Some(op) = rx.recv().await {
+        let st = Arc::clone(&state);
+        let (stream, last) = match &op {
+            WriteOp::Write { stream, .. }
+            | WriteOp::Sync { stream }
+            | WriteOp::Truncate { stream, .. } => (*stream, false),
+            WriteOp::Close { stream } => (*stream, true),
+        };
+        let r = tokio::task::spawn_blocking(move || {
+            let mut s = st.lock().unwrap_or_else(|p| p.into_inner());
+            let r = match op {
+                WriteOp::Write { offset, data, .. } => s.write(offset, data),
+                WriteOp::Sync { .. } => match &s.failed {
+                    Some(e) => Err(e.clone()),
+                    None => Ok(()),
+                },
+                WriteOp::Truncate { size, .. } => s.truncate(size),
+                WriteOp::Close { .. } => s.close(),
+            };
+            if let Err(e) = &r {
+                if s.failed.is_none() && !last {
+                    // Abort now (release the quota reservation, drop the
+                    // stripes); later requests on the handle get this error.
+                    s.failed = Some(e.clone());
+                    s.ws = None;
+                }
+            }
+            r
+        })
+        .await
+        .unwrap_or_else(|e| Err(XrdError::new(err::SERVER_ERROR, e.to_string())));
+        out.result(stream, r.map(|()| Vec::new())).await;
+        if last {
+            return;
+        }
+    }
+    // The queue ended without a close (connection gone): dropping the
+    // session aborts the file.
+}

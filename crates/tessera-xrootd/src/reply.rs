@@ -1,0 +1,124 @@
+//! Replies and the task that writes them: requests of one connection run
+//! concurrently and answer in any order, each reply carrying its request's
+//! stream id; one writer task owns the socket's write half.
+
+use crate::error::XrdError;
+use crate::proto::{response_header, status};
+use tessera_core::ReadData;
+use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::sync::mpsc;
+
+/// A piece of a reply body.
+pub enum Piece {
+    Bytes(Vec<u8>),
+    /// File bytes still in the stripe buffers (no copy).
+    Data(ReadData),
+}
+
+impl Piece {
+    fn len(&self) -> usize {
+        match self {
+            Piece::Bytes(b) => b.len(),
+            Piece::Data(d) => d.len(),
+        }
+    }
+}
+
+pub struct Reply {
+    pub stream: [u8; 2],
+    pub status: u16,
+    pub body: Vec<Piece>,
+}
+
+/// Where request handlers send their replies.
+#[derive(Clone)]
+pub struct Out {
+    tx: mpsc::Sender<Reply>,
+}
+
+impl Out {
+    pub fn new(depth: usize) -> (Out, mpsc::Receiver<Reply>) {
+        let (tx, rx) = mpsc::channel(depth);
+        (Out { tx }, rx)
+    }
+
+    /// Queue a reply; false when the connection is gone.
+    pub async fn send(&self, r: Reply) -> bool {
+        self.tx.send(r).await.is_ok()
+    }
+
+    pub async fn ok(&self, stream: [u8; 2], body: Vec<u8>) -> bool {
+        self.send(Reply {
+            stream,
+            status: status::OK,
+            body: vec![Piece::Bytes(body)],
+        })
+        .await
+    }
+
+    pub async fn pieces(&self, stream: [u8; 2], status: u16, body: Vec<Piece>) -> bool {
+        self.send(Reply {
+            stream,
+            status,
+            body,
+        })
+        .await
+    }
+
+    pub async fn error(&self, stream: [u8; 2], e: &XrdError) -> bool {
+        self.send(error_reply(stream, e)).await
+    }
+
+    /// `Ok(body)` or the error.
+    pub async fn result(&self, stream: [u8; 2], r: Result<Vec<u8>, XrdError>) -> bool {
+        match r {
+            Ok(b) => self.ok(stream, b).await,
+            Err(e) => self.error(stream, &e).await,
+        }
+    }
+}
+
+pub fn error_reply(stream: [u8; 2], e: &XrdError) -> Reply {
+    let mut b = Vec::with_capacity(5 + e.msg.len());
+    b.extend_from_slice(&e.code.to_be_bytes());
+    b.extend_from_slice(e.msg.as_bytes());
+    b.push(0);
+    Reply {
+        stream,
+        status: status::ERROR,
+        body: vec![Piece::Bytes(b)],
+    }
+}
+
+/// Write replies until every sender is gone or the socket fails. Small
+/// replies are coalesced; file data goes straight from its buffers.
+pub async fn write_replies<W: AsyncWrite + Unpin>(w: W, mut rx: mpsc::Receiver<Reply>) {
+    let mut w = BufWriter::with_capacity(64 << 10, w);
+    while let Some(r) = rx.recv().await {
+        if write_one(&mut w, &r).await.is_err() {
+            return;
+        }
+        drop(r);
+        if rx.is_empty() && w.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = w.flush().await;
+    let _ = w.shutdown().await;
+}
+
+async fn write_one<W: AsyncWrite + Unpin>(w: &mut BufWriter<W>, r: &Reply) -> std::io::Result<()> {
+    let len: usize = r.body.iter().map(Piece::len).sum();
+    w.write_all(&response_header(r.stream, r.status, len)).await?;
+    for p in &r.body {
+        match p {
+            Piece::Bytes(b) => w.write_all(b).await?,
+            Piece::Data(d) => {
+                for s in d.slices() {
+                    w.write_all(s).await?;
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,197 @@
+//! One client connection's state: its identity and its open files.
+
+use crate::error::XrdError;
+use crate::identity::{self, UnixPolicy};
+use crate::ops::write::WriteOp;
+use crate::XrootdConfig;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use tessera_core::{Core, ReadSession};
+use tessera_types::{Identity, NsPath};
+use tokio::sync::mpsc;
+
+/// At most this many files open at once on one connection.
+pub const MAX_HANDLES: usize = 16384;
+
+/// A file open for reading: concurrent reads share it.
+pub struct OpenRead {
+    pub rs: ReadSession,
+    pub path: NsPath,
+}
+
+/// A file open for writing: its operations go, in arrival order, to the
+/// task that owns the write session.
+pub struct OpenWrite {
+    pub ops: mpsc::Sender<WriteOp>,
+    pub path: NsPath,
+}
+
+pub enum Handle {
+    Read(Arc<OpenRead>),
+    Write(Arc<OpenWrite>),
+}
+
+impl Clone for Handle {
+    fn clone(&self) -> Handle {
+        match self {
+            Handle::Read(r) => Handle::Read(Arc::clone(r)),
+            Handle::Write(w) => Handle::Write(Arc::clone(w)),
+        }
+    }
+}
+
+pub struct Session {
+    pub core: Core,
+    pub cfg: Arc<XrootdConfig>,
+    /// The address the client reached us at (for `kXR_locate`).
+    pub local: SocketAddr,
+    pub peer: SocketAddr,
+    pub tls: bool,
+    who: RwLock<Identity>,
+    logged_in: RwLock<bool>,
+    handles: Mutex<HashMap<u32, Handle>>,
+    next: AtomicU32,
+}
+
+impl Session {
+    pub fn new(
+        core: Core,
+        cfg: Arc<XrootdConfig>,
+        local: SocketAddr,
+        peer: SocketAddr,
+        tls: bool,
+    ) -> Session {
+        Session {
+            core,
+            cfg,
+            local,
+            peer,
+            tls,
+            who: RwLock::new(identity::anonymous()),
+            logged_in: RwLock::new(false),
+            handles: Mutex::new(HashMap::new()),
+            next: AtomicU32::new(1),
+        }
+    }
+
+    pub fn who(&self) -> Identity {
+        self.who.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn set_who(&self, who: Identity) {
+        *self.who.write().unwrap_or_else(|p| p.into_inner()) = who;
+    }
+
+    pub fn unix_policy(&self) -> UnixPolicy {
+        self.cfg.unix
+    }
+
+    pub fn logged_in(&self) -> bool {
+        *self.logged_in.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Mark the login done; false if it already was (a second login).
+    pub fn login(&self) -> bool {
+        let mut l = self.logged_in.write().unwrap_or_else(|p| p.into_inner());
+        !std::mem::replace(&mut *l, true)
+    }
+
+    pub fn add(&self, h: Handle) -> Result<[u8; 4], XrdError> {
+        let mut t = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        if t.len() >= MAX_HANDLES {
+            return Err(XrdError::new(
+                crate::proto::err::INVALID_REQUEST,
+                format!("too many open files on this connection (max {MAX_HANDLES})"),
+            ));
+        }
+        loop {
+            let id = self.next.fetch_add(1, Ordering::Relaxed);
+            if id != 0 && !t.contains_key(&id) {
+                t.insert(id, h);
+                return Ok(id.to_be_bytes());
+            }
+        }
+    }
+
+    pub fn get(&self, fh: [u8; 4]) -> Result<Handle, XrdError> {
+        let t = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        t.get(&u32::from_be_bytes(fh))
+            .cloned()
+            .ok_or_else(XrdError::bad_handle)
+    }
+
+    pub fn remove(&self, fh: [u8; 4]) -> Result<Handle, XrdError> {
+        let mut t = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        t.remove(&u32::from_be_bytes(fh))
+            .ok_or_else(XrdError::bad_handle)
+    }
+
+    /// Forget every open file (the connection ended): files being written
+    /// and not closed are aborted when their write task sees its queue end.
+    pub fn close_all(&self) {
+        self.handles
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
+    }
+}
+
+/// A request's path and its CGI (`path?k=v&k2=v2`), from the payload.
+pub struct Target {
+    pub path: NsPath,
+    pub cgi: Vec<(String, String)>,
+}
+
+impl Target {
+    pub fn parse(payload: &[u8]) -> Result<Target, XrdError> {
+        let p = match payload.iter().position(|b| *b == 0) {
+            // One trailing NUL is tolerated; an embedded one is not.
+            Some(i) if i + 1 == payload.len() => &payload[..i],
+            Some(_) => return Err(XrdError::invalid("path contains a NUL byte")),
+            None => payload,
+        };
+        if p.is_empty() {
+            return Err(XrdError::new(crate::proto::err::ARG_MISSING, "no path given"));
+        }
+        let (path, cgi) = match p.iter().position(|b| *b == b'?') {
+            Some(i) => (&p[..i], &p[i + 1..]),
+            None => (p, &b""[..]),
+        };
+        let path = NsPath::parse(path).map_err(|e| XrdError::invalid(e.to_string()))?;
+        let cgi = String::from_utf8_lossy(cgi)
+            .split('&')
+            .filter(|kv| !kv.is_empty())
+            .map(|kv| match kv.split_once('=') {
+                Some((k, v)) => (k.to_string(), v.to_string()),
+                None => (kv.to_string(), String::new()),
+            })
+            .collect();
+        Ok(Target { path, cgi })
+    }
+
+    pub fn cgi(&self, key: &str) -> Option<&str> {
+        self.cgi
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets() {
+        let t = Target::parse(b"/a/b?&oss.asize=10&authz=Bearer%20x").expect("parse");
+        assert_eq!(t.path.display(), "/a/b");
+        assert_eq!(t.cgi("oss.asize"), Some("10"));
+        assert_eq!(t.cgi("authz"), Some("Bearer%20x"));
+        assert!(Target::parse(b"/a\0").is_ok());
+        assert!(Target::parse(b"/a\0b").is_err());
+        assert!(Target::parse(b"").is_err());
+        assert_eq!(Target::parse(b"/../../etc").expect("clamped").path.display(), "/etc");
+    }
+}
