@@ -1,5 +1,8 @@
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    // Read at run time: a build-script binary cached from a clone at
+    // another path must not point there.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR")?;
+    let root = std::path::Path::new(&manifest).join("../../proto");
     let files = [
         "tessera/admin/v1/namespace.proto",
         "tessera/admin/v1/quota.proto",

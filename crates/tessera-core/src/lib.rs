@@ -18,8 +18,8 @@ pub use io::{ReadSession, WriteSession, DEFAULT_SPACE};
 pub use service::{Core, RemoveReport};
 pub use tessera_data::StripeState;
 pub use tessera_data::{ReadData, ReadEvent};
+pub use tessera_meta::{may, FsConfigStatus, FsRecord};
 pub use tessera_meta::{
     CheckReport, Checksum, CommitWrite, EntryKind, Inode, MetaOptions, MetaStore, NsStats,
     QuotaEntry, QuotaKind, QuotaNodeReport, QuotaTarget, RenameFlags, Reservation, SetAttr,
 };
-pub use tessera_meta::{may, FsConfigStatus, FsRecord};

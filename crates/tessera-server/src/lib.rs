@@ -32,6 +32,11 @@ pub struct Running {
 }
 
 impl Running {
+    /// The core service (tests set attributes and quotas through it).
+    pub fn core(&self) -> &Core {
+        &self.core
+    }
+
     /// Stop accepting, let in-flight requests finish, flush the namespace.
     pub async fn shutdown(self) -> anyhow::Result<()> {
         let _ = self.stop.send(true);

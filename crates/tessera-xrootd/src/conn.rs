@@ -44,7 +44,10 @@ pub async fn serve_connection(
     tokio::time::timeout(HANDSHAKE_TIMEOUT, sock.read_exact(&mut hs))
         .await
         .map_err(|_| ConnError::Timeout)??;
-    if hs[..12] != [0u8; 12] || hs[12..16] != 4i32.to_be_bytes() || hs[16..20] != 2012i32.to_be_bytes() {
+    if hs[..12] != [0u8; 12]
+        || hs[12..16] != 4i32.to_be_bytes()
+        || hs[16..20] != 2012i32.to_be_bytes()
+    {
         return Err(ConnError::Protocol("not an XRootD handshake".into()));
     }
     let mut reply = [0u8; 16];
@@ -98,7 +101,10 @@ async fn read_request<R: AsyncRead + Unpin>(
     r.read_exact(&mut hb).await?;
     let h = Header::parse(&hb);
     if h.dlen < 0 {
-        return Err(ConnError::Protocol(format!("negative payload length {}", h.dlen)));
+        return Err(ConnError::Protocol(format!(
+            "negative payload length {}",
+            h.dlen
+        )));
     }
     let n = h.dlen as usize;
     let cap = match h.code {
@@ -149,7 +155,10 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
                 Err(ConnError::Protocol(m)) => {
                     // Say why before closing (the stream id is unknown).
                     let _ = out
-                        .send(error_reply([0, 0], &XrdError::new(err::INVALID_REQUEST, m.clone())))
+                        .send(error_reply(
+                            [0, 0],
+                            &XrdError::new(err::INVALID_REQUEST, m.clone()),
+                        ))
                         .await;
                     break Err(ConnError::Protocol(m));
                 }

@@ -81,6 +81,9 @@ mod tests {
         assert_eq!(parse_unix(b"unix\0\0"), None);
         assert!(from_unix(UnixPolicy::Trust, "root", None).is_root());
         assert_eq!(from_unix(UnixPolicy::Anonymous, "root", None).uid, NOBODY);
-        assert_eq!(from_unix(UnixPolicy::Trust, "no-such-user-here", None).uid, NOBODY);
+        assert_eq!(
+            from_unix(UnixPolicy::Trust, "no-such-user-here", None).uid,
+            NOBODY
+        );
     }
 }

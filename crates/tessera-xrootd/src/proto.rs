@@ -200,6 +200,9 @@ mod tests {
         assert_eq!(h.fhandle(), [1, 2, 3, 4]);
         assert_eq!(h.i64_at(8), 1234567890123);
         assert_eq!(h.i32_at(16), 8 << 20);
-        assert_eq!(response_header([0, 7], status::OK, 5), [0, 7, 0, 0, 0, 0, 0, 5]);
+        assert_eq!(
+            response_header([0, 7], status::OK, 5),
+            [0, 7, 0, 0, 0, 0, 0, 5]
+        );
     }
 }

@@ -109,7 +109,8 @@ pub async fn write_replies<W: AsyncWrite + Unpin>(w: W, mut rx: mpsc::Receiver<R
 
 async fn write_one<W: AsyncWrite + Unpin>(w: &mut BufWriter<W>, r: &Reply) -> std::io::Result<()> {
     let len: usize = r.body.iter().map(Piece::len).sum();
-    w.write_all(&response_header(r.stream, r.status, len)).await?;
+    w.write_all(&response_header(r.stream, r.status, len))
+        .await?;
     for p in &r.body {
         match p {
             Piece::Bytes(b) => w.write_all(b).await?,

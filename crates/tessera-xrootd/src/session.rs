@@ -153,7 +153,10 @@ impl Target {
             None => payload,
         };
         if p.is_empty() {
-            return Err(XrdError::new(crate::proto::err::ARG_MISSING, "no path given"));
+            return Err(XrdError::new(
+                crate::proto::err::ARG_MISSING,
+                "no path given",
+            ));
         }
         let (path, cgi) = match p.iter().position(|b| *b == b'?') {
             Some(i) => (&p[..i], &p[i + 1..]),
@@ -192,6 +195,12 @@ mod tests {
         assert!(Target::parse(b"/a\0").is_ok());
         assert!(Target::parse(b"/a\0b").is_err());
         assert!(Target::parse(b"").is_err());
-        assert_eq!(Target::parse(b"/../../etc").expect("clamped").path.display(), "/etc");
+        assert_eq!(
+            Target::parse(b"/../../etc")
+                .expect("clamped")
+                .path
+                .display(),
+            "/etc"
+        );
     }
 }

@@ -25,7 +25,10 @@ async fn list(s: &Session, out: &Out, h: &Header, p: &[u8]) -> Result<(), XrdErr
     let who = s.who();
     let dir = s.core.stat(&who, t.path.clone()).await?;
     if !dir.is_dir() {
-        return Err(XrdError::new(err::NOT_FILE, format!("{} is not a directory", t.path.display())));
+        return Err(XrdError::new(
+            err::NOT_FILE,
+            format!("{} is not a directory", t.path.display()),
+        ));
     }
     if !tessera_core::may(&who, &dir, 4) {
         return Err(XrdError::new(
@@ -54,13 +57,16 @@ async fn list(s: &Session, out: &Out, h: &Header, p: &[u8]) -> Result<(), XrdErr
                 buf.extend_from_slice(stat_string(e, &who).as_bytes());
                 buf.push(b'\n');
             }
-            if buf.len() >= PART {
-                if !out
-                    .pieces(st, status::OKSOFAR, vec![Piece::Bytes(std::mem::take(&mut buf))])
+            if buf.len() >= PART
+                && !out
+                    .pieces(
+                        st,
+                        status::OKSOFAR,
+                        vec![Piece::Bytes(std::mem::take(&mut buf))],
+                    )
                     .await
-                {
-                    return Ok(());
-                }
+            {
+                return Ok(());
             }
         }
         if page.len() < PAGE {

@@ -39,11 +39,20 @@ pub async fn dispatch(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>) -> boo
         req::PING | req::ENDSESS | req::SET | req::PREPARE => out.ok(st, Vec::new()).await,
         req::WRITE | req::SYNC | req::CLOSE => write::queue(s, out, &h, p).await,
         req::TRUNCATE if p.is_empty() => write::queue(s, out, &h, p).await,
-        req::FATTR | req::BIND | req::PGREAD | req::PGWRITE | req::WRITEV | req::SIGVER
-        | req::GPFILE | req::CHKPOINT => {
+        req::FATTR
+        | req::BIND
+        | req::PGREAD
+        | req::PGWRITE
+        | req::WRITEV
+        | req::SIGVER
+        | req::GPFILE
+        | req::CHKPOINT => {
             out.error(
                 st,
-                &XrdError::new(err::UNSUPPORTED, format!("request {} is not supported", h.code)),
+                &XrdError::new(
+                    err::UNSUPPORTED,
+                    format!("request {} is not supported", h.code),
+                ),
             )
             .await
         }

@@ -46,9 +46,10 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<V
         }
         let hint: u64 = t.cgi("oss.asize").and_then(|v| v.parse().ok()).unwrap_or(0);
         let (core, path, w2) = (s.core.clone(), t.path.clone(), who.clone());
-        let ws = tokio::task::spawn_blocking(move || core.open_write(&w2, &path, mode, replace, hint))
-            .await
-            .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
+        let ws =
+            tokio::task::spawn_blocking(move || core.open_write(&w2, &path, mode, replace, hint))
+                .await
+                .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
         let fid = ws.fid();
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -62,7 +62,9 @@ async fn checksum(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
 }
 
 fn config(s: &Session, p: &[u8]) -> Vec<u8> {
-    let text = String::from_utf8_lossy(p).trim_end_matches('\0').to_string();
+    let text = String::from_utf8_lossy(p)
+        .trim_end_matches('\0')
+        .to_string();
     let mut out = String::new();
     for key in text.split_whitespace() {
         let v = match key {
@@ -80,8 +82,12 @@ fn config(s: &Session, p: &[u8]) -> Vec<u8> {
         out.push_str(&v);
         out.push('\n');
     }
+    // The last newline becomes the terminating NUL.
     let mut b = out.into_bytes();
-    b.push(0);
+    match b.last_mut() {
+        Some(c) => *c = 0,
+        None => b.push(0),
+    }
     b
 }
 

@@ -17,7 +17,8 @@ pub async fn read(s: &Session, out: &Out, h: &Header) {
         Ok(Handle::Read(r)) => r,
         Ok(Handle::Write(w)) => {
             let msg = format!("{} is open for writing only", w.path.display());
-            out.error(st, &XrdError::new(err::NOT_AUTHORIZED, msg)).await;
+            out.error(st, &XrdError::new(err::NOT_AUTHORIZED, msg))
+                .await;
             return;
         }
         Err(e) => {
@@ -27,7 +28,8 @@ pub async fn read(s: &Session, out: &Out, h: &Header) {
     };
     let (offset, len) = (h.i64_at(8), h.i32_at(16));
     if offset < 0 || len < 0 {
-        out.error(st, &XrdError::invalid("negative offset or length")).await;
+        out.error(st, &XrdError::invalid("negative offset or length"))
+            .await;
         return;
     }
     let (mut pos, end) = (offset as u64, offset as u64 + len as u64);

@@ -13,15 +13,21 @@ pub const MAX_ELEMENTS: usize = 1024;
 pub const MAX_ELEMENT: usize = 8 << 20;
 
 pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
-    if p.len() % 16 != 0 || p.is_empty() {
-        out.error(stream, &XrdError::invalid("readv list is not a whole number of 16-byte elements"))
-            .await;
+    if !p.len().is_multiple_of(16) || p.is_empty() {
+        out.error(
+            stream,
+            &XrdError::invalid("readv list is not a whole number of 16-byte elements"),
+        )
+        .await;
         return;
     }
     if p.len() / 16 > MAX_ELEMENTS {
         out.error(
             stream,
-            &XrdError::new(err::ARG_TOO_LONG, format!("more than {MAX_ELEMENTS} readv elements")),
+            &XrdError::new(
+                err::ARG_TOO_LONG,
+                format!("more than {MAX_ELEMENTS} readv elements"),
+            ),
         )
         .await;
         return;
@@ -33,15 +39,21 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
         let len = i32::from_be_bytes(e[4..8].try_into().expect("4 bytes"));
         let off = i64::from_be_bytes(e[8..16].try_into().expect("8 bytes"));
         if len < 0 || off < 0 || len as usize > MAX_ELEMENT {
-            out.error(stream, &XrdError::invalid(format!("bad readv element: {len} bytes at {off}")))
-                .await;
+            out.error(
+                stream,
+                &XrdError::invalid(format!("bad readv element: {len} bytes at {off}")),
+            )
+            .await;
             return;
         }
         let r = match s.get(fh) {
             Ok(Handle::Read(r)) => r,
             Ok(Handle::Write(_)) => {
-                out.error(stream, &XrdError::new(err::NOT_AUTHORIZED, "file is open for writing only"))
-                    .await;
+                out.error(
+                    stream,
+                    &XrdError::new(err::NOT_AUTHORIZED, "file is open for writing only"),
+                )
+                .await;
                 return;
             }
             Err(e) => {

@@ -8,7 +8,10 @@ use crate::statfmt::stat_string;
 pub async fn stat(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     let who = s.who();
     if h.u8_at(4) & 1 != 0 {
-        return Err(XrdError::new(err::UNSUPPORTED, "kXR_vfs stat is not supported"));
+        return Err(XrdError::new(
+            err::UNSUPPORTED,
+            "kXR_vfs stat is not supported",
+        ));
     }
     let inode = if p.is_empty() || p == b"\0" {
         match s.get(h.at(16, 4).try_into().expect("4 bytes"))? {
@@ -33,7 +36,10 @@ pub async fn stat(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError
 pub async fn statx(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     let who = s.who();
     let mut out = Vec::new();
-    for line in p.split(|b| *b == b'\n').filter(|l| !l.is_empty() && *l != b"\0") {
+    for line in p
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty() && *l != b"\0")
+    {
         let flag = match Target::parse(line) {
             Ok(t) => match s.core.stat(&who, t.path).await {
                 Ok(i) if i.is_dir() => sflags::IS_DIR,

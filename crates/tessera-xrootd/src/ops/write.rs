@@ -56,7 +56,8 @@ pub async fn queue(s: &Arc<Session>, out: &Out, h: &Header, p: Vec<u8>) -> bool 
                 req::CLOSE | req::SYNC => out.ok(st, Vec::new()).await,
                 _ => {
                     let msg = format!("{} is open for reading only", r.path.display());
-                    out.error(st, &XrdError::new(err::NOT_AUTHORIZED, msg)).await
+                    out.error(st, &XrdError::new(err::NOT_AUTHORIZED, msg))
+                        .await
                 }
             }
         }
@@ -111,7 +112,9 @@ impl State {
         if offset < end {
             return Err(XrdError::new(
                 err::UNSUPPORTED,
-                format!("rewriting bytes already written (offset {offset} < {end}) is not supported"),
+                format!(
+                    "rewriting bytes already written (offset {offset} < {end}) is not supported"
+                ),
             ));
         }
         if offset > end {

@@ -1,0 +1,173 @@
+//! Each failure reaches the client as its own kXR error number: not found,
+//! permission denied, over quota (nothing left behind), is a directory,
+//! exists; and a malformed request closes only its own connection.
+
+use crate::{data, write_file, Env};
+use std::io::{Read, Write};
+use tessera_core::{QuotaTarget, SetAttr};
+
+const SCRIPT: &str = r#"
+import sys
+from XRootD import client
+from XRootD.client.flags import OpenFlags, MkDirFlags
+url, case = sys.argv[1], sys.argv[2]
+fs = client.FileSystem(url)
+def code(st):
+    return st.errno if not st.ok else 0
+if case == "notfound":
+    st, _ = fs.stat("/nothing/here"); print(code(st))
+    f = client.File(); st, _ = f.open(url + "//nothing/here"); print(code(st))
+elif case == "isdir":
+    f = client.File(); st, _ = f.open(url + "//dir"); print(code(st))
+elif case == "exists":
+    st, _ = fs.mkdir("/dir"); print(code(st))
+    f = client.File(); st, _ = f.open(url + "//dir/file", OpenFlags.NEW); print(code(st))
+elif case == "denied":
+    f = client.File(); st, _ = f.open(url + "//private/secret"); print(code(st))
+    st, _ = fs.dirlist("/private"); print(code(st))
+    f = client.File(); st, _ = f.open(url + "//private/new", OpenFlags.NEW); print(code(st))
+    st, _ = fs.rm("/dir/file"); print(code(st))
+elif case == "quota":
+    f = client.File(); st, _ = f.open(url + "//q/big", OpenFlags.NEW)
+    print(code(st))
+    if st.ok:
+        st, _ = f.write(b"x" * (2 << 20), 0); print(code(st))
+        st, _ = f.close(); print(code(st))
+"#;
+
+fn codes(e: &Env, case: &str, as_nobody: bool) -> Vec<i32> {
+    let script = e.local("errs.py");
+    std::fs::write(&script, SCRIPT).unwrap();
+    let mut c = if as_nobody {
+        let mut c = e.cmd("setpriv");
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "/usr/bin/python3",
+        ]);
+        c
+    } else {
+        e.cmd("/usr/bin/python3")
+    };
+    let o = c
+        .arg(&script)
+        .args([&e.url, case])
+        .env("HOME", e.dir.path())
+        .output()
+        .expect("python");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.trim().parse().expect("a code"))
+        .collect()
+}
+
+#[test]
+fn kxr_error_numbers() {
+    let e = Env::start();
+    let core = e.core();
+    let root = Env::root();
+    let f = e.local("f");
+    write_file(&f, &data(1000, 1));
+    e.ok("xrdfs", &[&e.url, "mkdir", "/dir"]);
+    e.ok(
+        "xrdcp",
+        &[
+            "--nopbar",
+            f.to_str().unwrap(),
+            &format!("{}//dir/file", e.url),
+        ],
+    );
+    e.ok(
+        "xrdcp",
+        &[
+            "--nopbar",
+            f.to_str().unwrap(),
+            &format!("{}//private/secret", e.url),
+        ],
+    );
+    e.rt.block_on(async {
+        let a = SetAttr {
+            mode: Some(0o700),
+            ..SetAttr::default()
+        };
+        core.setattr(&root, Env::path("/private"), a)
+            .await
+            .expect("chmod");
+        let a = SetAttr {
+            mode: Some(0o600),
+            ..SetAttr::default()
+        };
+        core.setattr(&root, Env::path("/private/secret"), a)
+            .await
+            .expect("chmod");
+        core.mkdir(&root, Env::path("/q"), 0o777, false)
+            .await
+            .expect("mkdir");
+        core.quota_set(
+            &root,
+            Env::path("/q"),
+            QuotaTarget::user(0),
+            Some(1 << 20),
+            None,
+        )
+        .await
+        .expect("quota");
+    });
+    assert_eq!(codes(&e, "notfound", false), [3011, 3011]);
+    assert_eq!(codes(&e, "isdir", false), [3016]);
+    assert_eq!(codes(&e, "exists", false), [3018, 3018]);
+    // nobody: not the owner of anything, / is 0755.
+    assert_eq!(codes(&e, "denied", true), [3010, 3010, 3010, 3010]);
+    // Over quota: refused at write (xrdcp's oss.asize makes it the open)
+    // and nothing is left behind.
+    let q = codes(&e, "quota", false);
+    assert!(q == [0, 3021, 3021] || q == [3021], "{q:?}");
+    let big = e.local("big");
+    write_file(&big, &data(2 << 20, 2));
+    let msg = e.fails(
+        "xrdcp",
+        &[
+            "--nopbar",
+            big.to_str().unwrap(),
+            &format!("{}//q/big2", e.url),
+        ],
+    );
+    assert!(msg.contains("3021"), "{msg}");
+    for p in ["/q/big", "/q/big2"] {
+        let gone = e.rt.block_on(core.stat(&root, Env::path(p)));
+        assert!(gone.is_err(), "{p} must not exist");
+    }
+}
+
+#[test]
+fn malformed_requests_close_only_their_connection() {
+    let e = Env::start();
+    let addr = e.url.trim_start_matches("root://").to_string();
+    // Not a handshake at all.
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.write_all(b"GET / HTTP/1.0\r\n\r\n\r\n").unwrap();
+    let mut buf = Vec::new();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let _ = s.read_to_end(&mut buf);
+    assert!(buf.is_empty(), "no XRootD reply to garbage");
+    // A valid handshake, then a request claiming a 2 GiB payload.
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    let mut hs = vec![0u8; 12];
+    hs.extend_from_slice(&4i32.to_be_bytes());
+    hs.extend_from_slice(&2012i32.to_be_bytes());
+    let mut req = [0u8; 24];
+    req[2..4].copy_from_slice(&3017u16.to_be_bytes());
+    req[20..24].copy_from_slice(&i32::MAX.to_be_bytes());
+    hs.extend_from_slice(&req);
+    s.write_all(&hs).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    assert!(got.len() >= 16, "handshake answered");
+    // The server closed that connection; others work.
+    e.ok("xrdfs", &[&e.url, "ls", "/"]);
+}

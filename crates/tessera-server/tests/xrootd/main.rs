@@ -1,0 +1,146 @@
+//! The stock XRootD clients (Debian's `xrdcp`, `xrdfs`, python3-xrootd)
+//! against `tesserad` started in-process on port 0. They need the
+//! `xrootd-client` and `python3-xrootd` packages (`scripts/test` installs
+//! them); without them these tests fail with a clear message.
+
+mod clients;
+mod errors;
+mod python;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use tessera_types::{Identity, NsPath};
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub url: String,
+    pub tls_url: String,
+    pub ca_dir: PathBuf,
+    pub server: Option<tessera_server::Running>,
+    pub rt: tokio::runtime::Runtime,
+}
+
+impl Env {
+    pub fn start() -> Env {
+        for tool in ["xrdcp", "xrdfs"] {
+            assert!(
+                Command::new("sh")
+                    .args(["-c", &format!("command -v {tool}")])
+                    .output()
+                    .map(|o| o.status.success())
+                    .unwrap_or(false),
+                "{tool} not found: apt-get install xrootd-client (scripts/test does)"
+            );
+        }
+        let dir = tempfile::tempdir().expect("tmp");
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let (cfg, secret) = tessera_server::dev_config(&dir.path().join("data")).expect("dev");
+        let server = rt
+            .block_on(tessera_server::start(&cfg, secret))
+            .expect("start");
+        let addr = server.xrootd_addr.expect("xrootd listener");
+        Env {
+            url: format!("root://127.0.0.1:{}", addr.port()),
+            tls_url: format!("roots://localhost:{}", addr.port()),
+            ca_dir: cfg.data_dir.join("dev").join("certificates"),
+            server: Some(server),
+            dir,
+            rt,
+        }
+    }
+
+    pub fn core(&self) -> &tessera_core::Core {
+        self.server.as_ref().expect("running").core()
+    }
+
+    pub fn root() -> Identity {
+        Identity::root("test")
+    }
+
+    pub fn path(p: &str) -> NsPath {
+        NsPath::parse(p).expect("path")
+    }
+
+    /// A client command with the environment every client here needs.
+    pub fn cmd(&self, prog: &str) -> Command {
+        let mut c = Command::new(prog);
+        c.env("X509_CERT_DIR", &self.ca_dir)
+            .env("XRD_REQUESTTIMEOUT", "60")
+            .env("XRD_CONNECTIONRETRY", "1")
+            .env_remove("BEARER_TOKEN")
+            .env_remove("BEARER_TOKEN_FILE");
+        c
+    }
+
+    pub fn run(&self, prog: &str, args: &[&str]) -> Output {
+        self.cmd(prog).args(args).output().expect(prog)
+    }
+
+    /// Run; expect success; stdout.
+    pub fn ok(&self, prog: &str, args: &[&str]) -> String {
+        let o = self.run(prog, args);
+        assert!(
+            o.status.success(),
+            "{prog} {args:?} failed ({:?}):\n{}\n{}",
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// Run; expect failure; stdout + stderr.
+    pub fn fails(&self, prog: &str, args: &[&str]) -> String {
+        let o = self.run(prog, args);
+        assert!(!o.status.success(), "{prog} {args:?} should have failed");
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    }
+
+    pub fn local(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if let Some(s) = self.server.take() {
+            let _ = self.rt.block_on(s.shutdown());
+        }
+    }
+}
+
+/// Deterministic test bytes.
+pub fn data(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut v = Vec::with_capacity(len);
+    while v.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+    v.truncate(len);
+    v
+}
+
+/// adler32 as xrootd prints it (8 lowercase hex digits).
+pub fn adler32(b: &[u8]) -> String {
+    let (mut a, mut s) = (1u32, 0u32);
+    for chunk in b.chunks(5552) {
+        for &x in chunk {
+            a += x as u32;
+            s += a;
+        }
+        a %= 65521;
+        s %= 65521;
+    }
+    format!("{:08x}", (s << 16) | a)
+}
+
+pub fn write_file(p: &Path, b: &[u8]) {
+    std::fs::write(p, b).expect("write local file");
+}

@@ -1,0 +1,65 @@
+//! The XRootD Python bindings (Debian's python3-xrootd, run with
+//! /usr/bin/python3): writes out of order, sync, truncate, stat on an open
+//! handle, random reads and readv checked byte for byte.
+
+use crate::Env;
+
+const SCRIPT: &str = r#"
+import os, random, sys
+from XRootD import client
+from XRootD.client.flags import OpenFlags
+url = sys.argv[1]
+random.seed(7)
+data = os.urandom(3_000_000)
+f = client.File()
+st, _ = f.open(url + "//py/t1.bin", OpenFlags.NEW | OpenFlags.MAKEPATH)
+assert st.ok, st
+# Second half first: held until the gap is filled.
+st, _ = f.write(data[1_000_000:], 1_000_000); assert st.ok, st
+st, _ = f.write(data[:1_000_000], 0); assert st.ok, st
+st, _ = f.sync(); assert st.ok, st
+st, _ = f.truncate(3_500_000); assert st.ok, st
+st, _ = f.close(); assert st.ok, st
+want = data + b"\0" * 500_000
+
+f = client.File()
+st, _ = f.open(url + "//py/t1.bin", OpenFlags.READ); assert st.ok, st
+st, info = f.stat(force=True); assert st.ok, st
+assert info.size == len(want), info.size
+for _ in range(300):
+    off = random.randrange(0, len(want) + 10)
+    n = random.randrange(0, 200_000)
+    st, got = f.read(off, n); assert st.ok, st
+    assert got == want[off:off + n], (off, n)
+chunks = [(random.randrange(0, len(want) - 5000), random.randrange(1, 5000)) for _ in range(500)]
+st, vr = f.vector_read(chunks); assert st.ok, st
+assert len(vr.chunks) == len(chunks)
+for (off, n), c in zip(chunks, vr.chunks):
+    assert c.offset == off and c.length == n and c.buffer == want[off:off + n], (off, n)
+# A large readv (several reply parts).
+big = [(random.randrange(0, len(want) - 1_000_000), 1_000_000) for i in range(20)]
+st, vr = f.vector_read(big); assert st.ok, st
+for (off, n), c in zip(big, vr.chunks):
+    assert c.buffer == want[off:off + n]
+st, _ = f.close(); assert st.ok
+
+fs = client.FileSystem(url)
+st, _ = fs.truncate("/py/t1.bin", 1000); assert st.ok, st
+st, info = fs.stat("/py/t1.bin"); assert st.ok and info.size == 1000, info
+with client.File() as g:
+    st, _ = g.open(url + "//py/t1.bin"); assert st.ok, st
+    st, got = g.read(0, 5000); assert got == data[:1000]
+st, listing = fs.dirlist("/py", client.flags.DirListFlags.STAT)
+assert st.ok and [e.name for e in listing] == ["t1.bin"], listing
+assert listing.dirlist[0].statinfo.size == 1000
+print("python ok")
+"#;
+
+#[test]
+fn python_bindings() {
+    let e = Env::start();
+    let script = e.local("t.py");
+    std::fs::write(&script, SCRIPT).unwrap();
+    let out = e.ok("/usr/bin/python3", &[script.to_str().unwrap(), &e.url]);
+    assert!(out.contains("python ok"), "{out}");
+}
