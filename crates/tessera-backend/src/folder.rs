@@ -1,10 +1,12 @@
 //! A backend that is a directory: a CephFS mount (ceph-fuse or the kernel
 //! client) or, in dev mode, a local folder.
 
+use crate::dirsync::DirSyncer;
 use crate::*;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Written into a folder when it becomes a filesystem. A folder without it
 /// (say, a CephFS mount point whose mount went away) is refused for writes,
@@ -13,6 +15,7 @@ pub const MARKER: &str = ".tessera-fs";
 
 pub struct FolderBackend {
     root: PathBuf,
+    dirsync: Arc<DirSyncer>,
 }
 
 impl FolderBackend {
@@ -26,14 +29,20 @@ impl FolderBackend {
             std::fs::write(&marker, b"tessera stripe folder, format 1\n")
                 .map_err(|e| BackendError::io(marker.display().to_string(), e))?;
         }
-        Ok(FolderBackend { root })
+        Ok(FolderBackend {
+            root,
+            dirsync: Arc::default(),
+        })
     }
 
     /// Use an existing filesystem folder. Opening does not check the
     /// marker (a filesystem may be down now and back later); writes,
     /// listings and capacity do.
     pub fn open(root: impl Into<PathBuf>) -> FolderBackend {
-        FolderBackend { root: root.into() }
+        FolderBackend {
+            root: root.into(),
+            dirsync: Arc::default(),
+        }
     }
 
     /// `format` then use: for tests and tools.
@@ -65,17 +74,12 @@ struct FolderWrite {
     file: File,
     temp: PathBuf,
     dest: PathBuf,
+    dirsync: Arc<DirSyncer>,
 }
 
 struct FolderRead {
     file: File,
     what: String,
-}
-
-fn sync_dir(dir: &Path) -> Result<(), BackendError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| BackendError::io(dir.display().to_string(), e))
 }
 
 impl Backend for FolderBackend {
@@ -98,6 +102,7 @@ impl Backend for FolderBackend {
             file,
             temp,
             dest: self.path(name),
+            dirsync: Arc::clone(&self.dirsync),
         }))
     }
 
@@ -167,7 +172,10 @@ impl StripeWrite for FolderWrite {
             .map_err(|e| BackendError::io(&what, e))?;
         std::fs::rename(&self.temp, &self.dest).map_err(|e| BackendError::io(&what, e))?;
         match self.dest.parent() {
-            Some(dir) => sync_dir(dir),
+            Some(dir) => self
+                .dirsync
+                .sync(dir)
+                .map_err(|e| BackendError::io(dir.display().to_string(), e)),
             None => Ok(()),
         }
     }

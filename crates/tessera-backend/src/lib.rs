@@ -11,6 +11,7 @@
 mod cephfs;
 #[cfg(feature = "cephfs")]
 mod cluster;
+mod dirsync;
 mod folder;
 mod name;
 

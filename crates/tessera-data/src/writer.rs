@@ -169,26 +169,39 @@ impl FileWriter {
             }
         };
         type Written = Vec<(usize, Result<(), tessera_backend::BackendError>)>;
-        let results: Written = std::thread::scope(|s| {
-            let handles: Vec<_> = self
-                .stripes
-                .iter_mut()
-                .enumerate()
-                .filter_map(|(i, w)| w.as_mut().map(|w| (i, w)))
-                .map(|(i, w)| {
-                    let b = block(i);
-                    let h = s.spawn(move || {
-                        w.write_at(off, b)?;
-                        w.write_at(off + len as u64, &crc32c::crc32c(b).to_le_bytes())
-                    });
-                    (i, h)
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|(i, h)| (i, h.join().expect("stripe writer thread")))
-                .collect()
-        });
+        let write_one = |w: &mut Box<dyn StripeWrite>, b: &[u8]| {
+            w.write_at(off, b)?;
+            w.write_at(off + len as u64, &crc32c::crc32c(b).to_le_bytes())
+        };
+        let live = self.stripes.iter().filter(|w| w.is_some()).count();
+        let results: Written = if live <= 1 {
+            // One stripe (plain): no thread to start.
+            let mut out = Vec::new();
+            for (i, w) in self.stripes.iter_mut().enumerate() {
+                if let Some(w) = w {
+                    out.push((i, write_one(w, block(i))));
+                }
+            }
+            out
+        } else {
+            std::thread::scope(|s| {
+                let handles: Vec<_> = self
+                    .stripes
+                    .iter_mut()
+                    .enumerate()
+                    .filter_map(|(i, w)| w.as_mut().map(|w| (i, w)))
+                    .map(|(i, w)| {
+                        let b = block(i);
+                        let h = s.spawn(move || write_one(w, b));
+                        (i, h)
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|(i, h)| (i, h.join().expect("stripe writer thread")))
+                    .collect()
+            })
+        };
         for (i, r) in results {
             r.map_err(|e| DataError::Backend {
                 index: i,
@@ -234,16 +247,25 @@ impl FileWriter {
             }
         }
         type Sealed = Vec<(usize, Result<(), tessera_backend::BackendError>)>;
-        let results: Sealed = std::thread::scope(|s| {
-            let hs: Vec<_> = std::mem::take(&mut self.stripes)
+        let stripes = std::mem::take(&mut self.stripes);
+        let results: Sealed = if stripes.iter().filter(|w| w.is_some()).count() <= 1 {
+            stripes
                 .into_iter()
                 .enumerate()
-                .filter_map(|(i, w)| w.map(|w| (i, s.spawn(move || w.seal()))))
-                .collect();
-            hs.into_iter()
-                .map(|(i, h)| (i, h.join().expect("seal thread")))
+                .filter_map(|(i, w)| w.map(|w| (i, w.seal())))
                 .collect()
-        });
+        } else {
+            std::thread::scope(|s| {
+                let hs: Vec<_> = stripes
+                    .into_iter()
+                    .enumerate()
+                    .filter_map(|(i, w)| w.map(|w| (i, s.spawn(move || w.seal()))))
+                    .collect();
+                hs.into_iter()
+                    .map(|(i, h)| (i, h.join().expect("seal thread")))
+                    .collect()
+            })
+        };
         for (i, r) in results {
             r.map_err(|e| DataError::Backend {
                 index: i,
