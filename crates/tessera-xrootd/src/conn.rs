@@ -2,6 +2,7 @@
 //! TLS), then requests read one after another and served concurrently;
 //! replies go out through one writer task in whatever order they finish.
 
+use crate::decode;
 use crate::error::XrdError;
 use crate::ops;
 use crate::proto::{self, err, pflags, req, Header, HANDSHAKE_LEN, HEADER_LEN};
@@ -16,9 +17,6 @@ use tokio::net::TcpStream;
 
 /// A client must complete the handshake within this.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
-/// Largest payload of a request that is not a write (paths, CGI, readv
-/// lists, credentials).
-const MAX_PAYLOAD: usize = 1 << 20;
 /// Replies queued for the writer before request handlers wait.
 const REPLY_DEPTH: usize = 64;
 
@@ -100,23 +98,8 @@ async fn read_request<R: AsyncRead + Unpin>(
     let mut hb = [0u8; HEADER_LEN];
     r.read_exact(&mut hb).await?;
     let h = Header::parse(&hb);
-    if h.dlen < 0 {
-        return Err(ConnError::Protocol(format!(
-            "negative payload length {}",
-            h.dlen
-        )));
-    }
-    let n = h.dlen as usize;
-    let cap = match h.code {
-        req::WRITE | req::PGWRITE | req::WRITEV => max_write.unwrap_or(MAX_PAYLOAD),
-        _ => MAX_PAYLOAD,
-    };
-    if n > cap {
-        return Err(ConnError::Protocol(format!(
-            "payload of {n} bytes for request {} exceeds {cap}",
-            h.code
-        )));
-    }
+    let n = decode::check_len(&h, max_write.unwrap_or(decode::MAX_PAYLOAD))
+        .map_err(ConnError::Protocol)?;
     let mut payload = Vec::with_capacity(n);
     while payload.len() < n {
         let want = (n - payload.len()) as u64;

@@ -4,6 +4,7 @@
 //! becomes a call on the core service; errors map to `kXR_*` numbers.
 
 mod conn;
+pub mod decode;
 pub mod error;
 pub mod identity;
 mod ops;

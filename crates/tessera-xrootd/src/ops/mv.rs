@@ -6,17 +6,20 @@ use crate::proto::Header;
 use crate::session::{Session, Target};
 use tessera_core::RenameFlags;
 
-pub async fn mv(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
-    let n = h.u16_at(18) as usize;
-    let split = if n > 0 && n < p.len() && p[n] == b' ' {
-        n
+/// Split the `kXR_mv` payload into source and destination.
+pub fn split(arg1len: usize, p: &[u8]) -> Result<(Target, Target), XrdError> {
+    let at = if arg1len > 0 && arg1len < p.len() && p[arg1len] == b' ' {
+        arg1len
     } else {
         p.iter()
             .position(|b| *b == b' ')
             .ok_or_else(|| XrdError::invalid("mv needs a source and a destination"))?
     };
-    let src = Target::parse(&p[..split])?;
-    let dst = Target::parse(&p[split + 1..])?;
+    Ok((Target::parse(&p[..at])?, Target::parse(&p[at + 1..])?))
+}
+
+pub async fn mv(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+    let (src, dst) = split(h.u16_at(18) as usize, p)?;
     s.core
         .rename(&s.who(), src.path, dst.path, RenameFlags::default())
         .await?;

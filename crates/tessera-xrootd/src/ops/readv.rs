@@ -12,40 +12,48 @@ pub const MAX_ELEMENTS: usize = 1024;
 /// Largest single element (`readv_ior_max`).
 pub const MAX_ELEMENT: usize = 8 << 20;
 
-pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
+/// One readv element: handle, length, offset.
+pub type Element = ([u8; 4], usize, u64);
+
+/// Parse and bound a readv list.
+pub fn parse(p: &[u8]) -> Result<Vec<Element>, XrdError> {
     if !p.len().is_multiple_of(16) || p.is_empty() {
-        out.error(
-            stream,
-            &XrdError::invalid("readv list is not a whole number of 16-byte elements"),
-        )
-        .await;
-        return;
+        return Err(XrdError::invalid(
+            "readv list is not a whole number of 16-byte elements",
+        ));
     }
     if p.len() / 16 > MAX_ELEMENTS {
-        out.error(
-            stream,
-            &XrdError::new(
-                err::ARG_TOO_LONG,
-                format!("more than {MAX_ELEMENTS} readv elements"),
-            ),
-        )
-        .await;
-        return;
+        return Err(XrdError::new(
+            err::ARG_TOO_LONG,
+            format!("more than {MAX_ELEMENTS} readv elements"),
+        ));
     }
-    let mut part: Vec<Piece> = Vec::new();
-    let mut part_bytes = 0usize;
-    for e in p.chunks_exact(16) {
-        let fh: [u8; 4] = e[0..4].try_into().expect("4 bytes");
-        let len = i32::from_be_bytes(e[4..8].try_into().expect("4 bytes"));
-        let off = i64::from_be_bytes(e[8..16].try_into().expect("8 bytes"));
-        if len < 0 || off < 0 || len as usize > MAX_ELEMENT {
-            out.error(
-                stream,
-                &XrdError::invalid(format!("bad readv element: {len} bytes at {off}")),
-            )
-            .await;
+    p.chunks_exact(16)
+        .map(|e| {
+            let fh: [u8; 4] = e[0..4].try_into().expect("4 bytes");
+            let len = i32::from_be_bytes(e[4..8].try_into().expect("4 bytes"));
+            let off = i64::from_be_bytes(e[8..16].try_into().expect("8 bytes"));
+            if len < 0 || off < 0 || len as usize > MAX_ELEMENT {
+                return Err(XrdError::invalid(format!(
+                    "bad readv element: {len} bytes at {off}"
+                )));
+            }
+            Ok((fh, len as usize, off as u64))
+        })
+        .collect()
+}
+
+pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
+    let elements = match parse(p) {
+        Ok(e) => e,
+        Err(e) => {
+            out.error(stream, &e).await;
             return;
         }
+    };
+    let mut part: Vec<Piece> = Vec::new();
+    let mut part_bytes = 0usize;
+    for (fh, len, off) in elements {
         let r = match s.get(fh) {
             Ok(Handle::Read(r)) => r,
             Ok(Handle::Write(_)) => {
@@ -61,7 +69,7 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
                 return;
             }
         };
-        let d = match fetch(&r, off as u64, len as usize).await {
+        let d = match fetch(&r, off, len).await {
             Ok(d) => d,
             Err(e) => {
                 out.error(stream, &e).await;
