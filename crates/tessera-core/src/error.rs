@@ -19,6 +19,9 @@ pub enum CoreError {
     NotFound(String),
     #[error("internal task failed: {0}")]
     Task(String),
+    /// Reported by the metadata service to a data gateway.
+    #[error("{msg}")]
+    Remote { kind: ErrorKind, msg: String },
 }
 
 impl CoreError {
@@ -31,6 +34,7 @@ impl CoreError {
             CoreError::Denied(_) => ErrorKind::PermissionDenied,
             CoreError::NotFound(_) => ErrorKind::NotFound,
             CoreError::Task(_) => ErrorKind::Io,
+            CoreError::Remote { kind, .. } => *kind,
         }
     }
 }

@@ -103,8 +103,11 @@ pub struct FsChange {
 
 impl Filesystems {
     pub fn load(meta: &MetaStore) -> Result<Filesystems, CoreError> {
-        let map = meta
-            .fs_list()?
+        Ok(Filesystems::from_records(meta.fs_list()?))
+    }
+
+    pub fn from_records(records: Vec<FsRecord>) -> Filesystems {
+        let map = records
             .into_iter()
             .map(|rec| {
                 let backend =
@@ -112,10 +115,27 @@ impl Filesystems {
                 (rec.id, Opened::new(rec, backend))
             })
             .collect();
-        Ok(Filesystems {
+        Filesystems {
             map: RwLock::new(map),
             clusters: std::sync::Mutex::new(HashMap::new()),
-        })
+        }
+    }
+
+    /// Take a new list: changed records are updated, new locators opened,
+    /// filesystems no longer listed forgotten.
+    pub fn replace_records(&self, records: Vec<FsRecord>) {
+        let mut m = self.write();
+        m.retain(|id, _| records.iter().any(|r| r.id == *id));
+        for rec in records {
+            match m.get_mut(&rec.id) {
+                Some(o) if o.rec.locator == rec.locator => o.rec = rec,
+                _ => {
+                    let backend = tessera_backend::open_locator(&rec.locator, false)
+                        .map_err(|e| e.to_string());
+                    m.insert(rec.id, Opened::new(rec, backend));
+                }
+            }
+        }
     }
 
     /// The status of the cluster with `conf` (cached for `CLUSTER_TTL`).

@@ -7,7 +7,7 @@ use crate::{Core, CoreError};
 use std::sync::Arc;
 use tessera_backend::{Backend, StripeName};
 use tessera_data::{FileReader, FileWriter, Layout, Placement, ReadData, ReadEvent};
-use tessera_meta::{Checksum, CommitWrite, Inode, MetaStore, Reservation};
+use tessera_meta::{Checksum, CommitWrite, Inode, MetaStore};
 use tessera_types::{Identity, NsPath};
 
 /// How much quota a write reserves at a time beyond what it has written.
@@ -36,11 +36,57 @@ pub(crate) fn drop_stripes_of(fs: &Filesystems, inode: &Inode) {
     }
 }
 
+/// Where a write's quota reservation lives and where the finished file is
+/// committed: the local namespace, or, on a data gateway, the metadata
+/// service (over its internal API). Blocking.
+pub trait Ledger: Send + Sync {
+    /// Grow reservation `id` by `bytes` (refused over quota).
+    fn extend(&self, id: u64, bytes: u64) -> Result<(), CoreError>;
+    /// Make the file visible in one step; the stripes of a file it
+    /// replaces are dropped by the ledger.
+    fn commit(&self, id: u64, c: CommitWrite) -> Result<Inode, CoreError>;
+    /// Give the reservation up.
+    fn abort(&self, id: u64);
+}
+
+/// The local namespace as a ledger.
+pub(crate) struct LocalLedger {
+    pub(crate) meta: Arc<MetaStore>,
+    pub(crate) fs: Arc<Filesystems>,
+}
+
+impl Ledger for LocalLedger {
+    fn extend(&self, id: u64, bytes: u64) -> Result<(), CoreError> {
+        Ok(self.meta.extend_write(id, bytes)?)
+    }
+
+    fn commit(&self, id: u64, c: CommitWrite) -> Result<Inode, CoreError> {
+        let (inode, replaced) = self.meta.commit_write(id, c)?;
+        if let Some(old) = replaced {
+            drop_stripes_of(&self.fs, &old);
+        }
+        Ok(inode)
+    }
+
+    fn abort(&self, id: u64) {
+        let _ = self.meta.abort_write(id);
+    }
+}
+
+/// What a write needs before its first byte: its reservation, the file id
+/// its stripes are named after, the layout and the filesystems chosen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WritePlan {
+    pub resv_id: u64,
+    pub fid: u64,
+    pub placement: Placement,
+}
+
 /// A file being written. Dropping it without `close` aborts it.
 pub struct WriteSession {
-    meta: Arc<MetaStore>,
+    ledger: Arc<dyn Ledger>,
     fs: Arc<Filesystems>,
-    resv: Reservation,
+    plan: WritePlan,
     reserved: u64,
     writer: Option<FileWriter>,
     path: NsPath,
@@ -53,7 +99,7 @@ impl WriteSession {
 
     /// The file id the file will have.
     pub fn fid(&self) -> u64 {
-        self.resv.ino
+        self.plan.fid
     }
 
     pub fn written(&self) -> u64 {
@@ -70,16 +116,14 @@ impl WriteSession {
         if need > self.reserved {
             // Reserve ahead in steps; near a limit, exactly what is needed.
             let exact = need - self.reserved;
-            let more = match self
-                .meta
-                .extend_write(self.resv.id, exact.max(RESERVE_STEP))
-            {
+            let id = self.plan.resv_id;
+            let more = match self.ledger.extend(id, exact.max(RESERVE_STEP)) {
                 Ok(()) => exact.max(RESERVE_STEP),
                 Err(_) if exact < RESERVE_STEP => {
-                    self.meta.extend_write(self.resv.id, exact)?;
+                    self.ledger.extend(id, exact)?;
                     exact
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             };
             self.reserved += more;
         }
@@ -96,7 +140,7 @@ impl WriteSession {
         let done = match w.finish() {
             Ok(d) => d,
             Err(e) => {
-                let _ = self.meta.abort_write(self.resv.id);
+                self.ledger.abort(self.plan.resv_id);
                 return Err(e.into());
             }
         };
@@ -109,17 +153,12 @@ impl WriteSession {
             layout: done.placement.encode(),
             mtime_ns: None,
         };
-        match self.meta.commit_write(self.resv.id, commit) {
-            Ok((inode, replaced)) => {
-                if let Some(old) = replaced {
-                    drop_stripes_of(&self.fs, &old);
-                }
-                Ok(inode)
-            }
+        match self.ledger.commit(self.plan.resv_id, commit) {
+            Ok(inode) => Ok(inode),
             Err(e) => {
                 // Never visible: remove what was sealed.
-                drop_stripes(&self.fs, &done.placement, self.resv.ino);
-                Err(e.into())
+                drop_stripes(&self.fs, &done.placement, self.plan.fid);
+                Err(e)
             }
         }
     }
@@ -132,7 +171,7 @@ impl WriteSession {
     fn abort_inner(&mut self) {
         if let Some(w) = self.writer.take() {
             w.abort();
-            let _ = self.meta.abort_write(self.resv.id);
+            self.ledger.abort(self.plan.resv_id);
         }
     }
 }
@@ -193,6 +232,83 @@ impl ReadSession {
     }
 }
 
+/// The data path without the namespace: opened filesystems and read
+/// buffers. A data gateway has one built from the metadata service's
+/// filesystem list; the core hands out one over its own.
+#[derive(Clone)]
+pub struct DataPath {
+    fs: Arc<Filesystems>,
+    read_pool: Arc<tessera_data::BufPool>,
+    read_errors: Arc<crate::fsck::ReadErrors>,
+}
+
+impl DataPath {
+    /// Over the filesystems in `records` (a gateway).
+    pub fn from_records(records: Vec<tessera_meta::FsRecord>) -> DataPath {
+        DataPath {
+            fs: Arc::new(Filesystems::from_records(records)),
+            read_pool: tessera_data::BufPool::new(crate::service::READ_POOL_BYTES),
+            read_errors: Arc::default(),
+        }
+    }
+
+    /// Take a new filesystem list (added, changed and removed ones).
+    pub fn update(&self, records: Vec<tessera_meta::FsRecord>) {
+        self.fs.replace_records(records);
+    }
+
+    /// Open the stripes of a planned write (blocking).
+    pub fn start_write(
+        &self,
+        plan: WritePlan,
+        ledger: Arc<dyn Ledger>,
+        path: NsPath,
+        size_hint: u64,
+    ) -> Result<WriteSession, CoreError> {
+        let targets: Vec<(u32, Arc<dyn Backend>)> = plan
+            .placement
+            .fsids
+            .iter()
+            .filter_map(|id| self.fs.backend(*id).map(|b| (*id, b)))
+            .collect();
+        let writer =
+            match FileWriter::create(plan.placement.layout, plan.fid, plan.resv_id, &targets) {
+                Ok(w) => w,
+                Err(e) => {
+                    ledger.abort(plan.resv_id);
+                    return Err(e.into());
+                }
+            };
+        Ok(WriteSession {
+            ledger,
+            fs: Arc::clone(&self.fs),
+            reserved: size_hint,
+            plan,
+            writer: Some(writer),
+            path,
+        })
+    }
+
+    /// Open a file whose inode the caller has (and has checked access to).
+    pub fn open_inode(&self, inode: Inode) -> Result<ReadSession, CoreError> {
+        let reader = if inode.layout.is_empty() {
+            None // created empty (touch): no stripes
+        } else {
+            let p = Placement::decode(&inode.layout)?;
+            let backends = p.fsids.iter().map(|id| self.fs.backend(*id)).collect();
+            Some(
+                FileReader::new(p, inode.ino, inode.size, backends)?
+                    .with_pool(Arc::clone(&self.read_pool)),
+            )
+        };
+        Ok(ReadSession {
+            inode,
+            reader,
+            seen: Arc::clone(&self.read_errors),
+        })
+    }
+}
+
 /// The layout and space for new files in a directory, from its
 /// `sys.forced.*` attributes (EOS names).
 fn layout_of(meta: &MetaStore, dir: &NsPath) -> Result<(Layout, String), CoreError> {
@@ -216,17 +332,18 @@ fn layout_of(meta: &MetaStore, dir: &NsPath) -> Result<(Layout, String), CoreErr
 }
 
 impl Core {
-    /// Open `path` for writing (blocking). Checks the namespace and
-    /// permissions, reserves quota, picks the layout from the directory and
-    /// the filesystems by placement; nothing is visible until `close`.
-    pub fn open_write(
+    /// Reserve and place a write (blocking): checks the namespace and
+    /// permissions, reserves quota, picks the layout from the directory's
+    /// attributes and the filesystems by placement. Nothing is visible
+    /// until the write is committed through [`Core::ledger`].
+    pub fn plan_write(
         &self,
         who: &Identity,
         path: &NsPath,
         mode: u32,
         overwrite: bool,
         size_hint: u64,
-    ) -> Result<WriteSession, CoreError> {
+    ) -> Result<WritePlan, CoreError> {
         let (parent, _) = path
             .split_last()
             .ok_or_else(|| CoreError::Invalid("cannot write /".into()))?;
@@ -241,20 +358,43 @@ impl Core {
         let candidates = self.fs.candidates(&space);
         let fsids =
             tessera_data::place(&layout, &candidates, resv.ino).map_err(|e| fail(e.into()))?;
-        let targets: Vec<(u32, Arc<dyn Backend>)> = fsids
-            .iter()
-            .filter_map(|id| self.fs.backend(*id).map(|b| (*id, b)))
-            .collect();
-        let writer =
-            FileWriter::create(layout, resv.ino, resv.id, &targets).map_err(|e| fail(e.into()))?;
-        Ok(WriteSession {
+        Ok(WritePlan {
+            resv_id: resv.id,
+            fid: resv.ino,
+            placement: Placement { layout, fsids },
+        })
+    }
+
+    /// The local namespace as the ledger of writes.
+    pub fn ledger(&self) -> Arc<dyn Ledger> {
+        Arc::new(LocalLedger {
             meta: Arc::clone(&self.meta),
             fs: Arc::clone(&self.fs),
-            reserved: size_hint,
-            resv,
-            writer: Some(writer),
-            path: path.clone(),
         })
+    }
+
+    /// The data path over this server's filesystems.
+    pub fn data(&self) -> DataPath {
+        DataPath {
+            fs: Arc::clone(&self.fs),
+            read_pool: Arc::clone(&self.read_pool),
+            read_errors: Arc::clone(&self.read_errors),
+        }
+    }
+
+    /// Open `path` for writing (blocking): [`Core::plan_write`], then the
+    /// stripes are opened; nothing is visible until `close`.
+    pub fn open_write(
+        &self,
+        who: &Identity,
+        path: &NsPath,
+        mode: u32,
+        overwrite: bool,
+        size_hint: u64,
+    ) -> Result<WriteSession, CoreError> {
+        let plan = self.plan_write(who, path, mode, overwrite, size_hint)?;
+        self.data()
+            .start_write(plan, self.ledger(), path.clone(), size_hint)
     }
 
     /// Open a file for reading (blocking).
@@ -274,21 +414,7 @@ impl Core {
             ))
             .into());
         }
-        let reader = if inode.layout.is_empty() {
-            None // created empty (touch): no stripes
-        } else {
-            let p = Placement::decode(&inode.layout)?;
-            let backends = p.fsids.iter().map(|id| self.fs.backend(*id)).collect();
-            Some(
-                FileReader::new(p, inode.ino, inode.size, backends)?
-                    .with_pool(Arc::clone(&self.read_pool)),
-            )
-        };
-        Ok(ReadSession {
-            inode,
-            reader,
-            seen: Arc::clone(&self.read_errors),
-        })
+        self.data().open_inode(inode)
     }
 }
 

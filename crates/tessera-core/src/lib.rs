@@ -14,10 +14,10 @@ mod service;
 pub use error::CoreError;
 pub use fs::{FsChange, FsView, SpaceView};
 pub use fsck::{DrainReport, FileIssue, FsckReport, Orphan, RepairReport};
-pub use io::{ReadSession, WriteSession, DEFAULT_SPACE};
+pub use io::{DataPath, Ledger, ReadSession, WritePlan, WriteSession, DEFAULT_SPACE};
 pub use service::{Core, RemoveReport};
 pub use tessera_data::StripeState;
-pub use tessera_data::{ReadData, ReadEvent};
+pub use tessera_data::{Layout, Placement, ReadData, ReadEvent};
 pub use tessera_meta::{may, FsConfigStatus, FsRecord};
 pub use tessera_meta::{
     CheckReport, Checksum, CommitWrite, EntryKind, Inode, MetaOptions, MetaStore, NsStats,

@@ -1,9 +1,19 @@
-//! Generated code for the admin API (`proto/tessera/admin/v1/*.proto`).
+//! Generated code for the admin API (`proto/tessera/admin/v1/*.proto`) and
+//! the internal cluster API (`proto/tessera/internal/v1/*.proto`).
 
 #[allow(clippy::all, clippy::pedantic)]
 pub mod admin {
     pub mod v1 {
         tonic::include_proto!("tessera.admin.v1");
+    }
+}
+
+/// Generated code for the internal API between the metadata service and
+/// data gateways (`proto/tessera/internal/v1/cluster.proto`).
+#[allow(clippy::all, clippy::pedantic)]
+pub mod internal {
+    pub mod v1 {
+        tonic::include_proto!("tessera.internal.v1");
     }
 }
 

@@ -55,6 +55,7 @@ pub struct Config {
     pub log: Log,
     pub tls: Tls,
     pub xrootd: Xrootd,
+    pub cluster: Cluster,
     /// Register `<data_dir>/fs/fs1..6` as filesystems (dev mode).
     #[serde(skip)]
     pub dev_filesystems: bool,
@@ -71,6 +72,42 @@ pub struct Listen {
     pub xrootd: Option<SocketAddr>,
     /// HTTPS/WebDAV (arrives with the HTTPS gateway; reserved).
     pub https: Option<SocketAddr>,
+}
+
+/// Scale-out: a metadata service (`mgm`, or `all` with a secret) and its
+/// data gateways share `secret_file`; a gateway names the metadata
+/// service's admin/internal port (`mgm`) and XRootD endpoint
+/// (`mgm_xrootd`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Cluster {
+    /// File holding the cluster secret (signs capabilities, authenticates
+    /// gateways); not group/world readable.
+    pub secret_file: Option<PathBuf>,
+    /// Gateway: the metadata service's admin port, `host:port`.
+    pub mgm: Option<String>,
+    /// Gateway: the metadata service's XRootD endpoint, `host:port`.
+    pub mgm_xrootd: Option<String>,
+    /// Gateway: `host:port` clients use to reach this gateway's XRootD
+    /// listener (default: the listen address).
+    pub advertise: Option<String>,
+    /// Gateway: the site it serves (redirects prefer the client's site).
+    pub site: String,
+    /// Lifetime of a capability, seconds.
+    pub cap_ttl_secs: u64,
+}
+
+impl Default for Cluster {
+    fn default() -> Self {
+        Cluster {
+            secret_file: None,
+            mgm: None,
+            mgm_xrootd: None,
+            advertise: None,
+            site: String::new(),
+            cap_ttl_secs: 120,
+        }
+    }
 }
 
 /// The server certificate (PEM chain) and key for `roots://` and HTTPS.
@@ -147,6 +184,7 @@ impl Default for Config {
             log: Log::default(),
             tls: Tls::default(),
             xrootd: Xrootd::default(),
+            cluster: Cluster::default(),
             dev_filesystems: false,
         }
     }
@@ -200,8 +238,21 @@ impl Config {
         tessera_types::parse_size(&self.meta.block_cache)
             .map_err(|e| ConfigError::Invalid(format!("meta.block_cache: {e}")))?;
         if self.role == Role::Gateway {
+            let c = &self.cluster;
+            if c.secret_file.is_none() || c.mgm.is_none() || c.mgm_xrootd.is_none() {
+                return Err(ConfigError::Invalid(
+                    "a gateway needs cluster.secret_file, cluster.mgm and cluster.mgm_xrootd"
+                        .into(),
+                ));
+            }
+            if self.listen.xrootd.is_none() {
+                return Err(ConfigError::Invalid("a gateway needs listen.xrootd".into()));
+            }
+            return Ok(());
+        }
+        if self.role == Role::Mgm && self.cluster.secret_file.is_none() {
             return Err(ConfigError::Invalid(
-                "role = \"gateway\" arrives with the data gateways; use \"all\" or \"mgm\"".into(),
+                "role = \"mgm\" needs cluster.secret_file (shared with its gateways)".into(),
             ));
         }
         if self.tls.cert.is_some() != self.tls.key.is_some() {

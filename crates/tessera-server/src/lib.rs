@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod dev;
+mod gateway;
 mod http;
 mod tls;
 
@@ -26,15 +27,19 @@ pub struct Running {
     pub metrics_addr: SocketAddr,
     /// The XRootD listener, when configured.
     pub xrootd_addr: Option<SocketAddr>,
+    /// The XRootD gateway's counters, when it runs.
+    pub xrootd_stats: Option<Arc<tessera_xrootd::Stats>>,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
-    core: Core,
+    /// None on a data gateway (it has no namespace).
+    core: Option<Core>,
 }
 
 impl Running {
-    /// The core service (tests set attributes and quotas through it).
-    pub fn core(&self) -> &Core {
-        &self.core
+    /// The core service (tests set attributes and quotas through it);
+    /// a data gateway has none.
+    pub fn core(&self) -> Option<&Core> {
+        self.core.as_ref()
     }
 
     /// Stop accepting, let in-flight requests finish, flush the namespace.
@@ -43,7 +48,9 @@ impl Running {
         for t in self.tasks {
             let _ = t.await;
         }
-        self.core.flush()?;
+        if let Some(c) = &self.core {
+            c.flush()?;
+        }
         Ok(())
     }
 }
@@ -101,6 +108,9 @@ async fn register_dev_filesystems(core: &Core, data_dir: &std::path::Path) -> an
 
 /// Open the namespace and start every listener of the configured roles.
 pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running> {
+    if cfg.role == config::Role::Gateway {
+        return gateway::start(cfg).await;
+    }
     let meta_dir = cfg.meta_dir();
     std::fs::create_dir_all(&meta_dir)
         .with_context(|| format!("creating {}", meta_dir.display()))?;
@@ -152,6 +162,36 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
 
     let auth = Arc::new(tessera_admin::AdminAuth::new(admin_secret));
     let svc = tessera_admin::services(core.clone(), auth);
+    // With a cluster secret this server is a metadata service: gateways
+    // register with it and opens are redirected to them.
+    let cluster = match &cfg.cluster.secret_file {
+        Some(f) => {
+            let secret = dev::read_secret(f)?;
+            let registry = Arc::new(tessera_cluster::Registry::default());
+            let svc = tessera_cluster::ClusterService::new(
+                core.clone(),
+                secret.as_bytes(),
+                Arc::clone(&registry),
+            );
+            Some((
+                svc.server(),
+                registry,
+                tessera_cluster::CapKey::new(secret.as_bytes()),
+            ))
+        }
+        None => None,
+    };
+    let (cluster_svc, xrootd_mode) = match cluster {
+        Some((svc, registry, key)) => (
+            Some(svc),
+            tessera_xrootd::Mode::Mgm {
+                registry,
+                key,
+                cap_ttl: cfg.cluster.cap_ttl_secs,
+            },
+        ),
+        None => (None, tessera_xrootd::Mode::Local),
+    };
     let mut rx = stop_rx.clone();
     let grpc = tokio::spawn(async move {
         let incoming = tonic::transport::server::TcpIncoming::from(admin).with_nodelay(Some(true));
@@ -160,6 +200,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
             .add_service(svc.quota)
             .add_service(svc.fs)
             .add_service(svc.fsck)
+            .add_optional_service(cluster_svc)
             .serve_with_incoming_shutdown(incoming, async move {
                 let _ = rx.changed().await;
             })
@@ -171,12 +212,17 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     let http = tokio::spawn(http::serve(metrics_l, core.clone(), stop_rx.clone()));
     let mut tasks = vec![grpc, http];
     let mut xrootd_addr = None;
+    let mut xrootd_stats = None;
     if let Some(a) = cfg.listen.xrootd {
         let l = TcpListener::bind(a)
             .await
             .with_context(|| format!("binding XRootD listener {a}"))?;
         xrootd_addr = Some(l.local_addr()?);
+        let stats = Arc::new(tessera_xrootd::Stats::default());
+        xrootd_stats = Some(Arc::clone(&stats));
         let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
+            mode: xrootd_mode,
+            stats,
             tls: tls.clone(),
             unix: match cfg.xrootd.unix {
                 config::UnixCfg::Trust => tessera_xrootd::UnixPolicy::Trust,
@@ -187,7 +233,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         });
         tasks.push(tokio::spawn(tessera_xrootd::serve(
             l,
-            core.clone(),
+            Some(core.clone()),
             xcfg,
             stop_rx,
         )));
@@ -197,8 +243,9 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         admin_addr,
         metrics_addr,
         xrootd_addr,
+        xrootd_stats,
         stop,
         tasks,
-        core,
+        core: Some(core),
     })
 }

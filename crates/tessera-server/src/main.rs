@@ -116,8 +116,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .clone()
             .context("give --config FILE or --dev --data-dir DIR")?;
         let cfg = Config::load(&file)?;
-        let tf = cfg.admin.token_file.clone().context("admin.token_file")?;
-        let secret = tessera_server::dev::read_secret(&tf)?;
+        let secret = if cfg.role == Role::Gateway {
+            String::new() // a gateway has no admin API
+        } else {
+            let tf = cfg.admin.token_file.clone().context("admin.token_file")?;
+            tessera_server::dev::read_secret(&tf)?
+        };
         (cfg, secret, None)
     };
     if let Some(r) = args.role {
@@ -157,9 +161,17 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .xrootd_addr
             .map(|a| a.to_string())
             .unwrap_or_else(|| "-".into());
+        let shown = |a: std::net::SocketAddr| {
+            if a.port() == 0 {
+                "-".to_string()
+            } else {
+                a.to_string()
+            }
+        };
         println!(
             "tesserad ready admin={} metrics={} xrootd={xrootd} boot_ms={boot_ms:.1}",
-            running.admin_addr, running.metrics_addr
+            shown(running.admin_addr),
+            shown(running.metrics_addr)
         );
         if let Some(l) = &dev {
             print_banner(&running, l);

@@ -69,6 +69,33 @@ impl ErrorKind {
     }
 }
 
+impl ErrorKind {
+    pub const ALL: [ErrorKind; 16] = [
+        ErrorKind::NotFound,
+        ErrorKind::AlreadyExists,
+        ErrorKind::NotEmpty,
+        ErrorKind::NotADirectory,
+        ErrorKind::IsADirectory,
+        ErrorKind::PermissionDenied,
+        ErrorKind::QuotaExceeded,
+        ErrorKind::NoSpace,
+        ErrorKind::InvalidArgument,
+        ErrorKind::NameTooLong,
+        ErrorKind::CrossDevice,
+        ErrorKind::Busy,
+        ErrorKind::Unavailable,
+        ErrorKind::Corrupt,
+        ErrorKind::Io,
+        ErrorKind::Unsupported,
+    ];
+
+    /// The kind named by [`ErrorKind::as_str`] (errors that crossed a
+    /// process boundary).
+    pub fn from_name(name: &str) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
 impl std::fmt::Display for ErrorKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

@@ -32,7 +32,7 @@ pub enum ConnError {
 
 pub async fn serve_connection(
     mut sock: TcpStream,
-    core: Core,
+    core: Option<Core>,
     cfg: Arc<XrootdConfig>,
 ) -> Result<(), ConnError> {
     let local = sock.local_addr()?;
@@ -113,7 +113,7 @@ async fn read_request<R: AsyncRead + Unpin>(
 #[allow(clippy::too_many_arguments)]
 async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     stream: S,
-    core: Core,
+    core: Option<Core>,
     cfg: Arc<XrootdConfig>,
     local: std::net::SocketAddr,
     peer: std::net::SocketAddr,

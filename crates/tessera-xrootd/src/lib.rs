@@ -25,7 +25,43 @@ use tokio::sync::watch;
 /// Largest `kXR_write` payload accepted by default (xrdcp sends 8 MiB).
 pub const DEFAULT_MAX_WRITE: usize = 64 << 20;
 
+/// What this XRootD endpoint is in a cluster.
+pub enum Mode {
+    /// Serves everything itself (`--role all`).
+    Local,
+    /// The metadata service: answers metadata, and redirects `open` to a
+    /// registered data gateway with a capability when one is alive.
+    Mgm {
+        registry: Arc<tessera_cluster::Registry>,
+        key: tessera_cluster::CapKey,
+        /// Lifetime of the capabilities it signs, seconds.
+        cap_ttl: u64,
+    },
+    /// A data gateway: opens only with a valid capability; every other
+    /// path request is redirected to the metadata service.
+    Gateway {
+        data: tessera_core::DataPath,
+        client: tessera_cluster::ClusterClient,
+        key: tessera_cluster::CapKey,
+        /// The metadata service's XRootD endpoint (`host:port`).
+        mgm: String,
+    },
+}
+
+/// Counters a test or a heartbeat reads.
+#[derive(Default)]
+pub struct Stats {
+    /// Files open now.
+    pub open_files: Arc<std::sync::atomic::AtomicU64>,
+    /// Opens served since start.
+    pub opens: std::sync::atomic::AtomicU64,
+    /// Redirects sent since start.
+    pub redirects: std::sync::atomic::AtomicU64,
+}
+
 pub struct XrootdConfig {
+    pub mode: Mode,
+    pub stats: Arc<Stats>,
     /// Certificate and key for `roots://` (and TLS upgrades).
     pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
     /// How `unix` credentials map to identities.
@@ -38,6 +74,8 @@ pub struct XrootdConfig {
 impl Default for XrootdConfig {
     fn default() -> XrootdConfig {
         XrootdConfig {
+            mode: Mode::Local,
+            stats: Arc::default(),
             tls: None,
             unix: UnixPolicy::Anonymous,
             site: "tessera".into(),
@@ -50,7 +88,7 @@ impl Default for XrootdConfig {
 /// its own task.
 pub async fn serve(
     listener: TcpListener,
-    core: Core,
+    core: Option<Core>,
     cfg: Arc<XrootdConfig>,
     mut stop: watch::Receiver<bool>,
 ) {

@@ -69,6 +69,18 @@ impl Out {
         self.send(error_reply(stream, e)).await
     }
 
+    /// `kXR_redirect` to `host:port`, with `cgi` for the request resent there.
+    pub async fn redirect(&self, stream: [u8; 2], host: &str, port: u16, cgi: &str) -> bool {
+        let mut b = (port as i32).to_be_bytes().to_vec();
+        b.extend_from_slice(host.as_bytes());
+        if !cgi.is_empty() {
+            b.push(b'?');
+            b.extend_from_slice(cgi.as_bytes());
+        }
+        self.pieces(stream, status::REDIRECT, vec![Piece::Bytes(b)])
+            .await
+    }
+
     /// `Ok(body)` or the error.
     pub async fn result(&self, stream: [u8; 2], r: Result<Vec<u8>, XrdError>) -> bool {
         match r {

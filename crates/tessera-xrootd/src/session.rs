@@ -43,7 +43,7 @@ impl Clone for Handle {
 }
 
 pub struct Session {
-    pub core: Core,
+    core: Option<Core>,
     pub cfg: Arc<XrootdConfig>,
     /// The address the client reached us at (for `kXR_locate`).
     pub local: SocketAddr,
@@ -57,7 +57,7 @@ pub struct Session {
 
 impl Session {
     pub fn new(
-        core: Core,
+        core: Option<Core>,
         cfg: Arc<XrootdConfig>,
         local: SocketAddr,
         peer: SocketAddr,
@@ -74,6 +74,17 @@ impl Session {
             handles: Mutex::new(HashMap::new()),
             next: AtomicU32::new(1),
         }
+    }
+
+    /// The core service; a data gateway has none (its path requests are
+    /// redirected before they get here).
+    pub fn core(&self) -> Result<&Core, XrdError> {
+        self.core.as_ref().ok_or_else(|| {
+            XrdError::new(
+                crate::proto::err::UNSUPPORTED,
+                "this data gateway serves only opened files",
+            )
+        })
     }
 
     pub fn who(&self) -> Identity {
@@ -110,6 +121,8 @@ impl Session {
             let id = self.next.fetch_add(1, Ordering::Relaxed);
             if id != 0 && !t.contains_key(&id) {
                 t.insert(id, h);
+                self.cfg.stats.open_files.fetch_add(1, Ordering::Relaxed);
+                self.cfg.stats.opens.fetch_add(1, Ordering::Relaxed);
                 return Ok(id.to_be_bytes());
             }
         }
@@ -124,17 +137,22 @@ impl Session {
 
     pub fn remove(&self, fh: [u8; 4]) -> Result<Handle, XrdError> {
         let mut t = self.handles.lock().unwrap_or_else(|p| p.into_inner());
-        t.remove(&u32::from_be_bytes(fh))
-            .ok_or_else(XrdError::bad_handle)
+        let h = t
+            .remove(&u32::from_be_bytes(fh))
+            .ok_or_else(XrdError::bad_handle)?;
+        self.cfg.stats.open_files.fetch_sub(1, Ordering::Relaxed);
+        Ok(h)
     }
 
     /// Forget every open file (the connection ended): files being written
     /// and not closed are aborted when their write task sees its queue end.
     pub fn close_all(&self) {
-        self.handles
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clear();
+        let mut t = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        self.cfg
+            .stats
+            .open_files
+            .fetch_sub(t.len() as u64, Ordering::Relaxed);
+        t.clear();
     }
 }
 

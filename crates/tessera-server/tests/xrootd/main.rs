@@ -6,6 +6,7 @@
 mod clients;
 mod errors;
 mod python;
+mod scaleout;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -22,6 +23,11 @@ pub struct Env {
 
 impl Env {
     pub fn start() -> Env {
+        Env::start_with(|_| {})
+    }
+
+    /// A dev-mode server with `change` applied to its configuration.
+    pub fn start_with(change: impl FnOnce(&mut tessera_server::config::Config)) -> Env {
         for tool in ["xrdcp", "xrdfs"] {
             assert!(
                 Command::new("sh")
@@ -34,7 +40,8 @@ impl Env {
         }
         let dir = tempfile::tempdir().expect("tmp");
         let rt = tokio::runtime::Runtime::new().expect("runtime");
-        let (cfg, secret) = tessera_server::dev_config(&dir.path().join("data")).expect("dev");
+        let (mut cfg, secret) = tessera_server::dev_config(&dir.path().join("data")).expect("dev");
+        change(&mut cfg);
         let server = rt
             .block_on(tessera_server::start(&cfg, secret))
             .expect("start");
@@ -50,7 +57,7 @@ impl Env {
     }
 
     pub fn core(&self) -> &tessera_core::Core {
-        self.server.as_ref().expect("running").core()
+        self.server.as_ref().expect("running").core().expect("core")
     }
 
     pub fn root() -> Identity {

@@ -23,7 +23,7 @@ async fn list(s: &Session, out: &Out, h: &Header, p: &[u8]) -> Result<(), XrdErr
     let dstat = h.u8_at(19) & 2 != 0;
     let t = Target::parse(p)?;
     let who = s.who();
-    let dir = s.core.stat(&who, t.path.clone()).await?;
+    let dir = s.core()?.stat(&who, t.path.clone()).await?;
     if !dir.is_dir() {
         return Err(XrdError::new(
             err::NOT_FILE,
@@ -44,7 +44,7 @@ async fn list(s: &Session, out: &Out, h: &Header, p: &[u8]) -> Result<(), XrdErr
     let mut after: Option<Vec<u8>> = None;
     loop {
         let page = s
-            .core
+            .core()?
             .list(&who, t.path.clone(), after.clone(), PAGE)
             .await?;
         let Some(last) = page.last() else { break };

@@ -12,7 +12,7 @@ pub async fn locate(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     };
     if !any || !(rest.is_empty() || rest == b"\0") {
         let t = Target::parse(rest)?;
-        s.core.stat(&s.who(), t.path).await?;
+        s.core()?.stat(&s.who(), t.path).await?;
     }
     let host = match s.local.ip() {
         std::net::IpAddr::V4(a) => a.to_string(),

@@ -12,7 +12,7 @@ pub async fn mkdir(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdErro
         0 => 0o755,
         m => m,
     };
-    s.core.mkdir(&s.who(), t.path, mode, parents).await?;
+    s.core()?.mkdir(&s.who(), t.path, mode, parents).await?;
     Ok(Vec::new())
 }
 
@@ -23,6 +23,6 @@ pub async fn chmod(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdErro
         mode: Some(mode),
         ..SetAttr::default()
     };
-    s.core.setattr(&s.who(), t.path, a).await?;
+    s.core()?.setattr(&s.who(), t.path, a).await?;
     Ok(Vec::new())
 }

@@ -3,6 +3,7 @@
 //! are queued to that file's task in arrival order; everything else runs
 //! as its own task, so many requests are in flight per connection.
 
+pub mod cluster;
 pub mod dirlist;
 pub mod locate;
 pub mod login;
@@ -31,6 +32,26 @@ pub async fn dispatch(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>) -> boo
         return out
             .error(st, &XrdError::new(err::INVALID_REQUEST, "login first"))
             .await;
+    }
+    if matches!(s.cfg.mode, crate::Mode::Gateway { .. })
+        && !matches!(
+            h.code,
+            req::PROTOCOL
+                | req::LOGIN
+                | req::AUTH
+                | req::PING
+                | req::ENDSESS
+                | req::SET
+                | req::OPEN
+                | req::READ
+                | req::READV
+                | req::WRITE
+                | req::SYNC
+                | req::CLOSE
+        )
+        && !(matches!(h.code, req::TRUNCATE | req::STAT) && (p.is_empty() || p == b"\0"))
+    {
+        return cluster::to_mgm(s, out, &h).await;
     }
     match h.code {
         req::PROTOCOL => out.result(st, login::protocol(s, &h)).await,
@@ -76,7 +97,11 @@ async fn serve(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>) {
     let r = match h.code {
         req::STAT => stat::stat(s, &h, &p).await,
         req::STATX => stat::statx(s, &p).await,
-        req::OPEN => open::open(s, out, &h, &p).await,
+        req::OPEN => match open::open(s, out, &h, &p).await {
+            Ok(open::Opened::Redirected) => return,
+            Ok(open::Opened::Reply(b)) => Ok(b),
+            Err(e) => Err(e),
+        },
         req::READ => return read::read(s, out, &h).await,
         req::READV => return readv::readv(s, out, st, &p).await,
         req::DIRLIST => return dirlist::dirlist(s, out, &h, &p).await,

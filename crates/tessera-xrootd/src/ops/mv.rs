@@ -20,7 +20,7 @@ pub fn split(arg1len: usize, p: &[u8]) -> Result<(Target, Target), XrdError> {
 
 pub async fn mv(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     let (src, dst) = split(h.u16_at(18) as usize, p)?;
-    s.core
+    s.core()?
         .rename(&s.who(), src.path, dst.path, RenameFlags::default())
         .await?;
     Ok(Vec::new())

@@ -2,6 +2,7 @@
 //! reply carries the handle and, as XrdCl always asks, the stat.
 
 use crate::error::XrdError;
+use crate::ops::cluster;
 use crate::ops::write::spawn_writer;
 use crate::proto::{err, open as o, sflags, Header};
 use crate::reply::Out;
@@ -9,7 +10,7 @@ use crate::session::{Handle, OpenRead, OpenWrite, Session, Target};
 use crate::statfmt::stat_string;
 use std::sync::Arc;
 
-pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<Opened, XrdError> {
     let t = Target::parse(p)?;
     let opts = h.u16_at(6);
     let mode = match u32::from(h.u16_at(4)) & 0o7777 {
@@ -18,12 +19,22 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<V
     };
     let who = s.who();
     let writing = opts & (o::NEW | o::DELETE | o::UPDATE | o::APPEND | o::WRITE_ONLY) != 0;
+    if matches!(s.cfg.mode, crate::Mode::Gateway { .. }) {
+        let (fh, stat) = cluster::gateway_open(s, out, &t, writing).await?;
+        return Ok(Opened::Reply(reply(fh, opts, &stat)));
+    }
+    if writing && opts & (o::NEW | o::DELETE) != 0 {
+        make_parents(s, &t, opts).await?;
+    }
+    if cluster::mgm_open(s, out, h, &t, writing, mode).await? {
+        return Ok(Opened::Redirected);
+    }
     let (fh, stat) = if writing {
         let replace = opts & o::DELETE != 0;
         if opts & (o::NEW | o::DELETE) == 0 {
             // Update or append without create/truncate: files are
             // immutable once committed.
-            return match s.core.stat(&who, t.path.clone()).await {
+            return match s.core()?.stat(&who, t.path.clone()).await {
                 Err(e) => Err(e.into()),
                 Ok(_) => Err(XrdError::new(
                     err::UNSUPPORTED,
@@ -31,21 +42,8 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<V
                 )),
             };
         }
-        // As the reference server: new files get their parents when
-        // kXR_mkpath or kXR_async asks (xrdcp always sends async).
-        if opts & (o::MKPATH | o::ASYNC) != 0 {
-            if let Some((parent, _)) = t.path.split_last() {
-                if s.core.stat(&who, parent.clone()).await.is_err() {
-                    match s.core.mkdir(&who, parent, 0o755, true).await {
-                        Ok(_) => {}
-                        Err(e) if e.kind() == tessera_types::ErrorKind::AlreadyExists => {}
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-            }
-        }
         let hint: u64 = t.cgi("oss.asize").and_then(|v| v.parse().ok()).unwrap_or(0);
-        let (core, path, w2) = (s.core.clone(), t.path.clone(), who.clone());
+        let (core, path, w2) = (s.core()?.clone(), t.path.clone(), who.clone());
         let ws =
             tokio::task::spawn_blocking(move || core.open_write(&w2, &path, mode, replace, hint))
                 .await
@@ -68,7 +66,7 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<V
         })))?;
         (fh, stat)
     } else {
-        let (core, path, w2) = (s.core.clone(), t.path.clone(), who.clone());
+        let (core, path, w2) = (s.core()?.clone(), t.path.clone(), who.clone());
         let rs = tokio::task::spawn_blocking(move || core.open_read(&w2, &path))
             .await
             .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
@@ -76,6 +74,18 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<V
         let fh = s.add(Handle::Read(Arc::new(OpenRead { rs, path: t.path })))?;
         (fh, stat)
     };
+    Ok(Opened::Reply(reply(fh, opts, &stat)))
+}
+
+/// How an open was answered.
+pub enum Opened {
+    /// The reply body (handle and stat).
+    Reply(Vec<u8>),
+    /// A redirect was sent; nothing more to say.
+    Redirected,
+}
+
+fn reply(fh: [u8; 4], opts: u16, stat: &str) -> Vec<u8> {
     let mut b = fh.to_vec();
     if opts & o::RETSTAT != 0 {
         b.extend_from_slice(&0i32.to_be_bytes()); // cpsize
@@ -83,5 +93,25 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<V
         b.extend_from_slice(stat.as_bytes());
         b.push(0);
     }
-    Ok(b)
+    b
+}
+
+/// As the reference server: new files get their parents when kXR_mkpath
+/// or kXR_async asks (xrdcp always sends async).
+async fn make_parents(s: &Session, t: &Target, opts: u16) -> Result<(), XrdError> {
+    if opts & (o::MKPATH | o::ASYNC) == 0 {
+        return Ok(());
+    }
+    let who = s.who();
+    let core = s.core()?;
+    if let Some((parent, _)) = t.path.split_last() {
+        if core.stat(&who, parent.clone()).await.is_err() {
+            match core.mkdir(&who, parent, 0o755, true).await {
+                Ok(_) => {}
+                Err(e) if e.kind() == tessera_types::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok(())
 }

@@ -32,7 +32,7 @@ async fn checksum(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
         }
     }
     let who = s.who();
-    let i = s.core.stat(&who, t.path.clone()).await?;
+    let i = s.core()?.stat(&who, t.path.clone()).await?;
     if i.is_dir() {
         return Err(XrdError::new(
             err::IS_DIRECTORY,
@@ -108,7 +108,7 @@ fn stats(s: &Session) -> Vec<u8> {
 
 /// `oss.*` CGI for the space of all registered filesystems.
 async fn space(s: &Session, _p: &[u8]) -> Result<Vec<u8>, XrdError> {
-    let spaces = s.core.spaces();
+    let spaces = s.core()?.spaces();
     let (mut total, mut free) = (0u64, 0u64);
     for sp in &spaces {
         total += sp.total_bytes;

@@ -7,27 +7,27 @@ use crate::session::{Session, Target};
 pub async fn rm(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     let t = Target::parse(p)?;
     let who = s.who();
-    let i = s.core.stat(&who, t.path.clone()).await?;
+    let i = s.core()?.stat(&who, t.path.clone()).await?;
     if i.is_dir() {
         return Err(XrdError::new(
             err::IS_DIRECTORY,
             format!("{} is a directory (errno 21)", t.path.display()),
         ));
     }
-    s.core.remove(&who, t.path, false).await?;
+    s.core()?.remove(&who, t.path, false).await?;
     Ok(Vec::new())
 }
 
 pub async fn rmdir(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     let t = Target::parse(p)?;
     let who = s.who();
-    let i = s.core.stat(&who, t.path.clone()).await?;
+    let i = s.core()?.stat(&who, t.path.clone()).await?;
     if !i.is_dir() {
         return Err(XrdError::new(
             err::NOT_FILE,
             format!("{} is not a directory (errno 20)", t.path.display()),
         ));
     }
-    s.core.remove(&who, t.path, false).await?;
+    s.core()?.remove(&who, t.path, false).await?;
     Ok(Vec::new())
 }

@@ -25,7 +25,7 @@ pub async fn stat(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError
         }
     } else {
         let t = Target::parse(p)?;
-        s.core.stat(&who, t.path).await?
+        s.core()?.stat(&who, t.path).await?
     };
     let mut b = stat_string(&inode, &who).into_bytes();
     b.push(0);
@@ -41,7 +41,7 @@ pub async fn statx(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
         .filter(|l| !l.is_empty() && *l != b"\0")
     {
         let flag = match Target::parse(line) {
-            Ok(t) => match s.core.stat(&who, t.path).await {
+            Ok(t) => match s.core()?.stat(&who, t.path).await {
                 Ok(i) if i.is_dir() => sflags::IS_DIR,
                 Ok(_) => 0,
                 Err(_) => sflags::OTHER,

@@ -10,7 +10,7 @@ pub async fn by_path(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdEr
     if size < 0 {
         return Err(XrdError::invalid("negative size"));
     }
-    let (core, who) = (s.core.clone(), s.who());
+    let (core, who) = (s.core()?.clone(), s.who());
     tokio::task::spawn_blocking(move || core.truncate(&who, &t.path, size as u64))
         .await
         .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;

@@ -1,0 +1,226 @@
+//! A data gateway's side of the internal API: it registers with
+//! heartbeats, keeps the filesystem list fresh, and carries writes whose
+//! reservation and commit live on the metadata service.
+
+use crate::service::kind_of;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tessera_core::{
+    CommitWrite, CoreError, DataPath, EntryKind, FsConfigStatus, FsRecord, Inode, Ledger,
+    Placement, WritePlan,
+};
+use tessera_proto::internal::v1 as pb;
+use tonic::transport::Channel;
+use tonic::{Request, Status};
+
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
+pub const FS_REFRESH_EVERY: Duration = Duration::from_secs(5);
+
+#[derive(Clone)]
+pub struct ClusterClient {
+    chan: Channel,
+    bearer: String,
+}
+
+fn remote(s: Status) -> CoreError {
+    CoreError::Remote {
+        kind: kind_of(&s),
+        msg: s.message().to_string(),
+    }
+}
+
+impl ClusterClient {
+    /// A client of the metadata service's admin/internal port (connects
+    /// lazily; calls fail with `Unavailable` while it is down).
+    pub fn new(mgm: &str, secret: &str) -> Result<ClusterClient, CoreError> {
+        let chan = Channel::from_shared(format!("http://{mgm}"))
+            .map_err(|e| CoreError::Invalid(format!("metadata service address {mgm}: {e}")))?
+            .connect_timeout(Duration::from_secs(5))
+            .connect_lazy();
+        Ok(ClusterClient {
+            chan,
+            bearer: format!("Bearer {secret}"),
+        })
+    }
+
+    fn req<T>(&self, m: T) -> Request<T> {
+        let mut r = Request::new(m);
+        if let Ok(v) = self.bearer.parse() {
+            r.metadata_mut().insert("authorization", v);
+        }
+        r.set_timeout(Duration::from_secs(30));
+        r
+    }
+
+    fn api(&self) -> pb::cluster_client::ClusterClient<Channel> {
+        pb::cluster_client::ClusterClient::new(self.chan.clone())
+    }
+
+    pub async fn heartbeat(
+        &self,
+        xrootd: &str,
+        site: &str,
+        open_files: u64,
+    ) -> Result<(), CoreError> {
+        self.api()
+            .heartbeat(self.req(pb::HeartbeatRequest {
+                xrootd: xrootd.to_string(),
+                site: site.to_string(),
+                open_files,
+            }))
+            .await
+            .map_err(remote)?;
+        Ok(())
+    }
+
+    pub async fn filesystems(&self) -> Result<Vec<FsRecord>, CoreError> {
+        let r = self
+            .api()
+            .filesystems(self.req(pb::FilesystemsRequest {}))
+            .await
+            .map_err(remote)?;
+        Ok(r.into_inner()
+            .filesystems
+            .into_iter()
+            .map(|f| FsRecord {
+                id: f.id,
+                label: f.label,
+                locator: f.locator,
+                domain: f.domain,
+                space: f.space,
+                status: FsConfigStatus::parse(&f.status).unwrap_or(FsConfigStatus::Off),
+            })
+            .collect())
+    }
+
+    /// Reserve the write a capability names.
+    pub async fn begin_write(
+        &self,
+        capability: &str,
+        size_hint: u64,
+    ) -> Result<WritePlan, CoreError> {
+        let r = self
+            .api()
+            .begin_write(self.req(pb::BeginWriteRequest {
+                capability: capability.to_string(),
+                size_hint,
+            }))
+            .await
+            .map_err(remote)?
+            .into_inner();
+        Ok(WritePlan {
+            resv_id: r.reservation,
+            fid: r.fid,
+            placement: Placement::decode(&r.placement)?,
+        })
+    }
+
+    /// The metadata service as the ledger of a gateway's writes (called
+    /// from blocking threads: the write path is blocking).
+    pub fn ledger(&self, rt: tokio::runtime::Handle) -> Arc<dyn Ledger> {
+        Arc::new(RemoteLedger {
+            client: self.clone(),
+            rt,
+        })
+    }
+}
+
+struct RemoteLedger {
+    client: ClusterClient,
+    rt: tokio::runtime::Handle,
+}
+
+impl Ledger for RemoteLedger {
+    fn extend(&self, id: u64, bytes: u64) -> Result<(), CoreError> {
+        let c = &self.client;
+        self.rt
+            .block_on(c.api().extend_write(c.req(pb::ExtendWriteRequest {
+                reservation: id,
+                bytes,
+            })))
+            .map_err(remote)?;
+        Ok(())
+    }
+
+    fn commit(&self, id: u64, w: CommitWrite) -> Result<Inode, CoreError> {
+        let c = &self.client;
+        let (kind, value) = w.checksum.map(|c| (c.kind, c.value)).unwrap_or_default();
+        let r = self
+            .rt
+            .block_on(c.api().commit_write(c.req(pb::CommitWriteRequest {
+                reservation: id,
+                size: w.size,
+                checksum_kind: kind,
+                checksum: value,
+                placement: w.layout.clone(),
+            })))
+            .map_err(remote)?
+            .into_inner();
+        // What the gateway needs of the committed file (the metadata
+        // service holds the rest).
+        Ok(Inode {
+            ino: r.ino,
+            kind: EntryKind::File,
+            parent: 0,
+            name: Vec::new(),
+            uid: 0,
+            gid: 0,
+            mode: 0,
+            ctime_ns: r.mtime_ns,
+            mtime_ns: r.mtime_ns,
+            size: r.size,
+            checksum: None,
+            layout: w.layout,
+            quota_node: false,
+            nchildren: 0,
+        })
+    }
+
+    fn abort(&self, id: u64) {
+        // Sent in the background: an abort may come from a drop anywhere,
+        // async code included, where blocking on the runtime is not allowed.
+        let c = self.client.clone();
+        self.rt.spawn(async move {
+            let r = c
+                .api()
+                .abort_write(c.req(pb::AbortWriteRequest { reservation: id }))
+                .await;
+            if let Err(e) = r {
+                tracing::warn!(reservation = id, "abort not delivered: {e}");
+            }
+        });
+    }
+}
+
+/// Keep a gateway registered and its filesystem list fresh, until the
+/// task is dropped. The first list is loaded before this returns.
+pub async fn start_gateway_loops(
+    client: ClusterClient,
+    data: DataPath,
+    xrootd: String,
+    site: String,
+    open_files: Arc<AtomicU64>,
+) -> Result<tokio::task::JoinHandle<()>, CoreError> {
+    data.update(client.filesystems().await?);
+    let _ = client
+        .heartbeat(&xrootd, &site, open_files.load(Ordering::Relaxed))
+        .await;
+    Ok(tokio::spawn(async move {
+        let mut hb = tokio::time::interval(HEARTBEAT_EVERY);
+        let mut fsr = tokio::time::interval(FS_REFRESH_EVERY);
+        loop {
+            tokio::select! {
+                _ = hb.tick() => {
+                    if let Err(e) = client.heartbeat(&xrootd, &site, open_files.load(Ordering::Relaxed)).await {
+                        tracing::warn!("heartbeat to the metadata service failed: {e}");
+                    }
+                }
+                _ = fsr.tick() => match client.filesystems().await {
+                    Ok(list) => data.update(list),
+                    Err(e) => tracing::warn!("filesystem list not refreshed: {e}"),
+                },
+            }
+        }
+    }))
+}

@@ -1,0 +1,119 @@
+//! The data gateways the metadata service knows, from their heartbeats,
+//! and the choice of one for a redirect: alive, the client's site first
+//! when known, then the least busy.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// A gateway not heard from for this long is not chosen.
+pub const GATEWAY_TTL: Duration = Duration::from_secs(6);
+
+#[derive(Debug, Clone)]
+struct Entry {
+    site: String,
+    open_files: u64,
+    /// Redirects sent there since its last heartbeat.
+    sent: u64,
+    seen: Instant,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayView {
+    pub xrootd: String,
+    pub site: String,
+    pub open_files: u64,
+    pub age_ms: u64,
+}
+
+#[derive(Default)]
+pub struct Registry {
+    gateways: Mutex<HashMap<String, Entry>>,
+    turn: AtomicU64,
+}
+
+impl Registry {
+    pub fn heartbeat(&self, xrootd: &str, site: &str, open_files: u64) {
+        let mut g = self.gateways.lock().unwrap_or_else(|p| p.into_inner());
+        g.insert(
+            xrootd.to_string(),
+            Entry {
+                site: site.to_string(),
+                open_files,
+                sent: 0,
+                seen: Instant::now(),
+            },
+        );
+    }
+
+    /// A live gateway for a client (at `site`, when known); `None` when no
+    /// gateway is alive (the metadata service then serves data itself).
+    pub fn pick(&self, site: Option<&str>) -> Option<String> {
+        let mut g = self.gateways.lock().unwrap_or_else(|p| p.into_inner());
+        let live: Vec<(&String, &Entry)> = g
+            .iter()
+            .filter(|(_, e)| e.seen.elapsed() < GATEWAY_TTL)
+            .collect();
+        if live.is_empty() {
+            return None;
+        }
+        let local: Vec<&(&String, &Entry)> = live
+            .iter()
+            .filter(|(_, e)| site.is_some_and(|s| !s.is_empty() && e.site == s))
+            .collect();
+        let pool: Vec<&(&String, &Entry)> = if local.is_empty() {
+            live.iter().collect()
+        } else {
+            local
+        };
+        let load = |e: &Entry| e.open_files + e.sent;
+        let least = pool.iter().map(|(_, e)| load(e)).min().unwrap_or(0);
+        let mut best: Vec<&String> = pool
+            .iter()
+            .filter(|(_, e)| load(e) == least)
+            .map(|(a, _)| *a)
+            .collect();
+        best.sort();
+        let turn = self.turn.fetch_add(1, Ordering::Relaxed) as usize;
+        let chosen = best[turn % best.len()].clone();
+        if let Some(e) = g.get_mut(&chosen) {
+            e.sent += 1;
+        }
+        Some(chosen)
+    }
+
+    pub fn list(&self) -> Vec<GatewayView> {
+        let g = self.gateways.lock().unwrap_or_else(|p| p.into_inner());
+        let mut v: Vec<GatewayView> = g
+            .iter()
+            .map(|(a, e)| GatewayView {
+                xrootd: a.clone(),
+                site: e.site.clone(),
+                open_files: e.open_files,
+                age_ms: e.seen.elapsed().as_millis() as u64,
+            })
+            .collect();
+        v.sort_by(|a, b| a.xrootd.cmp(&b.xrootd));
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spreads_and_prefers_site() {
+        let r = Registry::default();
+        assert_eq!(r.pick(None), None);
+        r.heartbeat("a:1", "cern", 0);
+        r.heartbeat("b:1", "desy", 0);
+        let picks: Vec<String> = (0..4).filter_map(|_| r.pick(None)).collect();
+        assert!(picks.contains(&"a:1".to_string()) && picks.contains(&"b:1".to_string()));
+        assert!((0..4).all(|_| r.pick(Some("desy")).as_deref() == Some("b:1")));
+        r.heartbeat("a:1", "cern", 100);
+        r.heartbeat("b:1", "desy", 0);
+        assert_eq!(r.pick(None).as_deref(), Some("b:1"), "least busy");
+    }
+}

@@ -1,0 +1,192 @@
+//! The internal API on the metadata service (`Cluster`), over the core.
+
+use crate::cap::{Access, CapKey};
+use crate::registry::Registry;
+use aws_lc_rs::constant_time;
+use std::sync::Arc;
+use tessera_core::{Checksum, CommitWrite, Core, CoreError, Placement};
+use tessera_proto::internal::v1 as pb;
+use tessera_types::{ErrorKind, Identity, NsPath};
+use tonic::{Request, Response, Status};
+
+pub struct ClusterService {
+    core: Core,
+    key: CapKey,
+    secret: Vec<u8>,
+    registry: Arc<Registry>,
+}
+
+impl ClusterService {
+    pub fn new(core: Core, secret: &[u8], registry: Arc<Registry>) -> ClusterService {
+        ClusterService {
+            core,
+            key: CapKey::new(secret),
+            secret: secret.to_vec(),
+            registry,
+        }
+    }
+
+    pub fn server(self) -> pb::cluster_server::ClusterServer<ClusterService> {
+        pb::cluster_server::ClusterServer::new(self)
+    }
+
+    fn auth<T>(&self, r: &Request<T>) -> Result<(), Status> {
+        let given = r
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or("");
+        constant_time::verify_slices_are_equal(given.as_bytes(), &self.secret)
+            .map_err(|_| Status::unauthenticated("cluster secret required"))
+    }
+}
+
+/// A core error as a status that names its kind (the gateway maps it back).
+pub fn status(e: CoreError) -> Status {
+    let kind = e.kind();
+    let mut s = Status::new(tonic::Code::Aborted, e.to_string());
+    if let Ok(v) = kind.as_str().parse() {
+        s.metadata_mut().insert(tessera_proto::ERROR_KIND_KEY, v);
+    }
+    s
+}
+
+fn blocking_err(e: tokio::task::JoinError) -> Status {
+    Status::internal(e.to_string())
+}
+
+#[tonic::async_trait]
+impl pb::cluster_server::Cluster for ClusterService {
+    async fn heartbeat(
+        &self,
+        r: Request<pb::HeartbeatRequest>,
+    ) -> Result<Response<pb::HeartbeatReply>, Status> {
+        self.auth(&r)?;
+        let h = r.into_inner();
+        self.registry.heartbeat(&h.xrootd, &h.site, h.open_files);
+        Ok(Response::new(pb::HeartbeatReply {}))
+    }
+
+    async fn filesystems(
+        &self,
+        r: Request<pb::FilesystemsRequest>,
+    ) -> Result<Response<pb::FilesystemsReply>, Status> {
+        self.auth(&r)?;
+        let filesystems = self
+            .core
+            .fs_list()
+            .into_iter()
+            .map(|f| pb::FsEntry {
+                id: f.rec.id,
+                label: f.rec.label,
+                locator: f.rec.locator,
+                domain: f.rec.domain,
+                space: f.rec.space,
+                status: f.rec.status.as_str().to_string(),
+            })
+            .collect();
+        Ok(Response::new(pb::FilesystemsReply { filesystems }))
+    }
+
+    async fn begin_write(
+        &self,
+        r: Request<pb::BeginWriteRequest>,
+    ) -> Result<Response<pb::BeginWriteReply>, Status> {
+        self.auth(&r)?;
+        let q = r.into_inner();
+        let cap = self
+            .key
+            .verify(&q.capability)
+            .map_err(|e| Status::permission_denied(e.to_string()))?;
+        if cap.access != Access::Write {
+            return Err(Status::permission_denied("not a write capability"));
+        }
+        let path = NsPath::parse(&cap.path).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let mut who = Identity::user(cap.uid, cap.gid, cap.name.clone(), "xroot");
+        if cap.uid == 0 {
+            who = Identity::root("xroot");
+            who.gid = cap.gid;
+        }
+        let core = self.core.clone();
+        let plan = tokio::task::spawn_blocking(move || {
+            core.plan_write(&who, &path, cap.mode, cap.overwrite, q.size_hint)
+        })
+        .await
+        .map_err(blocking_err)?
+        .map_err(status)?;
+        Ok(Response::new(pb::BeginWriteReply {
+            reservation: plan.resv_id,
+            fid: plan.fid,
+            placement: plan.placement.encode(),
+        }))
+    }
+
+    async fn extend_write(
+        &self,
+        r: Request<pb::ExtendWriteRequest>,
+    ) -> Result<Response<pb::Done>, Status> {
+        self.auth(&r)?;
+        let q = r.into_inner();
+        let ledger = self.core.ledger();
+        tokio::task::spawn_blocking(move || ledger.extend(q.reservation, q.bytes))
+            .await
+            .map_err(blocking_err)?
+            .map_err(status)?;
+        Ok(Response::new(pb::Done {}))
+    }
+
+    async fn commit_write(
+        &self,
+        r: Request<pb::CommitWriteRequest>,
+    ) -> Result<Response<pb::CommitWriteReply>, Status> {
+        self.auth(&r)?;
+        let q = r.into_inner();
+        Placement::decode(&q.placement).map_err(|e| Status::invalid_argument(e.to_string()))?;
+        let c = CommitWrite {
+            size: q.size,
+            checksum: Some(Checksum {
+                kind: q.checksum_kind,
+                value: q.checksum,
+            }),
+            layout: q.placement,
+            mtime_ns: None,
+        };
+        let ledger = self.core.ledger();
+        let i = tokio::task::spawn_blocking(move || ledger.commit(q.reservation, c))
+            .await
+            .map_err(blocking_err)?
+            .map_err(status)?;
+        Ok(Response::new(pb::CommitWriteReply {
+            ino: i.ino,
+            size: i.size,
+            mtime_ns: i.mtime_ns,
+        }))
+    }
+
+    async fn abort_write(
+        &self,
+        r: Request<pb::AbortWriteRequest>,
+    ) -> Result<Response<pb::Done>, Status> {
+        self.auth(&r)?;
+        let q = r.into_inner();
+        let ledger = self.core.ledger();
+        let _ = tokio::task::spawn_blocking(move || ledger.abort(q.reservation)).await;
+        Ok(Response::new(pb::Done {}))
+    }
+}
+
+/// The error kind a status names (set by [`status`]).
+pub fn kind_of(s: &Status) -> ErrorKind {
+    s.metadata()
+        .get(tessera_proto::ERROR_KIND_KEY)
+        .and_then(|v| v.to_str().ok())
+        .and_then(ErrorKind::from_name)
+        .unwrap_or(match s.code() {
+            tonic::Code::PermissionDenied | tonic::Code::Unauthenticated => {
+                ErrorKind::PermissionDenied
+            }
+            tonic::Code::Unavailable => ErrorKind::Unavailable,
+            _ => ErrorKind::Io,
+        })
+}

@@ -1,0 +1,75 @@
+//! `--role gateway`: a stateless data gateway. No namespace: it learns the
+//! filesystems from the metadata service, serves opens that carry a
+//! capability the metadata service signed, reserves and commits writes
+//! through the internal API, and redirects everything else back.
+
+use crate::config::{Config, UnixCfg};
+use crate::{dev, tls, Running};
+use anyhow::Context;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
+    let c = &cfg.cluster;
+    let secret = dev::read_secret(c.secret_file.as_ref().context("cluster.secret_file")?)?;
+    let mgm = c.mgm.clone().context("cluster.mgm")?;
+    let mgm_xrootd = c.mgm_xrootd.clone().context("cluster.mgm_xrootd")?;
+    let listen = cfg.listen.xrootd.context("listen.xrootd")?;
+    let l = TcpListener::bind(listen)
+        .await
+        .with_context(|| format!("binding XRootD listener {listen}"))?;
+    let addr = l.local_addr()?;
+    let advertise = c.advertise.clone().unwrap_or_else(|| addr.to_string());
+    let client = tessera_cluster::ClusterClient::new(&mgm, &secret)?;
+    let data = tessera_core::DataPath::from_records(Vec::new());
+    let stats = Arc::new(tessera_xrootd::Stats::default());
+    let loops = tessera_cluster::start_gateway_loops(
+        client.clone(),
+        data.clone(),
+        advertise.clone(),
+        c.site.clone(),
+        Arc::clone(&stats.open_files),
+    )
+    .await
+    .with_context(|| format!("registering with the metadata service at {mgm}"))?;
+    let tls = match (&cfg.tls.cert, &cfg.tls.key) {
+        (Some(c), Some(k)) => Some(tls::server_config(c, k)?),
+        _ => None,
+    };
+    let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
+        mode: tessera_xrootd::Mode::Gateway {
+            data,
+            client,
+            key: tessera_cluster::CapKey::new(secret.as_bytes()),
+            mgm: mgm_xrootd,
+        },
+        stats: Arc::clone(&stats),
+        tls,
+        unix: match cfg.xrootd.unix {
+            UnixCfg::Trust => tessera_xrootd::UnixPolicy::Trust,
+            UnixCfg::Anonymous => tessera_xrootd::UnixPolicy::Anonymous,
+        },
+        site: c.site.clone(),
+        ..tessera_xrootd::XrootdConfig::default()
+    });
+    let (stop, stop_rx) = watch::channel(false);
+    let serve = tokio::spawn(tessera_xrootd::serve(l, None, xcfg, stop_rx.clone()));
+    let mut rx = stop_rx;
+    let keepalive = tokio::spawn(async move {
+        let _ = rx.changed().await;
+        loops.abort();
+    });
+    tracing::info!(xrootd = %addr, %advertise, %mgm, "data gateway started");
+    let none = SocketAddr::from(([0, 0, 0, 0], 0));
+    Ok(Running {
+        admin_addr: none,
+        metrics_addr: none,
+        xrootd_addr: Some(addr),
+        xrootd_stats: Some(stats),
+        stop,
+        tasks: vec![serve, keepalive],
+        core: None,
+    })
+}

@@ -1,0 +1,154 @@
+//! One metadata service and two data gateways in-process: xrdcp follows the
+//! redirects both ways, both gateways serve, and a gateway refuses opens
+//! without a valid capability.
+
+use crate::{adler32, data, write_file, Env};
+use std::os::unix::fs::PermissionsExt;
+use std::sync::atomic::Ordering;
+use tessera_server::config::{Config, Role, UnixCfg};
+
+struct Cluster {
+    mgm: Env,
+    gateways: Vec<tessera_server::Running>,
+}
+
+fn cluster() -> Cluster {
+    let dir = tempfile::tempdir().expect("tmp");
+    let secret = dir.path().join("cluster.secret");
+    std::fs::write(&secret, "a-cluster-secret-for-tests-only").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mgm = Env::start_with(|cfg| {
+        cfg.role = Role::Mgm;
+        cfg.cluster.secret_file = Some(secret.clone());
+    });
+    let server = mgm.server.as_ref().expect("mgm");
+    let mut gateways = Vec::new();
+    for site in ["site-a", "site-b"] {
+        let mut cfg = Config {
+            role: Role::Gateway,
+            data_dir: dir.path().join(site),
+            ..Config::default()
+        };
+        cfg.listen.xrootd = Some(([127, 0, 0, 1], 0).into());
+        cfg.cluster.secret_file = Some(secret.clone());
+        cfg.cluster.mgm = Some(server.admin_addr.to_string());
+        cfg.cluster.mgm_xrootd = Some(server.xrootd_addr.expect("xrootd").to_string());
+        cfg.cluster.site = site.into();
+        cfg.xrootd.unix = UnixCfg::Trust;
+        let g = mgm
+            .rt
+            .block_on(tessera_server::start(&cfg, String::new()))
+            .expect("gateway");
+        gateways.push(g);
+    }
+    // Keep the secret's directory for the cluster's lifetime.
+    std::mem::forget(dir);
+    Cluster { mgm, gateways }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for g in self.gateways.drain(..) {
+            let _ = self.mgm.rt.block_on(g.shutdown());
+        }
+    }
+}
+
+#[test]
+fn xrdcp_follows_redirects_to_both_gateways() {
+    let c = cluster();
+    let e = &c.mgm;
+    let mut bodies = Vec::new();
+    for i in 0..8 {
+        let body = data(200_000 + i * 77_777, i as u64 + 11);
+        let f = e.local(&format!("f{i}"));
+        write_file(&f, &body);
+        e.ok(
+            "xrdcp",
+            &[
+                "--nopbar",
+                "--cksum",
+                "adler32",
+                f.to_str().unwrap(),
+                &format!("{}//so/f{i}", e.url),
+            ],
+        );
+        bodies.push(body);
+    }
+    for (i, body) in bodies.iter().enumerate() {
+        let back = e.local(&format!("b{i}"));
+        e.ok(
+            "xrdcp",
+            &[
+                "--nopbar",
+                "--cksum",
+                "adler32",
+                &format!("{}//so/f{i}", e.url),
+                back.to_str().unwrap(),
+            ],
+        );
+        assert!(&std::fs::read(&back).unwrap() == body, "file {i}");
+        let q = e.ok(
+            "xrdfs",
+            &[&e.url, "query", "checksum", &format!("/so/f{i}")],
+        );
+        assert_eq!(q.trim(), format!("adler32 {}", adler32(body)));
+    }
+    let redirects = e
+        .server
+        .as_ref()
+        .unwrap()
+        .xrootd_stats
+        .as_ref()
+        .unwrap()
+        .redirects
+        .load(Ordering::Relaxed);
+    assert!(
+        redirects >= 16,
+        "the metadata service redirected {redirects} opens"
+    );
+    for (i, g) in c.gateways.iter().enumerate() {
+        let opens = g
+            .xrootd_stats
+            .as_ref()
+            .unwrap()
+            .opens
+            .load(Ordering::Relaxed);
+        assert!(opens > 0, "gateway {i} served no open");
+    }
+    // Metadata asked of a gateway goes back to the metadata service.
+    let gw = format!("root://{}", c.gateways[0].xrootd_addr.unwrap());
+    let ls = e.ok("xrdfs", &[&gw, "ls", "/so"]);
+    assert_eq!(ls.lines().count(), 8, "{ls}");
+}
+
+#[test]
+fn gateways_refuse_opens_without_a_valid_capability() {
+    let c = cluster();
+    let e = &c.mgm;
+    let f = e.local("f");
+    write_file(&f, b"some bytes");
+    e.ok(
+        "xrdcp",
+        &[
+            "--nopbar",
+            f.to_str().unwrap(),
+            &format!("{}//cap/f", e.url),
+        ],
+    );
+    let gw = format!("root://{}", c.gateways[1].xrootd_addr.unwrap());
+    let back = e.local("back");
+    for url in [
+        format!("{gw}//cap/f"),
+        format!("{gw}//cap/f?tessera.cap=00.00"),
+        format!("{gw}//cap/f?tessera.cap=7b7d.0123456789abcdef"),
+    ] {
+        let msg = e.fails("xrdcp", &["--nopbar", "-f", &url, back.to_str().unwrap()]);
+        assert!(msg.contains("3010"), "{url}: {msg}");
+    }
+    let msg = e.fails(
+        "xrdcp",
+        &["--nopbar", f.to_str().unwrap(), &format!("{gw}//cap/new")],
+    );
+    assert!(msg.contains("3010"), "{msg}");
+}

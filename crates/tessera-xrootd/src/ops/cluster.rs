@@ -1,0 +1,198 @@
+//! Scale-out opens. On the metadata service, `kXR_open` is answered with a
+//! `kXR_redirect` to a live data gateway carrying a capability for exactly
+//! that file and mode; on a gateway, `kXR_open` needs such a capability,
+//! and every other path request is redirected back to the metadata service.
+
+use crate::error::XrdError;
+use crate::ops::write::spawn_writer;
+use crate::proto::{err, open as o, sflags, Header};
+use crate::reply::Out;
+use crate::session::{Handle, OpenRead, OpenWrite, Session, Target};
+use crate::Mode;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tessera_cluster::cap::{hex, now_secs, unhex, CAP_VERSION};
+use tessera_cluster::{Access, Capability, FileFacts};
+use tessera_core::{EntryKind, Inode};
+
+/// CGI key carrying the capability.
+pub const CAP_KEY: &str = "tessera.cap";
+
+/// Split `host:port` (the port defaults to 1094).
+pub fn host_port(a: &str) -> (String, u16) {
+    match a.rsplit_once(':') {
+        Some((h, p)) if p.parse::<u16>().is_ok() => (
+            h.trim_start_matches('[').trim_end_matches(']').to_string(),
+            p.parse().unwrap_or(1094),
+        ),
+        _ => (a.to_string(), 1094),
+    }
+}
+
+/// A gateway sends path requests other than `open` to the metadata service.
+pub async fn to_mgm(s: &Session, out: &Out, h: &Header) -> bool {
+    let Mode::Gateway { mgm, .. } = &s.cfg.mode else {
+        return true;
+    };
+    let (host, port) = host_port(mgm);
+    s.cfg.stats.redirects.fetch_add(1, Ordering::Relaxed);
+    out.redirect(h.stream, &host, port, "").await
+}
+
+/// On the metadata service: the redirect for an open, or `None` to serve
+/// it here (no live gateway).
+pub async fn mgm_open(
+    s: &Session,
+    out: &Out,
+    h: &Header,
+    t: &Target,
+    writing: bool,
+    mode: u32,
+) -> Result<bool, XrdError> {
+    let Mode::Mgm {
+        registry,
+        key,
+        cap_ttl,
+    } = &s.cfg.mode
+    else {
+        return Ok(false);
+    };
+    let Some(gw) = registry.pick(None) else {
+        return Ok(false);
+    };
+    let who = s.who();
+    let core = s.core()?;
+    let opts = h.u16_at(6);
+    let mut cap = Capability {
+        v: CAP_VERSION,
+        access: if writing { Access::Write } else { Access::Read },
+        path: t.path.display(),
+        uid: who.uid,
+        gid: who.gid,
+        name: who.name.clone(),
+        expires: now_secs() + cap_ttl,
+        file: None,
+        mode,
+        overwrite: opts & o::DELETE != 0,
+    };
+    if !writing {
+        // Check here what the gateway cannot: existence and permission.
+        let i = core.stat(&who, t.path.clone()).await?;
+        if i.is_dir() {
+            return Err(XrdError::new(
+                err::IS_DIRECTORY,
+                format!("{} is a directory (errno 21)", t.path.display()),
+            ));
+        }
+        if !tessera_core::may(&who, &i, 4) {
+            return Err(XrdError::new(
+                err::NOT_AUTHORIZED,
+                format!("{} may not read {} (errno 13)", who.name, t.path.display()),
+            ));
+        }
+        cap.file = Some(FileFacts {
+            ino: i.ino,
+            size: i.size,
+            mode: i.mode,
+            uid: i.uid,
+            gid: i.gid,
+            mtime_ns: i.mtime_ns,
+            ctime_ns: i.ctime_ns,
+            layout: hex(&i.layout),
+        });
+    }
+    let (host, port) = host_port(&gw);
+    let mut cgi = format!("{CAP_KEY}={}", key.sign(&cap));
+    if let Some(a) = t.cgi("oss.asize") {
+        cgi.push_str(&format!("&oss.asize={a}"));
+    }
+    s.cfg.stats.redirects.fetch_add(1, Ordering::Relaxed);
+    Ok(out.redirect(h.stream, &host, port, &cgi).await)
+}
+
+/// On a gateway: open with a capability.
+pub async fn gateway_open(
+    s: &Arc<Session>,
+    out: &Out,
+    t: &Target,
+    writing: bool,
+) -> Result<([u8; 4], String), XrdError> {
+    let Mode::Gateway {
+        data, client, key, ..
+    } = &s.cfg.mode
+    else {
+        return Err(XrdError::new(err::SERVER_ERROR, "not a gateway"));
+    };
+    let denied = |m: String| XrdError::new(err::NOT_AUTHORIZED, m);
+    let text = t.cgi(CAP_KEY).ok_or_else(|| {
+        denied("this is a data gateway: open files through the metadata service".into())
+    })?;
+    let cap = key.verify(text).map_err(|e| denied(e.to_string()))?;
+    if cap.path != t.path.display() {
+        return Err(denied(format!("the capability is for {}", cap.path)));
+    }
+    match (&cap.access, writing) {
+        (Access::Write, true) => {
+            let hint: u64 = t.cgi("oss.asize").and_then(|v| v.parse().ok()).unwrap_or(0);
+            let plan = client.begin_write(text, hint).await?;
+            let fid = plan.fid;
+            let (data, ledger, path) = (
+                data.clone(),
+                client.ledger(tokio::runtime::Handle::current()),
+                t.path.clone(),
+            );
+            let ws =
+                tokio::task::spawn_blocking(move || data.start_write(plan, ledger, path, hint))
+                    .await
+                    .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
+            let now = now_secs();
+            let stat = format!(
+                "{fid} 0 {} {now} {now} {now} {:04o} {} {}",
+                sflags::READABLE | sflags::WRITABLE,
+                cap.mode & 0o7777,
+                cap.uid,
+                cap.gid
+            );
+            let ops = spawn_writer(ws, out.clone());
+            let fh = s.add(Handle::Write(Arc::new(OpenWrite {
+                ops,
+                path: t.path.clone(),
+            })))?;
+            Ok((fh, stat))
+        }
+        (Access::Read, false) => {
+            let f = cap
+                .file
+                .ok_or_else(|| denied("read capability without a file".into()))?;
+            let inode = Inode {
+                ino: f.ino,
+                kind: EntryKind::File,
+                parent: 0,
+                name: t.path.name().map(<[u8]>::to_vec).unwrap_or_default(),
+                uid: f.uid,
+                gid: f.gid,
+                mode: f.mode,
+                ctime_ns: f.ctime_ns,
+                mtime_ns: f.mtime_ns,
+                size: f.size,
+                checksum: None,
+                layout: unhex(&f.layout)
+                    .ok_or_else(|| denied("bad layout in capability".into()))?,
+                quota_node: false,
+                nchildren: 0,
+            };
+            let who = s.who();
+            let stat = crate::statfmt::stat_string(&inode, &who);
+            let data = data.clone();
+            let rs = tokio::task::spawn_blocking(move || data.open_inode(inode))
+                .await
+                .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
+            let fh = s.add(Handle::Read(Arc::new(OpenRead {
+                rs,
+                path: t.path.clone(),
+            })))?;
+            Ok((fh, stat))
+        }
+        _ => Err(denied("the capability is for another access mode".into())),
+    }
+}
