@@ -11,12 +11,13 @@ cleanup() {
 }
 trap cleanup EXIT
 "$bin/tesserad" serve --dev --data-dir "$work/data" --admin-addr 127.0.0.1:0 --metrics-addr 127.0.0.1:0 \
-  > "$work/out" 2> "$work/err" &
+  --xrootd-addr 127.0.0.1:0 > "$work/out" 2> "$work/err" &
 pid=$!
 for _ in $(seq 100); do grep -q '^tesserad ready' "$work/out" && break; sleep 0.1; done
 line=$(grep '^tesserad ready' "$work/out")
 admin=$(sed -E 's/.*admin=([^ ]+).*/\1/' <<<"$line")
 metrics=$(sed -E 's/.*metrics=([^ ]+).*/\1/' <<<"$line")
+xrootd=$(sed -E 's/.*xrootd=([^ ]+).*/\1/' <<<"$line")
 grep -q "CA certificate:    $work/data/dev/ca.pem" "$work/out"
 openssl x509 -in "$work/data/dev/ca.pem" -noout -subject | grep -q "Tessera development CA"
 export TESSERA_ADMIN=$admin TESSERA_TOKEN_FILE=$work/data/dev/admin.token
@@ -33,6 +34,13 @@ grep -q '^tessera_namespace_inodes 3$' "$work/metrics"
 grep -q 'tessera_requests_total{protocol="grpc",op="mkdir",code="ok"} 1' "$work/metrics"
 grep -q 'tessera_quota_limit_inodes{node="/data"} ' "$work/metrics" || true
 grep -q '"op":"mkdir"' "$work/data/logs/access.log"
+# xrdcp as the banner says: root:// and roots:// with the dev CA directory
+export X509_CERT_DIR=$work/data/dev/certificates
+head -c 100000 /dev/urandom > "$work/up"
+xrdcp --nopbar --cksum adler32 "$work/up" "root://$xrootd//data/run1/up"
+xrdcp --nopbar --cksum adler32 "roots://localhost:${xrootd##*:}//data/run1/up" "$work/down"
+cmp "$work/up" "$work/down"
+xrdfs "root://$xrootd" ls -l /data/run1 | grep -q ' 100000 .*/data/run1/up$'
 # a wrong credential is refused
 echo wrong-secret-wrong-secret > "$work/bad"; chmod 600 "$work/bad"
 if "$t" --token-file "$work/bad" ls / 2>/dev/null; then echo "accepted a bad credential"; exit 1; fi
