@@ -101,7 +101,6 @@ impl FileWriter {
                 }
             }
         }
-        let bs = layout.block_size as usize;
         Ok(FileWriter {
             layout,
             fid,
@@ -111,14 +110,12 @@ impl FileWriter {
                 .collect(),
             codec,
             stripes,
-            buf: Vec::with_capacity(layout.group_bytes() as usize),
+            // Both grow as data arrives: a small file never touches (or
+            // zeroes) a whole group's worth of memory.
+            buf: Vec::new(),
             parity: vec![
-                vec![0u8; bs];
-                if layout.kind == LayoutKind::Rain {
-                    layout.m as usize
-                } else {
-                    0
-                }
+                Vec::new();
+                layout.m as usize * usize::from(layout.kind == LayoutKind::Rain)
             ],
             group: 0,
             size: 0,
@@ -152,6 +149,11 @@ impl FileWriter {
         self.buf.resize(k * len, 0);
         if let Some(codec) = &self.codec {
             let data: Vec<&[u8]> = self.buf.chunks(len).collect();
+            for p in &mut self.parity {
+                if p.len() < len {
+                    p.resize(len, 0);
+                }
+            }
             let mut par: Vec<&mut [u8]> = self.parity.iter_mut().map(|p| &mut p[..len]).collect();
             codec.encode(&data, &mut par)?;
         }
