@@ -180,6 +180,11 @@ impl StripeWrite for FolderWrite {
         }
     }
 
+    fn seal_buffered(self: Box<Self>) -> Result<(), BackendError> {
+        std::fs::rename(&self.temp, &self.dest)
+            .map_err(|e| BackendError::io(self.temp.display().to_string(), e))
+    }
+
     fn abort(self: Box<Self>) {
         let _ = std::fs::remove_file(&self.temp);
     }

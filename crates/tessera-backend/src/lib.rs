@@ -196,6 +196,11 @@ pub trait StripeWrite: Send {
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), BackendError>;
     /// Make the stripe durable and give it its final name.
     fn seal(self: Box<Self>) -> Result<(), BackendError>;
+    /// Give the stripe its final name without waiting for the disk (the
+    /// `buffered` durability: survives a process crash, not a power loss).
+    fn seal_buffered(self: Box<Self>) -> Result<(), BackendError> {
+        self.seal()
+    }
     /// Remove the temporary stripe.
     fn abort(self: Box<Self>);
 }

@@ -237,6 +237,8 @@ impl ReadSession {
 /// filesystem list; the core hands out one over its own.
 #[derive(Clone)]
 pub struct DataPath {
+    /// Stripes sealed with fsync (false with `buffered` durability).
+    durable: bool,
     fs: Arc<Filesystems>,
     read_pool: Arc<tessera_data::BufPool>,
     read_errors: Arc<crate::fsck::ReadErrors>,
@@ -246,10 +248,18 @@ impl DataPath {
     /// Over the filesystems in `records` (a gateway).
     pub fn from_records(records: Vec<tessera_meta::FsRecord>) -> DataPath {
         DataPath {
+            durable: true,
             fs: Arc::new(Filesystems::from_records(records)),
             read_pool: tessera_data::BufPool::new(crate::service::READ_POOL_BYTES),
             read_errors: Arc::default(),
         }
+    }
+
+    /// Seal stripes without fsync (a gateway whose metadata service runs
+    /// with `buffered` durability).
+    pub fn buffered(mut self) -> DataPath {
+        self.durable = false;
+        self
     }
 
     /// Take a new filesystem list (added, changed and removed ones).
@@ -376,6 +386,7 @@ impl Core {
     /// The data path over this server's filesystems.
     pub fn data(&self) -> DataPath {
         DataPath {
+            durable: self.meta.options().durability == tessera_meta::Durability::Sync,
             fs: Arc::clone(&self.fs),
             read_pool: Arc::clone(&self.read_pool),
             read_errors: Arc::clone(&self.read_errors),

@@ -32,6 +32,8 @@ pub struct FileWriter {
     group: u64,
     size: u64,
     adler: simd_adler32::Adler32,
+    /// Seal with fsync (default) or leave the data to the page cache.
+    durable: bool,
 }
 
 impl FileWriter {
@@ -120,11 +122,19 @@ impl FileWriter {
             group: 0,
             size: 0,
             adler: simd_adler32::Adler32::new(),
+            durable: true,
         })
     }
 
     pub fn size(&self) -> u64 {
         self.size
+    }
+
+    /// Seal without fsync (`buffered` durability: the stripes survive a
+    /// process crash, not a power loss).
+    pub fn buffered(mut self) -> FileWriter {
+        self.durable = false;
+        self
     }
 
     /// Append data. On error the writer must be aborted.
@@ -250,18 +260,26 @@ impl FileWriter {
         }
         type Sealed = Vec<(usize, Result<(), tessera_backend::BackendError>)>;
         let stripes = std::mem::take(&mut self.stripes);
+        let durable = self.durable;
+        let seal = move |w: Box<dyn StripeWrite>| {
+            if durable {
+                w.seal()
+            } else {
+                w.seal_buffered()
+            }
+        };
         let results: Sealed = if stripes.iter().filter(|w| w.is_some()).count() <= 1 {
             stripes
                 .into_iter()
                 .enumerate()
-                .filter_map(|(i, w)| w.map(|w| (i, w.seal())))
+                .filter_map(|(i, w)| w.map(|w| (i, seal(w))))
                 .collect()
         } else {
             std::thread::scope(|s| {
                 let hs: Vec<_> = stripes
                     .into_iter()
                     .enumerate()
-                    .filter_map(|(i, w)| w.map(|w| (i, s.spawn(move || w.seal()))))
+                    .filter_map(|(i, w)| w.map(|w| (i, s.spawn(move || seal(w)))))
                     .collect();
                 hs.into_iter()
                     .map(|(i, h)| (i, h.join().expect("seal thread")))

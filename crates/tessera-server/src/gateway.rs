@@ -23,7 +23,10 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
     let addr = l.local_addr()?;
     let advertise = c.advertise.clone().unwrap_or_else(|| addr.to_string());
     let client = tessera_cluster::ClusterClient::new(&mgm, &secret)?;
-    let data = tessera_core::DataPath::from_records(Vec::new());
+    let mut data = tessera_core::DataPath::from_records(Vec::new());
+    if cfg.meta.durability == crate::config::DurabilityCfg::Buffered {
+        data = data.buffered();
+    }
     let stats = Arc::new(tessera_xrootd::Stats::default());
     let loops = tessera_cluster::start_gateway_loops(
         client.clone(),

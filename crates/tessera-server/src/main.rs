@@ -51,7 +51,9 @@ struct ServeArgs {
     /// Reserved for the HTTPS gateway.
     #[arg(long)]
     https_addr: Option<SocketAddr>,
-    /// Acknowledge namespace changes before the WAL is fsynced.
+    /// Acknowledge changes before they reach the disk: no fsync of the
+    /// namespace WAL or of sealed stripes (survives a process crash, not a
+    /// power loss).
     #[arg(long)]
     buffered: bool,
 }
