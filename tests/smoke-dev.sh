@@ -41,6 +41,9 @@ xrdcp --nopbar --cksum adler32 "$work/up" "root://$xrootd//data/run1/up"
 xrdcp --nopbar --cksum adler32 "roots://localhost:${xrootd##*:}//data/run1/up" "$work/down"
 cmp "$work/up" "$work/down"
 xrdfs "root://$xrootd" ls -l /data/run1 | grep -q ' 100000 .*/data/run1/up$'
+for op in open_write open_read; do
+  grep "\"op\":\"$op\"" "$work/data/logs/access.log" | grep '"path":"/data/run1/up"' | grep -q '"sec.prot":"xroot"'
+done
 # a wrong credential is refused
 echo wrong-secret-wrong-secret > "$work/bad"; chmod 600 "$work/bad"
 if "$t" --token-file "$work/bad" ls / 2>/dev/null; then echo "accepted a bad credential"; exit 1; fi

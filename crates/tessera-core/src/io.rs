@@ -403,13 +403,26 @@ impl Core {
         overwrite: bool,
         size_hint: u64,
     ) -> Result<WriteSession, CoreError> {
-        let plan = self.plan_write(who, path, mode, overwrite, size_hint)?;
-        self.data()
-            .start_write(plan, self.ledger(), path.clone(), size_hint)
+        let start = std::time::Instant::now();
+        let r = self
+            .plan_write(who, path, mode, overwrite, size_hint)
+            .and_then(|plan| {
+                self.data()
+                    .start_write(plan, self.ledger(), path.clone(), size_hint)
+            });
+        self.finish("open_write", who, &path.display(), start, &r);
+        r
     }
 
     /// Open a file for reading (blocking).
     pub fn open_read(&self, who: &Identity, path: &NsPath) -> Result<ReadSession, CoreError> {
+        let start = std::time::Instant::now();
+        let r = self.open_read_inner(who, path);
+        self.finish("open_read", who, &path.display(), start, &r);
+        r
+    }
+
+    fn open_read_inner(&self, who: &Identity, path: &NsPath) -> Result<ReadSession, CoreError> {
         let inode = self.meta.stat(path)?;
         if inode.is_dir() {
             return Err(tessera_meta::MetaError::IsADirectory(path.display()).into());

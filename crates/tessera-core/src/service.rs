@@ -86,7 +86,7 @@ impl Core {
         res
     }
 
-    fn finish<T>(
+    pub(crate) fn finish<T>(
         &self,
         op: &'static str,
         who: &Identity,
