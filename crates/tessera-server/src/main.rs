@@ -200,7 +200,7 @@ fn print_banner(r: &tessera_server::Running, l: &DevLayout) {
         "\nTessera dev server (all roles in one process), data in {}\n\
          \n  admin API (gRPC):  {admin}\n  metrics:           http://{m}/metrics  (also /healthz, /readyz)\n  CA certificate:    {ca}\n  admin token file:  {tok}\n\
          \nTry the admin CLI:\n  export TESSERA_ADMIN={admin} TESSERA_TOKEN_FILE={tok}\n  {tessera} mkdir -p /data/run1\n  {tessera} ls -l /\n  {tessera} quota set --path /data --uid 1000 --max-bytes 10G --max-inodes 1000\n  {tessera} quota ls /\n  curl http://{m}/metrics\n\
-         \nxrdcp and xrdfs (root://, roots:// with the CA below):\n  export X509_CERT_DIR={cadir}\n  xrdcp /etc/os-release root://{x}//data/run1/os-release\n  xrdfs root://{x} ls -l /data/run1\n  xrdcp -f roots://{x}//data/run1/os-release /tmp/os-release.copy\n\
+         \nxrdcp and xrdfs (root://, and roots:// trusting the dev CA):\n  export X509_CERT_DIR={cadir}\n  xrdcp /etc/os-release root://{x}//data/run1/os-release\n  xrdfs root://{x} ls -l /data/run1\n  xrdcp -f roots://{x}//data/run1/os-release /tmp/os-release.copy\n\
          \ncurl (https://) arrives with the HTTPS gateway; --https-addr is reserved for it.\n",
         l.root.display(),
         admin = r.admin_addr,
