@@ -1,6 +1,7 @@
 //! The XRootD Python bindings (Debian's python3-xrootd, run with
 //! /usr/bin/python3): writes out of order, sync, truncate, stat on an open
-//! handle, random reads and readv checked byte for byte.
+//! handle, random reads and readv checked byte for byte; over root:// and
+//! roots://.
 
 use crate::Env;
 
@@ -8,11 +9,11 @@ const SCRIPT: &str = r#"
 import os, random, sys
 from XRootD import client
 from XRootD.client.flags import OpenFlags
-url = sys.argv[1]
+url, base = sys.argv[1], sys.argv[2]
 random.seed(7)
 data = os.urandom(3_000_000)
 f = client.File()
-st, _ = f.open(url + "//py/t1.bin", OpenFlags.NEW | OpenFlags.MAKEPATH)
+st, _ = f.open(url + "//" + base + "/t1.bin", OpenFlags.NEW | OpenFlags.MAKEPATH)
 assert st.ok, st
 # Second half first: held until the gap is filled.
 st, _ = f.write(data[1_000_000:], 1_000_000); assert st.ok, st
@@ -23,7 +24,7 @@ st, _ = f.close(); assert st.ok, st
 want = data + b"\0" * 500_000
 
 f = client.File()
-st, _ = f.open(url + "//py/t1.bin", OpenFlags.READ); assert st.ok, st
+st, _ = f.open(url + "//" + base + "/t1.bin", OpenFlags.READ); assert st.ok, st
 st, info = f.stat(force=True); assert st.ok, st
 assert info.size == len(want), info.size
 for _ in range(300):
@@ -44,12 +45,12 @@ for (off, n), c in zip(big, vr.chunks):
 st, _ = f.close(); assert st.ok
 
 fs = client.FileSystem(url)
-st, _ = fs.truncate("/py/t1.bin", 1000); assert st.ok, st
-st, info = fs.stat("/py/t1.bin"); assert st.ok and info.size == 1000, info
+st, _ = fs.truncate("/" + base + "/t1.bin", 1000); assert st.ok, st
+st, info = fs.stat("/" + base + "/t1.bin"); assert st.ok and info.size == 1000, info
 with client.File() as g:
-    st, _ = g.open(url + "//py/t1.bin"); assert st.ok, st
+    st, _ = g.open(url + "//" + base + "/t1.bin"); assert st.ok, st
     st, got = g.read(0, 5000); assert got == data[:1000]
-st, listing = fs.dirlist("/py", client.flags.DirListFlags.STAT)
+st, listing = fs.dirlist("/" + base, client.flags.DirListFlags.STAT)
 assert st.ok and [e.name for e in listing] == ["t1.bin"], listing
 assert listing.dirlist[0].statinfo.size == 1000
 print("python ok")
@@ -60,6 +61,8 @@ fn python_bindings() {
     let e = Env::start();
     let script = e.local("t.py");
     std::fs::write(&script, SCRIPT).unwrap();
-    let out = e.ok("/usr/bin/python3", &[script.to_str().unwrap(), &e.url]);
-    assert!(out.contains("python ok"), "{out}");
+    for (url, base) in [(&e.url, "py"), (&e.tls_url, "py-tls")] {
+        let out = e.ok("/usr/bin/python3", &[script.to_str().unwrap(), url, base]);
+        assert!(out.contains("python ok"), "{url}: {out}");
+    }
 }
