@@ -6,7 +6,7 @@ use crate::decode;
 use crate::error::XrdError;
 use crate::ops;
 use crate::proto::{self, err, pflags, req, Header, HANDSHAKE_LEN, HEADER_LEN};
-use crate::reply::{error_reply, write_replies, Out};
+use crate::reply::{error_reply, Out};
 use crate::session::Session;
 use crate::XrootdConfig;
 use std::sync::Arc;
@@ -17,8 +17,6 @@ use tokio::net::TcpStream;
 
 /// A client must complete the handshake within this.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
-/// Replies queued for the writer before request handlers wait.
-const REPLY_DEPTH: usize = 64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConnError {
@@ -122,8 +120,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
 ) -> Result<(), ConnError> {
     let max_write = cfg.max_write;
     let (rd, wr) = tokio::io::split(stream);
-    let (out, rx) = Out::new(REPLY_DEPTH);
-    let writer = tokio::spawn(write_replies(wr, rx));
+    let out = Out::new(wr);
     let sess = Arc::new(Session::new(core, cfg, local, peer, tls));
     let mut rd = BufReader::with_capacity(64 << 10, rd);
     let mut next = first;
@@ -153,7 +150,10 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
         }
     };
     sess.close_all();
-    drop(out);
-    let _ = writer.await;
+    if result.is_err() {
+        out.shutdown().await;
+    }
+    // Requests still running write their replies; the socket closes when
+    // the last of them drops its `Out`.
     result
 }

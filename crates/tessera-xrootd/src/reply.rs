@@ -1,12 +1,18 @@
-//! Replies and the task that writes them: requests of one connection run
-//! concurrently and answer in any order, each reply carrying its request's
-//! stream id; one writer task owns the socket's write half.
+//! Replies: requests of one connection run concurrently and answer in any
+//! order, each reply carrying its request's stream id. Whoever has a reply
+//! writes it to the socket's write half under a fair lock (no hand-off to a
+//! writer task, so a reply costs no thread wake-up).
 
 use crate::error::XrdError;
 use crate::proto::{response_header, status};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use tessera_core::ReadData;
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
-use tokio::sync::mpsc;
+use tokio::sync::Mutex;
+
+type Sink = BufWriter<Pin<Box<dyn AsyncWrite + Send>>>;
 
 /// A piece of a reply body.
 pub enum Piece {
@@ -30,21 +36,42 @@ pub struct Reply {
     pub body: Vec<Piece>,
 }
 
-/// Where request handlers send their replies.
+/// Where request handlers send their replies: the connection's write half.
 #[derive(Clone)]
 pub struct Out {
-    tx: mpsc::Sender<Reply>,
+    sink: Arc<Mutex<Sink>>,
+    dead: Arc<AtomicBool>,
 }
 
 impl Out {
-    pub fn new(depth: usize) -> (Out, mpsc::Receiver<Reply>) {
-        let (tx, rx) = mpsc::channel(depth);
-        (Out { tx }, rx)
+    pub fn new<W: AsyncWrite + Send + 'static>(w: W) -> Out {
+        let w: Pin<Box<dyn AsyncWrite + Send>> = Box::pin(w);
+        Out {
+            sink: Arc::new(Mutex::new(BufWriter::with_capacity(64 << 10, w))),
+            dead: Arc::new(AtomicBool::new(false)),
+        }
     }
 
-    /// Queue a reply; false when the connection is gone.
+    /// Write a reply; false when the connection is gone.
     pub async fn send(&self, r: Reply) -> bool {
-        self.tx.send(r).await.is_ok()
+        if self.dead.load(Ordering::Relaxed) {
+            return false;
+        }
+        let mut w = self.sink.lock().await;
+        let ok = write_one(&mut w, &r).await.is_ok() && w.flush().await.is_ok();
+        drop(w);
+        drop(r); // buffers back to the pool
+        if !ok {
+            self.dead.store(true, Ordering::Relaxed);
+        }
+        ok
+    }
+
+    /// Flush and close the write half (the connection ends).
+    pub async fn shutdown(&self) {
+        let mut w = self.sink.lock().await;
+        let _ = w.flush().await;
+        let _ = w.shutdown().await;
     }
 
     pub async fn ok(&self, stream: [u8; 2], body: Vec<u8>) -> bool {
@@ -102,24 +129,7 @@ pub fn error_reply(stream: [u8; 2], e: &XrdError) -> Reply {
     }
 }
 
-/// Write replies until every sender is gone or the socket fails. Small
-/// replies are coalesced; file data goes straight from its buffers.
-pub async fn write_replies<W: AsyncWrite + Unpin>(w: W, mut rx: mpsc::Receiver<Reply>) {
-    let mut w = BufWriter::with_capacity(64 << 10, w);
-    while let Some(r) = rx.recv().await {
-        if write_one(&mut w, &r).await.is_err() {
-            return;
-        }
-        drop(r);
-        if rx.is_empty() && w.flush().await.is_err() {
-            return;
-        }
-    }
-    let _ = w.flush().await;
-    let _ = w.shutdown().await;
-}
-
-async fn write_one<W: AsyncWrite + Unpin>(w: &mut BufWriter<W>, r: &Reply) -> std::io::Result<()> {
+async fn write_one(w: &mut Sink, r: &Reply) -> std::io::Result<()> {
     let len: usize = r.body.iter().map(Piece::len).sum();
     w.write_all(&response_header(r.stream, r.status, len))
         .await?;
