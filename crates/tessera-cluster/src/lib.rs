@@ -8,8 +8,10 @@ pub mod cap;
 pub mod client;
 pub mod registry;
 pub mod service;
+pub mod sites;
 
 pub use cap::{Access, CapError, CapKey, Capability, FileFacts};
 pub use client::{start_gateway_loops, ClusterClient};
 pub use registry::Registry;
 pub use service::ClusterService;
+pub use sites::SiteMap;

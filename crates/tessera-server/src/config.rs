@@ -95,6 +95,10 @@ pub struct Cluster {
     pub site: String,
     /// Lifetime of a capability, seconds.
     pub cap_ttl_secs: u64,
+    /// Metadata service: client networks per site, e.g.
+    /// `{ "site-a" = ["10.1.0.0/16"] }`; a client is sent to a gateway of
+    /// its site when one is alive.
+    pub client_sites: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl Default for Cluster {
@@ -106,6 +110,7 @@ impl Default for Cluster {
             advertise: None,
             site: String::new(),
             cap_ttl_secs: 120,
+            client_sites: Default::default(),
         }
     }
 }
@@ -249,6 +254,9 @@ impl Config {
                 return Err(ConfigError::Invalid("a gateway needs listen.xrootd".into()));
             }
             return Ok(());
+        }
+        if let Err(e) = tessera_cluster::SiteMap::new(&self.cluster.client_sites) {
+            return Err(ConfigError::Invalid(format!("cluster.client_sites: {e}")));
         }
         if self.role == Role::Mgm && self.cluster.secret_file.is_none() {
             return Err(ConfigError::Invalid(

@@ -188,6 +188,8 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
                 registry,
                 key,
                 cap_ttl: cfg.cluster.cap_ttl_secs,
+                sites: tessera_cluster::SiteMap::new(&cfg.cluster.client_sites)
+                    .map_err(|e| anyhow::anyhow!("cluster.client_sites: {e}"))?,
             },
         ),
         None => (None, tessera_xrootd::Mode::Local),

@@ -36,6 +36,8 @@ pub enum Mode {
         key: tessera_cluster::CapKey,
         /// Lifetime of the capabilities it signs, seconds.
         cap_ttl: u64,
+        /// Client networks to sites (redirects prefer the client's site).
+        sites: tessera_cluster::SiteMap,
     },
     /// A data gateway: opens only with a valid capability; every other
     /// path request is redirected to the metadata service.

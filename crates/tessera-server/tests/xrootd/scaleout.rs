@@ -13,6 +13,10 @@ struct Cluster {
 }
 
 fn cluster() -> Cluster {
+    cluster_with(|_| {})
+}
+
+fn cluster_with(mgm_change: impl FnOnce(&mut Config)) -> Cluster {
     let dir = tempfile::tempdir().expect("tmp");
     let secret = dir.path().join("cluster.secret");
     std::fs::write(&secret, "a-cluster-secret-for-tests-only").unwrap();
@@ -20,6 +24,7 @@ fn cluster() -> Cluster {
     let mgm = Env::start_with(|cfg| {
         cfg.role = Role::Mgm;
         cfg.cluster.secret_file = Some(secret.clone());
+        mgm_change(cfg);
     });
     let server = mgm.server.as_ref().expect("mgm");
     let mut gateways = Vec::new();
@@ -151,4 +156,38 @@ fn gateways_refuse_opens_without_a_valid_capability() {
         &["--nopbar", f.to_str().unwrap(), &format!("{gw}//cap/new")],
     );
     assert!(msg.contains("3010"), "{msg}");
+}
+
+#[test]
+fn clients_go_to_a_gateway_of_their_site() {
+    let c = cluster_with(|cfg| {
+        cfg.cluster
+            .client_sites
+            .insert("site-b".into(), vec!["127.0.0.0/8".into()]);
+    });
+    let e = &c.mgm;
+    let f = e.local("f");
+    write_file(&f, &data(50_000, 3));
+    for i in 0..6 {
+        e.ok(
+            "xrdcp",
+            &[
+                "--nopbar",
+                f.to_str().unwrap(),
+                &format!("{}//site/f{i}", e.url),
+            ],
+        );
+    }
+    let opens: Vec<u64> = c
+        .gateways
+        .iter()
+        .map(|g| {
+            g.xrootd_stats
+                .as_ref()
+                .unwrap()
+                .opens
+                .load(Ordering::Relaxed)
+        })
+        .collect();
+    assert_eq!(opens, [0, 6], "site-a, site-b");
 }

@@ -53,11 +53,12 @@ pub async fn mgm_open(
         registry,
         key,
         cap_ttl,
+        sites,
     } = &s.cfg.mode
     else {
         return Ok(false);
     };
-    let Some(gw) = registry.pick(None) else {
+    let Some(gw) = registry.pick(sites.site_of(s.peer.ip())) else {
         return Ok(false);
     };
     let who = s.who();
