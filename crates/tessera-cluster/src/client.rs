@@ -32,7 +32,8 @@ fn remote(s: Status) -> CoreError {
 
 impl ClusterClient {
     /// A client of the metadata service's admin/internal port (connects
-    /// lazily; calls fail with `Unavailable` while it is down).
+    /// lazily; calls fail with `Unavailable` while it is down). Call within
+    /// a Tokio runtime.
     pub fn new(mgm: &str, secret: &str) -> Result<ClusterClient, CoreError> {
         let chan = Channel::from_shared(format!("http://{mgm}"))
             .map_err(|e| CoreError::Invalid(format!("metadata service address {mgm}: {e}")))?
@@ -94,17 +95,20 @@ impl ClusterClient {
             .collect())
     }
 
-    /// Reserve the write a capability names.
+    /// Reserve the write a capability names, for `gateway` (its heartbeat
+    /// address).
     pub async fn begin_write(
         &self,
         capability: &str,
         size_hint: u64,
+        gateway: &str,
     ) -> Result<WritePlan, CoreError> {
         let r = self
             .api()
             .begin_write(self.req(pb::BeginWriteRequest {
                 capability: capability.to_string(),
                 size_hint,
+                gateway: gateway.to_string(),
             }))
             .await
             .map_err(remote)?

@@ -31,6 +31,8 @@ pub struct GatewayView {
 pub struct Registry {
     gateways: Mutex<HashMap<String, Entry>>,
     turn: AtomicU64,
+    /// Open write reservations, by the gateway carrying them.
+    writes: Mutex<HashMap<u64, (String, Instant)>>,
 }
 
 impl Registry {
@@ -83,6 +85,37 @@ impl Registry {
         Some(chosen)
     }
 
+    /// A gateway began write `resv`.
+    pub fn track_write(&self, resv: u64, gateway: &str) {
+        let mut w = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        w.insert(resv, (gateway.to_string(), Instant::now()));
+    }
+
+    /// Write `resv` was committed or aborted.
+    pub fn untrack_write(&self, resv: u64) {
+        let mut w = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        w.remove(&resv);
+    }
+
+    /// Reservations whose gateway has not been heard from for `lease`
+    /// (nor began the write within it): they are forgotten here and
+    /// returned for the caller to release.
+    pub fn expired_writes(&self, lease: Duration) -> Vec<u64> {
+        let g = self.gateways.lock().unwrap_or_else(|p| p.into_inner());
+        let mut w = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        let dead: Vec<u64> = w
+            .iter()
+            .filter(|(_, (gw, began))| {
+                began.elapsed() > lease && g.get(gw).is_none_or(|e| e.seen.elapsed() > lease)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in &dead {
+            w.remove(id);
+        }
+        dead
+    }
+
     pub fn list(&self) -> Vec<GatewayView> {
         let g = self.gateways.lock().unwrap_or_else(|p| p.into_inner());
         let mut v: Vec<GatewayView> = g
@@ -115,5 +148,20 @@ mod tests {
         r.heartbeat("a:1", "cern", 100);
         r.heartbeat("b:1", "desy", 0);
         assert_eq!(r.pick(None).as_deref(), Some("b:1"), "least busy");
+    }
+
+    #[test]
+    fn writes_of_silent_gateways_expire() {
+        let r = Registry::default();
+        r.heartbeat("a:1", "", 0);
+        r.track_write(7, "a:1");
+        r.track_write(8, "ghost:1");
+        r.track_write(9, "ghost:1");
+        r.untrack_write(9);
+        assert!(r.expired_writes(Duration::from_secs(60)).is_empty());
+        std::thread::sleep(Duration::from_millis(20));
+        r.heartbeat("a:1", "", 0);
+        assert_eq!(r.expired_writes(Duration::from_millis(10)), [8]);
+        assert!(r.expired_writes(Duration::from_millis(10)).is_empty());
     }
 }

@@ -26,6 +26,24 @@ impl ClusterService {
         }
     }
 
+    /// Release, every `lease / 2`, the reservations of writes whose gateway
+    /// has gone silent for `lease` (a gateway that died mid-write).
+    pub fn spawn_lease_sweeper(&self, lease: std::time::Duration) -> tokio::task::JoinHandle<()> {
+        let (registry, ledger) = (Arc::clone(&self.registry), self.core.ledger());
+        tokio::spawn(async move {
+            let mut tick =
+                tokio::time::interval((lease / 2).max(std::time::Duration::from_millis(100)));
+            loop {
+                tick.tick().await;
+                for id in registry.expired_writes(lease) {
+                    tracing::warn!(reservation = id, "gateway went silent: write aborted");
+                    let l = Arc::clone(&ledger);
+                    let _ = tokio::task::spawn_blocking(move || l.abort(id)).await;
+                }
+            }
+        })
+    }
+
     pub fn server(self) -> pb::cluster_server::ClusterServer<ClusterService> {
         pb::cluster_server::ClusterServer::new(self)
     }
@@ -115,6 +133,7 @@ impl pb::cluster_server::Cluster for ClusterService {
         .await
         .map_err(blocking_err)?
         .map_err(status)?;
+        self.registry.track_write(plan.resv_id, &q.gateway);
         Ok(Response::new(pb::BeginWriteReply {
             reservation: plan.resv_id,
             fid: plan.fid,
@@ -153,6 +172,7 @@ impl pb::cluster_server::Cluster for ClusterService {
             mtime_ns: None,
         };
         let ledger = self.core.ledger();
+        self.registry.untrack_write(q.reservation);
         let i = tokio::task::spawn_blocking(move || ledger.commit(q.reservation, c))
             .await
             .map_err(blocking_err)?
@@ -170,6 +190,7 @@ impl pb::cluster_server::Cluster for ClusterService {
     ) -> Result<Response<pb::Done>, Status> {
         self.auth(&r)?;
         let q = r.into_inner();
+        self.registry.untrack_write(q.reservation);
         let ledger = self.core.ledger();
         let _ = tokio::task::spawn_blocking(move || ledger.abort(q.reservation)).await;
         Ok(Response::new(pb::Done {}))

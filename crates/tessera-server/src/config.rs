@@ -95,6 +95,9 @@ pub struct Cluster {
     pub site: String,
     /// Lifetime of a capability, seconds.
     pub cap_ttl_secs: u64,
+    /// Metadata service: a write carried by a gateway that has sent no
+    /// heartbeat for this long is aborted (its quota reservation released).
+    pub write_lease_secs: u64,
     /// Metadata service: client networks per site, e.g.
     /// `{ "site-a" = ["10.1.0.0/16"] }`; a client is sent to a gateway of
     /// its site when one is alive.
@@ -110,6 +113,7 @@ impl Default for Cluster {
             advertise: None,
             site: String::new(),
             cap_ttl_secs: 120,
+            write_lease_secs: 60,
             client_sites: Default::default(),
         }
     }
@@ -254,6 +258,12 @@ impl Config {
                 return Err(ConfigError::Invalid("a gateway needs listen.xrootd".into()));
             }
             return Ok(());
+        }
+        if self.cluster.write_lease_secs < 5 {
+            // Gateways send a heartbeat every 2 s.
+            return Err(ConfigError::Invalid(
+                "cluster.write_lease_secs must be at least 5".into(),
+            ));
         }
         if let Err(e) = tessera_cluster::SiteMap::new(&self.cluster.client_sites) {
             return Err(ConfigError::Invalid(format!("cluster.client_sites: {e}")));

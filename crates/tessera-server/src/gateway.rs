@@ -47,6 +47,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
             client,
             key: tessera_cluster::CapKey::new(secret.as_bytes()),
             mgm: mgm_xrootd,
+            advertise: advertise.clone(),
         },
         stats: Arc::clone(&stats),
         tls,

@@ -162,6 +162,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
 
     let auth = Arc::new(tessera_admin::AdminAuth::new(admin_secret));
     let svc = tessera_admin::services(core.clone(), auth);
+    let mut sweeper = None;
     // With a cluster secret this server is a metadata service: gateways
     // register with it and opens are redirected to them.
     let cluster = match &cfg.cluster.secret_file {
@@ -173,6 +174,9 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
                 secret.as_bytes(),
                 Arc::clone(&registry),
             );
+            sweeper = Some(svc.spawn_lease_sweeper(std::time::Duration::from_secs(
+                cfg.cluster.write_lease_secs.max(1),
+            )));
             Some((
                 svc.server(),
                 registry,
@@ -213,6 +217,14 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     });
     let http = tokio::spawn(http::serve(metrics_l, core.clone(), stop_rx.clone()));
     let mut tasks = vec![grpc, http];
+    if let Some(s) = sweeper {
+        // Ends with the runtime; stop aborts it below.
+        let mut rx = stop_rx.clone();
+        tasks.push(tokio::spawn(async move {
+            let _ = rx.changed().await;
+            s.abort();
+        }));
+    }
     let mut xrootd_addr = None;
     let mut xrootd_stats = None;
     if let Some(a) = cfg.listen.xrootd {

@@ -47,6 +47,8 @@ pub enum Mode {
         key: tessera_cluster::CapKey,
         /// The metadata service's XRootD endpoint (`host:port`).
         mgm: String,
+        /// This gateway's address as registered (its heartbeats).
+        advertise: String,
     },
 }
 

@@ -7,6 +7,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::sync::atomic::Ordering;
 use tessera_server::config::{Config, Role, UnixCfg};
 
+const SECRET: &str = "a-cluster-secret-for-tests-only";
+
 struct Cluster {
     mgm: Env,
     gateways: Vec<tessera_server::Running>,
@@ -19,7 +21,7 @@ fn cluster() -> Cluster {
 fn cluster_with(mgm_change: impl FnOnce(&mut Config)) -> Cluster {
     let dir = tempfile::tempdir().expect("tmp");
     let secret = dir.path().join("cluster.secret");
-    std::fs::write(&secret, "a-cluster-secret-for-tests-only").unwrap();
+    std::fs::write(&secret, SECRET).unwrap();
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
     let mgm = Env::start_with(|cfg| {
         cfg.role = Role::Mgm;
@@ -190,4 +192,73 @@ fn clients_go_to_a_gateway_of_their_site() {
         })
         .collect();
     assert_eq!(opens, [0, 6], "site-a, site-b");
+}
+
+#[test]
+fn writes_of_a_silent_gateway_are_released() {
+    use tessera_cluster::{cap::now_secs, Access, CapKey, Capability, ClusterClient};
+    let c = cluster_with(|cfg| cfg.cluster.write_lease_secs = 5);
+    let e = &c.mgm;
+    let core = e.core();
+    e.rt.block_on(async {
+        core.mkdir(&Env::root(), Env::path("/lease"), 0o755, false)
+            .await
+            .expect("mkdir");
+        core.quota_set(
+            &Env::root(),
+            Env::path("/lease"),
+            tessera_core::QuotaTarget::user(0),
+            Some(1 << 20),
+            None,
+        )
+        .await
+        .expect("quota");
+    });
+    // A gateway that reserves the whole quota and is never heard from.
+    let cap = Capability {
+        v: tessera_cluster::cap::CAP_VERSION,
+        access: Access::Write,
+        path: "/lease/ghost".into(),
+        uid: 0,
+        gid: 0,
+        name: "root".into(),
+        expires: now_secs() + 60,
+        file: None,
+        mode: 0o644,
+        overwrite: false,
+    };
+    let admin = e.server.as_ref().unwrap().admin_addr.to_string();
+    e.rt.block_on(async {
+        let client = ClusterClient::new(&admin, SECRET).expect("client");
+        let signed = CapKey::new(SECRET.as_bytes()).sign(&cap);
+        client.begin_write(&signed, 1 << 20, "ghost:1").await
+    })
+    .expect("reserved");
+    let f = e.local("f");
+    write_file(&f, &data(100_000, 1));
+    let url = format!("{}//lease/real", e.url);
+    let msg = e.fails("xrdcp", &["--nopbar", f.to_str().unwrap(), &url]);
+    assert!(
+        msg.contains("3021"),
+        "over quota while the ghost holds it: {msg}"
+    );
+    // After the lease the reservation is released and the upload fits.
+    let t0 = std::time::Instant::now();
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        if e.run("xrdcp", &["--nopbar", f.to_str().unwrap(), &url])
+            .status
+            .success()
+        {
+            break;
+        }
+        assert!(
+            t0.elapsed().as_secs() < 20,
+            "the silent gateway's reservation was never released"
+        );
+    }
+    assert!(
+        t0.elapsed().as_secs() >= 3,
+        "released before the lease ran out"
+    );
 }

@@ -119,7 +119,11 @@ pub async fn gateway_open(
     writing: bool,
 ) -> Result<([u8; 4], String), XrdError> {
     let Mode::Gateway {
-        data, client, key, ..
+        data,
+        client,
+        key,
+        advertise,
+        ..
     } = &s.cfg.mode
     else {
         return Err(XrdError::new(err::SERVER_ERROR, "not a gateway"));
@@ -135,7 +139,7 @@ pub async fn gateway_open(
     match (&cap.access, writing) {
         (Access::Write, true) => {
             let hint: u64 = t.cgi("oss.asize").and_then(|v| v.parse().ok()).unwrap_or(0);
-            let plan = client.begin_write(text, hint).await?;
+            let plan = client.begin_write(text, hint, advertise).await?;
             let fid = plan.fid;
             let (data, ledger, path) = (
                 data.clone(),
