@@ -283,7 +283,8 @@ impl DataPath {
             .collect();
         let writer =
             match FileWriter::create(plan.placement.layout, plan.fid, plan.resv_id, &targets) {
-                Ok(w) => w,
+                Ok(w) if self.durable => w,
+                Ok(w) => w.buffered(),
                 Err(e) => {
                     ledger.abort(plan.resv_id);
                     return Err(e.into());

@@ -340,3 +340,23 @@ fn when_only_slow_stripes_are_left_the_read_waits_for_them() {
     let r = reader(&w, 32, &st).with_slow_threshold(std::time::Duration::from_millis(100));
     assert_eq!(read_all(&r).expect("waits for enough slow stripes"), bytes);
 }
+
+#[test]
+fn buffered_writes_seal_and_read_back() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let layout = rain4k(4, 2);
+    let t = backends(dir.path(), 6);
+    let bytes = data(50_000, 5);
+    let mut w = FileWriter::create(layout, 21, 1, &t)
+        .expect("create")
+        .buffered();
+    w.write(&bytes).expect("write");
+    let done = w.finish().expect("finish");
+    for i in 0..6 {
+        assert!(
+            stripe_path(dir.path(), i, 21).exists(),
+            "stripe {i} in place"
+        );
+    }
+    assert_eq!(read_all(&reader(&done, 21, &t)).expect("read"), bytes);
+}
