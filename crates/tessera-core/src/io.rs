@@ -106,6 +106,15 @@ impl WriteSession {
         self.writer.as_ref().map_or(0, |w| w.size())
     }
 
+    /// Whether appending `len` bytes is only a copy into memory: no stripe
+    /// I/O and no reservation to extend, so it never blocks (an async
+    /// caller may do it in line).
+    pub fn write_is_buffered(&self, len: usize) -> bool {
+        self.writer
+            .as_ref()
+            .is_some_and(|w| w.buffers(len) && w.size() + len as u64 <= self.reserved)
+    }
+
     /// Append bytes (quota is extended as the file grows).
     pub fn write(&mut self, data: &[u8]) -> Result<(), CoreError> {
         let w = self

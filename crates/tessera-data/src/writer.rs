@@ -137,6 +137,12 @@ impl FileWriter {
         self
     }
 
+    /// Whether appending `len` bytes only copies them into the group being
+    /// filled (no stripe I/O).
+    pub fn buffers(&self, len: usize) -> bool {
+        self.buf.len() + len < self.layout.group_bytes() as usize
+    }
+
     /// Append data. On error the writer must be aborted.
     pub fn write(&mut self, mut data: &[u8]) -> Result<(), DataError> {
         self.adler.write(data);

@@ -103,6 +103,17 @@ struct State {
 }
 
 impl State {
+    /// A write at the end of the file that only lands in memory (applied in
+    /// line, without a trip to the blocking pool).
+    fn in_memory(&self, offset: u64, len: usize) -> bool {
+        self.failed.is_none()
+            && self.held.is_empty()
+            && self
+                .ws
+                .as_ref()
+                .is_some_and(|ws| ws.written() == offset && ws.write_is_buffered(len))
+    }
+
     fn write(&mut self, offset: u64, data: Vec<u8>) -> Result<(), XrdError> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
@@ -195,6 +206,18 @@ fn zeros(ws: &mut WriteSession, mut n: u64) -> Result<(), XrdError> {
     Ok(())
 }
 
+/// Apply a write that only lands in memory right here; any other
+/// operation is handed back.
+fn in_memory(state: &Mutex<State>, op: WriteOp) -> Result<Result<(), XrdError>, WriteOp> {
+    let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+    match op {
+        WriteOp::Write { offset, data, .. } if s.in_memory(offset, data.len()) => {
+            Ok(s.write(offset, data))
+        }
+        op => Err(op),
+    }
+}
+
 async fn run(ws: WriteSession, mut rx: mpsc::Receiver<WriteOp>, out: Out) {
     let state = Arc::new(Mutex::new(State {
         ws: Some(ws),
@@ -209,6 +232,13 @@ async fn run(ws: WriteSession, mut rx: mpsc::Receiver<WriteOp>, out: Out) {
             | WriteOp::Sync { stream }
             | WriteOp::Truncate { stream, .. } => (*stream, false),
             WriteOp::Close { stream } => (*stream, true),
+        };
+        let op = match in_memory(&state, op) {
+            Ok(r) => {
+                out.result(stream, r.map(|()| Vec::new())).await;
+                continue;
+            }
+            Err(op) => op,
         };
         let r = tokio::task::spawn_blocking(move || {
             let mut s = st.lock().unwrap_or_else(|p| p.into_inner());
