@@ -49,7 +49,7 @@ pub struct Session {
     pub local: SocketAddr,
     pub peer: SocketAddr,
     pub tls: bool,
-    who: RwLock<Identity>,
+    who: RwLock<Arc<Identity>>,
     logged_in: RwLock<bool>,
     handles: Mutex<HashMap<u32, Handle>>,
     next: AtomicU32,
@@ -69,7 +69,7 @@ impl Session {
             local,
             peer,
             tls,
-            who: RwLock::new(identity::anonymous()),
+            who: RwLock::new(Arc::new(identity::anonymous())),
             logged_in: RwLock::new(false),
             handles: Mutex::new(HashMap::new()),
             next: AtomicU32::new(1),
@@ -87,12 +87,13 @@ impl Session {
         })
     }
 
-    pub fn who(&self) -> Identity {
-        self.who.read().unwrap_or_else(|p| p.into_inner()).clone()
+    /// The client's identity (shared, cheap to hand out per request).
+    pub fn who(&self) -> Arc<Identity> {
+        Arc::clone(&self.who.read().unwrap_or_else(|p| p.into_inner()))
     }
 
     pub fn set_who(&self, who: Identity) {
-        *self.who.write().unwrap_or_else(|p| p.into_inner()) = who;
+        *self.who.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(who);
     }
 
     pub fn unix_policy(&self) -> UnixPolicy {
