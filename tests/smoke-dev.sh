@@ -11,7 +11,7 @@ cleanup() {
 }
 trap cleanup EXIT
 "$bin/tesserad" serve --dev --data-dir "$work/data" --admin-addr 127.0.0.1:0 --metrics-addr 127.0.0.1:0 \
-  --xrootd-addr 127.0.0.1:0 > "$work/out" 2> "$work/err" &
+  --xrootd-addr 127.0.0.1:0 --https-addr 127.0.0.1:0 > "$work/out" 2> "$work/err" &
 pid=$!
 for _ in $(seq 100); do grep -q '^tesserad ready' "$work/out" && break; sleep 0.1; done
 line=$(grep '^tesserad ready' "$work/out")

@@ -55,6 +55,7 @@ pub struct Config {
     pub log: Log,
     pub tls: Tls,
     pub xrootd: Xrootd,
+    pub https: Https,
     pub cluster: Cluster,
     /// Register `<data_dir>/fs/fs1..6` as filesystems (dev mode).
     #[serde(skip)]
@@ -70,8 +71,27 @@ pub struct Listen {
     pub metrics: SocketAddr,
     /// XRootD `root://` and `roots://` (TLS when `[tls]` is set).
     pub xrootd: Option<SocketAddr>,
-    /// HTTPS/WebDAV (arrives with the HTTPS gateway; reserved).
+    /// HTTPS/WebDAV (plain http:// without `[tls]`).
     pub https: Option<SocketAddr>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum AnonymousCfg {
+    /// Requests without credentials run as nobody (the default).
+    #[default]
+    Nobody,
+    /// Requests without credentials run as the server's own user (dev
+    /// mode: the person who started it).
+    Owner,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Https {
+    /// Who a request without credentials is (tokens arrive with the
+    /// authorization layer).
+    pub anonymous: AnonymousCfg,
 }
 
 /// Scale-out: a metadata service (`mgm`, or `all` with a secret) and its
@@ -193,6 +213,7 @@ impl Default for Config {
             log: Log::default(),
             tls: Tls::default(),
             xrootd: Xrootd::default(),
+            https: Https::default(),
             cluster: Cluster::default(),
             dev_filesystems: false,
         }

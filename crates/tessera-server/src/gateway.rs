@@ -71,6 +71,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
         admin_addr: none,
         metrics_addr: none,
         xrootd_addr: Some(addr),
+        https_addr: None,
         xrootd_stats: Some(stats),
         stop,
         tasks: vec![serve, keepalive],

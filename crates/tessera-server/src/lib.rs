@@ -27,6 +27,8 @@ pub struct Running {
     pub metrics_addr: SocketAddr,
     /// The XRootD listener, when configured.
     pub xrootd_addr: Option<SocketAddr>,
+    /// The HTTPS/WebDAV listener, when configured.
+    pub https_addr: Option<SocketAddr>,
     /// The XRootD gateway's counters, when it runs.
     pub xrootd_stats: Option<Arc<tessera_xrootd::Stats>>,
     stop: watch::Sender<bool>,
@@ -70,6 +72,8 @@ pub fn dev_config(data_dir: &std::path::Path) -> anyhow::Result<(Config, String)
     cfg.listen.admin = SocketAddr::from(([127, 0, 0, 1], 0));
     cfg.listen.metrics = SocketAddr::from(([127, 0, 0, 1], 0));
     cfg.listen.xrootd = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
+    cfg.listen.https = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
+    cfg.https.anonymous = config::AnonymousCfg::Owner;
     cfg.admin.token_file = Some(layout.token_file.clone());
     cfg.tls.cert = Some(layout.cert_pem.clone());
     cfg.tls.key = Some(layout.key_pem.clone());
@@ -142,9 +146,6 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         register_dev_filesystems(&core, &cfg.data_dir).await?;
     }
 
-    if cfg.listen.https.is_some() {
-        tracing::warn!("listen.https is reserved: the HTTPS gateway is not built yet");
-    }
     let tls = match (&cfg.tls.cert, &cfg.tls.key) {
         (Some(c), Some(k)) => Some(tls::server_config(c, k)?),
         _ => None,
@@ -225,6 +226,27 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
             s.abort();
         }));
     }
+    let mut https_addr = None;
+    if let Some(a) = cfg.listen.https {
+        let l = TcpListener::bind(a)
+            .await
+            .with_context(|| format!("binding HTTPS listener {a}"))?;
+        https_addr = Some(l.local_addr()?);
+        let hcfg = Arc::new(tessera_https::HttpsConfig {
+            tls: tls.clone(),
+            anonymous: match cfg.https.anonymous {
+                config::AnonymousCfg::Nobody => tessera_https::HttpsConfig::default().anonymous,
+                config::AnonymousCfg::Owner => owner_identity(),
+            },
+            ..tessera_https::HttpsConfig::default()
+        });
+        tasks.push(tokio::spawn(tessera_https::serve(
+            l,
+            core.clone(),
+            hcfg,
+            stop_rx.clone(),
+        )));
+    }
     let mut xrootd_addr = None;
     let mut xrootd_stats = None;
     if let Some(a) = cfg.listen.xrootd {
@@ -257,9 +279,20 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         admin_addr,
         metrics_addr,
         xrootd_addr,
+        https_addr,
         xrootd_stats,
         stop,
         tasks,
         core: Some(core),
     })
+}
+
+/// The identity of the user running this server (dev mode's "owner").
+fn owner_identity() -> tessera_types::Identity {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata("/proc/self") {
+        Ok(m) if m.uid() == 0 => tessera_types::Identity::root("https"),
+        Ok(m) => tessera_types::Identity::user(m.uid(), m.gid(), "owner", "https"),
+        Err(_) => tessera_types::Identity::user(65534, 65534, "nobody", "https"),
+    }
 }

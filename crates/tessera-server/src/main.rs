@@ -48,7 +48,7 @@ struct ServeArgs {
     /// XRootD listener (root:// and roots://); dev mode: 127.0.0.1:1094.
     #[arg(long)]
     xrootd_addr: Option<SocketAddr>,
-    /// Reserved for the HTTPS gateway.
+    /// HTTPS/WebDAV listener; dev mode: 127.0.0.1:8443.
     #[arg(long)]
     https_addr: Option<SocketAddr>,
     /// Acknowledge changes before they reach the disk: no fsync of the
@@ -108,6 +108,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
         let (mut cfg, secret) = tessera_server::dev_config(&dir)?;
         cfg.listen = tessera_server::config::Listen {
             xrootd: Some(std::net::SocketAddr::from(([127, 0, 0, 1], 1094))),
+            https: Some(std::net::SocketAddr::from(([127, 0, 0, 1], 8443))),
             ..tessera_server::config::Listen::default()
         };
         let layout = DevLayout::new(&cfg.data_dir);
@@ -170,8 +171,12 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 a.to_string()
             }
         };
+        let https = running
+            .https_addr
+            .map(|a| a.to_string())
+            .unwrap_or_else(|| "-".into());
         println!(
-            "tesserad ready admin={} metrics={} xrootd={xrootd} boot_ms={boot_ms:.1}",
+            "tesserad ready admin={} metrics={} xrootd={xrootd} https={https} boot_ms={boot_ms:.1}",
             shown(running.admin_addr),
             shown(running.metrics_addr)
         );
@@ -201,13 +206,17 @@ fn print_banner(r: &tessera_server::Running, l: &DevLayout) {
          \n  admin API (gRPC):  {admin}\n  metrics:           http://{m}/metrics  (also /healthz, /readyz)\n  CA certificate:    {ca}\n  admin token file:  {tok}\n\
          \nTry the admin CLI:\n  export TESSERA_ADMIN={admin} TESSERA_TOKEN_FILE={tok}\n  {tessera} mkdir -p /data/run1\n  {tessera} ls -l /\n  {tessera} quota set --path /data --uid 1000 --max-bytes 10G --max-inodes 1000\n  {tessera} quota ls /\n  curl http://{m}/metrics\n\
          \nxrdcp and xrdfs (root://, and roots:// trusting the dev CA):\n  export X509_CERT_DIR={cadir}\n  xrdcp /etc/os-release root://{x}//data/run1/os-release\n  xrdfs root://{x} ls -l /data/run1\n  xrdcp -f roots://{x}//data/run1/os-release /tmp/os-release.copy\n\
-         \ncurl (https://) arrives with the HTTPS gateway; --https-addr is reserved for it.\n",
+         \ncurl and davix (https://, WebDAV):\n  curl --cacert {ca} -T /etc/os-release https://{h}/data/run1/os-release.txt\n  curl --cacert {ca} https://{h}/data/run1/os-release.txt\n  curl --cacert {ca} -X PROPFIND -H 'Depth: 1' https://{h}/data/run1/\n",
         l.root.display(),
         admin = r.admin_addr,
         m = r.metrics_addr,
         ca = l.ca_pem.display(),
         tok = l.token_file.display(),
         cadir = l.ca_dir.display(),
+        h = r
+            .https_addr
+            .map(|a| a.to_string().replace("127.0.0.1", "localhost"))
+            .unwrap_or_else(|| "(off)".into()),
         x = r
             .xrootd_addr
             .map(|a| a.to_string())

@@ -29,6 +29,8 @@ fn start(dir: &std::path::Path) -> Server {
             "127.0.0.1:0",
             "--xrootd-addr",
             "127.0.0.1:0",
+            "--https-addr",
+            "127.0.0.1:0",
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

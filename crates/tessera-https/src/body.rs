@@ -1,0 +1,43 @@
+//! Response bodies: nothing, one buffer, or a stream fed by a task that
+//! reads the file a part at a time (bounded memory).
+
+use hyper::body::{Bytes, Frame};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use tokio::sync::mpsc;
+
+pub enum Body {
+    Empty,
+    Full(Option<Bytes>),
+    Stream(mpsc::Receiver<Result<Bytes, std::io::Error>>),
+}
+
+impl Body {
+    pub fn text(s: impl Into<String>) -> Body {
+        Body::Full(Some(Bytes::from(s.into())))
+    }
+
+    pub fn bytes(b: impl Into<Bytes>) -> Body {
+        Body::Full(Some(b.into()))
+    }
+}
+
+impl hyper::body::Body for Body {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        match self.get_mut() {
+            Body::Empty => Poll::Ready(None),
+            Body::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
+            Body::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        matches!(self, Body::Empty | Body::Full(None))
+    }
+}

@@ -1,0 +1,47 @@
+//! How failures reach HTTP clients: one table from error kinds to status
+//! codes (as davix and gfal2 read them), a short text body.
+
+use tessera_core::CoreError;
+use tessera_types::ErrorKind;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{status}: {msg}")]
+pub struct HttpError {
+    pub status: u16,
+    pub msg: String,
+}
+
+impl HttpError {
+    pub fn new(status: u16, msg: impl Into<String>) -> HttpError {
+        HttpError {
+            status,
+            msg: msg.into(),
+        }
+    }
+}
+
+/// The status for an error kind.
+pub fn status_of(kind: ErrorKind) -> u16 {
+    match kind {
+        ErrorKind::NotFound => 404,
+        ErrorKind::AlreadyExists => 409,
+        ErrorKind::NotEmpty => 409,
+        ErrorKind::NotADirectory => 409,
+        ErrorKind::IsADirectory => 409,
+        ErrorKind::PermissionDenied => 403,
+        ErrorKind::QuotaExceeded | ErrorKind::NoSpace => 507,
+        ErrorKind::InvalidArgument | ErrorKind::NameTooLong => 400,
+        ErrorKind::CrossDevice => 502,
+        ErrorKind::Busy => 423,
+        ErrorKind::Unavailable => 503,
+        ErrorKind::Corrupt | ErrorKind::Io => 500,
+        ErrorKind::Unsupported => 501,
+    }
+}
+
+impl From<CoreError> for HttpError {
+    fn from(e: CoreError) -> HttpError {
+        let kind = e.kind();
+        HttpError::new(status_of(kind), format!("{e} (errno {})", kind.errno()))
+    }
+}

@@ -1,0 +1,150 @@
+//! The HTTPS/WebDAV gateway: hyper over rustls, one module per method
+//! under `ops/`. Every request becomes calls on the core service; failures
+//! map to the status codes davix and gfal2 read (`error.rs`); the
+//! connection stays usable after an error.
+
+mod body;
+mod date;
+pub mod error;
+mod ops;
+pub mod path;
+pub mod ranges;
+
+pub use body::Body;
+pub use error::HttpError;
+
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use std::sync::Arc;
+use std::time::Duration;
+use tessera_core::Core;
+use tessera_types::Identity;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+pub struct HttpsConfig {
+    /// TLS (https://); without it the listener speaks plain http://.
+    pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    /// Who a request without credentials is (tokens arrive with the
+    /// authorization layer): `nobody` by default; the dev mode's owner in
+    /// dev mode.
+    pub anonymous: Identity,
+    /// Largest request header block (hyper's limit), and the time a client
+    /// has to send it.
+    pub max_headers: usize,
+    pub header_timeout: Duration,
+}
+
+impl Default for HttpsConfig {
+    fn default() -> HttpsConfig {
+        HttpsConfig {
+            tls: None,
+            anonymous: Identity::user(65534, 65534, "nobody", "https"),
+            max_headers: 64,
+            header_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What a request handler gets.
+pub struct Ctx {
+    pub core: Core,
+    pub who: Identity,
+    pub cfg: Arc<HttpsConfig>,
+}
+
+/// Accept connections until `stop` turns true.
+pub async fn serve(
+    listener: TcpListener,
+    core: Core,
+    cfg: Arc<HttpsConfig>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let (sock, peer) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!(error = %e, "https accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = stop.changed() => {
+                if *stop.borrow() { return; }
+                continue;
+            }
+        };
+        let _ = sock.set_nodelay(true);
+        let (core, cfg) = (core.clone(), Arc::clone(&cfg));
+        tokio::spawn(async move {
+            let r = match &cfg.tls {
+                Some(tls) => {
+                    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls));
+                    match tokio::time::timeout(cfg.header_timeout, acceptor.accept(sock)).await {
+                        Ok(Ok(s)) => connection(TokioIo::new(s), core, cfg).await,
+                        Ok(Err(e)) => Err(e.to_string()),
+                        Err(_) => Err("TLS handshake timed out".into()),
+                    }
+                }
+                None => connection(TokioIo::new(sock), core, cfg).await,
+            };
+            if let Err(e) = r {
+                tracing::debug!(%peer, error = %e, "https connection ended");
+            }
+        });
+    }
+}
+
+async fn connection<I>(io: I, core: Core, cfg: Arc<HttpsConfig>) -> Result<(), String>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let svc = {
+        let cfg = Arc::clone(&cfg);
+        hyper::service::service_fn(move |req| {
+            let ctx = Ctx {
+                core: core.clone(),
+                who: cfg.anonymous.clone(),
+                cfg: Arc::clone(&cfg),
+            };
+            async move { Ok::<_, std::convert::Infallible>(handle(ctx, req).await) }
+        })
+    };
+    let mut b = hyper::server::conn::http1::Builder::new();
+    b.max_headers(cfg.max_headers)
+        .header_read_timeout(cfg.header_timeout)
+        .timer(hyper_util::rt::TokioTimer::new());
+    b.serve_connection(io, svc).await.map_err(|e| e.to_string())
+}
+
+async fn handle(ctx: Ctx, req: Request<Incoming>) -> Response<Body> {
+    let method = req.method().as_str().to_string();
+    let r = match method.as_str() {
+        "GET" | "HEAD" => ops::get::get(&ctx, req).await,
+        "PUT" => ops::put::put(&ctx, req).await,
+        "DELETE" => ops::delete::delete(&ctx, req).await,
+        "MKCOL" => ops::mkcol::mkcol(&ctx, req).await,
+        "MOVE" => ops::moves::mv(&ctx, req).await,
+        "PROPFIND" => ops::propfind::propfind(&ctx, req).await,
+        "OPTIONS" => Ok(ops::options()),
+        _ => Err(HttpError::new(
+            405,
+            format!("{method} is not supported here"),
+        )),
+    };
+    r.unwrap_or_else(|e| error_response(&e))
+}
+
+/// A failure as a short text body; the connection stays open.
+pub fn error_response(e: &HttpError) -> Response<Body> {
+    let mut r = Response::new(Body::text(format!("{}\n", e.msg)));
+    *r.status_mut() =
+        hyper::StatusCode::from_u16(e.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}

@@ -1,0 +1,175 @@
+//! GET and HEAD: whole files, one range (206), several ranges
+//! (`multipart/byteranges`), conditional requests, `Digest`. The body
+//! streams a part at a time from a task; memory stays bounded.
+
+use super::{blocking, digest_for, etag, header, secs, set, status};
+use crate::body::Body;
+use crate::date::{http_date, parse_http_date};
+use crate::error::HttpError;
+use crate::path;
+use crate::ranges::{self, Ranges};
+use crate::Ctx;
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response};
+use std::sync::Arc;
+use tessera_core::ReadSession;
+use tokio::sync::mpsc;
+
+/// Bytes read per storage request while streaming.
+const PART: usize = 4 << 20;
+const BOUNDARY: &str = "tessera-byteranges-7d5f1a";
+
+pub async fn get(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, HttpError> {
+    let head = req.method() == hyper::Method::HEAD;
+    let p = path::decode(req.uri().path())?;
+    let i = ctx.core.stat(&ctx.who, p.clone()).await?;
+    if i.is_dir() {
+        return listing(ctx, &p, head).await;
+    }
+    let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
+    let rs = Arc::new(blocking(move || core.open_read(&who, &p2)).await?);
+    let i = rs.inode().clone();
+    let size = i.size;
+    let tag = etag(&i);
+    let mtime = secs(i.mtime_ns);
+    let h = req.headers();
+    let not_modified = match header(h, "if-none-match") {
+        Some(v) => v.split(',').any(|t| t.trim() == tag || t.trim() == "*"),
+        None => header(h, "if-modified-since")
+            .and_then(parse_http_date)
+            .is_some_and(|since| mtime <= since),
+    };
+    let mut r = Response::new(Body::Empty);
+    set(&mut r, "ETag", &tag);
+    set(&mut r, "Last-Modified", &http_date(mtime));
+    set(&mut r, "Accept-Ranges", "bytes");
+    if let Some(d) = digest_for(header(h, "want-digest"), &i) {
+        set(&mut r, "Digest", &d);
+    }
+    if not_modified {
+        status(&mut r, 304);
+        return Ok(r);
+    }
+    let wanted = match header(h, "range") {
+        None => Ranges::Whole,
+        Some(v) => ranges::parse(v, size).unwrap_or(Ranges::Unsatisfiable),
+    };
+    match wanted {
+        Ranges::Unsatisfiable => {
+            status(&mut r, 416);
+            set(&mut r, "Content-Range", &format!("bytes */{size}"));
+            set(&mut r, "Content-Length", "0");
+        }
+        Ranges::Whole => {
+            set(&mut r, "Content-Length", &size.to_string());
+            set(&mut r, "Content-Type", "application/octet-stream");
+            if !head {
+                *r.body_mut() = stream(rs, vec![(None, 0, size)]);
+            }
+        }
+        Ranges::Some(v) if v.len() == 1 => {
+            let (f, l) = v[0];
+            status(&mut r, 206);
+            set(&mut r, "Content-Range", &format!("bytes {f}-{l}/{size}"));
+            set(&mut r, "Content-Length", &(l - f + 1).to_string());
+            set(&mut r, "Content-Type", "application/octet-stream");
+            if !head {
+                *r.body_mut() = stream(rs, vec![(None, f, l + 1)]);
+            }
+        }
+        Ranges::Some(v) => {
+            status(&mut r, 206);
+            set(
+                &mut r,
+                "Content-Type",
+                &format!("multipart/byteranges; boundary={BOUNDARY}"),
+            );
+            let mut parts = Vec::with_capacity(v.len() + 1);
+            let mut total = 0u64;
+            for (f, l) in v {
+                let lead = format!(
+                    "\r\n--{BOUNDARY}\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes {f}-{l}/{size}\r\n\r\n"
+                );
+                total += lead.len() as u64 + (l - f + 1);
+                parts.push((Some(Bytes::from(lead)), f, l + 1));
+            }
+            let tail = format!("\r\n--{BOUNDARY}--\r\n");
+            total += tail.len() as u64;
+            parts.push((Some(Bytes::from(tail)), 0, 0));
+            set(&mut r, "Content-Length", &total.to_string());
+            if !head {
+                *r.body_mut() = stream(rs, parts);
+            }
+        }
+    }
+    Ok(r)
+}
+
+/// Stream `(preamble, from, to)` pieces of the file.
+fn stream(rs: Arc<ReadSession>, pieces: Vec<(Option<Bytes>, u64, u64)>) -> Body {
+    let (tx, rx) = mpsc::channel(2);
+    tokio::spawn(async move {
+        for (pre, mut pos, end) in pieces {
+            if let Some(b) = pre {
+                if tx.send(Ok(b)).await.is_err() {
+                    return;
+                }
+            }
+            while pos < end {
+                let n = PART.min((end - pos) as usize);
+                let r2 = Arc::clone(&rs);
+                let got = tokio::task::spawn_blocking(move || r2.read(pos, n)).await;
+                let chunk = match got {
+                    Ok(Ok(Some(d))) if d.len() == n => Ok(Bytes::from(d.to_vec())),
+                    Ok(Ok(_)) => Err(std::io::Error::other("file shorter than its size")),
+                    Ok(Err(e)) => Err(std::io::Error::other(e.to_string())),
+                    Err(e) => Err(std::io::Error::other(e.to_string())),
+                };
+                let failed = chunk.is_err();
+                // An error ends the body early: the client sees a short
+                // read, never wrong bytes.
+                if tx.send(chunk).await.is_err() || failed {
+                    return;
+                }
+                pos += n as u64;
+            }
+        }
+    });
+    Body::Stream(rx)
+}
+
+/// GET on a directory: its names, one per line (directories end in `/`).
+async fn listing(
+    ctx: &Ctx,
+    p: &tessera_types::NsPath,
+    head: bool,
+) -> Result<Response<Body>, HttpError> {
+    let mut out = String::new();
+    let mut after: Option<Vec<u8>> = None;
+    loop {
+        let page = ctx
+            .core
+            .list(&ctx.who, p.clone(), after.clone(), 4096)
+            .await?;
+        let Some(last) = page.last() else { break };
+        after = Some(last.name.clone());
+        for e in &page {
+            out.push_str(&String::from_utf8_lossy(&e.name));
+            if e.is_dir() {
+                out.push('/');
+            }
+            out.push('\n');
+        }
+        if page.len() < 4096 {
+            break;
+        }
+    }
+    let mut r = Response::new(if head {
+        Body::Empty
+    } else {
+        Body::text(out.clone())
+    });
+    set(&mut r, "Content-Type", "text/plain; charset=utf-8");
+    set(&mut r, "Content-Length", &out.len().to_string());
+    Ok(r)
+}

@@ -1,0 +1,30 @@
+//! MKCOL: 201; 405 when it exists (davix reads EEXIST); 409 when the
+//! parent is missing (ENOENT).
+
+use super::status;
+use crate::body::Body;
+use crate::error::HttpError;
+use crate::path;
+use crate::Ctx;
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use tessera_types::ErrorKind;
+
+pub async fn mkcol(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, HttpError> {
+    let p = path::decode(req.uri().path())?;
+    match ctx.core.mkdir(&ctx.who, p.clone(), 0o755, false).await {
+        Ok(_) => {
+            let mut r = Response::new(Body::Empty);
+            status(&mut r, 201);
+            Ok(r)
+        }
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+            Err(HttpError::new(405, format!("{} exists", p.display())))
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(HttpError::new(
+            409,
+            format!("the parent of {} does not exist", p.display()),
+        )),
+        Err(e) => Err(e.into()),
+    }
+}

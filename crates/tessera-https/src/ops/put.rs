@@ -1,0 +1,90 @@
+//! PUT: the body streams into a write session (Content-Length or chunked;
+//! `Expect: 100-continue` is answered when the body is first read). The
+//! file becomes visible only when the whole body has arrived and every
+//! stripe is sealed; an interrupted upload, an over-quota one or any error
+//! leaves nothing. Parents are created, as the reference server does.
+
+use super::{blocking, header, set, status};
+use crate::body::Body;
+use crate::error::HttpError;
+use crate::path;
+use crate::Ctx;
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use std::sync::{Arc, Mutex};
+use tessera_core::WriteSession;
+use tessera_types::ErrorKind;
+
+/// Bytes gathered before each hand-off to the write session.
+const CHUNK: usize = 4 << 20;
+
+pub async fn put(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, HttpError> {
+    let p = path::decode(req.uri().path())?;
+    let hint: u64 = header(req.headers(), "content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    if let Some((parent, _)) = p.split_last() {
+        if let Err(e) = ctx.core.stat(&ctx.who, parent.clone()).await {
+            if e.kind() != ErrorKind::NotFound {
+                return Err(e.into());
+            }
+            match ctx.core.mkdir(&ctx.who, parent, 0o755, true).await {
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    let existed = ctx.core.stat(&ctx.who, p.clone()).await.is_ok();
+    let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
+    let ws = blocking(move || core.open_write(&who, &p2, 0o644, true, hint)).await?;
+    let ws: Arc<Mutex<Option<WriteSession>>> = Arc::new(Mutex::new(Some(ws)));
+    let mut body = req.into_body();
+    let mut buf: Vec<u8> = Vec::new();
+    // Any early return drops `ws`: the write is aborted, nothing visible.
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| HttpError::new(400, format!("upload interrupted: {e}")))?;
+        if let Ok(data) = frame.into_data() {
+            buf.extend_from_slice(&data);
+            if buf.len() >= CHUNK {
+                write(&ws, std::mem::take(&mut buf)).await?;
+            }
+        }
+    }
+    if !buf.is_empty() {
+        write(&ws, buf).await?;
+    }
+    let w2 = Arc::clone(&ws);
+    let inode = blocking(move || {
+        let s = w2.lock().unwrap_or_else(|p| p.into_inner()).take();
+        s.ok_or_else(|| tessera_core::CoreError::Invalid("closed twice".into()))?
+            .close()
+    })
+    .await?;
+    let mut r = Response::new(Body::Empty);
+    status(&mut r, if existed { 204 } else { 201 });
+    set(&mut r, "ETag", &super::etag(&inode));
+    set(&mut r, "Content-Length", "0");
+    Ok(r)
+}
+
+async fn write(ws: &Arc<Mutex<Option<WriteSession>>>, data: Vec<u8>) -> Result<(), HttpError> {
+    let w = Arc::clone(ws);
+    blocking(move || {
+        let mut g = w.lock().unwrap_or_else(|p| p.into_inner());
+        match g.as_mut() {
+            Some(s) => {
+                let r = s.write(&data);
+                if r.is_err() {
+                    *g = None; // abort now: release the reservation
+                }
+                r
+            }
+            None => Err(tessera_core::CoreError::Invalid(
+                "write after failure".into(),
+            )),
+        }
+    })
+    .await
+}

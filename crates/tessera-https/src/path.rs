@@ -1,0 +1,70 @@
+//! URL paths: percent-decoding into namespace paths (which can never climb
+//! above `/`), and encoding namespace names back for `href`s and
+//! `Location`s.
+
+use crate::error::HttpError;
+use tessera_types::NsPath;
+
+/// The namespace path of a request target (`/a%20b/c?query` → `/a b/c`).
+pub fn decode(target: &str) -> Result<NsPath, HttpError> {
+    let raw = target.split(['?', '#']).next().unwrap_or("");
+    let bytes =
+        unescape(raw).ok_or_else(|| HttpError::new(400, "bad percent-encoding in the path"))?;
+    if bytes.contains(&0) {
+        return Err(HttpError::new(400, "NUL in the path"));
+    }
+    NsPath::parse(&bytes).map_err(|e| HttpError::new(400, e.to_string()))
+}
+
+fn unescape(s: &str) -> Option<Vec<u8>> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let h = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(h, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+/// Percent-encode a path for an `href` (unreserved characters and `/`
+/// kept).
+pub fn encode(p: &[u8]) -> String {
+    let mut s = String::with_capacity(p.len());
+    for &c in p {
+        if c.is_ascii_alphanumeric() || b"-._~/".contains(&c) {
+            s.push(c as char);
+        } else {
+            s.push_str(&format!("%{c:02X}"));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_never_escapes() {
+        let p = decode("/a%20b/%C3%BC/c?x=1").expect("decode");
+        assert_eq!(p.as_bytes(), "/a b/ü/c".as_bytes());
+        assert_eq!(encode(p.as_bytes()), "/a%20b/%C3%BC/c");
+        assert_eq!(
+            decode("/%2e%2e/%2E%2E/etc/passwd")
+                .expect("clamped")
+                .display(),
+            "/etc/passwd"
+        );
+        assert_eq!(decode("/../../x").expect("clamped").display(), "/x");
+        assert!(decode("/a%2").is_err());
+        assert!(decode("/a%zz").is_err());
+        assert!(decode("/a%00b").is_err());
+    }
+}

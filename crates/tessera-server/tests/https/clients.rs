@@ -1,0 +1,163 @@
+//! curl, davix and gfal2 against the gateway.
+
+use crate::{adler32, data, Env};
+
+#[test]
+fn curl_methods_and_ranges() {
+    let e = Env::start();
+    let body = data(3_000_017, 1);
+    let f = e.local("up");
+    std::fs::write(&f, &body).unwrap();
+    let u = format!("{}/c/space%20and%20%C3%BCmlaut.bin", e.url);
+    // PUT (parents created), then GET byte for byte.
+    assert_eq!(e.curl(&["-T", f.to_str().unwrap(), &u]).0, 201);
+    let (code, got) = e.curl(&[&u]);
+    assert_eq!(code, 200);
+    assert!(got == body);
+    // Overwrite: 204.
+    assert_eq!(e.curl(&["-T", f.to_str().unwrap(), &u]).0, 204);
+    // One range, several ranges.
+    let (code, got) = e.curl(&["-r", "6-10", &u]);
+    assert_eq!((code, got.as_slice()), (206, &body[6..=10]));
+    let (code, got) = e.curl(&["-r", "2999990-", &u]);
+    assert_eq!((code, got.as_slice()), (206, &body[2_999_990..]));
+    let (code, got) = e.curl(&["-H", "Range: bytes=0-1,1000000-1000009,-5", &u]);
+    assert_eq!(code, 206);
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.contains("Content-Range: bytes 0-1/3000017"), "{text}");
+    assert!(
+        text.contains("Content-Range: bytes 2999012-2999016/3000017")
+            || text.contains("Content-Range: bytes 3000012-3000016/3000017")
+    );
+    for (f, l) in [
+        (0usize, 1usize),
+        (1_000_000, 1_000_009),
+        (3_000_012, 3_000_016),
+    ] {
+        let want = &body[f..=l];
+        assert!(got.windows(want.len()).any(|w| w == want), "part {f}-{l}");
+    }
+    // Unsatisfiable and bogus ranges: 416.
+    assert_eq!(e.curl(&["-r", "5000000-5000001", &u]).0, 416);
+    assert_eq!(e.curl(&["-H", "Range: bytes=9-3", &u]).0, 416);
+    // HEAD with a digest, conditional GET.
+    let o = e.ok(
+        "curl",
+        &[
+            "-sS",
+            "--cacert",
+            e.ca.to_str().unwrap(),
+            "-I",
+            "-H",
+            "Want-Digest: ADLER32",
+            &u,
+        ],
+    );
+    assert!(
+        o.contains(&format!("digest: adler32={}", adler32(&body))),
+        "{o}"
+    );
+    assert!(o.contains("content-length: 3000017"), "{o}");
+    let etag = o
+        .lines()
+        .find_map(|l| l.strip_prefix("etag: "))
+        .expect("etag")
+        .trim()
+        .to_string();
+    assert_eq!(
+        e.curl(&["-H", &format!("If-None-Match: {etag}"), &u]).0,
+        304
+    );
+    // MKCOL, PROPFIND depth 0 and 1, MOVE, DELETE.
+    assert_eq!(e.curl(&["-X", "MKCOL", &format!("{}/c/sub", e.url)]).0, 201);
+    assert_eq!(e.curl(&["-X", "MKCOL", &format!("{}/c/sub", e.url)]).0, 405);
+    assert_eq!(
+        e.curl(&["-X", "MKCOL", &format!("{}/nothere/sub", e.url)])
+            .0,
+        409
+    );
+    let (code, xml) = e.curl(&["-X", "PROPFIND", "-H", "Depth: 1", &format!("{}/c/", e.url)]);
+    let xml = String::from_utf8_lossy(&xml).into_owned();
+    assert_eq!(code, 207, "{xml}");
+    let first = xml.find("<D:href>/c/</D:href>").expect("the collection");
+    let file = xml
+        .find("<D:href>/c/space%20and%20%C3%BCmlaut.bin</D:href>")
+        .expect("the file");
+    assert!(first < file, "the collection comes first");
+    assert!(xml.contains("<D:getcontentlength>3000017</D:getcontentlength>"));
+    let (code, xml) = e.curl(&["-X", "PROPFIND", "-H", "Depth: 0", &u]);
+    assert_eq!(code, 207);
+    assert_eq!(
+        String::from_utf8_lossy(&xml)
+            .matches("<D:response>")
+            .count(),
+        1
+    );
+    let moved = format!("{}/c/sub/moved.bin", e.url);
+    assert_eq!(
+        e.curl(&["-X", "MOVE", "-H", &format!("Destination: {moved}"), &u])
+            .0,
+        201
+    );
+    assert_eq!(e.curl(&[&u]).0, 404);
+    assert_eq!(
+        e.curl(&["-X", "DELETE", &format!("{}/c/sub", e.url)]).0,
+        409,
+        "not empty"
+    );
+    assert_eq!(e.curl(&["-X", "DELETE", &moved]).0, 204);
+    assert_eq!(
+        e.curl(&["-X", "DELETE", &format!("{}/c/sub", e.url)]).0,
+        204
+    );
+    let (code, _) = e.curl(&["-X", "OPTIONS", &e.url]);
+    assert_eq!(code, 200);
+}
+
+#[test]
+fn davix_and_gfal2() {
+    let e = Env::start();
+    let body = data(1_234_567, 2);
+    let f = e.local("up");
+    std::fs::write(&f, &body).unwrap();
+    let capath = e.ca_dir.to_str().unwrap().to_string();
+    let u = format!("{}/dv/x.bin", e.url);
+    e.ok("davix-put", &["--capath", &capath, f.to_str().unwrap(), &u]);
+    let ls = e.ok(
+        "davix-ls",
+        &["-l", "--capath", &capath, &format!("{}/dv/", e.url)],
+    );
+    assert!(ls.contains("1234567") && ls.contains("x.bin"), "{ls}");
+    let back = e.local("back");
+    e.ok(
+        "davix-get",
+        &["--capath", &capath, &u, back.to_str().unwrap()],
+    );
+    assert!(std::fs::read(&back).unwrap() == body);
+    e.ok(
+        "davix-mkdir",
+        &["--capath", &capath, &format!("{}/dv/sub", e.url)],
+    );
+    e.ok(
+        "davix-rm",
+        &["--capath", &capath, &format!("{}/dv/sub", e.url)],
+    );
+    // gfal2 (http plugin): copy in and out, ls, stat, sum, rm.
+    let g = format!("{}/gf/y.bin", e.url);
+    e.ok("gfal-mkdir", &["-p", &format!("{}/gf", e.url)]);
+    e.ok("gfal-copy", &["-f", &format!("file://{}", f.display()), &g]);
+    let st = e.ok("gfal-stat", &[&g]);
+    assert!(st.contains("1234567"), "{st}");
+    let sum = e.ok("gfal-sum", &[&g, "ADLER32"]);
+    assert!(sum.trim().ends_with(&adler32(&body)), "{sum}");
+    let ls = e.ok("gfal-ls", &[&format!("{}/gf", e.url)]);
+    assert_eq!(ls.trim(), "y.bin");
+    let back2 = e.local("back2");
+    e.ok(
+        "gfal-copy",
+        &["-f", &g, &format!("file://{}", back2.display())],
+    );
+    assert!(std::fs::read(&back2).unwrap() == body);
+    e.ok("gfal-rm", &[&g]);
+    assert_eq!(e.curl(&[&g]).0, 404);
+}

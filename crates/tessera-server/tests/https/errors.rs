@@ -1,0 +1,107 @@
+//! Bad input and failures: the right status, bounded work, nothing partial
+//! left behind, and the connection usable afterwards.
+
+use crate::{data, Env};
+use std::io::{Read, Write};
+use tessera_core::QuotaTarget;
+
+#[test]
+fn quota_traversal_and_bounds() {
+    let e = Env::start();
+    let core = e.core();
+    e.rt.block_on(async {
+        core.mkdir(&Env::root(), Env::path("/q"), 0o755, false)
+            .await
+            .expect("mkdir");
+        core.quota_set(
+            &Env::root(),
+            Env::path("/q"),
+            QuotaTarget::user(0),
+            Some(1 << 20),
+            None,
+        )
+        .await
+        .expect("quota");
+    });
+    let f = e.local("big");
+    std::fs::write(&f, data(2 << 20, 1)).unwrap();
+    let (code, body) = e.curl(&["-T", f.to_str().unwrap(), &format!("{}/q/big", e.url)]);
+    assert_eq!(code, 507, "{}", String::from_utf8_lossy(&body));
+    assert!(
+        e.rt.block_on(core.stat(&Env::root(), Env::path("/q/big")))
+            .is_err(),
+        "nothing left"
+    );
+    // Percent-encoded traversal stays inside the namespace.
+    assert_eq!(
+        e.curl(&[
+            "--path-as-is",
+            &format!("{}/%2e%2e/%2E%2E/etc/passwd", e.url)
+        ])
+        .0,
+        404
+    );
+    assert_eq!(e.curl(&["--path-as-is", &format!("{}/a%zz", e.url)]).0, 400);
+    // Too many headers: refused, not buffered without end.
+    let args: Vec<String> = (0..200)
+        .map(|i| format!("X-Junk-{i}: {}", "v".repeat(50)))
+        .collect();
+    let mut a: Vec<&str> = Vec::new();
+    for h in &args {
+        a.push("-H");
+        a.push(h);
+    }
+    a.push(&e.url);
+    let code = e.curl(&a).0;
+    assert!(code == 431 || code == 0, "huge headers: {code}");
+    // A PROPFIND body over the limit: 413.
+    let big = e.local("prop.xml");
+    std::fs::write(&big, "<a>".repeat(40_000)).unwrap();
+    let arg = format!("@{}", big.display());
+    assert_eq!(
+        e.curl(&["-X", "PROPFIND", "--data-binary", &arg, &e.url]).0,
+        413
+    );
+    // The server still answers.
+    assert_eq!(e.curl(&["-X", "OPTIONS", &e.url]).0, 200);
+}
+
+#[test]
+fn a_client_that_vanishes_mid_upload_leaves_nothing() {
+    let e = Env::start();
+    // curl sends a body shorter than its Content-Length, then gives up.
+    let f = e.local("half");
+    std::fs::write(&f, data(100_000, 3)).unwrap();
+    e.run(
+        "curl",
+        &[
+            "-sS",
+            "--cacert",
+            e.ca.to_str().unwrap(),
+            "-X",
+            "PUT",
+            "-H",
+            "Content-Length: 1000000",
+            "--data-binary",
+            &format!("@{}", f.display()),
+            "--max-time",
+            "5",
+            &format!("{}/v/cut", e.url),
+        ],
+    );
+    // Give the server a moment to see the connection end.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(
+        e.rt.block_on(e.core().stat(&Env::root(), Env::path("/v/cut")))
+            .is_err(),
+        "no partial file"
+    );
+    // Plain garbage on the TLS port is dropped without harming others.
+    let mut s = std::net::TcpStream::connect(e.addr).unwrap();
+    let _ = s.write_all(b"\x16\x03\x01garbage that is not a handshake");
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    assert_eq!(e.curl(&["-X", "OPTIONS", &e.url]).0, 200);
+}

@@ -1,0 +1,141 @@
+//! The HTTPS/WebDAV gateway with the real clients: Debian's curl, davix
+//! and gfal2 (with its http plugin), against `tesserad` in-process on port
+//! 0 (dev mode: TLS with the dev CA; requests without credentials run as
+//! the server's owner until tokens arrive).
+
+mod clients;
+mod errors;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use tessera_types::{Identity, NsPath};
+
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub url: String,
+    pub ca: PathBuf,
+    pub ca_dir: PathBuf,
+    pub addr: std::net::SocketAddr,
+    pub server: Option<tessera_server::Running>,
+    pub rt: tokio::runtime::Runtime,
+}
+
+impl Env {
+    pub fn start() -> Env {
+        let dir = tempfile::tempdir().expect("tmp");
+        let rt = tokio::runtime::Runtime::new().expect("runtime");
+        let (cfg, secret) = tessera_server::dev_config(&dir.path().join("data")).expect("dev");
+        let server = rt
+            .block_on(tessera_server::start(&cfg, secret))
+            .expect("start");
+        let addr = server.https_addr.expect("https listener");
+        let dev = cfg.data_dir.join("dev");
+        Env {
+            url: format!("https://localhost:{}", addr.port()),
+            ca: dev.join("ca.pem"),
+            ca_dir: dev.join("certificates"),
+            addr,
+            server: Some(server),
+            dir,
+            rt,
+        }
+    }
+
+    pub fn core(&self) -> &tessera_core::Core {
+        self.server.as_ref().expect("running").core().expect("core")
+    }
+
+    pub fn root() -> Identity {
+        Identity::root("test")
+    }
+
+    pub fn path(p: &str) -> NsPath {
+        NsPath::parse(p).expect("path")
+    }
+
+    pub fn local(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn cmd(&self, prog: &str) -> Command {
+        let mut c = Command::new(prog);
+        c.env("X509_CERT_DIR", &self.ca_dir)
+            .env("GFAL_PYTHONBIN", "/usr/bin/python3")
+            .env("HOME", self.dir.path());
+        c
+    }
+
+    pub fn run(&self, prog: &str, args: &[&str]) -> Output {
+        self.cmd(prog)
+            .args(args)
+            .output()
+            .unwrap_or_else(|e| panic!("{prog}: {e} (scripts/test installs it)"))
+    }
+
+    pub fn ok(&self, prog: &str, args: &[&str]) -> String {
+        let o = self.run(prog, args);
+        assert!(
+            o.status.success(),
+            "{prog} {args:?} failed ({:?}):\n{}\n{}",
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// curl with the dev CA; returns (status code, body).
+    pub fn curl(&self, args: &[&str]) -> (u16, Vec<u8>) {
+        let out = self.local("curl.out");
+        let mut a = vec![
+            "-sS",
+            "--cacert",
+            self.ca.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+            "-w",
+            "%{http_code}",
+        ];
+        a.extend_from_slice(args);
+        let o = self.run("curl", &a);
+        let code: u16 = String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0);
+        (code, std::fs::read(&out).unwrap_or_default())
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if let Some(s) = self.server.take() {
+            let _ = self.rt.block_on(s.shutdown());
+        }
+    }
+}
+
+pub fn data(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut v = Vec::with_capacity(len);
+    while v.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.extend_from_slice(&x.to_le_bytes());
+    }
+    v.truncate(len);
+    v
+}
+
+pub fn adler32(b: &[u8]) -> String {
+    let (mut a, mut s) = (1u32, 0u32);
+    for chunk in b.chunks(5552) {
+        for &x in chunk {
+            a += x as u32;
+            s += a;
+        }
+        a %= 65521;
+        s %= 65521;
+    }
+    format!("{:08x}", (s << 16) | a)
+}
