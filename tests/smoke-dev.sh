@@ -18,6 +18,7 @@ line=$(grep '^tesserad ready' "$work/out")
 admin=$(sed -E 's/.*admin=([^ ]+).*/\1/' <<<"$line")
 metrics=$(sed -E 's/.*metrics=([^ ]+).*/\1/' <<<"$line")
 xrootd=$(sed -E 's/.*xrootd=([^ ]+).*/\1/' <<<"$line")
+https=$(sed -E 's/.*https=([^ ]+).*/\1/' <<<"$line")
 grep -q "CA certificate:    $work/data/dev/ca.pem" "$work/out"
 openssl x509 -in "$work/data/dev/ca.pem" -noout -subject | grep -q "Tessera development CA"
 export TESSERA_ADMIN=$admin TESSERA_TOKEN_FILE=$work/data/dev/admin.token
@@ -44,6 +45,10 @@ xrdfs "root://$xrootd" ls -l /data/run1 | grep -q ' 100000 .*/data/run1/up$'
 for op in open_write open_read; do
   grep "\"op\":\"$op\"" "$work/data/logs/access.log" | grep '"path":"/data/run1/up"' | grep -q '"sec.prot":"xroot"'
 done
+# curl over https with the dev CA, as the banner says
+curl -sSf --cacert "$work/data/dev/ca.pem" -T "$work/up" "https://localhost:${https##*:}/data/run1/put.bin" >/dev/null
+curl -sSf --cacert "$work/data/dev/ca.pem" "https://localhost:${https##*:}/data/run1/put.bin" -o "$work/down2"
+cmp "$work/up" "$work/down2"
 # a wrong credential is refused
 echo wrong-secret-wrong-secret > "$work/bad"; chmod 600 "$work/bad"
 if "$t" --token-file "$work/bad" ls / 2>/dev/null; then echo "accepted a bad credential"; exit 1; fi
