@@ -17,6 +17,8 @@ use tokio::sync::mpsc;
 
 /// Bytes read per storage request while streaming.
 const PART: usize = 4 << 20;
+/// Files up to this size are read whole at open and served from memory.
+const SMALL: u64 = 1 << 20;
 const BOUNDARY: &str = "tessera-byteranges-7d5f1a";
 
 pub async fn get(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, HttpError> {
@@ -27,7 +29,22 @@ pub async fn get(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, Ht
         return listing(ctx, &p, head).await;
     }
     let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
-    let rs = Arc::new(blocking(move || core.open_read(&who, &p2)).await?);
+    // A small file is read whole with its open, in one trip to the
+    // blocking pool, and served from memory.
+    let small = i.size <= SMALL;
+    let (rs, whole) = blocking(move || {
+        let rs = core.open_read(&who, &p2)?;
+        let whole = if small {
+            match rs.read(0, rs.size() as usize)? {
+                Some(d) => Some(Bytes::from(d.to_vec())),
+                None => Some(Bytes::new()),
+            }
+        } else {
+            None
+        };
+        Ok((Arc::new(rs), whole))
+    })
+    .await?;
     let i = rs.inode().clone();
     let size = i.size;
     let tag = etag(&i);
@@ -64,7 +81,10 @@ pub async fn get(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, Ht
             set(&mut r, "Content-Length", &size.to_string());
             set(&mut r, "Content-Type", "application/octet-stream");
             if !head {
-                *r.body_mut() = stream(rs, vec![(None, 0, size)]);
+                *r.body_mut() = match &whole {
+                    Some(b) => Body::bytes(b.clone()),
+                    None => stream(rs, vec![(None, 0, size)]),
+                };
             }
         }
         Ranges::Some(v) if v.len() == 1 => {
@@ -74,7 +94,10 @@ pub async fn get(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, Ht
             set(&mut r, "Content-Length", &(l - f + 1).to_string());
             set(&mut r, "Content-Type", "application/octet-stream");
             if !head {
-                *r.body_mut() = stream(rs, vec![(None, f, l + 1)]);
+                *r.body_mut() = match &whole {
+                    Some(b) => Body::bytes(b.slice(f as usize..=l as usize)),
+                    None => stream(rs, vec![(None, f, l + 1)]),
+                };
             }
         }
         Ranges::Some(v) => {
@@ -98,7 +121,19 @@ pub async fn get(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, Ht
             parts.push((Some(Bytes::from(tail)), 0, 0));
             set(&mut r, "Content-Length", &total.to_string());
             if !head {
-                *r.body_mut() = stream(rs, parts);
+                *r.body_mut() = match &whole {
+                    Some(b) => {
+                        let mut all = Vec::with_capacity(total as usize);
+                        for (pre, f, t) in &parts {
+                            if let Some(pre) = pre {
+                                all.extend_from_slice(pre);
+                            }
+                            all.extend_from_slice(&b[*f as usize..*t as usize]);
+                        }
+                        Body::bytes(all)
+                    }
+                    None => stream(rs, parts),
+                };
             }
         }
     }

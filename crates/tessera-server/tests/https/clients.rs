@@ -37,6 +37,19 @@ fn curl_methods_and_ranges() {
         let want = &body[f..=l];
         assert!(got.windows(want.len()).any(|w| w == want), "part {f}-{l}");
     }
+    // The same on a small file (served from memory).
+    let small = data(5000, 9);
+    let sf = e.local("small");
+    std::fs::write(&sf, &small).unwrap();
+    let su = format!("{}/c/small", e.url);
+    assert_eq!(e.curl(&["-T", sf.to_str().unwrap(), &su]).0, 201);
+    assert!(e.curl(&[&su]).1 == small);
+    let (code, got) = e.curl(&["-r", "10-20", &su]);
+    assert_eq!((code, got.as_slice()), (206, &small[10..=20]));
+    let (code, got) = e.curl(&["-H", "Range: bytes=0-3,-4", &su]);
+    assert_eq!(code, 206);
+    assert!(String::from_utf8_lossy(&got).contains("Content-Range: bytes 4996-4999/5000"));
+    assert!(got.windows(4).any(|w| w == &small[4996..]));
     // Unsatisfiable and bogus ranges: 416.
     assert_eq!(e.curl(&["-r", "5000000-5000001", &u]).0, 416);
     assert_eq!(e.curl(&["-H", "Range: bytes=9-3", &u]).0, 416);
