@@ -2,7 +2,7 @@
 //! (`multipart/byteranges`), conditional requests, `Digest`. The body
 //! streams a part at a time from a task; memory stays bounded.
 
-use super::{blocking, digest_for, etag, header, secs, set, status};
+use super::{digest_for, etag, header, secs, set, status};
 use crate::body::Body;
 use crate::date::{http_date, parse_http_date};
 use crate::error::HttpError;
@@ -24,17 +24,12 @@ const BOUNDARY: &str = "tessera-byteranges-7d5f1a";
 pub async fn get(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, HttpError> {
     let head = req.method() == hyper::Method::HEAD;
     let p = path::decode(req.uri().path())?;
-    let i = ctx.core.stat(&ctx.who, p.clone()).await?;
-    if i.is_dir() {
-        return listing(ctx, &p, head).await;
-    }
     let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
-    // A small file is read whole with its open, in one trip to the
-    // blocking pool, and served from memory.
-    let small = i.size <= SMALL;
-    let (rs, whole) = blocking(move || {
+    // One trip to the blocking pool: open (which resolves the path), and a
+    // small file is read whole right away and served from memory.
+    let opened = tokio::task::spawn_blocking(move || {
         let rs = core.open_read(&who, &p2)?;
-        let whole = if small {
+        let whole = if rs.size() <= SMALL {
             match rs.read(0, rs.size() as usize)? {
                 Some(d) => Some(Bytes::from(d.to_vec())),
                 None => Some(Bytes::new()),
@@ -42,9 +37,17 @@ pub async fn get(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, Ht
         } else {
             None
         };
-        Ok((Arc::new(rs), whole))
+        Ok::<_, tessera_core::CoreError>((Arc::new(rs), whole))
     })
-    .await?;
+    .await
+    .map_err(|e| HttpError::new(500, e.to_string()))?;
+    let (rs, whole) = match opened {
+        Ok(o) => o,
+        Err(e) if e.kind() == tessera_types::ErrorKind::IsADirectory => {
+            return listing(ctx, &p, head).await
+        }
+        Err(e) => return Err(e.into()),
+    };
     let i = rs.inode().clone();
     let size = i.size;
     let tag = etag(&i);
