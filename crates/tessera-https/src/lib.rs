@@ -9,6 +9,7 @@ pub mod error;
 mod ops;
 pub mod path;
 pub mod ranges;
+mod tpc;
 
 pub use body::Body;
 pub use error::HttpError;
@@ -34,6 +35,9 @@ pub struct HttpsConfig {
     /// has to send it.
     pub max_headers: usize,
     pub header_timeout: Duration,
+    /// CAs trusted when this server is the active side of a third-party
+    /// copy (`None`: TLS sources and destinations are refused).
+    pub tpc_tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
 }
 
 impl Default for HttpsConfig {
@@ -43,6 +47,7 @@ impl Default for HttpsConfig {
             anonymous: Identity::user(65534, 65534, "nobody", "https"),
             max_headers: 64,
             header_timeout: Duration::from_secs(30),
+            tpc_tls: None,
         }
     }
 }
@@ -128,6 +133,7 @@ async fn handle(ctx: Ctx, req: Request<Incoming>) -> Response<Body> {
         "MKCOL" => ops::mkcol::mkcol(&ctx, req).await,
         "MOVE" => ops::moves::mv(&ctx, req).await,
         "PROPFIND" => ops::propfind::propfind(&ctx, req).await,
+        "COPY" => copy(&ctx, req).await,
         "OPTIONS" => Ok(ops::options()),
         _ => Err(HttpError::new(
             405,
@@ -135,6 +141,24 @@ async fn handle(ctx: Ctx, req: Request<Incoming>) -> Response<Body> {
         )),
     };
     r.unwrap_or_else(|e| error_response(&e))
+}
+
+/// COPY: third-party copy (pull with `Source`; push is not built yet).
+async fn copy(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, HttpError> {
+    let h = req.headers();
+    if let Some(src) = ops::header(h, "source").map(str::to_string) {
+        return tpc::pull::pull(ctx, req, &src).await;
+    }
+    if ops::header(h, "destination").is_some() {
+        return Err(HttpError::new(
+            501,
+            "third-party push is not supported yet; use pull",
+        ));
+    }
+    Err(HttpError::new(
+        400,
+        "COPY needs a Source or a Destination header",
+    ))
 }
 
 /// A failure as a short text body; the connection stays open.

@@ -92,6 +92,9 @@ pub struct Https {
     /// Who a request without credentials is (tokens arrive with the
     /// authorization layer).
     pub anonymous: AnonymousCfg,
+    /// CA certificates (PEM files) trusted for third-party copies, beyond
+    /// the system bundle (`/etc/ssl/certs/ca-certificates.crt`).
+    pub tpc_ca_files: Vec<PathBuf>,
 }
 
 /// Scale-out: a metadata service (`mgm`, or `all` with a secret) and its

@@ -66,7 +66,11 @@ impl DevLayout {
         let ca_key = KeyPair::generate()?;
         let mut ca = CertificateParams::new(Vec::<String>::new())?;
         let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, "Tessera development CA");
+        // Unique per data directory: two dev CAs with one subject name
+        // confuse OpenSSL's hashed CA directories (X509_CERT_DIR).
+        let tag: [u8; 4] = rand::random();
+        let tag: String = tag.iter().map(|b| format!("{b:02x}")).collect();
+        dn.push(DnType::CommonName, format!("Tessera development CA {tag}"));
         ca.distinguished_name = dn;
         ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];

@@ -74,6 +74,7 @@ pub fn dev_config(data_dir: &std::path::Path) -> anyhow::Result<(Config, String)
     cfg.listen.xrootd = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
     cfg.listen.https = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
     cfg.https.anonymous = config::AnonymousCfg::Owner;
+    cfg.https.tpc_ca_files = vec![layout.ca_pem.clone()];
     cfg.admin.token_file = Some(layout.token_file.clone());
     cfg.tls.cert = Some(layout.cert_pem.clone());
     cfg.tls.key = Some(layout.key_pem.clone());
@@ -238,6 +239,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
                 config::AnonymousCfg::Nobody => tessera_https::HttpsConfig::default().anonymous,
                 config::AnonymousCfg::Owner => owner_identity(),
             },
+            tpc_tls: Some(tls::client_config(&cfg.https.tpc_ca_files)?),
             ..tessera_https::HttpsConfig::default()
         });
         tasks.push(tokio::spawn(tessera_https::serve(

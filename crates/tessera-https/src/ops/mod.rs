@@ -13,7 +13,7 @@ use hyper::header::{HeaderMap, HeaderValue};
 use hyper::{Response, StatusCode};
 use tessera_core::Inode;
 
-pub const ALLOW: &str = "OPTIONS,GET,HEAD,PUT,DELETE,MKCOL,MOVE,PROPFIND";
+pub const ALLOW: &str = "OPTIONS,GET,HEAD,PUT,DELETE,MKCOL,MOVE,PROPFIND,COPY";
 
 pub fn options() -> Response<Body> {
     let mut r = Response::new(Body::Empty);

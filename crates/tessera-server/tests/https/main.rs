@@ -5,6 +5,7 @@
 
 mod clients;
 mod errors;
+mod tpc;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -22,9 +23,15 @@ pub struct Env {
 
 impl Env {
     pub fn start() -> Env {
+        Env::start_with(|_| {})
+    }
+
+    /// A dev-mode server with `change` applied to its configuration.
+    pub fn start_with(change: impl FnOnce(&mut tessera_server::config::Config)) -> Env {
         let dir = tempfile::tempdir().expect("tmp");
         let rt = tokio::runtime::Runtime::new().expect("runtime");
-        let (cfg, secret) = tessera_server::dev_config(&dir.path().join("data")).expect("dev");
+        let (mut cfg, secret) = tessera_server::dev_config(&dir.path().join("data")).expect("dev");
+        change(&mut cfg);
         let server = rt
             .block_on(tessera_server::start(&cfg, secret))
             .expect("start");

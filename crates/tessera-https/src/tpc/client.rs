@@ -1,0 +1,120 @@
+//! The active side's HTTP client: one request to a remote endpoint over
+//! TLS (trusting the configured CAs) or plain TCP, hyper's HTTP/1.1.
+
+use crate::error::HttpError;
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_rustls::rustls::pki_types::ServerName;
+use tokio_rustls::rustls::ClientConfig;
+
+/// A remote URL, split.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remote {
+    pub tls: bool,
+    pub host: String,
+    pub port: u16,
+    /// Path and query, as sent.
+    pub target: String,
+}
+
+impl Remote {
+    /// `https://`, `davs://`, `http://` or `dav://` URLs.
+    pub fn parse(url: &str) -> Result<Remote, HttpError> {
+        let bad = || HttpError::new(400, format!("not a usable URL: {url}"));
+        let (scheme, rest) = url.split_once("://").ok_or_else(bad)?;
+        let tls = match scheme.to_ascii_lowercase().as_str() {
+            "https" | "davs" => true,
+            "http" | "dav" => false,
+            _ => return Err(bad()),
+        };
+        let (authority, target) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => {
+                (h, p.parse::<u16>().map_err(|_| bad())?)
+            }
+            _ => (authority, if tls { 443 } else { 80 }),
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if host.is_empty() {
+            return Err(bad());
+        }
+        Ok(Remote {
+            tls,
+            host: host.to_string(),
+            port,
+            target: target.to_string(),
+        })
+    }
+}
+
+/// Send `req` (its URI is the target) to `remote`.
+pub async fn send(
+    remote: &Remote,
+    tls: Option<&Arc<ClientConfig>>,
+    req: Request<crate::Body>,
+) -> Result<Response<Incoming>, String> {
+    let tcp = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::net::TcpStream::connect((remote.host.as_str(), remote.port)),
+    )
+    .await
+    .map_err(|_| format!("connecting to {}:{} timed out", remote.host, remote.port))?
+    .map_err(|e| format!("cannot connect to {}:{}: {e}", remote.host, remote.port))?;
+    let _ = tcp.set_nodelay(true);
+    if remote.tls {
+        let cfg = tls.ok_or("no CA configured for third-party copies over TLS")?;
+        let name = ServerName::try_from(remote.host.clone()).map_err(|e| e.to_string())?;
+        let s = tokio_rustls::TlsConnector::from(Arc::clone(cfg))
+            .connect(name, tcp)
+            .await
+            .map_err(|e| format!("TLS with {}: {e}", remote.host))?;
+        request(TokioIo::new(s), req).await
+    } else {
+        request(TokioIo::new(tcp), req).await
+    }
+}
+
+async fn request<I>(io: I, req: Request<crate::Body>) -> Result<Response<Incoming>, String>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (mut tx, conn) = hyper::client::conn::http1::handshake(io)
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    tx.send_request(req).await.map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let r = Remote::parse("davs://host.example:1094/a/b?copy_mode=pull").expect("url");
+        assert_eq!(
+            r,
+            Remote {
+                tls: true,
+                host: "host.example".into(),
+                port: 1094,
+                target: "/a/b?copy_mode=pull".into()
+            }
+        );
+        assert_eq!(Remote::parse("https://h/x").expect("url").port, 443);
+        assert_eq!(
+            Remote::parse("http://[::1]:8080/x").expect("url").host,
+            "::1"
+        );
+        assert!(Remote::parse("ftp://h/x").is_err());
+        assert!(Remote::parse("https://h:notaport/x").is_err());
+    }
+}

@@ -1,0 +1,167 @@
+//! Pull: `COPY <local path>` with `Source: <URL>`. Early refusals are plain
+//! statuses (400 bad request or Credential, 412 Overwrite F on an existing
+//! file, the local open's own status); then `201` with a chunked
+//! `text/plain` body: a performance marker every 5 s and one final line,
+//! `success: Created` only after the file and its checksum are committed,
+//! or `failure: <reason>` with nothing left behind.
+
+use super::client::{self, Remote};
+use crate::body::Body;
+use crate::error::HttpError;
+use crate::ops::{blocking, header, set, status};
+use crate::path;
+use crate::Ctx;
+use http_body_util::BodyExt;
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tessera_core::WriteSession;
+use tokio::sync::mpsc;
+
+const MARKER_EVERY: Duration = Duration::from_secs(5);
+const CHUNK: usize = 4 << 20;
+
+pub async fn pull(
+    ctx: &Ctx,
+    req: Request<Incoming>,
+    source: &str,
+) -> Result<Response<Body>, HttpError> {
+    let h = req.headers();
+    // `none`: only TransferHeader credentials. `gridsite` (what gfal2
+    // sends without a token) asks for a delegated proxy; there is no
+    // delegation here, so it is taken as `none` rather than refused, which
+    // would break token-less gfal2 (CLIENTS.md).
+    if let Some(c) = header(h, "credential") {
+        let c = c.trim();
+        if !c.eq_ignore_ascii_case("none") && !c.eq_ignore_ascii_case("gridsite") {
+            return Err(HttpError::new(
+                400,
+                "COPY requested an unsupported Credential type",
+            ));
+        }
+    }
+    let remote = Remote::parse(source)?;
+    let dst = path::decode(req.uri().path())?;
+    let overwrite = !header(h, "overwrite").is_some_and(|v| v.trim().eq_ignore_ascii_case("F"));
+    if !overwrite && ctx.core.stat(&ctx.who, dst.clone()).await.is_ok() {
+        return Err(HttpError::new(
+            412,
+            "the destination exists and Overwrite is F",
+        ));
+    }
+    // TransferHeader<Name>: forwarded as <Name> on the GET.
+    let mut get = Request::get(remote.target.as_str())
+        .header("Host", format!("{}:{}", remote.host, remote.port))
+        .header("User-Agent", concat!("tessera/", env!("CARGO_PKG_VERSION")));
+    for (k, v) in h {
+        if let Some(name) = k.as_str().strip_prefix("transferheader") {
+            if !name.is_empty() {
+                get = get.header(name, v.clone());
+            }
+        }
+    }
+    let get = get
+        .body(Body::Empty)
+        .map_err(|e| HttpError::new(400, e.to_string()))?;
+    let (core, who, d2) = (ctx.core.clone(), ctx.who.clone(), dst.clone());
+    let ws = blocking(move || core.open_write(&who, &d2, 0o644, overwrite, 0)).await?;
+    let (tx, rx) = mpsc::channel(4);
+    let tls = ctx.cfg.tpc_tls.clone();
+    tokio::spawn(async move {
+        let line = match transfer(&remote, tls.as_ref(), get, ws, &tx).await {
+            Ok(()) => "success: Created\n".to_string(),
+            Err(e) => format!("failure: {}\n", e.replace(['\n', '\r'], " ")),
+        };
+        let _ = tx.send(Ok(Bytes::from(line))).await;
+    });
+    let mut r = Response::new(Body::Stream(rx));
+    status(&mut r, 201);
+    set(&mut r, "Content-Type", "text/plain");
+    Ok(r)
+}
+
+fn marker(bytes: u64) -> Bytes {
+    let ts = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    Bytes::from(format!(
+        "Perf Marker\nTimestamp: {ts}\nStripe Index: 0\nStripe Bytes Transferred: {bytes}\nTotal Stripe Count: 1\nEnd\n"
+    ))
+}
+
+/// GET the source into `ws`; any error aborts the write (nothing visible).
+async fn transfer(
+    remote: &Remote,
+    tls: Option<&Arc<tokio_rustls::rustls::ClientConfig>>,
+    get: Request<Body>,
+    ws: WriteSession,
+    tx: &mpsc::Sender<Result<Bytes, std::io::Error>>,
+) -> Result<(), String> {
+    let ws = Arc::new(Mutex::new(Some(ws)));
+    let resp = client::send(remote, tls, get).await?;
+    if !resp.status().is_success() {
+        return Err(format!("source answered {}", resp.status()));
+    }
+    let mut body = resp.into_body();
+    let mut buf: Vec<u8> = Vec::new();
+    let mut moved = 0u64;
+    let mut tick = tokio::time::interval(MARKER_EVERY);
+    tick.tick().await; // the first tick is immediate
+    loop {
+        tokio::select! {
+            f = body.frame() => match f {
+                None => break,
+                Some(Err(e)) => return Err(format!("reading the source: {e}")),
+                Some(Ok(f)) => {
+                    if let Ok(d) = f.into_data() {
+                        moved += d.len() as u64;
+                        buf.extend_from_slice(&d);
+                        if buf.len() >= CHUNK {
+                            write(&ws, std::mem::take(&mut buf)).await?;
+                        }
+                    }
+                }
+            },
+            _ = tick.tick() => {
+                if tx.send(Ok(marker(moved))).await.is_err() {
+                    return Err("the client went away".into());
+                }
+            }
+        }
+    }
+    if !buf.is_empty() {
+        write(&ws, buf).await?;
+    }
+    let _ = tx.send(Ok(marker(moved))).await;
+    let w2 = Arc::clone(&ws);
+    tokio::task::spawn_blocking(move || {
+        let s = w2.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match s {
+            Some(s) => s.close().map(|_| ()).map_err(|e| e.to_string()),
+            None => Err("closed twice".into()),
+        }
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}
+
+async fn write(ws: &Arc<Mutex<Option<WriteSession>>>, data: Vec<u8>) -> Result<(), String> {
+    let w = Arc::clone(ws);
+    tokio::task::spawn_blocking(move || {
+        let mut g = w.lock().unwrap_or_else(|p| p.into_inner());
+        match g.as_mut() {
+            Some(s) => {
+                let r = s.write(&data).map_err(|e| e.to_string());
+                if r.is_err() {
+                    *g = None;
+                }
+                r
+            }
+            None => Err("write after failure".into()),
+        }
+    })
+    .await
+    .map_err(|e| e.to_string())?
+}

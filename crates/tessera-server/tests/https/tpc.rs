@@ -1,0 +1,159 @@
+//! WLCG HTTP third-party copy, pull mode, between two tesserad instances:
+//! with curl as FTS would send it, and with gfal-copy.
+
+use crate::{adler32, data, Env};
+
+fn pair() -> (Env, Env) {
+    let a = Env::start();
+    let a_ca = a.ca.clone();
+    let b = Env::start_with(move |cfg| cfg.https.tpc_ca_files.push(a_ca));
+    (a, b)
+}
+
+#[test]
+fn pull_with_curl_markers_and_failures() {
+    let (a, b) = pair();
+    let body = data(9_000_001, 4);
+    let f = a.local("src");
+    std::fs::write(&f, &body).unwrap();
+    let src = format!("{}/tpc/src.bin", a.url);
+    assert_eq!(a.curl(&["-T", f.to_str().unwrap(), &src]).0, 201);
+    let dst = format!("{}/in/dst.bin", b.url);
+    // B needs the parent (COPY does not create parents, as XrdTpc).
+    assert_eq!(b.curl(&["-X", "MKCOL", &format!("{}/in", b.url)]).0, 201);
+    let (code, out) = b.curl(&[
+        "-X",
+        "COPY",
+        "-H",
+        &format!("Source: {src}"),
+        "-H",
+        "Credential: none",
+        "-H",
+        "TransferHeaderX-Test: forwarded",
+        &dst,
+    ]);
+    let out = String::from_utf8_lossy(&out).into_owned();
+    assert_eq!(code, 201, "{out}");
+    assert!(
+        out.contains("Perf Marker") && out.contains("Stripe Bytes Transferred: 9000001"),
+        "{out}"
+    );
+    assert_eq!(out.lines().last(), Some("success: Created"), "{out}");
+    // The copy and its checksum are complete when success is reported.
+    let (code, got) = b.curl(&[&dst]);
+    assert!(code == 200 && got == body);
+    let o = b.ok(
+        "curl",
+        &[
+            "-sS",
+            "--cacert",
+            b.ca.to_str().unwrap(),
+            "-I",
+            "-H",
+            "Want-Digest: adler32",
+            &dst,
+        ],
+    );
+    assert!(
+        o.contains(&format!("digest: adler32={}", adler32(&body))),
+        "{o}"
+    );
+    // Overwrite: F on an existing file: 412.
+    assert_eq!(
+        b.curl(&[
+            "-X",
+            "COPY",
+            "-H",
+            &format!("Source: {src}"),
+            "-H",
+            "Overwrite: F",
+            &dst
+        ])
+        .0,
+        412
+    );
+    // An unsupported credential type: 400 (`gridsite` is taken as `none`).
+    assert_eq!(
+        b.curl(&[
+            "-X",
+            "COPY",
+            "-H",
+            &format!("Source: {src}"),
+            "-H",
+            "Credential: x509",
+            &dst
+        ])
+        .0,
+        400
+    );
+    // A missing source: 201, then a failure line, and nothing left.
+    let gone = format!("{}/in/never.bin", b.url);
+    let (code, out) = b.curl(&[
+        "-X",
+        "COPY",
+        "-H",
+        &format!("Source: {}/tpc/missing", a.url),
+        &gone,
+    ]);
+    let out = String::from_utf8_lossy(&out).into_owned();
+    assert_eq!(code, 201);
+    assert!(
+        out.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("failure: ") && l.contains("404")),
+        "{out}"
+    );
+    assert_eq!(b.curl(&[&gone]).0, 404);
+    // A source B does not trust: failure, nothing left.
+    let c = Env::start();
+    let cu = format!("{}/x", c.url);
+    assert_eq!(c.curl(&["-T", f.to_str().unwrap(), &cu]).0, 201);
+    let (_, out) = b.curl(&["-X", "COPY", "-H", &format!("Source: {cu}"), &gone]);
+    assert!(
+        String::from_utf8_lossy(&out).contains("failure: "),
+        "untrusted CA"
+    );
+    assert_eq!(b.curl(&[&gone]).0, 404);
+}
+
+#[test]
+fn gfal_copy_pull_between_two_servers() {
+    let (a, b) = pair();
+    let body = data(3_333_333, 5);
+    let f = a.local("src");
+    std::fs::write(&f, &body).unwrap();
+    let src = format!("{}/g/src.bin", a.url);
+    assert_eq!(a.curl(&["-T", f.to_str().unwrap(), &src]).0, 201);
+    assert_eq!(b.curl(&["-X", "MKCOL", &format!("{}/g", b.url)]).0, 201);
+    let dst = format!("{}/g/dst.bin", b.url);
+    // gfal2 checks the CA of both ends: a directory with both (each dev
+    // CA has its own subject, so their hashed names differ).
+    let both = b.local("cas");
+    std::fs::create_dir_all(&both).unwrap();
+    for e in [&a, &b] {
+        for entry in std::fs::read_dir(&e.ca_dir).unwrap() {
+            let p = entry.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".0") {
+                std::fs::write(both.join(name), std::fs::read(&p).unwrap()).unwrap();
+            }
+        }
+    }
+    let o = b
+        .cmd("gfal-copy")
+        .env("X509_CERT_DIR", &both)
+        .args(["--copy-mode", "pull", "-K", "ADLER32", &src, &dst])
+        .output()
+        .unwrap();
+    let listing: Vec<String> = std::fs::read_dir(&both)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        o.status.success(),
+        "gfal-copy pull: {}\n{}\nCA dir: {listing:?}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(b.curl(&[&dst]).1 == body);
+}
