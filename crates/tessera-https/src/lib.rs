@@ -143,17 +143,14 @@ async fn handle(ctx: Ctx, req: Request<Incoming>) -> Response<Body> {
     r.unwrap_or_else(|e| error_response(&e))
 }
 
-/// COPY: third-party copy (pull with `Source`; push is not built yet).
+/// COPY: third-party copy, pull (`Source`) or push (`Destination`).
 async fn copy(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, HttpError> {
     let h = req.headers();
     if let Some(src) = ops::header(h, "source").map(str::to_string) {
         return tpc::pull::pull(ctx, req, &src).await;
     }
-    if ops::header(h, "destination").is_some() {
-        return Err(HttpError::new(
-            501,
-            "third-party push is not supported yet; use pull",
-        ));
+    if let Some(dst) = ops::header(h, "destination").map(str::to_string) {
+        return tpc::push::push(ctx, req, &dst).await;
     }
     Err(HttpError::new(
         400,

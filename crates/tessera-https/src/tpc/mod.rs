@@ -1,5 +1,6 @@
-//! WLCG HTTP third-party copy: `COPY` with `Source` (this server pulls).
-//! Push (`Destination`) is not built yet and answers 501.
+//! WLCG HTTP third-party copy: `COPY` with `Source` (this server pulls)
+//! or with `Destination` (this server pushes).
 
 pub mod client;
 pub mod pull;
+pub mod push;

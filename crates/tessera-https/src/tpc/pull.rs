@@ -28,19 +28,7 @@ pub async fn pull(
     source: &str,
 ) -> Result<Response<Body>, HttpError> {
     let h = req.headers();
-    // `none`: only TransferHeader credentials. `gridsite` (what gfal2
-    // sends without a token) asks for a delegated proxy; there is no
-    // delegation here, so it is taken as `none` rather than refused, which
-    // would break token-less gfal2 (CLIENTS.md).
-    if let Some(c) = header(h, "credential") {
-        let c = c.trim();
-        if !c.eq_ignore_ascii_case("none") && !c.eq_ignore_ascii_case("gridsite") {
-            return Err(HttpError::new(
-                400,
-                "COPY requested an unsupported Credential type",
-            ));
-        }
-    }
+    check_credential(h)?;
     let remote = Remote::parse(source)?;
     let dst = path::decode(req.uri().path())?;
     let overwrite = !header(h, "overwrite").is_some_and(|v| v.trim().eq_ignore_ascii_case("F"));
@@ -50,17 +38,7 @@ pub async fn pull(
             "the destination exists and Overwrite is F",
         ));
     }
-    // TransferHeader<Name>: forwarded as <Name> on the GET.
-    let mut get = Request::get(remote.target.as_str())
-        .header("Host", format!("{}:{}", remote.host, remote.port))
-        .header("User-Agent", concat!("tessera/", env!("CARGO_PKG_VERSION")));
-    for (k, v) in h {
-        if let Some(name) = k.as_str().strip_prefix("transferheader") {
-            if !name.is_empty() {
-                get = get.header(name, v.clone());
-            }
-        }
-    }
+    let get = forwarded(Request::get(remote.target.as_str()), &remote, h);
     let get = get
         .body(Body::Empty)
         .map_err(|e| HttpError::new(400, e.to_string()))?;
@@ -81,7 +59,44 @@ pub async fn pull(
     Ok(r)
 }
 
-fn marker(bytes: u64) -> Bytes {
+/// `none`: only TransferHeader credentials. `gridsite` (what gfal2 sends
+/// without a token) asks for a delegated proxy; there is no delegation
+/// here, so it is taken as `none` rather than refused, which would break
+/// token-less gfal2 (CLIENTS.md). Anything else: 400.
+pub fn check_credential(h: &hyper::HeaderMap) -> Result<(), HttpError> {
+    if let Some(c) = header(h, "credential") {
+        let c = c.trim();
+        if !c.eq_ignore_ascii_case("none") && !c.eq_ignore_ascii_case("gridsite") {
+            return Err(HttpError::new(
+                400,
+                "COPY requested an unsupported Credential type",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The outgoing request with `Host`, our `User-Agent`, and every
+/// `TransferHeader<Name>` of the COPY forwarded as `<Name>`.
+pub fn forwarded(
+    mut b: hyper::http::request::Builder,
+    remote: &Remote,
+    h: &hyper::HeaderMap,
+) -> hyper::http::request::Builder {
+    b = b
+        .header("Host", format!("{}:{}", remote.host, remote.port))
+        .header("User-Agent", concat!("tessera/", env!("CARGO_PKG_VERSION")));
+    for (k, v) in h {
+        if let Some(name) = k.as_str().strip_prefix("transferheader") {
+            if !name.is_empty() {
+                b = b.header(name, v.clone());
+            }
+        }
+    }
+    b
+}
+
+pub fn marker(bytes: u64) -> Bytes {
     let ts = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())

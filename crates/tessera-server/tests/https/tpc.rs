@@ -157,3 +157,69 @@ fn gfal_copy_pull_between_two_servers() {
     );
     assert!(b.curl(&[&dst]).1 == body);
 }
+
+#[test]
+fn push_with_curl_and_gfal_copy() {
+    let (a, b) = pair();
+    let body = data(5_000_003, 6);
+    let f = b.local("src");
+    std::fs::write(&f, &body).unwrap();
+    // B holds the file and pushes it to A (B trusts A's CA).
+    let src = format!("{}/p/src.bin", b.url);
+    assert_eq!(b.curl(&["-T", f.to_str().unwrap(), &src]).0, 201);
+    let dst = format!("{}/p/dst.bin", a.url);
+    let (code, out) = b.curl(&[
+        "-X",
+        "COPY",
+        "-H",
+        &format!("Destination: {dst}"),
+        "-H",
+        "Credential: none",
+        &src,
+    ]);
+    let out = String::from_utf8_lossy(&out).into_owned();
+    assert_eq!(code, 201, "{out}");
+    assert_eq!(out.lines().last(), Some("success: Created"), "{out}");
+    assert!(a.curl(&[&dst]).1 == body);
+    // A destination that refuses (its parent is a file): a failure line.
+    let (_, out) = b.curl(&[
+        "-X",
+        "COPY",
+        "-H",
+        &format!("Destination: {dst}/child"),
+        &src,
+    ]);
+    let out = String::from_utf8_lossy(&out).into_owned();
+    assert!(
+        out.lines()
+            .last()
+            .is_some_and(|l| l.starts_with("failure: destination answered 409")),
+        "{out}"
+    );
+    // gfal-copy in push mode.
+    let both = b.local("cas");
+    std::fs::create_dir_all(&both).unwrap();
+    for e in [&a, &b] {
+        for entry in std::fs::read_dir(&e.ca_dir).unwrap() {
+            let p = entry.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".0") {
+                std::fs::write(both.join(name), std::fs::read(&p).unwrap()).unwrap();
+            }
+        }
+    }
+    let dst2 = format!("{}/p/dst2.bin", a.url);
+    let o = b
+        .cmd("gfal-copy")
+        .env("X509_CERT_DIR", &both)
+        .args(["--copy-mode", "push", "-K", "ADLER32", &src, &dst2])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "gfal-copy push: {}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(a.curl(&[&dst2]).1 == body);
+}
