@@ -29,6 +29,12 @@ pub async fn pull(
 ) -> Result<Response<Body>, HttpError> {
     let h = req.headers();
     check_credential(h)?;
+    // 0–100 accepted (as the reference); the pull uses one stream.
+    if let Some(n) = header(h, "x-number-of-streams") {
+        if !n.trim().parse::<u32>().is_ok_and(|n| n <= 100) {
+            return Err(HttpError::new(400, format!("bad X-Number-Of-Streams: {n}")));
+        }
+    }
     let remote = Remote::parse(source)?;
     let dst = path::decode(req.uri().path())?;
     let overwrite = !header(h, "overwrite").is_some_and(|v| v.trim().eq_ignore_ascii_case("F"));

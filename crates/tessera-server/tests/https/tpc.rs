@@ -86,6 +86,17 @@ fn pull_with_curl_markers_and_failures() {
         .0,
         400
     );
+    // A stream count out of range: 400.
+    let (code, _) = b.curl(&[
+        "-X",
+        "COPY",
+        "-H",
+        &format!("Source: {src}"),
+        "-H",
+        "X-Number-Of-Streams: 101",
+        &dst,
+    ]);
+    assert_eq!(code, 400);
     // A missing source: 201, then a failure line, and nothing left.
     let gone = format!("{}/in/never.bin", b.url);
     let (code, out) = b.curl(&[
