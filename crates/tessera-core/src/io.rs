@@ -433,6 +433,13 @@ impl Core {
     }
 
     fn open_read_inner(&self, who: &Identity, path: &NsPath) -> Result<ReadSession, CoreError> {
+        let inode = self.readable_file(who, path)?;
+        self.data().open_inode(inode)
+    }
+
+    /// The inode of a file `who` may read (a point read, no I/O on data):
+    /// EISDIR for a directory, EACCES without read permission.
+    pub fn readable_file(&self, who: &Identity, path: &NsPath) -> Result<Inode, CoreError> {
         let inode = self.meta.stat(path)?;
         if inode.is_dir() {
             return Err(tessera_meta::MetaError::IsADirectory(path.display()).into());
@@ -448,7 +455,7 @@ impl Core {
             ))
             .into());
         }
-        self.data().open_inode(inode)
+        Ok(inode)
     }
 }
 

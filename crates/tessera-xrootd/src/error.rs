@@ -25,6 +25,13 @@ impl XrdError {
         XrdError::new(err::ARG_INVALID, msg)
     }
 
+    pub fn is_directory(path: &tessera_types::NsPath) -> XrdError {
+        XrdError::new(
+            err::IS_DIRECTORY,
+            format!("{} is a directory (errno 21)", path.display()),
+        )
+    }
+
     pub fn bad_handle() -> XrdError {
         XrdError::new(err::FILE_NOT_OPEN, "invalid file handle")
     }

@@ -11,6 +11,7 @@ use crate::ranges::{self, Ranges};
 use crate::Ctx;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tessera_core::ReadSession;
 use tokio::sync::mpsc;
@@ -86,7 +87,7 @@ pub async fn get(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, Ht
             if !head {
                 *r.body_mut() = match &whole {
                     Some(b) => Body::bytes(b.clone()),
-                    None => stream(rs, vec![(None, 0, size)]),
+                    None => stream_file(rs, vec![(None, 0, size)], None),
                 };
             }
         }
@@ -99,7 +100,7 @@ pub async fn get(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, Ht
             if !head {
                 *r.body_mut() = match &whole {
                     Some(b) => Body::bytes(b.slice(f as usize..=l as usize)),
-                    None => stream(rs, vec![(None, f, l + 1)]),
+                    None => stream_file(rs, vec![(None, f, l + 1)], None),
                 };
             }
         }
@@ -135,7 +136,7 @@ pub async fn get(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, Ht
                         }
                         Body::bytes(all)
                     }
-                    None => stream(rs, parts),
+                    None => stream_file(rs, parts, None),
                 };
             }
         }
@@ -143,8 +144,13 @@ pub async fn get(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, Ht
     Ok(r)
 }
 
-/// Stream `(preamble, from, to)` pieces of the file.
-fn stream(rs: Arc<ReadSession>, pieces: Vec<(Option<Bytes>, u64, u64)>) -> Body {
+/// Stream `(preamble, from, to)` pieces of the file, a part at a time;
+/// `sent`, when given, counts the file bytes handed on (TPC markers).
+pub fn stream_file(
+    rs: Arc<ReadSession>,
+    pieces: Vec<(Option<Bytes>, u64, u64)>,
+    sent: Option<Arc<AtomicU64>>,
+) -> Body {
     let (tx, rx) = mpsc::channel(2);
     tokio::spawn(async move {
         for (pre, mut pos, end) in pieces {
@@ -170,6 +176,9 @@ fn stream(rs: Arc<ReadSession>, pieces: Vec<(Option<Bytes>, u64, u64)>) -> Body 
                     return;
                 }
                 pos += n as u64;
+                if let Some(c) = &sent {
+                    c.fetch_add(n as u64, Ordering::Relaxed);
+                }
             }
         }
     });

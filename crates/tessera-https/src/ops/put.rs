@@ -69,7 +69,9 @@ pub async fn put(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, Ht
     Ok(r)
 }
 
-async fn write(ws: &Arc<Mutex<Option<WriteSession>>>, data: Vec<u8>) -> Result<(), HttpError> {
+/// Append to a shared write session on the blocking pool; a failure
+/// aborts the session (reservation released, nothing visible).
+pub async fn write(ws: &Arc<Mutex<Option<WriteSession>>>, data: Vec<u8>) -> Result<(), HttpError> {
     let w = Arc::clone(ws);
     blocking(move || {
         let mut g = w.lock().unwrap_or_else(|p| p.into_inner());

@@ -8,7 +8,7 @@
 use super::client::{self, Remote};
 use crate::body::Body;
 use crate::error::HttpError;
-use crate::ops::{blocking, header, set, status};
+use crate::ops::{blocking, header, put, set, status};
 use crate::path;
 use crate::Ctx;
 use http_body_util::BodyExt;
@@ -140,7 +140,7 @@ async fn transfer(
                         moved += d.len() as u64;
                         buf.extend_from_slice(&d);
                         if buf.len() >= CHUNK {
-                            write(&ws, std::mem::take(&mut buf)).await?;
+                            put::write(&ws, std::mem::take(&mut buf)).await.map_err(|e| e.msg)?;
                         }
                     }
                 }
@@ -153,7 +153,7 @@ async fn transfer(
         }
     }
     if !buf.is_empty() {
-        write(&ws, buf).await?;
+        put::write(&ws, buf).await.map_err(|e| e.msg)?;
     }
     let _ = tx.send(Ok(marker(moved))).await;
     let w2 = Arc::clone(&ws);
@@ -162,25 +162,6 @@ async fn transfer(
         match s {
             Some(s) => s.close().map(|_| ()).map_err(|e| e.to_string()),
             None => Err("closed twice".into()),
-        }
-    })
-    .await
-    .map_err(|e| e.to_string())?
-}
-
-async fn write(ws: &Arc<Mutex<Option<WriteSession>>>, data: Vec<u8>) -> Result<(), String> {
-    let w = Arc::clone(ws);
-    tokio::task::spawn_blocking(move || {
-        let mut g = w.lock().unwrap_or_else(|p| p.into_inner());
-        match g.as_mut() {
-            Some(s) => {
-                let r = s.write(&data).map_err(|e| e.to_string());
-                if r.is_err() {
-                    *g = None;
-                }
-                r
-            }
-            None => Err("write after failure".into()),
         }
     })
     .await

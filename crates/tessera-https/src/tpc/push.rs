@@ -7,6 +7,7 @@ use super::client::{self, Remote};
 use super::pull::{check_credential, forwarded, marker};
 use crate::body::Body;
 use crate::error::HttpError;
+use crate::ops::get::stream_file;
 use crate::ops::{blocking, set, status};
 use crate::path;
 use crate::Ctx;
@@ -15,10 +16,7 @@ use hyper::{Request, Response};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tessera_core::ReadSession;
 use tokio::sync::mpsc;
-
-const PART: usize = 4 << 20;
 
 pub async fn push(
     ctx: &Ctx,
@@ -40,7 +38,11 @@ pub async fn push(
         None => put,
     };
     let sent = Arc::new(AtomicU64::new(0));
-    let body = file_body(Arc::clone(&rs), size, Arc::clone(&sent));
+    let body = stream_file(
+        Arc::clone(&rs),
+        vec![(None, 0, size)],
+        Some(Arc::clone(&sent)),
+    );
     let put = put
         .body(body)
         .map_err(|e| HttpError::new(400, e.to_string()))?;
@@ -73,30 +75,4 @@ pub async fn push(
     status(&mut r, 201);
     set(&mut r, "Content-Type", "text/plain");
     Ok(r)
-}
-
-/// The file as a request body, read a part at a time.
-fn file_body(rs: Arc<ReadSession>, size: u64, sent: Arc<AtomicU64>) -> Body {
-    let (tx, rx) = mpsc::channel(2);
-    tokio::spawn(async move {
-        let mut pos = 0u64;
-        while pos < size {
-            let n = PART.min((size - pos) as usize);
-            let r2 = Arc::clone(&rs);
-            let got = tokio::task::spawn_blocking(move || r2.read(pos, n)).await;
-            let chunk = match got {
-                Ok(Ok(Some(d))) if d.len() == n => Ok(Bytes::from(d.to_vec())),
-                Ok(Ok(_)) => Err(std::io::Error::other("file shorter than its size")),
-                Ok(Err(e)) => Err(std::io::Error::other(e.to_string())),
-                Err(e) => Err(std::io::Error::other(e.to_string())),
-            };
-            let failed = chunk.is_err();
-            if tx.send(chunk).await.is_err() || failed {
-                return;
-            }
-            pos += n as u64;
-            sent.store(pos, Ordering::Relaxed);
-        }
-    });
-    Body::Stream(rx)
 }

@@ -7,6 +7,10 @@ mod clients;
 mod errors;
 mod tpc;
 
+#[path = "../common/mod.rs"]
+mod common;
+pub use common::{adler32, data};
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 use tessera_types::{Identity, NsPath};
@@ -119,30 +123,4 @@ impl Drop for Env {
             let _ = self.rt.block_on(s.shutdown());
         }
     }
-}
-
-pub fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut v = Vec::with_capacity(len);
-    while v.len() < len {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        v.extend_from_slice(&x.to_le_bytes());
-    }
-    v.truncate(len);
-    v
-}
-
-pub fn adler32(b: &[u8]) -> String {
-    let (mut a, mut s) = (1u32, 0u32);
-    for chunk in b.chunks(5552) {
-        for &x in chunk {
-            a += x as u32;
-            s += a;
-        }
-        a %= 65521;
-        s %= 65521;
-    }
-    format!("{:08x}", (s << 16) | a)
 }

@@ -10,6 +10,23 @@ fn pair() -> (Env, Env) {
     (a, b)
 }
 
+/// gfal2 checks the CA of both ends: a hashed CA directory with both
+/// (each dev CA has its own subject, so their hashed names differ).
+fn both_cas(a: &Env, b: &Env) -> std::path::PathBuf {
+    let both = b.local("cas");
+    std::fs::create_dir_all(&both).unwrap();
+    for e in [a, b] {
+        for entry in std::fs::read_dir(&e.ca_dir).unwrap() {
+            let p = entry.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".0") {
+                std::fs::write(both.join(name), std::fs::read(&p).unwrap()).unwrap();
+            }
+        }
+    }
+    both
+}
+
 #[test]
 fn pull_with_curl_markers_and_failures() {
     let (a, b) = pair();
@@ -137,19 +154,7 @@ fn gfal_copy_pull_between_two_servers() {
     assert_eq!(a.curl(&["-T", f.to_str().unwrap(), &src]).0, 201);
     assert_eq!(b.curl(&["-X", "MKCOL", &format!("{}/g", b.url)]).0, 201);
     let dst = format!("{}/g/dst.bin", b.url);
-    // gfal2 checks the CA of both ends: a directory with both (each dev
-    // CA has its own subject, so their hashed names differ).
-    let both = b.local("cas");
-    std::fs::create_dir_all(&both).unwrap();
-    for e in [&a, &b] {
-        for entry in std::fs::read_dir(&e.ca_dir).unwrap() {
-            let p = entry.unwrap().path();
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            if name.ends_with(".0") {
-                std::fs::write(both.join(name), std::fs::read(&p).unwrap()).unwrap();
-            }
-        }
-    }
+    let both = both_cas(&a, &b);
     let o = b
         .cmd("gfal-copy")
         .env("X509_CERT_DIR", &both)
@@ -212,17 +217,7 @@ fn push_with_curl_and_gfal_copy() {
     );
     assert_eq!(a.curl(&[&format!("{dst}/child")]).0, 409);
     // gfal-copy in push mode.
-    let both = b.local("cas");
-    std::fs::create_dir_all(&both).unwrap();
-    for e in [&a, &b] {
-        for entry in std::fs::read_dir(&e.ca_dir).unwrap() {
-            let p = entry.unwrap().path();
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            if name.ends_with(".0") {
-                std::fs::write(both.join(name), std::fs::read(&p).unwrap()).unwrap();
-            }
-        }
-    }
+    let both = both_cas(&a, &b);
     let dst2 = format!("{}/p/dst2.bin", a.url);
     let o = b
         .cmd("gfal-copy")

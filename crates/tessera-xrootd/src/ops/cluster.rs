@@ -4,10 +4,10 @@
 //! and every other path request is redirected back to the metadata service.
 
 use crate::error::XrdError;
-use crate::ops::write::spawn_writer;
-use crate::proto::{err, open as o, sflags, Header};
+use crate::ops::write;
+use crate::proto::{err, open as o, Header};
 use crate::reply::Out;
-use crate::session::{Handle, OpenRead, OpenWrite, Session, Target};
+use crate::session::{Handle, OpenRead, Session, Target};
 use crate::Mode;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -78,19 +78,7 @@ pub async fn mgm_open(
     };
     if !writing {
         // Check here what the gateway cannot: existence and permission.
-        let i = core.stat(&who, t.path.clone()).await?;
-        if i.is_dir() {
-            return Err(XrdError::new(
-                err::IS_DIRECTORY,
-                format!("{} is a directory (errno 21)", t.path.display()),
-            ));
-        }
-        if !tessera_core::may(&who, &i, 4) {
-            return Err(XrdError::new(
-                err::NOT_AUTHORIZED,
-                format!("{} may not read {} (errno 13)", who.name, t.path.display()),
-            ));
-        }
+        let i = core.readable_file(&who, &t.path)?;
         cap.file = Some(FileFacts {
             ino: i.ino,
             size: i.size,
@@ -140,7 +128,6 @@ pub async fn gateway_open(
         (Access::Write, true) => {
             let hint: u64 = t.cgi("oss.asize").and_then(|v| v.parse().ok()).unwrap_or(0);
             let plan = client.begin_write(text, hint, advertise).await?;
-            let fid = plan.fid;
             let (data, ledger, path) = (
                 data.clone(),
                 client.ledger(tokio::runtime::Handle::current()),
@@ -150,20 +137,7 @@ pub async fn gateway_open(
                 tokio::task::spawn_blocking(move || data.start_write(plan, ledger, path, hint))
                     .await
                     .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
-            let now = now_secs();
-            let stat = format!(
-                "{fid} 0 {} {now} {now} {now} {:04o} {} {}",
-                sflags::READABLE | sflags::WRITABLE,
-                cap.mode & 0o7777,
-                cap.uid,
-                cap.gid
-            );
-            let ops = spawn_writer(ws, out.clone());
-            let fh = s.add(Handle::Write(Arc::new(OpenWrite {
-                ops,
-                path: t.path.clone(),
-            })))?;
-            Ok((fh, stat))
+            write::register(s, out, ws, cap.mode, (cap.uid, cap.gid))
         }
         (Access::Read, false) => {
             let f = cap

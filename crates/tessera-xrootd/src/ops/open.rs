@@ -3,10 +3,10 @@
 
 use crate::error::XrdError;
 use crate::ops::cluster;
-use crate::ops::write::spawn_writer;
-use crate::proto::{err, open as o, sflags, Header};
+use crate::ops::write;
+use crate::proto::{err, open as o, Header};
 use crate::reply::Out;
-use crate::session::{Handle, OpenRead, OpenWrite, Session, Target};
+use crate::session::{Handle, OpenRead, Session, Target};
 use crate::statfmt::stat_string;
 use std::sync::Arc;
 
@@ -48,23 +48,7 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<O
             tokio::task::spawn_blocking(move || core.open_write(&w2, &path, mode, replace, hint))
                 .await
                 .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
-        let fid = ws.fid();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        let stat = format!(
-            "{fid} 0 {} {now} {now} {now} {mode:04o} {} {}",
-            sflags::READABLE | sflags::WRITABLE,
-            who.uid,
-            who.gid
-        );
-        let ops = spawn_writer(ws, out.clone());
-        let fh = s.add(Handle::Write(Arc::new(OpenWrite {
-            ops,
-            path: t.path.clone(),
-        })))?;
-        (fh, stat)
+        write::register(s, out, ws, mode, (who.uid, who.gid))?
     } else {
         let (core, path, w2) = (s.core()?.clone(), t.path.clone(), who.clone());
         let rs = tokio::task::spawn_blocking(move || core.open_read(&w2, &path))

@@ -31,20 +31,7 @@ async fn checksum(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
             ));
         }
     }
-    let who = s.who();
-    let i = s.core()?.stat(&who, t.path.clone()).await?;
-    if i.is_dir() {
-        return Err(XrdError::new(
-            err::IS_DIRECTORY,
-            format!("{} is a directory (errno 21)", t.path.display()),
-        ));
-    }
-    if !tessera_core::may(&who, &i, 4) {
-        return Err(XrdError::new(
-            err::NOT_AUTHORIZED,
-            format!("{} may not read {}", who.name, t.path.display()),
-        ));
-    }
+    let i = s.core()?.readable_file(&s.who(), &t.path)?;
     let hex = match &i.checksum {
         Some(c) if c.kind == "adler32" => c.hex(),
         // A file made empty (touch) has no stored checksum: adler32("") = 1.

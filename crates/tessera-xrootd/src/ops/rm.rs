@@ -9,10 +9,7 @@ pub async fn rm(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     let who = s.who();
     let i = s.core()?.stat(&who, t.path.clone()).await?;
     if i.is_dir() {
-        return Err(XrdError::new(
-            err::IS_DIRECTORY,
-            format!("{} is a directory (errno 21)", t.path.display()),
-        ));
+        return Err(XrdError::is_directory(&t.path));
     }
     s.core()?.remove(&who, t.path, false).await?;
     Ok(Vec::new())

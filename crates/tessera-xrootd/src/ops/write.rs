@@ -10,7 +10,7 @@
 use crate::error::XrdError;
 use crate::proto::{err, req, Header};
 use crate::reply::Out;
-use crate::session::{Handle, Session};
+use crate::session::{Handle, OpenWrite, Session};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use tessera_core::WriteSession;
@@ -86,6 +86,33 @@ pub async fn queue(s: &Arc<Session>, out: &Out, h: &Header, p: Vec<u8>) -> bool 
             .await;
     }
     true
+}
+
+/// Register a new write session on the connection: its task, its handle,
+/// and the stat string of the (not yet visible) file for the open reply.
+pub fn register(
+    s: &Session,
+    out: &Out,
+    ws: WriteSession,
+    mode: u32,
+    who: (u32, u32),
+) -> Result<([u8; 4], String), XrdError> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let stat = format!(
+        "{} 0 {} {now} {now} {now} {:04o} {} {}",
+        ws.fid(),
+        crate::proto::sflags::READABLE | crate::proto::sflags::WRITABLE,
+        mode & 0o7777,
+        who.0,
+        who.1
+    );
+    let path = ws.path().clone();
+    let ops = spawn_writer(ws, out.clone());
+    let fh = s.add(Handle::Write(Arc::new(OpenWrite { ops, path })))?;
+    Ok((fh, stat))
 }
 
 /// Start the task that owns `ws`; returns its queue.
