@@ -6,6 +6,7 @@
 //! [`ErrorKind`] (the protocol-independent classification every crate's
 //! error maps to, and every front-end maps from).
 
+pub mod civil;
 mod error;
 mod identity;
 mod path;
