@@ -66,6 +66,18 @@ fn report_pb(r: &FsckReport) -> pb::FsckResponse {
                 bytes: o.bytes,
             })
             .collect(),
+        read_errors: r
+            .read_errors
+            .iter()
+            .map(|d| pb::ReadError {
+                fid: d.fid,
+                stripe: d.stripe as u32,
+                fsid: d.fsid,
+                what: d.what.clone(),
+                count: d.count,
+                last_seen: (d.last_ns / 1_000_000_000) as i64,
+            })
+            .collect(),
         timestamp: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)

@@ -195,6 +195,29 @@ impl Ledger for RemoteLedger {
             }
         });
     }
+
+    fn damaged(&self, fid: u64, stripes: Vec<(u8, u32, String)>) {
+        // In the background, as `abort`: reported when a read session
+        // ends, which may be inside async code.
+        let c = self.client.clone();
+        let stripes = stripes
+            .into_iter()
+            .map(|(stripe, fsid, what)| pb::DamagedStripe {
+                stripe: stripe as u32,
+                fsid,
+                what,
+            })
+            .collect();
+        self.rt.spawn(async move {
+            let r = c
+                .api()
+                .report_damage(c.req(pb::ReportDamageRequest { fid, stripes }))
+                .await;
+            if let Err(e) = r {
+                tracing::warn!(fid, "damage report not delivered: {e}");
+            }
+        });
+    }
 }
 
 /// Keep a gateway registered and its filesystem list fresh, until the

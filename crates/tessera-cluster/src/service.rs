@@ -195,6 +195,26 @@ impl pb::cluster_server::Cluster for ClusterService {
         let _ = tokio::task::spawn_blocking(move || ledger.abort(q.reservation)).await;
         Ok(Response::new(pb::Done {}))
     }
+
+    async fn report_damage(
+        &self,
+        r: Request<pb::ReportDamageRequest>,
+    ) -> Result<Response<pb::Done>, Status> {
+        self.auth(&r)?;
+        let q = r.into_inner();
+        // Bounded: a file has at most 255 stripes.
+        if q.stripes.len() > 255 || q.stripes.iter().any(|s| s.stripe > 255) {
+            return Err(Status::invalid_argument("at most 255 stripes per file"));
+        }
+        let stripes = q
+            .stripes
+            .into_iter()
+            .map(|s| (s.stripe as u8, s.fsid, s.what))
+            .collect();
+        let ledger = self.core.ledger();
+        let _ = tokio::task::spawn_blocking(move || ledger.damaged(q.fid, stripes)).await;
+        Ok(Response::new(pb::Done {}))
+    }
 }
 
 /// The error kind a status names (set by [`status`]).

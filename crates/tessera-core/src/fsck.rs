@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use tessera_backend::{Backend, StripeName};
 use tessera_data::{check_stripe, place, Candidate, Placement, StripeState};
-use tessera_meta::{FsConfigStatus, Inode};
+use tessera_meta::{DamageRecord, FsConfigStatus, Inode};
 
 /// One file with stripes that are not as they should be.
 #[derive(Debug, Clone)]
@@ -38,37 +38,25 @@ pub struct FsckReport {
     pub orphans: Vec<Orphan>,
     /// Filesystems that could not be listed.
     pub unlisted: Vec<(u32, String)>,
-    /// Stripes that failed during reads since the server started
-    /// (fid, stripe, what), newest last.
-    pub read_errors: Vec<(u64, usize, String)>,
+    /// Stripes that reads found damaged and repair has not dealt with
+    /// yet (kept in the namespace store across restarts). Their files
+    /// are checked block by block even by a shallow scan.
+    pub read_errors: Vec<DamageRecord>,
+    /// When the scan started (ns since the epoch): repair forgets only
+    /// damage noted before it.
+    pub started_ns: u64,
 }
 
-/// What reads ran into (degraded reads), kept for fsck; bounded.
-#[derive(Default)]
-pub struct ReadErrors {
-    seen: std::sync::Mutex<std::collections::VecDeque<(u64, usize, String)>>,
+/// Nanoseconds since the epoch (damage records).
+pub(crate) fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
 }
 
-const READ_ERRORS_KEPT: usize = 10_000;
-
-impl ReadErrors {
-    pub(crate) fn push(&self, fid: u64, stripe: usize, what: String) {
-        let mut q = self.seen.lock().unwrap_or_else(|p| p.into_inner());
-        if q.len() >= READ_ERRORS_KEPT {
-            q.pop_front();
-        }
-        q.push_back((fid, stripe, what));
-    }
-
-    fn snapshot(&self) -> Vec<(u64, usize, String)> {
-        self.seen
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .iter()
-            .cloned()
-            .collect()
-    }
-}
+/// Damage records read per page.
+const DAMAGE_PAGE: usize = 1024;
 
 impl FsckReport {
     /// Counters by EOS fsck tag.
@@ -147,9 +135,11 @@ impl Core {
     /// `deep` verifies every block's checksum too.
     pub fn fsck_scan(&self, deep: bool) -> Result<FsckReport, CoreError> {
         let mut rep = FsckReport {
-            read_errors: self.read_errors.snapshot(),
+            started_ns: now_ns(),
+            read_errors: self.damage_all()?,
             ..FsckReport::default()
         };
+        let suspect: HashSet<u64> = rep.read_errors.iter().map(|d| d.fid).collect();
         // List the filesystems first: a stripe sealed after its listing is
         // simply not seen, never reported as an orphan.
         let mut listed = Vec::new();
@@ -178,25 +168,12 @@ impl Core {
                     return;
                 }
             };
-            let mut bad = Vec::new();
             for (i, id) in p.fsids.iter().enumerate() {
                 rep.stripes += 1;
                 referenced.insert((*id, f.ino, i as u8));
-                let b = self.fs.backend(*id);
-                let st = check_stripe(b.as_ref(), &p, f.ino, f.size, i, deep);
-                if !st.is_ok() {
-                    bad.push((i, *id, st));
-                }
             }
-            if !bad.is_empty() {
-                let recoverable = bad.len() <= p.layout.m as usize;
-                rep.issues.push(FileIssue {
-                    fid: f.ino,
-                    path: self.path_or_fid(f.ino),
-                    layout: p.layout.name(),
-                    bad,
-                    recoverable,
-                });
+            if let Some(issue) = self.check_file(f, &p, deep || suspect.contains(&f.ino)) {
+                rep.issues.push(issue);
             }
         })?;
         let open: HashSet<u64> = self.meta.open_write_ids().into_iter().collect();
@@ -217,6 +194,126 @@ impl Core {
             }
         }
         Ok(rep)
+    }
+
+    /// Every damage record (paged from the store).
+    fn damage_all(&self) -> Result<Vec<DamageRecord>, CoreError> {
+        let mut out: Vec<DamageRecord> = Vec::new();
+        loop {
+            let after = out.last().map(|d| d.fid).unwrap_or(0);
+            let page = self.meta.damage_list(after, DAMAGE_PAGE)?;
+            let full = page.len() == DAMAGE_PAGE;
+            out.extend(page);
+            if !full {
+                return Ok(out);
+            }
+        }
+    }
+
+    /// What is wrong with file `f`'s stripes (`deep`: every block's
+    /// checksum too); `None` when nothing is.
+    fn check_file(&self, f: &Inode, p: &Placement, deep: bool) -> Option<FileIssue> {
+        let mut bad = Vec::new();
+        for (i, id) in p.fsids.iter().enumerate() {
+            let b = self.fs.backend(*id);
+            let st = check_stripe(b.as_ref(), p, f.ino, f.size, i, deep);
+            if !st.is_ok() {
+                bad.push((i, *id, st));
+            }
+        }
+        if bad.is_empty() {
+            return None;
+        }
+        let recoverable = bad.len() <= p.layout.m as usize;
+        Some(FileIssue {
+            fid: f.ino,
+            path: self.path_or_fid(f.ino),
+            layout: p.layout.name(),
+            bad,
+            recoverable,
+        })
+    }
+
+    /// Deal with the files reads found damaged, and only those: check
+    /// each one block by block, rebuild what is broken, and forget the
+    /// record once the file is whole again (or gone). A file that cannot
+    /// be repaired keeps its record. (What a server runs in the
+    /// background; `fsck_repair` does the same for a whole scan.)
+    pub fn repair_damaged(&self) -> Result<RepairReport, CoreError> {
+        let mut out = RepairReport::default();
+        let mut fids: Vec<u64> = self.damage_all()?.iter().map(|d| d.fid).collect();
+        fids.dedup();
+        for fid in fids {
+            let looked = now_ns();
+            let f = match self.meta.stat_ino(fid) {
+                Ok(f) if !f.layout.is_empty() => f,
+                // Gone, or no stripes any more: nothing to repair.
+                _ => {
+                    self.meta.damage_clear(fid, looked)?;
+                    continue;
+                }
+            };
+            let p = match Placement::decode(&f.layout) {
+                Ok(p) => p,
+                Err(e) => {
+                    out.failed.push((fid, e.to_string()));
+                    continue;
+                }
+            };
+            match self.check_file(&f, &p, true) {
+                None => self.meta.damage_clear(fid, looked)?,
+                Some(issue) if !issue.recoverable => out.failed.push((
+                    fid,
+                    format!("{} stripes lost: beyond repair", issue.bad.len()),
+                )),
+                Some(issue) => {
+                    if self.repair_issue(&issue, &mut out) {
+                        self.meta.damage_clear(fid, looked)?;
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Rebuild the bad stripes of one file; true when all were rebuilt.
+    fn repair_issue(&self, issue: &FileIssue, out: &mut RepairReport) -> bool {
+        let Ok(f) = self.meta.stat_ino(issue.fid) else {
+            return true; // removed meanwhile
+        };
+        let p = match Placement::decode(&f.layout) {
+            Ok(p) => p,
+            Err(e) => {
+                out.failed.push((f.ino, e.to_string()));
+                return false;
+            }
+        };
+        let mut moves = Vec::new();
+        for (i, _, state) in &issue.bad {
+            let same_ok = !matches!(state, StripeState::Unavailable(_));
+            match self.target_for(&p, *i, f.ino, same_ok) {
+                Some((id, b)) => moves.push((*i, id, b)),
+                None => out
+                    .failed
+                    .push((f.ino, format!("no filesystem for stripe {i}"))),
+            }
+        }
+        if moves.is_empty() {
+            return false;
+        }
+        // What has a target is rebuilt even when another stripe has none.
+        let all = moves.len() == issue.bad.len();
+        match self.rebuild_file(&f, &p, &moves) {
+            Ok(()) => {
+                out.stripes_rebuilt += moves.len() as u64;
+                out.files_repaired += 1;
+                all
+            }
+            Err(e) => {
+                out.failed.push((f.ino, e.to_string()));
+                false
+            }
+        }
     }
 
     fn path_or_fid(&self, ino: u64) -> String {
@@ -309,36 +406,20 @@ impl Core {
     /// Rebuild what `fsck_scan` found broken and remove orphans.
     pub fn fsck_repair(&self, report: &FsckReport) -> Result<RepairReport, CoreError> {
         let mut out = RepairReport::default();
-        for issue in report.issues.iter().filter(|i| i.recoverable) {
-            let Ok(f) = self.meta.stat_ino(issue.fid) else {
-                continue;
-            };
-            let p = match Placement::decode(&f.layout) {
-                Ok(p) => p,
-                Err(e) => {
-                    out.failed.push((f.ino, e.to_string()));
-                    continue;
-                }
-            };
-            let mut moves = Vec::new();
-            for (i, _, state) in &issue.bad {
-                let same_ok = !matches!(state, StripeState::Unavailable(_));
-                match self.target_for(&p, *i, f.ino, same_ok) {
-                    Some((id, b)) => moves.push((*i, id, b)),
-                    None => out
-                        .failed
-                        .push((f.ino, format!("no filesystem for stripe {i}"))),
-                }
+        let mut unrepaired: HashSet<u64> = HashSet::new();
+        for issue in &report.issues {
+            if !issue.recoverable || !self.repair_issue(issue, &mut out) {
+                unrepaired.insert(issue.fid);
+            } else {
+                self.meta.damage_clear(issue.fid, report.started_ns)?;
             }
-            if moves.is_empty() {
-                continue;
-            }
-            match self.rebuild_file(&f, &p, &moves) {
-                Ok(()) => {
-                    out.stripes_rebuilt += moves.len() as u64;
-                    out.files_repaired += 1;
-                }
-                Err(e) => out.failed.push((f.ino, e.to_string())),
+        }
+        // The scan checked every damaged file block by block: what it
+        // found is repaired now, the rest was whole.
+        let mut cleared: HashSet<u64> = HashSet::new();
+        for d in &report.read_errors {
+            if !unrepaired.contains(&d.fid) && cleared.insert(d.fid) {
+                self.meta.damage_clear(d.fid, report.started_ns)?;
             }
         }
         // Orphans: re-check against running writes and the namespace right

@@ -47,6 +47,10 @@ pub trait Ledger: Send + Sync {
     fn commit(&self, id: u64, c: CommitWrite) -> Result<Inode, CoreError>;
     /// Give the reservation up.
     fn abort(&self, id: u64);
+    /// Reads of file `fid` ran into damaged stripes: (stripe index,
+    /// filesystem id, what went wrong), one entry per stripe. Kept for
+    /// fsck and repair; never fails the read that found them.
+    fn damaged(&self, fid: u64, stripes: Vec<(u8, u32, String)>);
 }
 
 /// The local namespace as a ledger.
@@ -70,6 +74,16 @@ impl Ledger for LocalLedger {
 
     fn abort(&self, id: u64) {
         let _ = self.meta.abort_write(id);
+    }
+
+    fn damaged(&self, fid: u64, stripes: Vec<(u8, u32, String)>) {
+        let now = crate::fsck::now_ns();
+        for (stripe, fsid, what) in stripes {
+            tracing::warn!(fid, stripe, fsid, "degraded read: {what}");
+            if let Err(e) = self.meta.damage_note(fid, stripe, fsid, &what, now) {
+                tracing::warn!(fid, stripe, "damage not recorded: {e}");
+            }
+        }
     }
 }
 
@@ -195,15 +209,35 @@ impl Drop for WriteSession {
 pub struct ReadSession {
     inode: Inode,
     reader: Option<FileReader>,
-    seen: Arc<crate::fsck::ReadErrors>,
+    /// Where damaged stripes are reported (fsck's `read_errors_n`).
+    damage: Option<Arc<dyn Ledger>>,
+    fsids: Vec<u32>,
 }
 
 impl Drop for ReadSession {
-    /// Hand what went wrong to fsck (`read_errors_n`).
+    /// Report the stripes reads found damaged, one entry per stripe (the
+    /// first thing that went wrong with it).
     fn drop(&mut self) {
-        if let Some(r) = &self.reader {
-            for e in r.events() {
-                self.seen.push(self.inode.ino, e.stripe, e.what);
+        let Some(r) = &self.reader else { return };
+        let mut per: Vec<(u8, u32, String)> = Vec::new();
+        for e in r.events() {
+            if e.what.starts_with(tessera_data::SKIPPED_PREFIX)
+                || per.iter().any(|(s, _, _)| *s as usize == e.stripe)
+            {
+                continue;
+            }
+            let fsid = self.fsids.get(e.stripe).copied().unwrap_or(0);
+            per.push((e.stripe as u8, fsid, e.what));
+        }
+        if per.is_empty() {
+            return;
+        }
+        match &self.damage {
+            Some(l) => l.damaged(self.inode.ino, per),
+            None => {
+                for (stripe, fsid, what) in per {
+                    tracing::warn!(fid = self.inode.ino, stripe, fsid, "degraded read: {what}");
+                }
             }
         }
     }
@@ -250,7 +284,8 @@ pub struct DataPath {
     durable: bool,
     fs: Arc<Filesystems>,
     read_pool: Arc<tessera_data::BufPool>,
-    read_errors: Arc<crate::fsck::ReadErrors>,
+    /// Where reads report damaged stripes (`None`: only logged).
+    damage: Option<Arc<dyn Ledger>>,
 }
 
 impl DataPath {
@@ -260,8 +295,15 @@ impl DataPath {
             durable: true,
             fs: Arc::new(Filesystems::from_records(records)),
             read_pool: tessera_data::BufPool::new(crate::service::READ_POOL_BYTES),
-            read_errors: Arc::default(),
+            damage: None,
         }
+    }
+
+    /// Report damaged stripes that reads run into to `ledger` (a
+    /// gateway's metadata service).
+    pub fn reporting_to(mut self, ledger: Arc<dyn Ledger>) -> DataPath {
+        self.damage = Some(ledger);
+        self
     }
 
     /// Seal stripes without fsync (a gateway whose metadata service runs
@@ -311,20 +353,21 @@ impl DataPath {
 
     /// Open a file whose inode the caller has (and has checked access to).
     pub fn open_inode(&self, inode: Inode) -> Result<ReadSession, CoreError> {
-        let reader = if inode.layout.is_empty() {
-            None // created empty (touch): no stripes
+        let (reader, fsids) = if inode.layout.is_empty() {
+            (None, Vec::new()) // created empty (touch): no stripes
         } else {
             let p = Placement::decode(&inode.layout)?;
+            let fsids = p.fsids.clone();
             let backends = p.fsids.iter().map(|id| self.fs.backend(*id)).collect();
-            Some(
-                FileReader::new(p, inode.ino, inode.size, backends)?
-                    .with_pool(Arc::clone(&self.read_pool)),
-            )
+            let r = FileReader::new(p, inode.ino, inode.size, backends)?
+                .with_pool(Arc::clone(&self.read_pool));
+            (Some(r), fsids)
         };
         Ok(ReadSession {
             inode,
             reader,
-            seen: Arc::clone(&self.read_errors),
+            damage: self.damage.clone(),
+            fsids,
         })
     }
 }
@@ -399,7 +442,7 @@ impl Core {
             durable: self.meta.options().durability == tessera_meta::Durability::Sync,
             fs: Arc::clone(&self.fs),
             read_pool: Arc::clone(&self.read_pool),
-            read_errors: Arc::clone(&self.read_errors),
+            damage: Some(self.ledger()),
         }
     }
 

@@ -20,7 +20,6 @@ pub const READ_POOL_BYTES: usize = 256 << 20;
 pub struct Core {
     pub(crate) meta: Arc<MetaStore>,
     pub(crate) fs: Arc<Filesystems>,
-    pub(crate) read_errors: Arc<crate::fsck::ReadErrors>,
     /// Read buffers shared by every open file.
     pub(crate) read_pool: Arc<tessera_data::BufPool>,
     metrics: Arc<Metrics>,
@@ -38,7 +37,6 @@ impl Core {
         Ok(Core {
             meta,
             fs,
-            read_errors: Arc::new(crate::fsck::ReadErrors::default()),
             read_pool: tessera_data::BufPool::new(READ_POOL_BYTES),
             metrics,
             access,

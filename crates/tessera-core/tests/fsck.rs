@@ -127,17 +127,27 @@ async fn fsck_reports_exactly_what_was_done_and_repair_restores_it() {
     // Reads go on meanwhile, correct.
     assert_eq!(read(&c, &root, "/d/a"), a);
     assert_eq!(read(&c, &root, "/d/b"), b);
-    // ... and what they ran into is handed to fsck.
+    // ... and what they ran into is handed to fsck, which now checks
+    // those files block by block even in a shallow scan.
     assert_eq!(tag(&deep, "read_errors_n"), 0);
     let seen = c.fsck_scan(false).expect("scan");
     assert!(tag(&seen, "read_errors_n") > 0);
-    assert!(
-        seen.read_errors.iter().any(|(fid, _, _)| *fid == fa.ino),
-        "{:?}",
-        seen.read_errors
+    for f in [&fa, &fb] {
+        assert!(
+            seen.read_errors.iter().any(|d| d.fid == f.ino),
+            "{:?}",
+            seen.read_errors
+        );
+    }
+    assert_eq!(
+        tag(&seen, "blockxs_err"),
+        1,
+        "damaged files are read deeply"
     );
 
-    let rep = c.fsck_repair(&deep).expect("repair");
+    // A repair from the latest (shallow) scan fixes everything: the
+    // damaged files were checked block by block.
+    let rep = c.fsck_repair(&seen).expect("repair");
     assert_eq!(
         (rep.stripes_rebuilt, rep.files_repaired, rep.orphans_removed),
         (3, 2, 1),
@@ -150,6 +160,68 @@ async fn fsck_reports_exactly_what_was_done_and_repair_restores_it() {
     );
     assert_eq!(read(&c, &root, "/d/a"), a);
     assert_eq!(read(&c, &root, "/d/b"), b);
+    assert_eq!(
+        tag(&after, "read_errors_n"),
+        0,
+        "repair forgot what it fixed"
+    );
+}
+
+#[tokio::test]
+async fn damage_found_by_reads_is_kept_across_restarts_and_repaired() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = data(40_000, 9);
+    let (f, s3) = {
+        let (_keep, c, root) = {
+            let c = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o755);
+            common::add_folders(&c, dir.path(), 6).await;
+            let root = Identity::root("test");
+            c.mkdir(&root, p("/d"), 0o755, false).await.expect("mkdir");
+            common::layout(
+                &c,
+                "/d",
+                &[
+                    ("sys.forced.layout", "raid6"),
+                    ("sys.forced.nstripes", "6"),
+                    ("sys.forced.blocksize", "4k"),
+                ],
+            )
+            .await;
+            ((), c, root)
+        };
+        let f = put(&c, &root, "/d/f", &d);
+        let s3 = stripe_path(&c, fsids(&f)[1], f.ino, 1);
+        let mut raw = std::fs::read(&s3).expect("read");
+        raw[4096 + 200] ^= 0x10;
+        std::fs::write(&s3, raw).expect("write");
+        // The read rebuilds the block and returns the right bytes.
+        assert_eq!(read(&c, &root, "/d/f"), d);
+        (f, s3)
+    };
+    // A restart does not forget what the read found.
+    let c = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o755);
+    let before = c.fsck_scan(false).expect("scan");
+    let rec: Vec<_> = before
+        .read_errors
+        .iter()
+        .filter(|r| r.fid == f.ino)
+        .collect();
+    assert_eq!(rec.len(), 1, "{:?}", before.read_errors);
+    assert_eq!(rec[0].stripe, 1);
+    assert!(rec[0].what.contains("checksum"), "{:?}", rec[0]);
+    assert_eq!(tag(&before, "blockxs_err"), 1);
+
+    let rep = c.repair_damaged().expect("repair");
+    assert_eq!((rep.stripes_rebuilt, rep.files_repaired), (1, 1), "{rep:?}");
+    assert!(rep.failed.is_empty(), "{rep:?}");
+    let after = c.fsck_scan(true).expect("scan");
+    assert!(after.issues.is_empty(), "{after:?}");
+    assert_eq!(tag(&after, "read_errors_n"), 0);
+    // Nothing left to do the second time.
+    assert_eq!(c.repair_damaged().expect("repair"), RepairReport::default());
+    let root = Identity::root("test");
+    assert_eq!(read(&c, &root, "/d/f"), d);
+    let _ = s3;
 }
 
 #[tokio::test]

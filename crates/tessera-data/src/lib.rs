@@ -22,5 +22,5 @@ pub use format::{StripeHeader, HEADER_LEN};
 pub use layout::{Geometry, Layout, LayoutKind, Placement};
 pub use placement::{place, Candidate};
 pub use readdata::{BufPool, ReadData};
-pub use reader::{FileReader, ReadEvent, DEFAULT_POOL_BYTES};
+pub use reader::{FileReader, ReadEvent, DEFAULT_POOL_BYTES, SKIPPED_PREFIX};
 pub use writer::{FileWriter, WrittenFile};

@@ -64,6 +64,10 @@ pub const DEFAULT_POOL_BYTES: usize = 32 << 20;
 
 const SLOW_PREFIX: &str = "no answer within";
 
+/// How a [`ReadEvent`] begins when a stripe was not asked again because
+/// it already failed earlier in the same read.
+pub const SKIPPED_PREFIX: &str = "skipped:";
+
 /// What one request of a span read brought back: stripe `stripe`'s
 /// blocks of groups `first..=last`, verified.
 struct Span {
@@ -235,12 +239,12 @@ impl FileReader {
                 }
             }
         }
-        out.extend(
-            which
-                .iter()
-                .filter(|i| avoid[**i])
-                .map(|i| (*i, Err("skipped: failed earlier in this read".to_string()))),
-        );
+        out.extend(which.iter().filter(|i| avoid[**i]).map(|i| {
+            (
+                *i,
+                Err(format!("{SKIPPED_PREFIX} failed earlier in this read")),
+            )
+        }));
         out
     }
 

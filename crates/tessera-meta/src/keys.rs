@@ -6,9 +6,13 @@ pub const CF_DENTRY: &str = "dentry";
 pub const CF_XATTR: &str = "xattr";
 pub const CF_QUOTA: &str = "quota";
 pub const CF_FS: &str = "fs";
+pub const CF_DAMAGE: &str = "damage";
 
-/// Every column family, in open order.
-pub const ALL_CFS: [&str; 6] = [CF_META, CF_INODE, CF_DENTRY, CF_XATTR, CF_QUOTA, CF_FS];
+/// Every column family, in open order (a store from before `damage`
+/// existed gets it created on open).
+pub const ALL_CFS: [&str; 7] = [
+    CF_META, CF_INODE, CF_DENTRY, CF_XATTR, CF_QUOTA, CF_FS, CF_DAMAGE,
+];
 pub const CF_META: &str = "default";
 
 pub const META_SCHEMA: &[u8] = b"schema_version";

@@ -7,6 +7,7 @@
 //! parallel straight against RocksDB. The key layout and record formats are
 //! specified in `docs/meta-schema.md`.
 
+mod damage;
 mod dircache;
 mod error;
 mod fs;
@@ -19,6 +20,7 @@ mod store;
 mod txn;
 mod write;
 
+pub use damage::DamageRecord;
 pub use error::MetaError;
 pub use fs::{FsConfigStatus, FsRecord};
 pub use quota::{QuotaEntry, QuotaKind, QuotaNodeReport, QuotaTarget, Reservation};

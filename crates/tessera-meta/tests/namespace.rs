@@ -437,3 +437,38 @@ fn restart_keeps_everything_and_never_reuses_inodes() {
     assert_eq!(m.quota_ls(&p("/a")).expect("ls")[0].entries.len(), 4);
     assert_clean(&m);
 }
+
+#[test]
+fn damage_records_count_list_and_clear_and_survive_restart() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let m = open(d.path());
+        m.damage_note(7, 2, 3, "block checksum mismatch", 100)
+            .unwrap();
+        m.damage_note(7, 2, 3, "short block", 200).unwrap();
+        m.damage_note(7, 0, 1, "missing", 150).unwrap();
+        m.damage_note(9, 1, 4, "no answer within 2s", 300).unwrap();
+        let all = m.damage_list(0, 100).unwrap();
+        assert_eq!(
+            all.iter().map(|r| (r.fid, r.stripe)).collect::<Vec<_>>(),
+            vec![(7, 0), (7, 2), (9, 1)]
+        );
+        let r = &all[1];
+        assert_eq!((r.fsid, r.count, r.first_ns, r.last_ns), (3, 2, 100, 200));
+        assert_eq!(r.what, "short block");
+        // Paged by file.
+        let after = m.damage_list(7, 100).unwrap();
+        assert_eq!(after.len(), 1);
+        assert_eq!(after[0].fid, 9);
+        assert_eq!(m.damage_list(0, 1).unwrap().len(), 1);
+        // Only what was known at the given time is forgotten.
+        m.damage_clear(7, 170).unwrap();
+        assert_eq!(m.damage_list(0, 100).unwrap().len(), 2);
+        m.damage_clear(7, 200).unwrap();
+        assert_eq!(m.damage_list(0, 100).unwrap().len(), 1);
+    }
+    let m = open(d.path());
+    let left = m.damage_list(0, 100).unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!((left[0].fid, left[0].stripe, left[0].count), (9, 1, 1));
+}

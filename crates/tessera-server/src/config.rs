@@ -57,6 +57,7 @@ pub struct Config {
     pub xrootd: Xrootd,
     pub https: Https,
     pub cluster: Cluster,
+    pub fsck: Fsck,
     /// Register `<data_dir>/fs/fs1..6` as filesystems (dev mode).
     #[serde(skip)]
     pub dev_filesystems: bool,
@@ -125,6 +126,23 @@ pub struct Cluster {
     /// `{ "site-a" = ["10.1.0.0/16"] }`; a client is sent to a gateway of
     /// its site when one is alive.
     pub client_sites: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+/// Background repair of what reads found damaged (degraded reads).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Fsck {
+    /// How often damaged files are checked and rebuilt; 0 turns the
+    /// background repair off (`tessera fsck repair` still does it).
+    pub repair_interval_secs: u64,
+}
+
+impl Default for Fsck {
+    fn default() -> Self {
+        Fsck {
+            repair_interval_secs: 60,
+        }
+    }
 }
 
 impl Default for Cluster {
@@ -218,6 +236,7 @@ impl Default for Config {
             xrootd: Xrootd::default(),
             https: Https::default(),
             cluster: Cluster::default(),
+            fsck: Fsck::default(),
             dev_filesystems: false,
         }
     }

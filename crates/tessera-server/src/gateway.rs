@@ -23,7 +23,10 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
     let addr = l.local_addr()?;
     let advertise = c.advertise.clone().unwrap_or_else(|| addr.to_string());
     let client = tessera_cluster::ClusterClient::new(&mgm, &secret)?;
-    let mut data = tessera_core::DataPath::from_records(Vec::new());
+    // Damaged stripes that reads run into go to the metadata service,
+    // which keeps them for fsck and repairs them in the background.
+    let mut data = tessera_core::DataPath::from_records(Vec::new())
+        .reporting_to(client.ledger(tokio::runtime::Handle::current()));
     if cfg.meta.durability == crate::config::DurabilityCfg::Buffered {
         data = data.buffered();
     }

@@ -6,6 +6,7 @@ pub mod config;
 pub mod dev;
 mod gateway;
 mod http;
+mod repair;
 mod tls;
 
 use anyhow::Context;
@@ -219,6 +220,13 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     });
     let http = tokio::spawn(http::serve(metrics_l, core.clone(), stop_rx.clone()));
     let mut tasks = vec![grpc, http];
+    if cfg.fsck.repair_interval_secs > 0 {
+        tasks.push(tokio::spawn(repair::run(
+            core.clone(),
+            std::time::Duration::from_secs(cfg.fsck.repair_interval_secs),
+            stop_rx.clone(),
+        )));
+    }
     if let Some(s) = sweeper {
         // Ends with the runtime; stop aborts it below.
         let mut rx = stop_rx.clone();

@@ -62,6 +62,18 @@ pub async fn fsck(c: &mut Clients, fmt: Format, cmd: FsckCmd) -> Result<(), Fail
                             .n("bytes", o.bytes),
                     );
                 }
+                for d in &r.read_errors {
+                    recs.push(
+                        Rec::new()
+                            .s("readerror", "stripe")
+                            .n("fid", d.fid)
+                            .n("stripe", d.stripe)
+                            .n("fsid", d.fsid)
+                            .s("what", d.what.clone())
+                            .n("count", d.count)
+                            .n("lastseen", d.last_seen),
+                    );
+                }
             }
             emit(fmt, &recs, || {
                 let mut s = format!("files := {}\nstripes := {}\n", r.files, r.stripes);
@@ -81,6 +93,12 @@ pub async fn fsck(c: &mut Clients, fmt: Format, cmd: FsckCmd) -> Result<(), Fail
                         s.push_str(&format!(
                             "  orphan: fs {} fid {} stripe {} ({} bytes)\n",
                             o.fsid, o.fid, o.index, o.bytes
+                        ));
+                    }
+                    for d in &r.read_errors {
+                        s.push_str(&format!(
+                            "  read error: fid {} stripe {} on fs {}: {} ({} times)\n",
+                            d.fid, d.stripe, d.fsid, d.what, d.count
                         ));
                     }
                 }

@@ -252,3 +252,50 @@ fn large_directory_listing_in_parts() {
         assert!(lines[n - 1].ends_with(&format!("/big/entry-{:05}", n - 1)));
     }
 }
+
+#[test]
+fn a_corrupt_stripe_reads_right_and_is_repaired_in_the_background() {
+    let e = Env::start_with(|c| c.fsck.repair_interval_secs = 1);
+    let core = e.core();
+    e.rain_dir("/rain");
+    let body = data(3 << 20, 11);
+    let src = e.local("c.up");
+    write_file(&src, &body);
+    let url = format!("{}//rain/c", e.url);
+    e.ok("xrdcp", &["--nopbar", src.to_str().unwrap(), &url]);
+    // Flip a bit in the first block of one stripe (after its header).
+    let (victim, good) = e.corrupt_first_stripe();
+    let victim = &victim;
+    // The read goes around it: the right bytes, checksum included.
+    let back = e.local("c.down");
+    e.ok(
+        "xrdcp",
+        &[
+            "--nopbar",
+            "--cksum",
+            "adler32",
+            &url,
+            back.to_str().unwrap(),
+        ],
+    );
+    assert!(std::fs::read(&back).expect("down") == body, "bytes differ");
+    // The background repair rebuilds the stripe and forgets the damage.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let r = core.fsck_scan(true).expect("scan");
+        if r.issues.is_empty() && r.read_errors.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not repaired: {:?} {:?}",
+            r.issues,
+            r.read_errors
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert!(
+        std::fs::read(victim).expect("stripe") == good,
+        "stripe not rebuilt"
+    );
+}

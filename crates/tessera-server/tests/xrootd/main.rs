@@ -114,6 +114,52 @@ impl Env {
     pub fn local(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
+
+    /// Flip a bit in the first block of stripe 0 of the only file in the
+    /// dev filesystems; its path and former contents.
+    pub fn corrupt_first_stripe(&self) -> (PathBuf, Vec<u8>) {
+        fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
+            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    files_under(&p, out);
+                } else if !e.file_name().to_string_lossy().starts_with('.') {
+                    out.push(p);
+                }
+            }
+        }
+        let mut stripes = Vec::new();
+        files_under(&self.dir.path().join("data").join("fs"), &mut stripes);
+        assert_eq!(stripes.len(), 6, "one RAIN 4+2 file expected: {stripes:?}");
+        let victim = stripes
+            .into_iter()
+            .find(|p| p.extension().is_some_and(|x| x == "0"))
+            .expect("data stripe 0");
+        let good = std::fs::read(&victim).expect("stripe");
+        let mut raw = good.clone();
+        // After the 4 KiB header.
+        raw[4096 + 100] ^= 0x04;
+        std::fs::write(&victim, &raw).expect("corrupt");
+        (victim, good)
+    }
+
+    /// Make `dir` a RAIN 4+2 directory (EOS attribute names).
+    pub fn rain_dir(&self, dir: &str) {
+        let core = self.core();
+        self.rt.block_on(async {
+            core.mkdir(&Env::root(), Env::path(dir), 0o755, true)
+                .await
+                .expect("mkdir");
+            core.xattr_set(
+                &Env::root(),
+                Env::path(dir),
+                b"sys.forced.layout".to_vec(),
+                b"raiddp".to_vec(),
+            )
+            .await
+            .expect("layout");
+        });
+    }
 }
 
 impl Drop for Env {

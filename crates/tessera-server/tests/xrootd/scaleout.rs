@@ -262,3 +262,35 @@ fn writes_of_a_silent_gateway_are_released() {
         "released before the lease ran out"
     );
 }
+
+#[test]
+fn damage_a_gateway_reads_around_reaches_the_metadata_service() {
+    let c = cluster_with(|cfg| cfg.fsck.repair_interval_secs = 0);
+    let e = &c.mgm;
+    e.rain_dir("/rain");
+    let body = data(2 << 20, 5);
+    let f = e.local("f");
+    write_file(&f, &body);
+    let url = format!("{}//rain/f", e.url);
+    e.ok("xrdcp", &["--nopbar", f.to_str().unwrap(), &url]);
+    e.corrupt_first_stripe();
+    let back = e.local("back");
+    e.ok("xrdcp", &["--nopbar", &url, back.to_str().unwrap()]);
+    assert!(std::fs::read(&back).unwrap() == body, "bytes differ");
+    // The gateway reports it (in the background) to the metadata service.
+    let core = e.core();
+    let t0 = std::time::Instant::now();
+    loop {
+        let r = core.fsck_scan(false).expect("scan");
+        if let Some(d) = r.read_errors.first() {
+            assert_eq!(d.stripe, 0, "{d:?}");
+            assert!(d.what.contains("checksum"), "{d:?}");
+            assert_eq!(r.issues.len(), 1, "checked block by block: {:?}", r.issues);
+            break;
+        }
+        assert!(t0.elapsed().as_secs() < 20, "no damage reported");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let rep = core.repair_damaged().expect("repair");
+    assert_eq!(rep.stripes_rebuilt, 1, "{rep:?}");
+}

@@ -1,0 +1,34 @@
+//! The background repair: every interval, the files that reads found
+//! damaged (degraded reads, kept in the namespace store) are checked block
+//! by block and their broken stripes rebuilt (`Core::repair_damaged`).
+
+use std::time::Duration;
+use tessera_core::Core;
+use tokio::sync::watch;
+
+pub async fn run(core: Core, every: Duration, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        let c = core.clone();
+        match tokio::task::spawn_blocking(move || c.repair_damaged()).await {
+            Ok(Ok(r)) => {
+                if r.files_repaired > 0 || !r.failed.is_empty() {
+                    tracing::info!(
+                        files = r.files_repaired,
+                        stripes = r.stripes_rebuilt,
+                        failed = r.failed.len(),
+                        "background repair of damaged files"
+                    );
+                }
+                for (fid, e) in r.failed {
+                    tracing::warn!(fid, "background repair failed: {e}");
+                }
+            }
+            Ok(Err(e)) => tracing::warn!("background repair: {e}"),
+            Err(e) => tracing::warn!("background repair stopped: {e}"),
+        }
+    }
+}
