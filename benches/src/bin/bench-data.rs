@@ -130,7 +130,12 @@ fn main() -> anyhow::Result<()> {
         // buffers (as a gateway sends them); then one at a time copied
         // into a caller's buffer (`read_at`).
         let mut rates = Vec::new();
-        for (inflight, copy) in [(1usize, false), (4, false), (1, true)] {
+        for (inflight, copy, ahead) in [
+            (1usize, false, true),
+            (4, false, true),
+            (1, true, true),
+            (1, false, false),
+        ] {
             let mut best = f64::MAX;
             for _ in 0..a.repeat.max(1) {
                 drop_caches();
@@ -151,13 +156,15 @@ fn main() -> anyhow::Result<()> {
                             })
                             .collect();
                         FileReader::new(done.placement.clone(), 1, done.size, fresh)?
+                            .with_read_ahead(ahead)
                     }
                     None => FileReader::new(
                         done.placement.clone(),
                         1,
                         done.size,
                         targets.iter().map(|(_, b)| Some(b.clone())).collect(),
-                    )?,
+                    )?
+                    .with_read_ahead(ahead),
                 };
                 let chunk = 8u64 << 20;
                 let chunks = done.size.div_ceil(chunk);
@@ -201,7 +208,7 @@ fn main() -> anyhow::Result<()> {
             off += n as u64;
         }
         println!(
-            "{name}: write {:.0} MB/s ({:.2}x dd), read {:.0} MB/s ({:.2}x dd) with 1 request in flight, {:.0} MB/s ({:.2}x dd) with 4, {:.0} MB/s ({:.2}x dd) copied into a buffer",
+            "{name}: write {:.0} MB/s ({:.2}x dd), read {:.0} MB/s ({:.2}x dd) with 1 request in flight, {:.0} MB/s ({:.2}x dd) with 4, {:.0} MB/s ({:.2}x dd) copied into a buffer, {:.0} MB/s ({:.2}x dd) 1 in flight without read-ahead",
             mb / wt,
             w_dd / wt,
             mb / rates[0],
@@ -209,7 +216,9 @@ fn main() -> anyhow::Result<()> {
             mb / rates[1],
             r_dd / rates[1],
             mb / rates[2],
-            r_dd / rates[2]
+            r_dd / rates[2],
+            mb / rates[3],
+            r_dd / rates[3]
         );
         if a.cephfs_conf.is_none() {
             std::fs::remove_dir_all(&run)?;

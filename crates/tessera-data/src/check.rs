@@ -2,9 +2,9 @@
 
 use crate::format::{StripeHeader, HEADER_LEN};
 use crate::layout::{Geometry, Placement};
-use crate::reader::FileReader;
 use crate::writer::FileWriter;
 use crate::DataError;
+use crate::FileReader;
 use std::sync::Arc;
 use tessera_backend::{Backend, BackendError, StripeName};
 

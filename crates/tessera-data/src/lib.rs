@@ -7,6 +7,7 @@
 //! reads any range touching only the blocks it needs, verifies each block's
 //! CRC-32C, and rebuilds missing or corrupt blocks from parity.
 
+mod ahead;
 mod check;
 mod error;
 mod format;
@@ -16,11 +17,12 @@ mod readdata;
 mod reader;
 mod writer;
 
+pub use ahead::{AheadStats, FileReader, READ_AHEAD_MIN};
 pub use check::{check_stripe, expected_stripe_len, rebuild, StripeState};
 pub use error::DataError;
 pub use format::{StripeHeader, HEADER_LEN};
 pub use layout::{Geometry, Layout, LayoutKind, Placement};
 pub use placement::{place, Candidate};
 pub use readdata::{BufPool, ReadData};
-pub use reader::{FileReader, ReadEvent, DEFAULT_POOL_BYTES, SKIPPED_PREFIX};
+pub use reader::{ReadEvent, DEFAULT_POOL_BYTES, SKIPPED_PREFIX};
 pub use writer::{FileWriter, WrittenFile};

@@ -87,7 +87,9 @@ struct Stripes {
     pool: Arc<BufPool>,
 }
 
-pub struct FileReader {
+/// The stripes of one file read as one range at a time; [`crate::FileReader`]
+/// adds read-ahead on top.
+pub(crate) struct Striped {
     placement: Placement,
     geo: Geometry,
     s: Arc<Stripes>,
@@ -101,14 +103,14 @@ pub struct FileReader {
     slowset: Mutex<Vec<bool>>,
 }
 
-impl FileReader {
+impl Striped {
     /// `backends[i]` serves stripe i (`None`: its filesystem is unknown or off).
     pub fn new(
         placement: Placement,
         fid: u64,
         size: u64,
         backends: Vec<Option<Arc<dyn Backend>>>,
-    ) -> Result<FileReader, DataError> {
+    ) -> Result<Striped, DataError> {
         let l = placement.layout;
         if backends.len() != l.stripes() {
             return Err(DataError::Layout("one backend per stripe expected".into()));
@@ -118,7 +120,7 @@ impl FileReader {
             _ => None,
         };
         let geo = l.geometry(size);
-        Ok(FileReader {
+        Ok(Striped {
             s: Arc::new(Stripes {
                 geo,
                 fid,
@@ -138,17 +140,15 @@ impl FileReader {
 
     /// Take read buffers from `pool` (shared with other readers) instead
     /// of this reader's own.
-    pub fn with_pool(mut self, pool: Arc<BufPool>) -> FileReader {
+    pub fn set_pool(&mut self, pool: Arc<BufPool>) {
         if let Some(s) = Arc::get_mut(&mut self.s) {
             s.pool = pool;
         }
-        self
     }
 
     /// Treat a stripe as missing when it takes longer than `slow`.
-    pub fn with_slow_threshold(mut self, slow: Duration) -> FileReader {
+    pub fn set_slow_threshold(&mut self, slow: Duration) {
         self.slow = slow;
-        self
     }
 
     /// Run `f(i)` for each `i` on its own thread; what has not answered
@@ -401,13 +401,6 @@ impl FileReader {
                 })
             })
             .collect()
-    }
-
-    /// Read up to `buf.len()` bytes at `offset` into `buf`; short only at
-    /// end of file. (One copy more than [`FileReader::read`].)
-    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, DataError> {
-        let d = self.read(offset, buf.len())?;
-        Ok(d.copy_to(buf))
     }
 
     /// Read up to `len` bytes at `offset`, left in the stripe buffers

@@ -1,0 +1,201 @@
+//! Read-ahead for sequential readers. When a read starts where the
+//! previous one ended, the next range of the same length is read in the
+//! background while the caller sends this one; a read that asks for
+//! exactly that range takes it (waiting for it if it is still coming).
+//! Only one range is read ahead per file, none while that range is
+//! already being read by a request of its own (a client that keeps several
+//! requests in flight, as xrdcp does, does its own read-ahead), and none for
+//! small requests (the kernel's read-ahead covers those).
+
+use crate::layout::Placement;
+use crate::readdata::{BufPool, ReadData};
+use crate::reader::{ReadEvent, Striped};
+use crate::DataError;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+use tessera_backend::Backend;
+
+/// Requests smaller than this are not read ahead.
+pub const READ_AHEAD_MIN: usize = 512 << 10;
+
+/// A range being read in the background, and where its result lands.
+struct Pending {
+    off: u64,
+    len: usize,
+    slot: Arc<Slot>,
+}
+
+#[derive(Default)]
+struct Slot {
+    done: Mutex<Option<Result<ReadData, DataError>>>,
+    cv: Condvar,
+}
+
+impl Slot {
+    fn wait(&self) -> Result<ReadData, DataError> {
+        let mut g = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(r) = g.take() {
+                return r;
+            }
+            g = self.cv.wait(g).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+#[derive(Default)]
+struct Ahead {
+    /// Where the last request ended: a request starting here is sequential.
+    next: u64,
+    pending: Option<Pending>,
+    /// Offsets of the requests being served now.
+    serving: Vec<u64>,
+}
+
+/// Counters (for tests and benchmarks).
+#[derive(Debug, Default)]
+pub struct AheadStats {
+    /// Ranges read ahead.
+    pub issued: AtomicU64,
+    /// Requests served from a range read ahead.
+    pub hits: AtomicU64,
+}
+
+/// Reads a file's stripes: any range, each block's CRC checked, damaged
+/// blocks rebuilt (degraded read), with read-ahead for sequential readers.
+pub struct FileReader {
+    striped: Arc<Striped>,
+    ahead: Mutex<Ahead>,
+    read_ahead: bool,
+    stats: AheadStats,
+}
+
+impl FileReader {
+    /// `backends[i]` serves stripe i (`None`: its filesystem is unknown or off).
+    pub fn new(
+        placement: Placement,
+        fid: u64,
+        size: u64,
+        backends: Vec<Option<Arc<dyn Backend>>>,
+    ) -> Result<FileReader, DataError> {
+        Ok(FileReader {
+            striped: Arc::new(Striped::new(placement, fid, size, backends)?),
+            ahead: Mutex::new(Ahead::default()),
+            read_ahead: true,
+            stats: AheadStats::default(),
+        })
+    }
+
+    fn striped_mut(&mut self) -> &mut Striped {
+        Arc::get_mut(&mut self.striped).expect("configured before the first read")
+    }
+
+    /// Take read buffers from `pool` (shared with other readers) instead
+    /// of this reader's own.
+    pub fn with_pool(mut self, pool: Arc<BufPool>) -> FileReader {
+        self.striped_mut().set_pool(pool);
+        self
+    }
+
+    /// Treat a stripe as missing when it takes longer than `slow`.
+    pub fn with_slow_threshold(mut self, slow: Duration) -> FileReader {
+        self.striped_mut().set_slow_threshold(slow);
+        self
+    }
+
+    /// Turn read-ahead on or off (on by default).
+    pub fn with_read_ahead(mut self, on: bool) -> FileReader {
+        self.read_ahead = on;
+        self
+    }
+
+    pub fn size(&self) -> u64 {
+        self.striped.size()
+    }
+
+    /// What went wrong so far (degraded reads), read-ahead included.
+    pub fn events(&self) -> Vec<ReadEvent> {
+        self.striped.events()
+    }
+
+    pub fn read_ahead_stats(&self) -> &AheadStats {
+        &self.stats
+    }
+
+    fn state(&self) -> MutexGuard<'_, Ahead> {
+        self.ahead.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Read up to `buf.len()` bytes at `offset` into `buf`; short only at
+    /// end of file. (One copy more than [`FileReader::read`].)
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, DataError> {
+        let d = self.read(offset, buf.len())?;
+        Ok(d.copy_to(buf))
+    }
+
+    /// Read up to `len` bytes at `offset`, left in the stripe buffers
+    /// (see [`ReadData`]); short only at end of file. Whatever the range
+    /// covers of a group is read with one request per stripe, a range over
+    /// several groups too (up to 64 MiB at a time); damage falls back to
+    /// group-by-group degraded reads.
+    pub fn read(&self, offset: u64, len: usize) -> Result<ReadData, DataError> {
+        let size = self.size();
+        let hit = {
+            let mut st = self.state();
+            let hit = match st.pending.take() {
+                Some(p) if p.off == offset && p.len == len => Some(p.slot),
+                // Anything else read ahead is dropped (when its thread
+                // ends, its buffers go back to the pool).
+                _ => None,
+            };
+            let sequential = offset == st.next;
+            st.next = offset.saturating_add(len as u64);
+            let next = st.next;
+            if self.read_ahead
+                && sequential
+                && len >= READ_AHEAD_MIN
+                && next < size
+                && !st.serving.contains(&next)
+            {
+                st.pending = self.spawn(next, len);
+            }
+            st.serving.push(offset);
+            hit
+        };
+        let r = match hit {
+            Some(slot) => match slot.wait() {
+                Ok(d) => {
+                    self.stats.hits.fetch_add(1, Ordering::Relaxed);
+                    Ok(d)
+                }
+                // Read again in the foreground: the error (or a slow
+                // stripe) may be gone, and it is reported as this read's.
+                Err(_) => self.striped.read(offset, len),
+            },
+            None => self.striped.read(offset, len),
+        };
+        let mut st = self.state();
+        if let Some(i) = st.serving.iter().position(|o| *o == offset) {
+            st.serving.swap_remove(i);
+        }
+        r
+    }
+
+    /// Start reading `len` bytes at `off` in the background.
+    fn spawn(&self, off: u64, len: usize) -> Option<Pending> {
+        let slot = Arc::new(Slot::default());
+        let (s, sl) = (Arc::clone(&self.striped), Arc::clone(&slot));
+        let started = std::thread::Builder::new()
+            .name("tessera-ahead".into())
+            .spawn(move || {
+                let r = s.read(off, len);
+                *sl.done.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+                sl.cv.notify_all();
+            });
+        // No thread, no read-ahead: the request reads for itself.
+        started.ok()?;
+        self.stats.issued.fetch_add(1, Ordering::Relaxed);
+        Some(Pending { off, len, slot })
+    }
+}
