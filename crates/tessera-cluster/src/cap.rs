@@ -33,6 +33,9 @@ pub struct FileFacts {
     pub ctime_ns: i64,
     /// The data layer's placement record, hex.
     pub layout: String,
+    /// The stored checksum, `kind:hex` (HTTP `Digest` on a gateway).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +58,103 @@ pub struct Capability {
     pub mode: u32,
     #[serde(default)]
     pub overwrite: bool,
+}
+
+impl FileFacts {
+    /// What a gateway needs of `i` to read it.
+    pub fn of(i: &tessera_core::Inode) -> FileFacts {
+        FileFacts {
+            ino: i.ino,
+            size: i.size,
+            mode: i.mode,
+            uid: i.uid,
+            gid: i.gid,
+            mtime_ns: i.mtime_ns,
+            ctime_ns: i.ctime_ns,
+            layout: hex(&i.layout),
+            checksum: i
+                .checksum
+                .as_ref()
+                .map(|c| format!("{}:{}", c.kind, c.hex())),
+        }
+    }
+
+    /// The inode a gateway opens (named `name`); `None` if the facts do
+    /// not decode.
+    pub fn inode(&self, name: Vec<u8>) -> Option<tessera_core::Inode> {
+        let checksum = match &self.checksum {
+            None => None,
+            Some(c) => {
+                let (kind, h) = c.split_once(':')?;
+                Some(tessera_core::Checksum {
+                    kind: kind.to_string(),
+                    value: unhex(h)?,
+                })
+            }
+        };
+        Some(tessera_core::Inode {
+            ino: self.ino,
+            kind: tessera_core::EntryKind::File,
+            parent: 0,
+            name,
+            uid: self.uid,
+            gid: self.gid,
+            mode: self.mode,
+            ctime_ns: self.ctime_ns,
+            mtime_ns: self.mtime_ns,
+            size: self.size,
+            checksum,
+            layout: unhex(&self.layout)?,
+            quota_node: false,
+            nchildren: 0,
+        })
+    }
+}
+
+impl Capability {
+    /// Read `file` (at `path`) as `who`, for `ttl` seconds.
+    pub fn read(
+        path: &tessera_types::NsPath,
+        who: &tessera_types::Identity,
+        file: &tessera_core::Inode,
+        ttl: u64,
+    ) -> Capability {
+        Capability {
+            v: CAP_VERSION,
+            access: Access::Read,
+            path: path.display(),
+            uid: who.uid,
+            gid: who.gid,
+            name: who.name.clone(),
+            expires: now_secs() + ttl,
+            file: Some(FileFacts::of(file)),
+            mode: 0,
+            overwrite: false,
+        }
+    }
+
+    /// Write `path` as `who` (a new file gets `mode`; `overwrite` lets it
+    /// replace one), for `ttl` seconds.
+    pub fn write(
+        path: &tessera_types::NsPath,
+        who: &tessera_types::Identity,
+        mode: u32,
+        overwrite: bool,
+        ttl: u64,
+    ) -> Capability {
+        Capability {
+            v: CAP_VERSION,
+            access: Access::Write,
+            path: path.display(),
+            uid: who.uid,
+            gid: who.gid,
+            name: who.name.clone(),
+            expires: now_secs() + ttl,
+            file: None,
+            mode,
+            overwrite,
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

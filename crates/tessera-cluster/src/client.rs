@@ -61,12 +61,14 @@ impl ClusterClient {
     pub async fn heartbeat(
         &self,
         xrootd: &str,
+        https: &str,
         site: &str,
         open_files: u64,
     ) -> Result<(), CoreError> {
         self.api()
             .heartbeat(self.req(pb::HeartbeatRequest {
                 xrootd: xrootd.to_string(),
+                https: https.to_string(),
                 site: site.to_string(),
                 open_files,
             }))
@@ -226,12 +228,13 @@ pub async fn start_gateway_loops(
     client: ClusterClient,
     data: DataPath,
     xrootd: String,
+    https: String,
     site: String,
     open_files: Arc<AtomicU64>,
 ) -> Result<tokio::task::JoinHandle<()>, CoreError> {
     data.update(client.filesystems().await?);
     let _ = client
-        .heartbeat(&xrootd, &site, open_files.load(Ordering::Relaxed))
+        .heartbeat(&xrootd, &https, &site, open_files.load(Ordering::Relaxed))
         .await;
     Ok(tokio::spawn(async move {
         let mut hb = tokio::time::interval(HEARTBEAT_EVERY);
@@ -239,7 +242,7 @@ pub async fn start_gateway_loops(
         loop {
             tokio::select! {
                 _ = hb.tick() => {
-                    if let Err(e) = client.heartbeat(&xrootd, &site, open_files.load(Ordering::Relaxed)).await {
+                    if let Err(e) = client.heartbeat(&xrootd, &https, &site, open_files.load(Ordering::Relaxed)).await {
                         tracing::warn!("heartbeat to the metadata service failed: {e}");
                     }
                 }

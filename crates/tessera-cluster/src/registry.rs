@@ -12,6 +12,8 @@ pub const GATEWAY_TTL: Duration = Duration::from_secs(6);
 
 #[derive(Debug, Clone)]
 struct Entry {
+    /// host:port of its HTTPS listener ("" without one).
+    https: String,
     site: String,
     open_files: u64,
     /// Redirects sent there since its last heartbeat.
@@ -22,6 +24,7 @@ struct Entry {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GatewayView {
     pub xrootd: String,
+    pub https: String,
     pub site: String,
     pub open_files: u64,
     pub age_ms: u64,
@@ -36,11 +39,13 @@ pub struct Registry {
 }
 
 impl Registry {
-    pub fn heartbeat(&self, xrootd: &str, site: &str, open_files: u64) {
+    /// Gateway `xrootd` (its XRootD address names it) is alive.
+    pub fn heartbeat(&self, xrootd: &str, https: &str, site: &str, open_files: u64) {
         let mut g = self.gateways.lock().unwrap_or_else(|p| p.into_inner());
         g.insert(
             xrootd.to_string(),
             Entry {
+                https: https.to_string(),
                 site: site.to_string(),
                 open_files,
                 sent: 0,
@@ -49,13 +54,26 @@ impl Registry {
         );
     }
 
-    /// A live gateway for a client (at `site`, when known); `None` when no
-    /// gateway is alive (the metadata service then serves data itself).
+    /// A live gateway's XRootD address for a client (at `site`, when
+    /// known); `None` when no gateway is alive (the metadata service then
+    /// serves data itself).
     pub fn pick(&self, site: Option<&str>) -> Option<String> {
+        self.pick_where(site, false)
+    }
+
+    /// As [`Registry::pick`], among gateways with an HTTPS listener; its
+    /// HTTPS address.
+    pub fn pick_https(&self, site: Option<&str>) -> Option<String> {
+        let xrootd = self.pick_where(site, true)?;
+        let g = self.gateways.lock().unwrap_or_else(|p| p.into_inner());
+        g.get(&xrootd).map(|e| e.https.clone())
+    }
+
+    fn pick_where(&self, site: Option<&str>, https: bool) -> Option<String> {
         let mut g = self.gateways.lock().unwrap_or_else(|p| p.into_inner());
         let live: Vec<(&String, &Entry)> = g
             .iter()
-            .filter(|(_, e)| e.seen.elapsed() < GATEWAY_TTL)
+            .filter(|(_, e)| e.seen.elapsed() < GATEWAY_TTL && (!https || !e.https.is_empty()))
             .collect();
         if live.is_empty() {
             return None;
@@ -122,6 +140,7 @@ impl Registry {
             .iter()
             .map(|(a, e)| GatewayView {
                 xrootd: a.clone(),
+                https: e.https.clone(),
                 site: e.site.clone(),
                 open_files: e.open_files,
                 age_ms: e.seen.elapsed().as_millis() as u64,
@@ -140,27 +159,31 @@ mod tests {
     fn spreads_and_prefers_site() {
         let r = Registry::default();
         assert_eq!(r.pick(None), None);
-        r.heartbeat("a:1", "cern", 0);
-        r.heartbeat("b:1", "desy", 0);
+        r.heartbeat("a:1", "", "cern", 0);
+        r.heartbeat("b:1", "", "desy", 0);
         let picks: Vec<String> = (0..4).filter_map(|_| r.pick(None)).collect();
         assert!(picks.contains(&"a:1".to_string()) && picks.contains(&"b:1".to_string()));
         assert!((0..4).all(|_| r.pick(Some("desy")).as_deref() == Some("b:1")));
-        r.heartbeat("a:1", "cern", 100);
-        r.heartbeat("b:1", "desy", 0);
+        r.heartbeat("a:1", "", "cern", 100);
+        r.heartbeat("b:1", "", "desy", 0);
         assert_eq!(r.pick(None).as_deref(), Some("b:1"), "least busy");
+        // Only gateways with an HTTPS listener serve HTTPS.
+        assert_eq!(r.pick_https(None), None);
+        r.heartbeat("a:1", "a:2", "cern", 100);
+        assert_eq!(r.pick_https(Some("desy")).as_deref(), Some("a:2"));
     }
 
     #[test]
     fn writes_of_silent_gateways_expire() {
         let r = Registry::default();
-        r.heartbeat("a:1", "", 0);
+        r.heartbeat("a:1", "", "", 0);
         r.track_write(7, "a:1");
         r.track_write(8, "ghost:1");
         r.track_write(9, "ghost:1");
         r.untrack_write(9);
         assert!(r.expired_writes(Duration::from_secs(60)).is_empty());
         std::thread::sleep(Duration::from_millis(20));
-        r.heartbeat("a:1", "", 0);
+        r.heartbeat("a:1", "", "", 0);
         assert_eq!(r.expired_writes(Duration::from_millis(10)), [8]);
         assert!(r.expired_writes(Duration::from_millis(10)).is_empty());
     }

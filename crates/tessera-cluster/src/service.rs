@@ -82,7 +82,8 @@ impl pb::cluster_server::Cluster for ClusterService {
     ) -> Result<Response<pb::HeartbeatReply>, Status> {
         self.auth(&r)?;
         let h = r.into_inner();
-        self.registry.heartbeat(&h.xrootd, &h.site, h.open_files);
+        self.registry
+            .heartbeat(&h.xrootd, &h.https, &h.site, h.open_files);
         Ok(Response::new(pb::HeartbeatReply {}))
     }
 

@@ -9,10 +9,12 @@ pub mod error;
 mod ops;
 pub mod path;
 pub mod ranges;
+pub mod scaleout;
 mod tpc;
 
 pub use body::Body;
 pub use error::HttpError;
+pub use scaleout::{Mode, Stats};
 
 use hyper::body::Incoming;
 use hyper::{Request, Response};
@@ -38,6 +40,9 @@ pub struct HttpsConfig {
     /// CAs trusted when this server is the active side of a third-party
     /// copy (`None`: TLS sources and destinations are refused).
     pub tpc_tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
+    /// Local, metadata service or data gateway.
+    pub mode: Mode,
+    pub stats: Arc<Stats>,
 }
 
 impl Default for HttpsConfig {
@@ -48,6 +53,8 @@ impl Default for HttpsConfig {
             max_headers: 64,
             header_timeout: Duration::from_secs(30),
             tpc_tls: None,
+            mode: Mode::Local,
+            stats: Arc::default(),
         }
     }
 }
@@ -57,12 +64,15 @@ pub struct Ctx {
     pub core: Core,
     pub who: Identity,
     pub cfg: Arc<HttpsConfig>,
+    /// The client's address (a gateway of its site is preferred).
+    pub peer: std::net::SocketAddr,
 }
 
-/// Accept connections until `stop` turns true.
+/// Accept connections until `stop` turns true. A data gateway has no
+/// core (`None`): it serves file data with capabilities only.
 pub async fn serve(
     listener: TcpListener,
-    core: Core,
+    core: Option<Core>,
     cfg: Arc<HttpsConfig>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -88,12 +98,12 @@ pub async fn serve(
                 Some(tls) => {
                     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls));
                     match tokio::time::timeout(cfg.header_timeout, acceptor.accept(sock)).await {
-                        Ok(Ok(s)) => connection(TokioIo::new(s), core, cfg).await,
+                        Ok(Ok(s)) => connection(TokioIo::new(s), core, cfg, peer).await,
                         Ok(Err(e)) => Err(e.to_string()),
                         Err(_) => Err("TLS handshake timed out".into()),
                     }
                 }
-                None => connection(TokioIo::new(sock), core, cfg).await,
+                None => connection(TokioIo::new(sock), core, cfg, peer).await,
             };
             if let Err(e) = r {
                 tracing::debug!(%peer, error = %e, "https connection ended");
@@ -102,19 +112,34 @@ pub async fn serve(
     }
 }
 
-async fn connection<I>(io: I, core: Core, cfg: Arc<HttpsConfig>) -> Result<(), String>
+async fn connection<I>(
+    io: I,
+    core: Option<Core>,
+    cfg: Arc<HttpsConfig>,
+    peer: std::net::SocketAddr,
+) -> Result<(), String>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let svc = {
         let cfg = Arc::clone(&cfg);
         hyper::service::service_fn(move |req| {
-            let ctx = Ctx {
-                core: core.clone(),
-                who: cfg.anonymous.clone(),
-                cfg: Arc::clone(&cfg),
-            };
-            async move { Ok::<_, std::convert::Infallible>(handle(ctx, req).await) }
+            let (core, cfg) = (core.clone(), Arc::clone(&cfg));
+            async move {
+                let r = match core {
+                    Some(core) => {
+                        let ctx = Ctx {
+                            core,
+                            who: cfg.anonymous.clone(),
+                            cfg,
+                            peer,
+                        };
+                        handle(ctx, req).await
+                    }
+                    None => scaleout::gateway(&cfg, req).await,
+                };
+                Ok::<_, std::convert::Infallible>(r)
+            }
         })
     };
     let mut b = hyper::server::conn::http1::Builder::new();
@@ -125,6 +150,11 @@ where
 }
 
 async fn handle(ctx: Ctx, req: Request<Incoming>) -> Response<Body> {
+    match scaleout::mgm_redirect(&ctx, &req).await {
+        Ok(Some(r)) => return r,
+        Ok(None) => {}
+        Err(e) => return error_response(&e),
+    }
     let method = req.method().as_str().to_string();
     let r = match method.as_str() {
         "GET" | "HEAD" => ops::get::get(&ctx, req).await,

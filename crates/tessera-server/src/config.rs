@@ -115,6 +115,12 @@ pub struct Cluster {
     /// Gateway: `host:port` clients use to reach this gateway's XRootD
     /// listener (default: the listen address).
     pub advertise: Option<String>,
+    /// Gateway with an HTTPS listener: the metadata service's HTTPS
+    /// endpoint, `host:port` (requests other than file data go there).
+    pub mgm_https: Option<String>,
+    /// Gateway: `host:port` clients use to reach its HTTPS listener
+    /// (default: the listen address); must match its certificate.
+    pub advertise_https: Option<String>,
     /// Gateway: the site it serves (redirects prefer the client's site).
     pub site: String,
     /// Lifetime of a capability, seconds.
@@ -152,6 +158,8 @@ impl Default for Cluster {
             mgm: None,
             mgm_xrootd: None,
             advertise: None,
+            mgm_https: None,
+            advertise_https: None,
             site: String::new(),
             cap_ttl_secs: 120,
             write_lease_secs: 60,

@@ -31,19 +31,57 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
         data = data.buffered();
     }
     let stats = Arc::new(tessera_xrootd::Stats::default());
+    let tls = match (&cfg.tls.cert, &cfg.tls.key) {
+        (Some(c), Some(k)) => Some(tls::server_config(c, k)?),
+        _ => None,
+    };
+    // HTTPS: file data with capabilities; the rest goes to the metadata
+    // service's HTTPS endpoint.
+    let https = match cfg.listen.https {
+        Some(a) => {
+            let tls = tls
+                .clone()
+                .context("an HTTPS listener needs tls.cert and tls.key")?;
+            let mgm_https = c
+                .mgm_https
+                .clone()
+                .context("cluster.mgm_https (the metadata service's HTTPS endpoint)")?;
+            let l = TcpListener::bind(a)
+                .await
+                .with_context(|| format!("binding HTTPS listener {a}"))?;
+            let local = l.local_addr()?;
+            let adv = c
+                .advertise_https
+                .clone()
+                .unwrap_or_else(|| local.to_string());
+            let hcfg = Arc::new(tessera_https::HttpsConfig {
+                tls: Some(tls),
+                mode: tessera_https::Mode::Gateway {
+                    data: data.clone(),
+                    client: client.clone(),
+                    key: tessera_cluster::CapKey::new(secret.as_bytes()),
+                    mgm: mgm_https,
+                    advertise: advertise.clone(),
+                },
+                ..tessera_https::HttpsConfig::default()
+            });
+            Some((l, local, adv, hcfg))
+        }
+        None => None,
+    };
     let loops = tessera_cluster::start_gateway_loops(
         client.clone(),
         data.clone(),
         advertise.clone(),
+        https
+            .as_ref()
+            .map(|(_, _, adv, _)| adv.clone())
+            .unwrap_or_default(),
         c.site.clone(),
         Arc::clone(&stats.open_files),
     )
     .await
     .with_context(|| format!("registering with the metadata service at {mgm}"))?;
-    let tls = match (&cfg.tls.cert, &cfg.tls.key) {
-        (Some(c), Some(k)) => Some(tls::server_config(c, k)?),
-        _ => None,
-    };
     let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
         mode: tessera_xrootd::Mode::Gateway {
             data,
@@ -63,6 +101,18 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
     });
     let (stop, stop_rx) = watch::channel(false);
     let serve = tokio::spawn(tessera_xrootd::serve(l, None, xcfg, stop_rx.clone()));
+    let mut tasks = vec![serve];
+    let (mut https_addr, mut https_stats) = (None, None);
+    if let Some((l, local, _, hcfg)) = https {
+        https_addr = Some(local);
+        https_stats = Some(Arc::clone(&hcfg.stats));
+        tasks.push(tokio::spawn(tessera_https::serve(
+            l,
+            None,
+            hcfg,
+            stop_rx.clone(),
+        )));
+    }
     let mut rx = stop_rx;
     let keepalive = tokio::spawn(async move {
         let _ = rx.changed().await;
@@ -74,10 +124,14 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
         admin_addr: none,
         metrics_addr: none,
         xrootd_addr: Some(addr),
-        https_addr: None,
+        https_addr,
         xrootd_stats: Some(stats),
+        https_stats,
         stop,
-        tasks: vec![serve, keepalive],
+        tasks: {
+            tasks.push(keepalive);
+            tasks
+        },
         core: None,
     })
 }

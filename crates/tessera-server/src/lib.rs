@@ -32,6 +32,8 @@ pub struct Running {
     pub https_addr: Option<SocketAddr>,
     /// The XRootD gateway's counters, when it runs.
     pub xrootd_stats: Option<Arc<tessera_xrootd::Stats>>,
+    /// The HTTPS gateway's counters, when it runs.
+    pub https_stats: Option<Arc<tessera_https::Stats>>,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     /// None on a data gateway (it has no namespace).
@@ -188,18 +190,31 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         }
         None => None,
     };
-    let (cluster_svc, xrootd_mode) = match cluster {
-        Some((svc, registry, key)) => (
-            Some(svc),
-            tessera_xrootd::Mode::Mgm {
-                registry,
-                key,
-                cap_ttl: cfg.cluster.cap_ttl_secs,
-                sites: tessera_cluster::SiteMap::new(&cfg.cluster.client_sites)
-                    .map_err(|e| anyhow::anyhow!("cluster.client_sites: {e}"))?,
-            },
+    let (cluster_svc, xrootd_mode, https_mode) = match cluster {
+        Some((svc, registry, key)) => {
+            let sites = tessera_cluster::SiteMap::new(&cfg.cluster.client_sites)
+                .map_err(|e| anyhow::anyhow!("cluster.client_sites: {e}"))?;
+            (
+                Some(svc),
+                tessera_xrootd::Mode::Mgm {
+                    registry: Arc::clone(&registry),
+                    key: key.clone(),
+                    cap_ttl: cfg.cluster.cap_ttl_secs,
+                    sites: sites.clone(),
+                },
+                tessera_https::Mode::Mgm {
+                    registry,
+                    key,
+                    cap_ttl: cfg.cluster.cap_ttl_secs,
+                    sites,
+                },
+            )
+        }
+        None => (
+            None,
+            tessera_xrootd::Mode::Local,
+            tessera_https::Mode::Local,
         ),
-        None => (None, tessera_xrootd::Mode::Local),
     };
     let mut rx = stop_rx.clone();
     let grpc = tokio::spawn(async move {
@@ -236,6 +251,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         }));
     }
     let mut https_addr = None;
+    let mut https_stats = None;
     if let Some(a) = cfg.listen.https {
         let l = TcpListener::bind(a)
             .await
@@ -248,11 +264,13 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
                 config::AnonymousCfg::Owner => owner_identity(),
             },
             tpc_tls: Some(tls::client_config(&cfg.https.tpc_ca_files)?),
+            mode: https_mode,
             ..tessera_https::HttpsConfig::default()
         });
+        https_stats = Some(Arc::clone(&hcfg.stats));
         tasks.push(tokio::spawn(tessera_https::serve(
             l,
-            core.clone(),
+            Some(core.clone()),
             hcfg,
             stop_rx.clone(),
         )));
@@ -291,6 +309,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         xrootd_addr,
         https_addr,
         xrootd_stats,
+        https_stats,
         stop,
         tasks,
         core: Some(core),

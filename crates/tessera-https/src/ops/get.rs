@@ -28,20 +28,9 @@ pub async fn get(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, Ht
     let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
     // One trip to the blocking pool: open (which resolves the path), and a
     // small file is read whole right away and served from memory.
-    let opened = tokio::task::spawn_blocking(move || {
-        let rs = core.open_read(&who, &p2)?;
-        let whole = if rs.size() <= SMALL {
-            match rs.read(0, rs.size() as usize)? {
-                Some(d) => Some(Bytes::from(d.to_vec())),
-                None => Some(Bytes::new()),
-            }
-        } else {
-            None
-        };
-        Ok::<_, tessera_core::CoreError>((Arc::new(rs), whole))
-    })
-    .await
-    .map_err(|e| HttpError::new(500, e.to_string()))?;
+    let opened = tokio::task::spawn_blocking(move || with_small_body(core.open_read(&who, &p2)?))
+        .await
+        .map_err(|e| HttpError::new(500, e.to_string()))?;
     let (rs, whole) = match opened {
         Ok(o) => o,
         Err(e) if e.kind() == tessera_types::ErrorKind::IsADirectory => {
@@ -49,11 +38,37 @@ pub async fn get(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, Ht
         }
         Err(e) => return Err(e.into()),
     };
+    Ok(respond(rs, whole, req.headers(), head))
+}
+
+/// An open file, with its bytes when it is small enough to serve from
+/// memory (blocking).
+pub fn with_small_body(
+    rs: ReadSession,
+) -> Result<(Arc<ReadSession>, Option<Bytes>), tessera_core::CoreError> {
+    let whole = if rs.size() <= SMALL {
+        match rs.read(0, rs.size() as usize)? {
+            Some(d) => Some(Bytes::from(d.to_vec())),
+            None => Some(Bytes::new()),
+        }
+    } else {
+        None
+    };
+    Ok((Arc::new(rs), whole))
+}
+
+/// The answer to a GET or HEAD of an open file (`whole`: its bytes, if
+/// read already): conditional requests, ranges, `Digest`.
+pub fn respond(
+    rs: Arc<ReadSession>,
+    whole: Option<Bytes>,
+    h: &hyper::HeaderMap,
+    head: bool,
+) -> Response<Body> {
     let i = rs.inode().clone();
     let size = i.size;
     let tag = etag(&i);
     let mtime = secs(i.mtime_ns);
-    let h = req.headers();
     let not_modified = match header(h, "if-none-match") {
         Some(v) => v.split(',').any(|t| t.trim() == tag || t.trim() == "*"),
         None => header(h, "if-modified-since")
@@ -69,7 +84,7 @@ pub async fn get(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, Ht
     }
     if not_modified {
         status(&mut r, 304);
-        return Ok(r);
+        return r;
     }
     let wanted = match header(h, "range") {
         None => Ranges::Whole,
@@ -141,7 +156,7 @@ pub async fn get(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, Ht
             }
         }
     }
-    Ok(r)
+    r
 }
 
 /// Stream `(preamble, from, to)` pieces of the file, a part at a time;

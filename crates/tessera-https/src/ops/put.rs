@@ -21,28 +21,50 @@ const CHUNK: usize = 4 << 20;
 
 pub async fn put(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, HttpError> {
     let p = path::decode(req.uri().path())?;
-    let hint: u64 = header(req.headers(), "content-length")
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0);
-    if let Some((parent, _)) = p.split_last() {
-        if let Err(e) = ctx.core.stat(&ctx.who, parent.clone()).await {
-            if e.kind() != ErrorKind::NotFound {
-                return Err(e.into());
-            }
-            match ctx.core.mkdir(&ctx.who, parent, 0o755, true).await {
-                Ok(_) => {}
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-    }
+    let hint = size_hint(req.headers());
+    make_parents(ctx, &p).await?;
     let existed = ctx.core.stat(&ctx.who, p.clone()).await.is_ok();
     let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
     let ws = blocking(move || core.open_write(&who, &p2, 0o644, true, hint)).await?;
+    let inode = receive(ws, req.into_body()).await?;
+    Ok(created(&inode, !existed))
+}
+
+/// The upload's size from `Content-Length` (0 when chunked).
+pub fn size_hint(h: &hyper::HeaderMap) -> u64 {
+    header(h, "content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Create the parents of `p` that are missing, as the reference server
+/// does for a PUT.
+pub async fn make_parents(ctx: &Ctx, p: &tessera_types::NsPath) -> Result<(), HttpError> {
+    let Some((parent, _)) = p.split_last() else {
+        return Ok(());
+    };
+    if let Err(e) = ctx.core.stat(&ctx.who, parent.clone()).await {
+        if e.kind() != ErrorKind::NotFound {
+            return Err(e.into());
+        }
+        match ctx.core.mkdir(&ctx.who, parent, 0o755, true).await {
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Stream `body` into `ws` and close it: the file is visible only when
+/// this returns Ok. Any early return drops the session: the write is
+/// aborted, nothing visible.
+pub async fn receive(
+    ws: WriteSession,
+    mut body: Incoming,
+) -> Result<tessera_core::Inode, HttpError> {
     let ws: Arc<Mutex<Option<WriteSession>>> = Arc::new(Mutex::new(Some(ws)));
-    let mut body = req.into_body();
     let mut buf: Vec<u8> = Vec::new();
-    // Any early return drops `ws`: the write is aborted, nothing visible.
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| HttpError::new(400, format!("upload interrupted: {e}")))?;
         if let Ok(data) = frame.into_data() {
@@ -56,17 +78,21 @@ pub async fn put(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, Ht
         write(&ws, buf).await?;
     }
     let w2 = Arc::clone(&ws);
-    let inode = blocking(move || {
+    blocking(move || {
         let s = w2.lock().unwrap_or_else(|p| p.into_inner()).take();
         s.ok_or_else(|| tessera_core::CoreError::Invalid("closed twice".into()))?
             .close()
     })
-    .await?;
+    .await
+}
+
+/// 201 for a new file, 204 for a replaced one.
+pub fn created(inode: &tessera_core::Inode, new: bool) -> Response<Body> {
     let mut r = Response::new(Body::Empty);
-    status(&mut r, if existed { 204 } else { 201 });
-    set(&mut r, "ETag", &super::etag(&inode));
+    status(&mut r, if new { 201 } else { 204 });
+    set(&mut r, "ETag", &super::etag(inode));
     set(&mut r, "Content-Length", "0");
-    Ok(r)
+    r
 }
 
 /// Append to a shared write session on the blocking pool; a failure

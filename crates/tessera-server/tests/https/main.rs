@@ -5,6 +5,7 @@
 
 mod clients;
 mod errors;
+mod scaleout;
 mod tpc;
 
 #[path = "../common/mod.rs"]

@@ -11,9 +11,7 @@ use crate::session::{Handle, OpenRead, Session, Target};
 use crate::Mode;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use tessera_cluster::cap::{hex, now_secs, unhex, CAP_VERSION};
-use tessera_cluster::{Access, Capability, FileFacts};
-use tessera_core::{EntryKind, Inode};
+use tessera_cluster::{Access, Capability};
 
 /// CGI key carrying the capability.
 pub const CAP_KEY: &str = "tessera.cap";
@@ -64,32 +62,13 @@ pub async fn mgm_open(
     let who = s.who();
     let core = s.core()?;
     let opts = h.u16_at(6);
-    let mut cap = Capability {
-        v: CAP_VERSION,
-        access: if writing { Access::Write } else { Access::Read },
-        path: t.path.display(),
-        uid: who.uid,
-        gid: who.gid,
-        name: who.name.clone(),
-        expires: now_secs() + cap_ttl,
-        file: None,
-        mode,
-        overwrite: opts & o::DELETE != 0,
-    };
-    if !writing {
+    let cap = if writing {
+        Capability::write(&t.path, &who, mode, opts & o::DELETE != 0, *cap_ttl)
+    } else {
         // Check here what the gateway cannot: existence and permission.
         let i = core.readable_file(&who, &t.path)?;
-        cap.file = Some(FileFacts {
-            ino: i.ino,
-            size: i.size,
-            mode: i.mode,
-            uid: i.uid,
-            gid: i.gid,
-            mtime_ns: i.mtime_ns,
-            ctime_ns: i.ctime_ns,
-            layout: hex(&i.layout),
-        });
-    }
+        Capability::read(&t.path, &who, &i, *cap_ttl)
+    };
     let (host, port) = host_port(&gw);
     let mut cgi = format!("{CAP_KEY}={}", key.sign(&cap));
     if let Some(a) = t.cgi("oss.asize") {
@@ -143,23 +122,9 @@ pub async fn gateway_open(
             let f = cap
                 .file
                 .ok_or_else(|| denied("read capability without a file".into()))?;
-            let inode = Inode {
-                ino: f.ino,
-                kind: EntryKind::File,
-                parent: 0,
-                name: t.path.name().map(<[u8]>::to_vec).unwrap_or_default(),
-                uid: f.uid,
-                gid: f.gid,
-                mode: f.mode,
-                ctime_ns: f.ctime_ns,
-                mtime_ns: f.mtime_ns,
-                size: f.size,
-                checksum: None,
-                layout: unhex(&f.layout)
-                    .ok_or_else(|| denied("bad layout in capability".into()))?,
-                quota_node: false,
-                nchildren: 0,
-            };
+            let inode = f
+                .inode(t.path.name().map(<[u8]>::to_vec).unwrap_or_default())
+                .ok_or_else(|| denied("bad file facts in capability".into()))?;
             let who = s.who();
             let stat = crate::statfmt::stat_string(&inode, &who);
             let data = data.clone();

@@ -1,0 +1,206 @@
+//! Scale-out over HTTPS. On the metadata service, GET and PUT of a file
+//! are answered with a 307 to a live data gateway, carrying a capability
+//! for exactly that file and access (`tessera.cap` in the query); curl -L,
+//! davix and gfal2 follow it. On a gateway, GET, HEAD and PUT need such a
+//! capability; every other request is sent back to the metadata service
+//! with a 307.
+
+use crate::body::Body;
+use crate::error::HttpError;
+use crate::ops::{self, blocking, get, put, set, status};
+use crate::{path, Ctx, HttpsConfig};
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tessera_cluster::{Access, CapKey, Capability, ClusterClient, Registry, SiteMap};
+use tessera_core::DataPath;
+use tessera_types::ErrorKind;
+
+/// Query key carrying the capability (as on XRootD).
+pub const CAP_KEY: &str = "tessera.cap";
+
+/// What this HTTPS listener is in a scale-out deployment.
+#[derive(Default)]
+pub enum Mode {
+    /// Serves everything itself (`--role all`, or no gateway alive).
+    #[default]
+    Local,
+    /// The metadata service: GET and PUT of files go to a gateway.
+    Mgm {
+        registry: Arc<Registry>,
+        key: CapKey,
+        /// Lifetime of the capabilities it signs, seconds.
+        cap_ttl: u64,
+        sites: SiteMap,
+    },
+    /// A data gateway: file data only, with a capability.
+    Gateway {
+        data: DataPath,
+        client: ClusterClient,
+        key: CapKey,
+        /// The metadata service's HTTPS endpoint (`host:port`).
+        mgm: String,
+        /// This gateway's name as registered (its XRootD address).
+        advertise: String,
+    },
+}
+
+/// Counters a test reads.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// 307s sent to a gateway (metadata service) or back (gateway).
+    pub redirects: AtomicU64,
+    /// Requests a gateway served with a capability.
+    pub served: AtomicU64,
+}
+
+/// The request target's query without our capability.
+fn query_without_cap(q: Option<&str>) -> Vec<&str> {
+    q.unwrap_or("")
+        .split('&')
+        .filter(|kv| !kv.is_empty() && !kv.starts_with("tessera.cap="))
+        .collect()
+}
+
+fn cap_of(q: Option<&str>) -> Option<&str> {
+    q?.split('&').find_map(|kv| kv.strip_prefix("tessera.cap="))
+}
+
+fn redirect(location: String) -> Response<Body> {
+    let mut r = Response::new(Body::Empty);
+    status(&mut r, 307);
+    set(&mut r, "Location", &location);
+    set(&mut r, "Content-Length", "0");
+    r
+}
+
+/// On the metadata service: the 307 for a GET or PUT of a file, or
+/// `None` to serve it here (HEAD, a directory, no live gateway).
+pub async fn mgm_redirect(
+    ctx: &Ctx,
+    req: &Request<Incoming>,
+) -> Result<Option<Response<Body>>, HttpError> {
+    let Mode::Mgm {
+        registry,
+        key,
+        cap_ttl,
+        sites,
+    } = &ctx.cfg.mode
+    else {
+        return Ok(None);
+    };
+    let writing = match req.method().as_str() {
+        "GET" => false,
+        "PUT" => true,
+        _ => return Ok(None),
+    };
+    let Some(gw) = registry.pick_https(sites.site_of(ctx.peer.ip())) else {
+        return Ok(None);
+    };
+    let p = path::decode(req.uri().path())?;
+    let cap = if writing {
+        put::make_parents(ctx, &p).await?;
+        Capability::write(&p, &ctx.who, 0o644, true, *cap_ttl)
+    } else {
+        let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
+        match blocking(move || core.readable_file(&who, &p2)).await {
+            Ok(i) => Capability::read(&p, &ctx.who, &i, *cap_ttl),
+            // A directory is listed here.
+            Err(e) if e.status == crate::error::status_of(ErrorKind::IsADirectory) => {
+                return Ok(None)
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    let mut query = query_without_cap(req.uri().query());
+    let signed = format!("{CAP_KEY}={}", key.sign(&cap));
+    query.push(&signed);
+    ctx.cfg.stats.redirects.fetch_add(1, Ordering::Relaxed);
+    Ok(Some(redirect(format!(
+        "https://{gw}{}?{}",
+        req.uri().path(),
+        query.join("&")
+    ))))
+}
+
+/// On a gateway: serve a request (there is no namespace here).
+pub async fn gateway(cfg: &Arc<HttpsConfig>, req: Request<Incoming>) -> Response<Body> {
+    let Mode::Gateway { mgm, .. } = &cfg.mode else {
+        return crate::error_response(&HttpError::new(500, "not a gateway"));
+    };
+    let method = req.method().as_str().to_string();
+    let with_cap = cap_of(req.uri().query()).is_some();
+    let r = match method.as_str() {
+        "GET" | "HEAD" | "PUT" if with_cap => gateway_data(cfg, req).await,
+        "OPTIONS" => Ok(ops::options()),
+        _ => {
+            // Everything else is the metadata service's (which sends data
+            // requests back here, or to another gateway, with a capability).
+            let query = query_without_cap(req.uri().query());
+            let q = if query.is_empty() {
+                String::new()
+            } else {
+                format!("?{}", query.join("&"))
+            };
+            cfg.stats.redirects.fetch_add(1, Ordering::Relaxed);
+            Ok(redirect(format!("https://{mgm}{}{q}", req.uri().path())))
+        }
+    };
+    r.unwrap_or_else(|e| crate::error_response(&e))
+}
+
+async fn gateway_data(
+    cfg: &Arc<HttpsConfig>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, HttpError> {
+    let Mode::Gateway {
+        data,
+        client,
+        key,
+        advertise,
+        ..
+    } = &cfg.mode
+    else {
+        return Err(HttpError::new(500, "not a gateway"));
+    };
+    let denied = |m: String| HttpError::new(403, m);
+    let text = cap_of(req.uri().query())
+        .ok_or_else(|| denied("no capability".into()))?
+        .to_string();
+    let cap = key.verify(&text).map_err(|e| denied(e.to_string()))?;
+    let p = path::decode(req.uri().path())?;
+    if cap.path != p.display() {
+        return Err(denied(format!("the capability is for {}", cap.path)));
+    }
+    let writing = req.method() == hyper::Method::PUT;
+    let r = match (&cap.access, writing) {
+        (Access::Read, false) => {
+            let head = req.method() == hyper::Method::HEAD;
+            let inode = cap
+                .file
+                .as_ref()
+                .and_then(|f| f.inode(p.name().map(<[u8]>::to_vec).unwrap_or_default()))
+                .ok_or_else(|| denied("read capability without a file".into()))?;
+            let data = data.clone();
+            let (rs, whole) =
+                blocking(move || get::with_small_body(data.open_inode(inode)?)).await?;
+            get::respond(rs, whole, req.headers(), head)
+        }
+        (Access::Write, true) => {
+            let hint = put::size_hint(req.headers());
+            let plan = client.begin_write(&text, hint, advertise).await?;
+            let (data, ledger, p2) = (
+                data.clone(),
+                client.ledger(tokio::runtime::Handle::current()),
+                p.clone(),
+            );
+            let ws = blocking(move || data.start_write(plan, ledger, p2, hint)).await?;
+            let inode = put::receive(ws, req.into_body()).await?;
+            put::created(&inode, true)
+        }
+        _ => return Err(denied("the capability is for another access".into())),
+    };
+    cfg.stats.served.fetch_add(1, Ordering::Relaxed);
+    Ok(r)
+}
