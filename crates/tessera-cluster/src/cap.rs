@@ -36,6 +36,8 @@ pub struct FileFacts {
     /// The stored checksum, `kind:hex` (HTTP `Digest` on a gateway).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crc32c: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -76,6 +78,7 @@ impl FileFacts {
                 .checksum
                 .as_ref()
                 .map(|c| format!("{}:{}", c.kind, c.hex())),
+            crc32c: i.crc32c,
         }
     }
 
@@ -104,6 +107,7 @@ impl FileFacts {
             mtime_ns: self.mtime_ns,
             size: self.size,
             checksum,
+            crc32c: self.crc32c,
             layout: unhex(&self.layout)?,
             quota_node: false,
             nchildren: 0,

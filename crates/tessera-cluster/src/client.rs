@@ -160,6 +160,7 @@ impl Ledger for RemoteLedger {
                 checksum_kind: kind,
                 checksum: value,
                 placement: w.layout.clone(),
+                crc32c: w.crc32c,
             })))
             .map_err(remote)?
             .into_inner();
@@ -177,6 +178,7 @@ impl Ledger for RemoteLedger {
             mtime_ns: r.mtime_ns,
             size: r.size,
             checksum: None,
+            crc32c: None,
             layout: w.layout,
             quota_node: false,
             nchildren: 0,

@@ -169,6 +169,7 @@ impl pb::cluster_server::Cluster for ClusterService {
                 kind: q.checksum_kind,
                 value: q.checksum,
             }),
+            crc32c: q.crc32c,
             layout: q.placement,
             mtime_ns: None,
         };

@@ -173,6 +173,7 @@ impl WriteSession {
                 kind: "adler32".into(),
                 value: done.adler32.to_be_bytes().to_vec(),
             }),
+            crc32c: Some(done.crc32c),
             layout: done.placement.encode(),
             mtime_ns: None,
         };

@@ -15,6 +15,8 @@ pub struct WrittenFile {
     pub size: u64,
     /// adler32 of the file, as XRootD and EOS report it.
     pub adler32: u32,
+    /// CRC-32C (Castagnoli) of the file (HTTP `Digest: crc32c`).
+    pub crc32c: u32,
     pub placement: Placement,
 }
 
@@ -32,6 +34,7 @@ pub struct FileWriter {
     group: u64,
     size: u64,
     adler: simd_adler32::Adler32,
+    crc: u32,
     /// Seal with fsync (default) or leave the data to the page cache.
     durable: bool,
 }
@@ -122,6 +125,7 @@ impl FileWriter {
             group: 0,
             size: 0,
             adler: simd_adler32::Adler32::new(),
+            crc: 0,
             durable: true,
         })
     }
@@ -146,6 +150,7 @@ impl FileWriter {
     /// Append data. On error the writer must be aborted.
     pub fn write(&mut self, mut data: &[u8]) -> Result<(), DataError> {
         self.adler.write(data);
+        self.crc = crc32c::crc32c_append(self.crc, data);
         self.size += data.len() as u64;
         let cap = self.layout.group_bytes() as usize;
         while !data.is_empty() {
@@ -301,6 +306,7 @@ impl FileWriter {
         Ok(WrittenFile {
             size: self.size,
             adler32: self.adler.finish(),
+            crc32c: self.crc,
             placement: Placement {
                 layout: self.layout,
                 fsids: self.fsids,

@@ -61,6 +61,9 @@ pub struct Inode {
     /// Bytes for a file; 0 for a directory.
     pub size: u64,
     pub checksum: Option<Checksum>,
+    /// CRC-32C of a file's bytes, when known (files written before it
+    /// was recorded have none).
+    pub crc32c: Option<u32>,
     /// Opaque layout descriptor, owned by the data layer.
     pub layout: Vec<u8>,
     /// True for a directory that is a quota node.
@@ -105,6 +108,8 @@ struct InodeV1 {
     quota_node: bool,
     #[prost(uint64, tag = "14")]
     nchildren: u64,
+    #[prost(uint32, optional, tag = "15")]
+    crc32c: Option<u32>,
 }
 
 fn versioned(msg: &impl Message) -> Vec<u8> {
@@ -146,6 +151,7 @@ pub fn encode_inode(i: &Inode) -> Vec<u8> {
         layout: i.layout.clone(),
         quota_node: i.quota_node,
         nchildren: i.nchildren,
+        crc32c: i.crc32c,
     })
 }
 
@@ -173,6 +179,7 @@ pub fn decode_inode(ino: u64, raw: &[u8]) -> Result<Inode, MetaError> {
                 value: m.cksum,
             })
         },
+        crc32c: m.crc32c,
         layout: m.layout,
         quota_node: m.quota_node,
         nchildren: m.nchildren,
@@ -267,6 +274,7 @@ mod tests {
                 kind: "adler32".into(),
                 value: vec![1, 2, 3, 4],
             }),
+            crc32c: Some(0xe306_9283),
             layout: vec![9],
             quota_node: false,
             nchildren: 0,
@@ -281,6 +289,14 @@ mod tests {
             Err(MetaError::Version { version: 9, .. })
         ));
         assert!(decode_inode(7, &[]).is_err());
+        // A record written before field 15 existed has no CRC-32C.
+        let old = Inode { crc32c: None, ..i };
+        assert_eq!(
+            decode_inode(7, &encode_inode(&old))
+                .expect("decodes")
+                .crc32c,
+            None
+        );
         let d = encode_dentry(EntryKind::Directory, 42);
         assert_eq!(
             decode_dentry(&d).expect("decodes"),

@@ -143,6 +143,7 @@ impl MetaStore {
                     mtime_ns: now,
                     size: 0,
                     checksum: None,
+                    crc32c: None,
                     layout: Vec::new(),
                     quota_node: true,
                     nchildren: 0,

@@ -23,6 +23,7 @@ const INO_BLOCK: u64 = 1024;
 pub struct CommitWrite {
     pub size: u64,
     pub checksum: Option<Checksum>,
+    pub crc32c: Option<u32>,
     pub layout: Vec<u8>,
     pub mtime_ns: Option<i64>,
 }
@@ -186,6 +187,7 @@ impl MetaStore {
                             mtime_ns: now,
                             size: 0,
                             checksum: None,
+                            crc32c: None,
                             layout: Vec::new(),
                             quota_node: false,
                             nchildren: 0,
@@ -349,6 +351,7 @@ impl MetaStore {
                 mtime_ns: c.mtime_ns.unwrap_or(now),
                 size: c.size,
                 checksum: c.checksum,
+                crc32c: c.crc32c,
                 layout: c.layout,
                 quota_node: false,
                 nchildren: 0,

@@ -339,6 +339,7 @@ fn quota_limits_reservations_and_accounting() {
         big.id,
         CommitWrite {
             size: 900,
+            crc32c: None,
             ..Default::default()
         },
     )
@@ -352,6 +353,7 @@ fn quota_limits_reservations_and_accounting() {
             r2.id,
             CommitWrite {
                 size: 1,
+                crc32c: None,
                 ..Default::default()
             }
         )

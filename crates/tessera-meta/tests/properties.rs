@@ -97,6 +97,7 @@ fn apply(m: &MetaStore, op: &Op) -> Result<(), MetaError> {
                 r.id,
                 CommitWrite {
                     size: *size,
+                    crc32c: None,
                     ..Default::default()
                 },
             )
@@ -209,6 +210,7 @@ fn racing_writers_never_exceed_a_quota() {
                                     r.id,
                                     CommitWrite {
                                         size: SIZE,
+                                        crc32c: None,
                                         ..Default::default()
                                     },
                                 )
@@ -225,6 +227,7 @@ fn racing_writers_never_exceed_a_quota() {
                                 r.id,
                                 CommitWrite {
                                     size: SIZE,
+                                    crc32c: None,
                                     ..Default::default()
                                 },
                             )

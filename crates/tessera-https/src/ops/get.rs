@@ -2,7 +2,7 @@
 //! (`multipart/byteranges`), conditional requests, `Digest`. The body
 //! streams a part at a time from a task; memory stays bounded.
 
-use super::{digest_for, etag, header, secs, set, status};
+use super::{digests, etag, header, secs, set, status};
 use crate::body::Body;
 use crate::date::{http_date, parse_http_date};
 use crate::error::HttpError;
@@ -79,9 +79,7 @@ pub fn respond(
     set(&mut r, "ETag", &tag);
     set(&mut r, "Last-Modified", &http_date(mtime));
     set(&mut r, "Accept-Ranges", "bytes");
-    if let Some(d) = digest_for(header(h, "want-digest"), &i) {
-        set(&mut r, "Digest", &d);
-    }
+    digests(h, &i, &mut r);
     if not_modified {
         status(&mut r, 304);
         return r;

@@ -56,18 +56,103 @@ pub fn adler32_hex(i: &Inode) -> Option<String> {
     }
 }
 
-/// `Digest` for a `Want-Digest` asking for adler32 (any case, q-values
-/// allowed); other algorithms get no header.
-pub fn digest_for(want: Option<&str>, i: &Inode) -> Option<String> {
-    let wants = want?.split(',').any(|a| {
-        a.split(';')
-            .next()
-            .is_some_and(|n| n.trim().eq_ignore_ascii_case("adler32"))
-    });
-    if !wants {
-        return None;
+/// The algorithms a `Want-Digest` (`alg;q=0.5`, RFC 3230) or
+/// `Want-Repr-Digest` (`alg=5`, preference 0-10, RFC 9530) value accepts,
+/// most wanted first (then as listed; weight 0 excluded), lower case.
+fn wanted(v: &str) -> Vec<String> {
+    let mut algs: Vec<(f32, usize, String)> = v
+        .split(',')
+        .enumerate()
+        .filter_map(|(n, item)| {
+            let mut parts = item.split(';');
+            let first = parts.next()?.trim().to_ascii_lowercase();
+            let (name, pref) = match first.split_once('=') {
+                Some((a, w)) => (
+                    a.trim().to_string(),
+                    w.trim().parse::<f32>().ok().map(|w| w / 10.0),
+                ),
+                None => (first, None),
+            };
+            let q = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|q| q.trim().parse::<f32>().ok())
+                .or(pref)
+                .unwrap_or(1.0);
+            (!name.is_empty() && q > 0.0).then_some((q, n, name))
+        })
+        .collect();
+    algs.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    algs.into_iter().map(|(_, _, n)| n).collect()
+}
+
+/// The file's CRC-32C as big-endian bytes (0 for an empty file).
+fn crc32c_bytes(i: &Inode) -> Option<[u8; 4]> {
+    match i.crc32c {
+        Some(c) => Some(c.to_be_bytes()),
+        None if i.size == 0 => Some([0; 4]),
+        None => None,
     }
-    adler32_hex(i).map(|h| format!("adler32={h}"))
+}
+
+/// The adler32 as bytes.
+fn adler32_bytes(i: &Inode) -> Option<Vec<u8>> {
+    match &i.checksum {
+        Some(c) if c.kind == "adler32" => Some(c.value.clone()),
+        None if i.size == 0 => Some(vec![0, 0, 0, 1]),
+        _ => None,
+    }
+}
+
+/// `Digest` (RFC 3230) for a `Want-Digest`: `adler32=<8 hex digits>` or
+/// `crc32c=<base64>`, whichever the client wants most of those this file
+/// has; other algorithms get no header.
+pub fn digest_for(want: Option<&str>, i: &Inode) -> Option<String> {
+    wanted(want?).iter().find_map(|a| match a.as_str() {
+        "adler32" => adler32_hex(i).map(|h| format!("adler32={h}")),
+        "crc32c" => crc32c_bytes(i).map(|b| format!("crc32c={}", base64(&b))),
+        _ => None,
+    })
+}
+
+/// `Repr-Digest` (RFC 9530) for a `Want-Repr-Digest`: `adler=:…:` (asked
+/// as `adler` or `adler32`) or `crc32c=:…:`, base64 of the bytes.
+pub fn repr_digest_for(want: Option<&str>, i: &Inode) -> Option<String> {
+    wanted(want?).iter().find_map(|a| match a.as_str() {
+        "adler" | "adler32" => adler32_bytes(i).map(|b| format!("adler=:{}:", base64(&b))),
+        "crc32c" => crc32c_bytes(i).map(|b| format!("crc32c=:{}:", base64(&b))),
+        _ => None,
+    })
+}
+
+/// The digest headers a request asks for (`Digest` wins when both are
+/// asked for, as the reference server does).
+pub fn digests(h: &HeaderMap, i: &Inode, r: &mut Response<Body>) {
+    if let Some(d) = digest_for(header(h, "want-digest"), i) {
+        set(r, "Digest", &d);
+    } else if header(h, "want-digest").is_none() {
+        if let Some(d) = repr_digest_for(header(h, "want-repr-digest"), i) {
+            set(r, "Repr-Digest", &d);
+        }
+    }
+}
+
+/// Standard base64 with padding.
+pub fn base64(b: &[u8]) -> String {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::with_capacity(b.len().div_ceil(3) * 4);
+    for c in b.chunks(3) {
+        let n = (c[0] as u32) << 16
+            | (*c.get(1).unwrap_or(&0) as u32) << 8
+            | *c.get(2).unwrap_or(&0) as u32;
+        for k in 0..4 {
+            if k <= c.len() {
+                s.push(T[(n >> (18 - 6 * k) & 63) as usize] as char);
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    s
 }
 
 pub fn status(r: &mut Response<Body>, s: u16) {
@@ -77,5 +162,80 @@ pub fn status(r: &mut Response<Body>, s: u16) {
 pub fn set(r: &mut Response<Body>, name: &'static str, value: &str) {
     if let Ok(v) = HeaderValue::from_str(value) {
         r.headers_mut().insert(name, v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(size: u64) -> Inode {
+        Inode {
+            ino: 2,
+            kind: tessera_core::EntryKind::File,
+            parent: 1,
+            name: b"f".to_vec(),
+            uid: 0,
+            gid: 0,
+            mode: 0o644,
+            ctime_ns: 0,
+            mtime_ns: 0,
+            size,
+            checksum: Some(tessera_core::Checksum {
+                kind: "adler32".into(),
+                value: vec![0x11, 0x0e, 0x03, 0x1d],
+            }),
+            crc32c: Some(0xe306_9283),
+            layout: Vec::new(),
+            quota_node: false,
+            nchildren: 0,
+        }
+    }
+
+    #[test]
+    fn base64_matches_rfc4648() {
+        for (i, o) in [
+            ("", ""),
+            ("f", "Zg=="),
+            ("fo", "Zm8="),
+            ("foo", "Zm9v"),
+            ("foob", "Zm9vYg=="),
+            ("fooba", "Zm9vYmE="),
+            ("foobar", "Zm9vYmFy"),
+        ] {
+            assert_eq!(base64(i.as_bytes()), o);
+        }
+    }
+
+    #[test]
+    fn digests_by_preference() {
+        let f = file(9);
+        assert_eq!(
+            digest_for(Some("ADLER32"), &f).as_deref(),
+            Some("adler32=110e031d")
+        );
+        assert_eq!(
+            digest_for(Some("crc32c"), &f).as_deref(),
+            Some("crc32c=4waSgw==")
+        );
+        assert_eq!(
+            digest_for(Some("adler32;q=0.5, crc32c;q=0.9"), &f).as_deref(),
+            Some("crc32c=4waSgw==")
+        );
+        assert_eq!(digest_for(Some("md5, adler32;q=0"), &f), None);
+        assert_eq!(
+            digest_for(Some("sha-256,crc32c"), &f).as_deref(),
+            Some("crc32c=4waSgw==")
+        );
+        assert_eq!(
+            repr_digest_for(Some("adler=1"), &f).as_deref(),
+            Some("adler=:EQ4DHQ==:")
+        );
+        assert_eq!(
+            repr_digest_for(Some("crc32c"), &f).as_deref(),
+            Some("crc32c=:4waSgw==:")
+        );
+        let old = Inode { crc32c: None, ..f };
+        assert_eq!(digest_for(Some("crc32c"), &old), None);
     }
 }

@@ -71,6 +71,28 @@ fn curl_methods_and_ranges() {
         "{o}"
     );
     assert!(o.contains("content-length: 3000017"), "{o}");
+    // crc32c as Digest (base64, RFC 3230) and as Repr-Digest (RFC 9530).
+    let b64 = b64(&crc32c::crc32c(&body).to_be_bytes());
+    let head = |hdr: &str| {
+        e.ok(
+            "curl",
+            &[
+                "-sS",
+                "--cacert",
+                e.ca.to_str().unwrap(),
+                "-I",
+                "-H",
+                hdr,
+                &u,
+            ],
+        )
+    };
+    let o = head("Want-Digest: adler32;q=0.3, crc32c;q=0.8");
+    assert!(o.contains(&format!("digest: crc32c={}", b64)), "{o}");
+    let o = head("Want-Repr-Digest: crc32c=9, adler=2");
+    assert!(o.contains(&format!("repr-digest: crc32c=:{}:", b64)), "{o}");
+    let o = head("Want-Digest: md5");
+    assert!(!o.contains("digest:"), "{o}");
     let etag = o
         .lines()
         .find_map(|l| l.strip_prefix("etag: "))
@@ -163,6 +185,10 @@ fn davix_and_gfal2() {
     assert!(st.contains("1234567"), "{st}");
     let sum = e.ok("gfal-sum", &[&g, "ADLER32"]);
     assert!(sum.trim().ends_with(&adler32(&body)), "{sum}");
+    // gfal2 shows the Digest value as sent: base64 for crc32c (RFC 3230).
+    let sum = e.ok("gfal-sum", &[&g, "CRC32C"]);
+    let crc = crc32c::crc32c(&body).to_be_bytes();
+    assert!(sum.trim().ends_with(&b64(&crc)), "{sum}");
     let ls = e.ok("gfal-ls", &[&format!("{}/gf", e.url)]);
     assert_eq!(ls.trim(), "y.bin");
     let back2 = e.local("back2");
@@ -173,4 +199,19 @@ fn davix_and_gfal2() {
     assert!(std::fs::read(&back2).unwrap() == body);
     e.ok("gfal-rm", &[&g]);
     assert_eq!(e.curl(&[&g]).0, 404);
+}
+
+/// Base64 of `b`, computed by Python's standard library (independent of
+/// the server's encoder).
+fn b64(b: &[u8]) -> String {
+    let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    let out = std::process::Command::new("/usr/bin/python3")
+        .args([
+            "-c",
+            "import base64,sys; print(base64.b64encode(bytes.fromhex(sys.argv[1])).decode())",
+            &hex,
+        ])
+        .output()
+        .expect("python3");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }

@@ -64,6 +64,42 @@ fn xrdcp_up_and_down_with_adler32() {
 }
 
 #[test]
+fn crc32c_end_to_end() {
+    let e = Env::start();
+    let body = data(5 << 20, 21);
+    let src = e.local("c.up");
+    write_file(&src, &body);
+    let url = format!("{}//crc/f", e.url);
+    // xrdcp computes crc32c itself and compares with the server's.
+    e.ok(
+        "xrdcp",
+        &["--nopbar", "--cksum", "crc32c", src.to_str().unwrap(), &url],
+    );
+    let back = e.local("c.down");
+    e.ok(
+        "xrdcp",
+        &[
+            "--nopbar",
+            "--cksum",
+            "crc32c",
+            &url,
+            back.to_str().unwrap(),
+        ],
+    );
+    assert!(std::fs::read(&back).unwrap() == body);
+    let q = e.ok(
+        "xrdfs",
+        &[&e.url, "query", "checksum", "/crc/f?cks.type=crc32c"],
+    );
+    assert_eq!(q.trim(), format!("crc32c {:08x}", crc32c::crc32c(&body)));
+    let msg = e.fails(
+        "xrdfs",
+        &[&e.url, "query", "checksum", "/crc/f?cks.type=md5"],
+    );
+    assert!(msg.contains("not supported"), "{msg}");
+}
+
+#[test]
 fn overwrite_needs_f() {
     let e = Env::start();
     let a = e.local("a");
@@ -179,7 +215,10 @@ fn xrdfs_commands() {
     let ls = e.ok("xrdfs", &[u, "ls", "/x"]);
     assert_eq!(ls.trim(), "", "{ls}");
     let cfg = e.ok("xrdfs", &[u, "query", "config", "chksum", "tpc"]);
-    assert_eq!(cfg.lines().collect::<Vec<_>>(), ["0:adler32", "tpc"]);
+    assert_eq!(
+        cfg.lines().collect::<Vec<_>>(),
+        ["0:adler32,1:crc32c", "tpc"]
+    );
 }
 
 #[test]

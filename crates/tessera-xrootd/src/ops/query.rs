@@ -19,31 +19,34 @@ pub async fn query(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdErro
     }
 }
 
-/// `"adler32 <8 hex>\0"`; another `cks.type` is refused (never answered
-/// with a different algorithm).
+/// `"adler32 <8 hex>\0"` (the default) or `"crc32c <8 hex>\0"` as
+/// `cks.type` asks; another algorithm is refused (never answered with a
+/// different one).
 async fn checksum(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     let t = Target::parse(p)?;
-    if let Some(alg) = t.cgi("cks.type") {
-        if !alg.eq_ignore_ascii_case("adler32") {
-            return Err(XrdError::new(
-                err::SERVER_ERROR,
-                format!("{alg} checksum not supported."),
-            ));
-        }
+    let alg = t.cgi("cks.type").unwrap_or("adler32").to_ascii_lowercase();
+    if alg != "adler32" && alg != "crc32c" {
+        return Err(XrdError::new(
+            err::SERVER_ERROR,
+            format!("{alg} checksum not supported."),
+        ));
     }
     let i = s.core()?.readable_file(&s.who(), &t.path)?;
-    let hex = match &i.checksum {
-        Some(c) if c.kind == "adler32" => c.hex(),
-        // A file made empty (touch) has no stored checksum: adler32("") = 1.
-        None if i.size == 0 => "00000001".to_string(),
-        _ => {
-            return Err(XrdError::new(
-                err::SERVER_ERROR,
-                format!("no adler32 checksum stored for {}", t.path.display()),
-            ))
-        }
-    };
-    let mut b = format!("adler32 {hex}").into_bytes();
+    let hex = match (alg.as_str(), &i.checksum, i.crc32c) {
+        ("adler32", Some(c), _) if c.kind == "adler32" => Some(c.hex()),
+        ("crc32c", _, Some(c)) => Some(format!("{c:08x}")),
+        // A file made empty (touch) has no stored checksum.
+        ("adler32", None, _) if i.size == 0 => Some("00000001".to_string()),
+        ("crc32c", _, None) if i.size == 0 => Some("00000000".to_string()),
+        _ => None,
+    }
+    .ok_or_else(|| {
+        XrdError::new(
+            err::SERVER_ERROR,
+            format!("no {alg} checksum stored for {}", t.path.display()),
+        )
+    })?;
+    let mut b = format!("{alg} {hex}").into_bytes();
     b.push(0);
     Ok(b)
 }
@@ -55,7 +58,7 @@ fn config(s: &Session, p: &[u8]) -> Vec<u8> {
     let mut out = String::new();
     for key in text.split_whitespace() {
         let v = match key {
-            "chksum" => "0:adler32".to_string(),
+            "chksum" => "0:adler32,1:crc32c".to_string(),
             "readv_iov_max" => super::readv::MAX_ELEMENTS.to_string(),
             "readv_ior_max" => super::readv::MAX_ELEMENT.to_string(),
             "version" => format!("tessera-{}", env!("CARGO_PKG_VERSION")),
