@@ -84,7 +84,12 @@ async fn request<I>(io: I, req: Request<crate::Body>) -> Result<Response<Incomin
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let (mut tx, conn) = hyper::client::conn::http1::handshake(io)
+    // Header names go out as `Content-Length`, not `content-length`: the
+    // reference server (XrdHttp 5.5) matches some names case-sensitively
+    // and takes a lower-case Content-Length for an empty body.
+    let (mut tx, conn) = hyper::client::conn::http1::Builder::new()
+        .title_case_headers(true)
+        .handshake(io)
         .await
         .map_err(|e| e.to_string())?;
     tokio::spawn(async move {

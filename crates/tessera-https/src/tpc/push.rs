@@ -61,9 +61,16 @@ pub async fn push(
                 }
             }
         };
+        let done = sent.load(Ordering::Relaxed);
         let line = match r {
+            // A destination that answers before taking the whole body has
+            // not stored the file: never reported as a success.
+            Ok(resp) if resp.status().is_success() && done < size => format!(
+                "failure: destination answered {} after {done} of {size} bytes\n",
+                resp.status()
+            ),
             Ok(resp) if resp.status().is_success() => {
-                let _ = tx.send(Ok(marker(sent.load(Ordering::Relaxed)))).await;
+                let _ = tx.send(Ok(marker(done))).await;
                 "success: Created\n".to_string()
             }
             Ok(resp) => format!("failure: destination answered {}\n", resp.status()),

@@ -5,6 +5,7 @@
 
 mod clients;
 mod errors;
+mod reference;
 mod scaleout;
 mod tpc;
 

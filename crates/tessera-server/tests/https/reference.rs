@@ -1,0 +1,270 @@
+//! Third-party copies between tesserad and the reference: Debian's xrootd
+//! server with its HTTP (XrdHttp) and TPC (XrdHttpTPC) plugins, started
+//! by the test on loopback as the `xrootd` user, with tesserad's dev
+//! certificate. gfal-copy drives pull, push and streamed copies in both
+//! directions, checking adler32 at both ends.
+
+use crate::{data, Env};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+
+/// Debian's xrootd with XrdHttp and XrdHttpTPC; stopped (by PID) on drop.
+struct Reference {
+    child: Child,
+    url: String,
+    dir: PathBuf,
+}
+
+impl Drop for Reference {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+fn chown_xrootd(p: &Path) {
+    let ok = Command::new("chown")
+        .args(["-R", "xrootd:xrootd"])
+        .arg(p)
+        .status()
+        .expect("chown");
+    assert!(ok.success());
+}
+
+impl Reference {
+    fn start(tess: &Env) -> Reference {
+        assert!(
+            Path::new("/usr/bin/xrootd").exists(),
+            "Debian's xrootd server not found: apt-get install xrootd-server \
+             xrootd-server-plugins (scripts/test does)"
+        );
+        // Its own directory, readable by the xrootd user (it refuses root).
+        let dir = PathBuf::from(format!(
+            "/var/tmp/tessera-xrd-ref-{}-{}",
+            std::process::id(),
+            free_port()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        for d in ["data", "run", "home", "pki"] {
+            std::fs::create_dir_all(dir.join(d)).unwrap();
+        }
+        let dev = tess.dir.path().join("data").join("dev");
+        std::fs::copy(dev.join("server.pem"), dir.join("pki/cert.pem")).unwrap();
+        std::fs::copy(dev.join("server.key"), dir.join("pki/key.pem")).unwrap();
+        std::fs::create_dir_all(dir.join("pki/certificates")).unwrap();
+        for e in std::fs::read_dir(dev.join("certificates")).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::write(
+                dir.join("pki/certificates").join(p.file_name().unwrap()),
+                std::fs::read(&p).unwrap(),
+            )
+            .unwrap();
+        }
+        let (xport, hport) = (free_port(), free_port());
+        let d = dir.display();
+        let cfg = format!(
+            "all.export /\n\
+             oss.localroot {d}/data\n\
+             all.adminpath {d}/run\n\
+             all.pidpath {d}/run\n\
+             xrd.port {xport}\n\
+             all.role server\n\
+             xrootd.chksum adler32\n\
+             xrd.tls {d}/pki/cert.pem {d}/pki/key.pem\n\
+             xrd.tlsca certdir {d}/pki/certificates\n\
+             xrootd.tls capable all\n\
+             xrd.protocol XrdHttp:{hport} libXrdHttp.so\n\
+             http.exthandler xrdtpc libXrdHttpTPC.so\n\
+             http.listingdeny no\n\
+             http.trace all\n"
+        );
+        std::fs::write(dir.join("xrd.cfg"), cfg).unwrap();
+        chown_xrootd(&dir);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            dir.join("pki/key.pem"),
+            std::fs::Permissions::from_mode(0o400),
+        )
+        .unwrap();
+        // setpriv executes xrootd itself: the PID we hold is the server's.
+        let child = Command::new("setpriv")
+            .args([
+                "--reuid",
+                "xrootd",
+                "--regid",
+                "xrootd",
+                "--init-groups",
+                "--",
+                "env",
+                "-i",
+                "PATH=/usr/bin:/bin",
+            ])
+            .arg(format!("HOME={d}/home"))
+            .args(["xrootd", "-I", "v4", "-c"])
+            .arg(dir.join("xrd.cfg"))
+            .args(["-n", "ref", "-l"])
+            .arg(dir.join("xrootd.log"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("xrootd");
+        let r = Reference {
+            child,
+            url: format!("https://localhost:{hport}"),
+            dir,
+        };
+        for _ in 0..100 {
+            if tess.curl(&["-X", "OPTIONS", &format!("{}/", r.url)]).0 == 200 {
+                return r;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!(
+            "the reference xrootd did not start: {}",
+            std::fs::read_to_string(r.dir.join("xrootd.log")).unwrap_or_default()
+        );
+    }
+}
+
+impl Reference {
+    /// The end of its log (for failure messages).
+    fn log_tail(&self) -> String {
+        let raw = std::fs::read(self.dir.join("ref").join("xrootd.log")).unwrap_or_default();
+        let text = String::from_utf8_lossy(&raw);
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+fn gfal_copy(e: &Env, x: &Reference, mode: &str, src: &str, dst: &str) {
+    let o = e
+        .cmd("gfal-copy")
+        .args(["--copy-mode", mode, "-K", "ADLER32", src, dst])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "gfal-copy {mode} {src} {dst}: {}\n{}\nreference log:\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+        x.log_tail()
+    );
+}
+
+#[test]
+fn third_party_copies_with_debian_xrootd_both_ways() {
+    // tesserad trusts its own dev CA for the copies it drives (the
+    // reference uses the same certificate).
+    let e = Env::start_with(|cfg| {
+        let ca = cfg.data_dir.join("dev").join("ca.pem");
+        cfg.https.tpc_ca_files.push(ca);
+    });
+    let x = Reference::start(&e);
+    let body = data(7_340_033, 12);
+    let f = e.local("src");
+    std::fs::write(&f, &body).unwrap();
+    let (code, _) = e.curl(&["-T", f.to_str().unwrap(), &format!("{}/ref/t.bin", x.url)]);
+    assert!(
+        (200..300).contains(&code),
+        "upload to the reference: {code}"
+    );
+    let (code, _) = e.curl(&["-T", f.to_str().unwrap(), &format!("{}/ref/t.bin", e.url)]);
+    assert_eq!(code, 201);
+    let same = |url: &str| {
+        let (code, got) = e.curl(&[url]);
+        assert_eq!(code, 200, "{url}");
+        assert!(got == body, "{url}: bytes differ");
+    };
+    // tesserad is the active side: it pulls from, and pushes to, xrootd.
+    gfal_copy(
+        &e,
+        &x,
+        "pull",
+        &format!("{}/ref/t.bin", x.url),
+        &format!("{}/ref/pulled.bin", e.url),
+    );
+    same(&format!("{}/ref/pulled.bin", e.url));
+    gfal_copy(
+        &e,
+        &x,
+        "push",
+        &format!("{}/ref/t.bin", e.url),
+        &format!("{}/ref/pushed.bin", x.url),
+    );
+    same(&format!("{}/ref/pushed.bin", x.url));
+    // xrootd is the active side: it pulls from, and pushes to, tesserad.
+    // Driven as FTS does with tokens (`Credential: none`): gfal2 without a
+    // token asks for `Credential: gridsite` (X.509 delegation), which the
+    // reference refuses unless it is set up for delegation.
+    let copy = |dir: &str, remote: String, at: String| {
+        let (code, out) = e.curl(&[
+            "-X",
+            "COPY",
+            "-H",
+            &format!("{dir}: {remote}"),
+            "-H",
+            "Credential: none",
+            &at,
+        ]);
+        let out = String::from_utf8_lossy(&out).into_owned();
+        assert_eq!(code, 201, "{out}\n{}", x.log_tail());
+        assert_eq!(
+            out.lines().last(),
+            Some("success: Created"),
+            "{out}\n{}",
+            x.log_tail()
+        );
+    };
+    copy(
+        "Source",
+        format!("{}/ref/t.bin", e.url),
+        format!("{}/ref/xpulled.bin", x.url),
+    );
+    same(&format!("{}/ref/xpulled.bin", x.url));
+    copy(
+        "Destination",
+        format!("{}/ref/xpushed.bin", e.url),
+        format!("{}/ref/t.bin", x.url),
+    );
+    same(&format!("{}/ref/xpushed.bin", e.url));
+    // adler32 agrees at both ends.
+    let sum = |url: String| {
+        let o = e.ok("gfal-sum", &[&url, "ADLER32"]);
+        o.split_whitespace().last().unwrap_or("").to_string()
+    };
+    let want = crate::adler32(&body);
+    for u in [
+        format!("{}/ref/xpulled.bin", x.url),
+        format!("{}/ref/xpushed.bin", e.url),
+        format!("{}/ref/pulled.bin", e.url),
+        format!("{}/ref/pushed.bin", x.url),
+    ] {
+        assert_eq!(sum(u.clone()), want, "{u}");
+    }
+    // Streamed through the client, both ways.
+    gfal_copy(
+        &e,
+        &x,
+        "streamed",
+        &format!("{}/ref/t.bin", e.url),
+        &format!("{}/ref/s1.bin", x.url),
+    );
+    same(&format!("{}/ref/s1.bin", x.url));
+    gfal_copy(
+        &e,
+        &x,
+        "streamed",
+        &format!("{}/ref/t.bin", x.url),
+        &format!("{}/ref/s2.bin", e.url),
+    );
+    same(&format!("{}/ref/s2.bin", e.url));
+}
