@@ -53,12 +53,12 @@ impl Remote {
     }
 }
 
-/// Send `req` (its URI is the target) to `remote`.
-pub async fn send(
-    remote: &Remote,
-    tls: Option<&Arc<ClientConfig>>,
-    req: Request<crate::Body>,
-) -> Result<Response<Incoming>, String> {
+/// A connection to a remote end: requests go one after another over it
+/// (keep-alive).
+pub type Conn = hyper::client::conn::http1::SendRequest<crate::Body>;
+
+/// Open a connection to `remote` (TLS trusting the configured CAs).
+pub async fn connect(remote: &Remote, tls: Option<&Arc<ClientConfig>>) -> Result<Conn, String> {
     let tcp = tokio::time::timeout(
         Duration::from_secs(30),
         tokio::net::TcpStream::connect((remote.host.as_str(), remote.port)),
@@ -74,20 +74,30 @@ pub async fn send(
             .connect(name, tcp)
             .await
             .map_err(|e| format!("TLS with {}: {e}", remote.host))?;
-        request(TokioIo::new(s), req).await
+        handshake(TokioIo::new(s)).await
     } else {
-        request(TokioIo::new(tcp), req).await
+        handshake(TokioIo::new(tcp)).await
     }
 }
 
-async fn request<I>(io: I, req: Request<crate::Body>) -> Result<Response<Incoming>, String>
+/// Send `req` (its URI is the target) to `remote` on a new connection.
+pub async fn send(
+    remote: &Remote,
+    tls: Option<&Arc<ClientConfig>>,
+    req: Request<crate::Body>,
+) -> Result<Response<Incoming>, String> {
+    let mut c = connect(remote, tls).await?;
+    c.send_request(req).await.map_err(|e| e.to_string())
+}
+
+async fn handshake<I>(io: I) -> Result<Conn, String>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     // Header names go out as `Content-Length`, not `content-length`: the
     // reference server (XrdHttp 5.5) matches some names case-sensitively
     // and takes a lower-case Content-Length for an empty body.
-    let (mut tx, conn) = hyper::client::conn::http1::Builder::new()
+    let (tx, conn) = hyper::client::conn::http1::Builder::new()
         .title_case_headers(true)
         .handshake(io)
         .await
@@ -95,7 +105,7 @@ where
     tokio::spawn(async move {
         let _ = conn.await;
     });
-    tx.send_request(req).await.map_err(|e| e.to_string())
+    Ok(tx)
 }
 
 #[cfg(test)]

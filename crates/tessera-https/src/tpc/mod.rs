@@ -4,3 +4,4 @@
 pub mod client;
 pub mod pull;
 pub mod push;
+pub mod streams;

@@ -6,6 +6,7 @@
 //! or `failure: <reason>` with nothing left behind.
 
 use super::client::{self, Remote};
+use super::streams;
 use crate::body::Body;
 use crate::error::HttpError;
 use crate::ops::{blocking, header, put, set, status};
@@ -14,6 +15,7 @@ use crate::Ctx;
 use http_body_util::BodyExt;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tessera_core::WriteSession;
@@ -21,6 +23,8 @@ use tokio::sync::mpsc;
 
 const MARKER_EVERY: Duration = Duration::from_secs(5);
 const CHUNK: usize = 4 << 20;
+/// Most streams one pull opens (each holds up to 16 MiB).
+pub const MAX_STREAMS: usize = 16;
 
 pub async fn pull(
     ctx: &Ctx,
@@ -29,12 +33,15 @@ pub async fn pull(
 ) -> Result<Response<Body>, HttpError> {
     let h = req.headers();
     check_credential(h)?;
-    // 0–100 accepted (as the reference); the pull uses one stream.
-    if let Some(n) = header(h, "x-number-of-streams") {
-        if !n.trim().parse::<u32>().is_ok_and(|n| n <= 100) {
-            return Err(HttpError::new(400, format!("bad X-Number-Of-Streams: {n}")));
-        }
-    }
+    // 0–100 accepted (as the reference); 0 and 1 mean one stream, more
+    // are capped at MAX_STREAMS.
+    let streams = match header(h, "x-number-of-streams") {
+        None => 1,
+        Some(n) => match n.trim().parse::<usize>() {
+            Ok(n) if n <= 100 => n.clamp(1, MAX_STREAMS),
+            _ => return Err(HttpError::new(400, format!("bad X-Number-Of-Streams: {n}"))),
+        },
+    };
     let remote = Remote::parse(source)?;
     let dst = path::decode(req.uri().path())?;
     let overwrite = !header(h, "overwrite").is_some_and(|v| v.trim().eq_ignore_ascii_case("F"));
@@ -52,8 +59,16 @@ pub async fn pull(
     let ws = blocking(move || core.open_write(&who, &d2, 0o644, overwrite, 0)).await?;
     let (tx, rx) = mpsc::channel(4);
     let tls = ctx.cfg.tpc_tls.clone();
+    let copy_headers = Arc::new(h.clone());
     tokio::spawn(async move {
-        let line = match transfer(&remote, tls.as_ref(), get, ws, &tx).await {
+        let how = How {
+            remote: Arc::new(remote),
+            tls,
+            get,
+            copy_headers,
+            streams,
+        };
+        let line = match transfer(how, ws, &tx).await {
             Ok(()) => "success: Created\n".to_string(),
             Err(e) => format!("failure: {}\n", e.replace(['\n', '\r'], " ")),
         };
@@ -112,50 +127,63 @@ pub fn marker(bytes: u64) -> Bytes {
     ))
 }
 
-/// GET the source into `ws`; any error aborts the write (nothing visible).
-async fn transfer(
-    remote: &Remote,
-    tls: Option<&Arc<tokio_rustls::rustls::ClientConfig>>,
+/// What a pull fetches, and how.
+struct How {
+    remote: Arc<Remote>,
+    tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
+    /// The single-stream GET.
     get: Request<Body>,
+    /// The COPY's headers (`TransferHeader*` forwarded on every request).
+    copy_headers: Arc<hyper::HeaderMap>,
+    streams: usize,
+}
+
+/// Fetch the source into `ws` (several streams when asked for and the
+/// source's size is known, else one), a marker every 5 s, then close it;
+/// any error aborts the write (nothing visible).
+async fn transfer(
+    how: How,
     ws: WriteSession,
     tx: &mpsc::Sender<Result<Bytes, std::io::Error>>,
 ) -> Result<(), String> {
     let ws = Arc::new(Mutex::new(Some(ws)));
-    let resp = client::send(remote, tls, get).await?;
-    if !resp.status().is_success() {
-        return Err(format!("source answered {}", resp.status()));
-    }
-    let mut body = resp.into_body();
-    let mut buf: Vec<u8> = Vec::new();
-    let mut moved = 0u64;
+    let moved = AtomicU64::new(0);
+    let size = if how.streams > 1 {
+        streams::source_size(&how.remote, how.tls.as_ref(), &how.copy_headers).await
+    } else {
+        None
+    };
+    let fetch = async {
+        match size {
+            Some(size) if size > streams::PIECE => {
+                streams::pull(
+                    Arc::clone(&how.remote),
+                    how.tls.clone(),
+                    Arc::clone(&how.copy_headers),
+                    size,
+                    how.streams,
+                    &ws,
+                    &moved,
+                )
+                .await
+            }
+            _ => one_stream(&how.remote, how.tls.as_ref(), how.get, &ws, &moved).await,
+        }
+    };
+    tokio::pin!(fetch);
     let mut tick = tokio::time::interval(MARKER_EVERY);
     tick.tick().await; // the first tick is immediate
     loop {
         tokio::select! {
-            f = body.frame() => match f {
-                None => break,
-                Some(Err(e)) => return Err(format!("reading the source: {e}")),
-                Some(Ok(f)) => {
-                    if let Ok(d) = f.into_data() {
-                        moved += d.len() as u64;
-                        buf.extend_from_slice(&d);
-                        if buf.len() >= CHUNK {
-                            put::write(&ws, std::mem::take(&mut buf)).await.map_err(|e| e.msg)?;
-                        }
-                    }
-                }
-            },
+            r = &mut fetch => { r?; break; }
             _ = tick.tick() => {
-                if tx.send(Ok(marker(moved))).await.is_err() {
+                if tx.send(Ok(marker(moved.load(Ordering::Relaxed)))).await.is_err() {
                     return Err("the client went away".into());
                 }
             }
         }
     }
-    if !buf.is_empty() {
-        put::write(&ws, buf).await.map_err(|e| e.msg)?;
-    }
-    let _ = tx.send(Ok(marker(moved))).await;
+    let _ = tx.send(Ok(marker(moved.load(Ordering::Relaxed)))).await;
     let w2 = Arc::clone(&ws);
     tokio::task::spawn_blocking(move || {
         let s = w2.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -166,4 +194,39 @@ async fn transfer(
     })
     .await
     .map_err(|e| e.to_string())?
+}
+
+/// GET the whole source on one connection into `ws`.
+async fn one_stream(
+    remote: &Remote,
+    tls: Option<&Arc<tokio_rustls::rustls::ClientConfig>>,
+    get: Request<Body>,
+    ws: &Arc<Mutex<Option<WriteSession>>>,
+    moved: &AtomicU64,
+) -> Result<(), String> {
+    let resp = client::send(remote, tls, get).await?;
+    if !resp.status().is_success() {
+        return Err(format!("source answered {}", resp.status()));
+    }
+    let mut body = resp.into_body();
+    let mut buf: Vec<u8> = Vec::new();
+    while let Some(f) = body.frame().await {
+        let f = f.map_err(|e| format!("reading the source: {e}"))?;
+        if let Ok(d) = f.into_data() {
+            buf.extend_from_slice(&d);
+            if buf.len() >= CHUNK {
+                let n = buf.len() as u64;
+                put::write(ws, std::mem::take(&mut buf))
+                    .await
+                    .map_err(|e| e.msg)?;
+                moved.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+    }
+    if !buf.is_empty() {
+        let n = buf.len() as u64;
+        put::write(ws, buf).await.map_err(|e| e.msg)?;
+        moved.fetch_add(n, Ordering::Relaxed);
+    }
+    Ok(())
 }

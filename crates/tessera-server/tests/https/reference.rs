@@ -236,6 +236,23 @@ fn third_party_copies_with_debian_xrootd_both_ways() {
         format!("{}/ref/t.bin", x.url),
     );
     same(&format!("{}/ref/xpushed.bin", e.url));
+    // tesserad pulls from xrootd with four streams (range requests).
+    let (code, out) = e.curl(&[
+        "-X",
+        "COPY",
+        "-H",
+        &format!("Source: {}/ref/t.bin", x.url),
+        "-H",
+        "X-Number-Of-Streams: 4",
+        &format!("{}/ref/multi.bin", e.url),
+    ]);
+    let out = String::from_utf8_lossy(&out).into_owned();
+    assert_eq!(
+        (code, out.lines().last()),
+        (201, Some("success: Created")),
+        "{out}"
+    );
+    same(&format!("{}/ref/multi.bin", e.url));
     // adler32 agrees at both ends.
     let sum = |url: String| {
         let o = e.ok("gfal-sum", &[&url, "ADLER32"]);
@@ -247,6 +264,7 @@ fn third_party_copies_with_debian_xrootd_both_ways() {
         format!("{}/ref/xpushed.bin", e.url),
         format!("{}/ref/pulled.bin", e.url),
         format!("{}/ref/pushed.bin", x.url),
+        format!("{}/ref/multi.bin", e.url),
     ] {
         assert_eq!(sum(u.clone()), want, "{u}");
     }

@@ -233,3 +233,59 @@ fn push_with_curl_and_gfal_copy() {
     );
     assert!(a.curl(&[&dst2]).1 == body);
 }
+
+#[test]
+fn multi_stream_pull_reads_ranges_in_parallel() {
+    let (a, b) = pair();
+    let body = data(30_000_017, 8);
+    let f = a.local("src");
+    std::fs::write(&f, &body).unwrap();
+    let src = format!("{}/ms/src.bin", a.url);
+    assert_eq!(a.curl(&["-T", f.to_str().unwrap(), &src]).0, 201);
+    assert_eq!(b.curl(&["-X", "MKCOL", &format!("{}/ms", b.url)]).0, 201);
+    let dst = format!("{}/ms/dst.bin", b.url);
+    let (code, out) = b.curl(&[
+        "-X",
+        "COPY",
+        "-H",
+        &format!("Source: {src}"),
+        "-H",
+        "Credential: none",
+        "-H",
+        "X-Number-Of-Streams: 4",
+        &dst,
+    ]);
+    let out = String::from_utf8_lossy(&out).into_owned();
+    assert_eq!(code, 201, "{out}");
+    assert_eq!(out.lines().last(), Some("success: Created"), "{out}");
+    assert!(b.curl(&[&dst]).1 == body, "bytes differ");
+    let st =
+        b.rt.block_on(b.core().stat(&Env::root(), Env::path("/ms/dst.bin")))
+            .expect("stat");
+    assert_eq!(st.checksum.expect("adler32").hex(), adler32(&body));
+    // The source served a HEAD and one GET per 8 MiB range (4 ranges),
+    // not one GET of the whole file.
+    let log = std::fs::read_to_string(a.dir.path().join("data/logs/access.log")).unwrap();
+    let reads = log
+        .lines()
+        .filter(|l| l.contains("\"op\":\"open_read\"") && l.contains("\"path\":\"/ms/src.bin\""))
+        .count();
+    assert!(reads >= 5, "{reads} reads of the source");
+    // A source that does not answer ranges fails the copy, leaving nothing.
+    let (code, out) = b.curl(&[
+        "-X",
+        "COPY",
+        "-H",
+        &format!("Source: {}/ms/missing.bin", a.url),
+        "-H",
+        "X-Number-Of-Streams: 4",
+        &format!("{}/ms/none.bin", b.url),
+    ]);
+    let out = String::from_utf8_lossy(&out).into_owned();
+    assert_eq!(code, 201, "{out}");
+    assert!(
+        out.lines().last().unwrap().starts_with("failure: "),
+        "{out}"
+    );
+    assert_eq!(b.curl(&[&format!("{}/ms/none.bin", b.url)]).0, 404);
+}

@@ -1,0 +1,146 @@
+//! Multi-stream pulls (`X-Number-Of-Streams: n`, n > 1): the source's size
+//! comes from a HEAD; then n connections each GET 8 MiB ranges in turn,
+//! and the pieces are written in file order. At most 2n pieces are held
+//! (a piece is handed out only with a window slot, and the lowest one
+//! not yet written always has one), so memory stays at 16n MiB.
+
+use super::client::{self, Remote};
+use crate::body::Body;
+use crate::ops::put;
+use http_body_util::BodyExt;
+use hyper::body::Bytes;
+use hyper::{HeaderMap, Request};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tessera_core::WriteSession;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio_rustls::rustls::ClientConfig;
+
+/// Bytes per range request.
+pub const PIECE: u64 = 8 << 20;
+
+/// The source's size from a HEAD with the forwarded headers; `None` when
+/// it does not say (the pull then uses one stream).
+pub async fn source_size(
+    remote: &Remote,
+    tls: Option<&Arc<ClientConfig>>,
+    copy_headers: &HeaderMap,
+) -> Option<u64> {
+    let head = super::pull::forwarded(Request::head(remote.target.as_str()), remote, copy_headers)
+        .body(Body::Empty)
+        .ok()?;
+    let resp = client::send(remote, tls, head).await.ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    resp.headers()
+        .get("content-length")?
+        .to_str()
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// Pull `size` bytes with `n` streams into `ws`; `moved` counts the bytes
+/// written (for the markers). Any error ends every stream; the caller
+/// drops the session (nothing visible).
+pub async fn pull(
+    remote: Arc<Remote>,
+    tls: Option<Arc<ClientConfig>>,
+    copy_headers: Arc<HeaderMap>,
+    size: u64,
+    n: usize,
+    ws: &Arc<Mutex<Option<WriteSession>>>,
+    moved: &AtomicU64,
+) -> Result<(), String> {
+    let pieces = size.div_ceil(PIECE);
+    let next = Arc::new(AtomicU64::new(0));
+    let window = Arc::new(Semaphore::new(2 * n));
+    let (tx, mut rx) = mpsc::channel::<Result<(u64, Vec<u8>, OwnedSemaphorePermit), String>>(2 * n);
+    let mut streams = tokio::task::JoinSet::new();
+    for _ in 0..n.min(pieces as usize) {
+        let (remote, tls, h) = (Arc::clone(&remote), tls.clone(), Arc::clone(&copy_headers));
+        let (next, window, tx) = (Arc::clone(&next), Arc::clone(&window), tx.clone());
+        streams.spawn(async move {
+            let r = stream(&remote, tls.as_ref(), &h, size, pieces, &next, &window, &tx).await;
+            if let Err(e) = r {
+                let _ = tx.send(Err(e)).await;
+            }
+        });
+    }
+    drop(tx);
+    let mut held: BTreeMap<u64, (Vec<u8>, OwnedSemaphorePermit)> = BTreeMap::new();
+    let mut written = 0u64;
+    while written < pieces {
+        let Some(got) = rx.recv().await else {
+            return Err("a source stream ended early".into());
+        };
+        let (i, data, permit) = got?;
+        held.insert(i, (data, permit));
+        while let Some((data, permit)) = held.remove(&written) {
+            let len = data.len() as u64;
+            put::write(ws, data).await.map_err(|e| e.msg)?;
+            drop(permit);
+            moved.fetch_add(len, Ordering::Relaxed);
+            written += 1;
+        }
+    }
+    streams.shutdown().await;
+    Ok(())
+}
+
+/// One stream: take the next piece (with a window slot), GET its range
+/// on this stream's connection, hand it to the writer.
+#[allow(clippy::too_many_arguments)]
+async fn stream(
+    remote: &Remote,
+    tls: Option<&Arc<ClientConfig>>,
+    copy_headers: &HeaderMap,
+    size: u64,
+    pieces: u64,
+    next: &AtomicU64,
+    window: &Arc<Semaphore>,
+    tx: &mpsc::Sender<Result<(u64, Vec<u8>, OwnedSemaphorePermit), String>>,
+) -> Result<(), String> {
+    let mut conn = client::connect(remote, tls).await?;
+    loop {
+        let permit = Arc::clone(window)
+            .acquire_owned()
+            .await
+            .map_err(|e| e.to_string())?;
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= pieces {
+            return Ok(());
+        }
+        let (from, to) = (i * PIECE, ((i + 1) * PIECE).min(size) - 1);
+        let get =
+            super::pull::forwarded(Request::get(remote.target.as_str()), remote, copy_headers)
+                .header("Range", format!("bytes={from}-{to}"))
+                .body(Body::Empty)
+                .map_err(|e| e.to_string())?;
+        conn.ready().await.map_err(|e| e.to_string())?;
+        let resp = conn.send_request(get).await.map_err(|e| e.to_string())?;
+        if resp.status() != hyper::StatusCode::PARTIAL_CONTENT {
+            return Err(format!(
+                "source answered {} to a range request (bytes {from}-{to})",
+                resp.status()
+            ));
+        }
+        let body: Bytes = resp
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| format!("reading the source: {e}"))?
+            .to_bytes();
+        if body.len() as u64 != to - from + 1 {
+            return Err(format!(
+                "source sent {} bytes for bytes {from}-{to}",
+                body.len()
+            ));
+        }
+        if tx.send(Ok((i, Vec::from(body), permit))).await.is_err() {
+            return Ok(()); // the writer stopped
+        }
+    }
+}
