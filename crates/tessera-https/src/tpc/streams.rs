@@ -17,6 +17,9 @@ use tessera_core::WriteSession;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::rustls::ClientConfig;
 
+/// A fetched piece (index, bytes, its window slot), or why a stream stopped.
+type Piece = Result<(u64, Vec<u8>, OwnedSemaphorePermit), String>;
+
 /// Bytes per range request.
 pub const PIECE: u64 = 8 << 20;
 
@@ -57,7 +60,7 @@ pub async fn pull(
     let pieces = size.div_ceil(PIECE);
     let next = Arc::new(AtomicU64::new(0));
     let window = Arc::new(Semaphore::new(2 * n));
-    let (tx, mut rx) = mpsc::channel::<Result<(u64, Vec<u8>, OwnedSemaphorePermit), String>>(2 * n);
+    let (tx, mut rx) = mpsc::channel::<Piece>(2 * n);
     let mut streams = tokio::task::JoinSet::new();
     for _ in 0..n.min(pieces as usize) {
         let (remote, tls, h) = (Arc::clone(&remote), tls.clone(), Arc::clone(&copy_headers));
@@ -101,7 +104,7 @@ async fn stream(
     pieces: u64,
     next: &AtomicU64,
     window: &Arc<Semaphore>,
-    tx: &mpsc::Sender<Result<(u64, Vec<u8>, OwnedSemaphorePermit), String>>,
+    tx: &mpsc::Sender<Piece>,
 ) -> Result<(), String> {
     let mut conn = client::connect(remote, tls).await?;
     loop {
