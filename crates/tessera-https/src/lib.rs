@@ -9,11 +9,16 @@ pub mod error;
 mod ops;
 pub mod path;
 pub mod ranges;
+mod reqbody;
 pub mod scaleout;
 mod tpc;
 
 pub use body::Body;
 pub use error::HttpError;
+pub use reqbody::ReqBody;
+
+/// A request as the methods get it.
+pub type Req = hyper::Request<ReqBody>;
 pub use scaleout::{Mode, Stats};
 
 use hyper::body::Incoming;
@@ -43,6 +48,8 @@ pub struct HttpsConfig {
     /// Local, metadata service or data gateway.
     pub mode: Mode,
     pub stats: Arc<Stats>,
+    /// Offer HTTP/2 (ALPN `h2`) to TLS clients that ask for it.
+    pub http2: bool,
 }
 
 impl Default for HttpsConfig {
@@ -55,6 +62,7 @@ impl Default for HttpsConfig {
             tpc_tls: None,
             mode: Mode::Local,
             stats: Arc::default(),
+            http2: false,
         }
     }
 }
@@ -76,6 +84,17 @@ pub async fn serve(
     cfg: Arc<HttpsConfig>,
     mut stop: watch::Receiver<bool>,
 ) {
+    // HTTP/2 for clients that offer it (ALPN) when enabled, HTTP/1.1
+    // otherwise.
+    let tls = cfg.tls.as_ref().map(|t| {
+        let mut t = (**t).clone();
+        t.alpn_protocols = if cfg.http2 {
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        } else {
+            vec![b"http/1.1".to_vec()]
+        };
+        Arc::new(t)
+    });
     loop {
         let (sock, peer) = tokio::select! {
             r = listener.accept() => match r {
@@ -92,12 +111,15 @@ pub async fn serve(
             }
         };
         let _ = sock.set_nodelay(true);
-        let (core, cfg) = (core.clone(), Arc::clone(&cfg));
+        let (core, cfg, tls) = (core.clone(), Arc::clone(&cfg), tls.clone());
         tokio::spawn(async move {
-            let r = match &cfg.tls {
+            let r = match &tls {
                 Some(tls) => {
                     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls));
                     match tokio::time::timeout(cfg.header_timeout, acceptor.accept(sock)).await {
+                        Ok(Ok(s)) if s.get_ref().1.alpn_protocol() == Some(b"h2") => {
+                            connection_h2(TokioIo::new(s), core, cfg, peer).await
+                        }
                         Ok(Ok(s)) => connection(TokioIo::new(s), core, cfg, peer).await,
                         Ok(Err(e)) => Err(e.to_string()),
                         Err(_) => Err("TLS handshake timed out".into()),
@@ -112,6 +134,67 @@ pub async fn serve(
     }
 }
 
+/// What serves one request on a connection.
+fn service(
+    core: Option<Core>,
+    cfg: Arc<HttpsConfig>,
+    peer: std::net::SocketAddr,
+    h2: bool,
+) -> impl hyper::service::Service<
+    Request<Incoming>,
+    Response = Response<Body>,
+    Error = std::convert::Infallible,
+    Future = impl std::future::Future<Output = Result<Response<Body>, std::convert::Infallible>> + Send,
+> + Clone {
+    hyper::service::service_fn(move |req: Request<Incoming>| {
+        let (core, cfg) = (core.clone(), Arc::clone(&cfg));
+        let req = req.map(|b| ReqBody::new(b, h2));
+        async move {
+            // HTTP/1.1 counts headers as it parses; HTTP/2 is checked here.
+            if req.headers().len() > cfg.max_headers {
+                return Ok(error_response(&HttpError::new(
+                    431,
+                    "too many request headers",
+                )));
+            }
+            let r = match core {
+                Some(core) => {
+                    let ctx = Ctx {
+                        core,
+                        who: cfg.anonymous.clone(),
+                        cfg,
+                        peer,
+                    };
+                    handle(ctx, req).await
+                }
+                None => scaleout::gateway(&cfg, req).await,
+            };
+            Ok::<_, std::convert::Infallible>(r)
+        }
+    })
+}
+
+/// An HTTP/2 connection (ALPN `h2`): requests run concurrently, each as
+/// over HTTP/1.1.
+async fn connection_h2<I>(
+    io: I,
+    core: Option<Core>,
+    cfg: Arc<HttpsConfig>,
+    peer: std::net::SocketAddr,
+) -> Result<(), String>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let svc = service(core, Arc::clone(&cfg), peer, true);
+    hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+        .timer(hyper_util::rt::TokioTimer::new())
+        .max_header_list_size(64 << 10)
+        .max_concurrent_streams(256)
+        .serve_connection(io, svc)
+        .await
+        .map_err(|e| e.to_string())
+}
+
 async fn connection<I>(
     io: I,
     core: Option<Core>,
@@ -121,27 +204,7 @@ async fn connection<I>(
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let svc = {
-        let cfg = Arc::clone(&cfg);
-        hyper::service::service_fn(move |req| {
-            let (core, cfg) = (core.clone(), Arc::clone(&cfg));
-            async move {
-                let r = match core {
-                    Some(core) => {
-                        let ctx = Ctx {
-                            core,
-                            who: cfg.anonymous.clone(),
-                            cfg,
-                            peer,
-                        };
-                        handle(ctx, req).await
-                    }
-                    None => scaleout::gateway(&cfg, req).await,
-                };
-                Ok::<_, std::convert::Infallible>(r)
-            }
-        })
-    };
+    let svc = service(core, Arc::clone(&cfg), peer, false);
     let mut b = hyper::server::conn::http1::Builder::new();
     b.max_headers(cfg.max_headers)
         .header_read_timeout(cfg.header_timeout)
@@ -149,7 +212,7 @@ where
     b.serve_connection(io, svc).await.map_err(|e| e.to_string())
 }
 
-async fn handle(ctx: Ctx, req: Request<Incoming>) -> Response<Body> {
+async fn handle(ctx: Ctx, req: crate::Req) -> Response<Body> {
     match scaleout::mgm_redirect(&ctx, &req).await {
         Ok(Some(r)) => return r,
         Ok(None) => {}
@@ -174,7 +237,7 @@ async fn handle(ctx: Ctx, req: Request<Incoming>) -> Response<Body> {
 }
 
 /// COPY: third-party copy, pull (`Source`) or push (`Destination`).
-async fn copy(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, HttpError> {
+async fn copy(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
     let h = req.headers();
     if let Some(src) = ops::header(h, "source").map(str::to_string) {
         return tpc::pull::pull(ctx, req, &src).await;

@@ -9,8 +9,7 @@ use crate::body::Body;
 use crate::error::HttpError;
 use crate::ops::{self, blocking, get, put, set, status};
 use crate::{path, Ctx, HttpsConfig};
-use hyper::body::Incoming;
-use hyper::{Request, Response};
+use hyper::Response;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tessera_cluster::{Access, CapKey, Capability, ClusterClient, Registry, SiteMap};
@@ -79,7 +78,7 @@ fn redirect(location: String) -> Response<Body> {
 /// `None` to serve it here (HEAD, a directory, no live gateway).
 pub async fn mgm_redirect(
     ctx: &Ctx,
-    req: &Request<Incoming>,
+    req: &crate::Req,
 ) -> Result<Option<Response<Body>>, HttpError> {
     let Mode::Mgm {
         registry,
@@ -125,7 +124,7 @@ pub async fn mgm_redirect(
 }
 
 /// On a gateway: serve a request (there is no namespace here).
-pub async fn gateway(cfg: &Arc<HttpsConfig>, req: Request<Incoming>) -> Response<Body> {
+pub async fn gateway(cfg: &Arc<HttpsConfig>, req: crate::Req) -> Response<Body> {
     let Mode::Gateway { mgm, .. } = &cfg.mode else {
         return crate::error_response(&HttpError::new(500, "not a gateway"));
     };
@@ -152,7 +151,7 @@ pub async fn gateway(cfg: &Arc<HttpsConfig>, req: Request<Incoming>) -> Response
 
 async fn gateway_data(
     cfg: &Arc<HttpsConfig>,
-    req: Request<Incoming>,
+    req: crate::Req,
 ) -> Result<Response<Body>, HttpError> {
     let Mode::Gateway {
         data,

@@ -96,6 +96,10 @@ pub struct Https {
     /// CA certificates (PEM files) trusted for third-party copies, beyond
     /// the system bundle (`/etc/ssl/certs/ca-certificates.crt`).
     pub tpc_ca_files: Vec<PathBuf>,
+    /// Offer HTTP/2 (ALPN `h2`) to clients that ask for it. Off by
+    /// default: Debian's xrootd (XrdHttpTPC, libcurl 7.88) pushing a
+    /// third-party copy over HTTP/2 sends an empty body.
+    pub http2: bool,
 }
 
 /// Scale-out: a metadata service (`mgm`, or `all` with a secret) and its

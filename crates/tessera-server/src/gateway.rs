@@ -63,6 +63,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
                     mgm: mgm_https,
                     advertise: advertise.clone(),
                 },
+                http2: cfg.https.http2,
                 ..tessera_https::HttpsConfig::default()
             });
             Some((l, local, adv, hcfg))

@@ -265,6 +265,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
             },
             tpc_tls: Some(tls::client_config(&cfg.https.tpc_ca_files)?),
             mode: https_mode,
+            http2: cfg.https.http2,
             ..tessera_https::HttpsConfig::default()
         });
         https_stats = Some(Arc::clone(&hcfg.stats));

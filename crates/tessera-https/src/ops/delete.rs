@@ -5,10 +5,9 @@ use crate::body::Body;
 use crate::error::HttpError;
 use crate::path;
 use crate::Ctx;
-use hyper::body::Incoming;
-use hyper::{Request, Response};
+use hyper::Response;
 
-pub async fn delete(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, HttpError> {
+pub async fn delete(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
     let p = path::decode(req.uri().path())?;
     if p.is_root() {
         return Err(HttpError::new(403, "the root cannot be deleted"));

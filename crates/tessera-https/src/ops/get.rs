@@ -9,8 +9,8 @@ use crate::error::HttpError;
 use crate::path;
 use crate::ranges::{self, Ranges};
 use crate::Ctx;
-use hyper::body::{Bytes, Incoming};
-use hyper::{Request, Response};
+use hyper::body::Bytes;
+use hyper::Response;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tessera_core::ReadSession;
@@ -22,7 +22,7 @@ const PART: usize = 4 << 20;
 const SMALL: u64 = 1 << 20;
 const BOUNDARY: &str = "tessera-byteranges-7d5f1a";
 
-pub async fn get(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, HttpError> {
+pub async fn get(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
     let head = req.method() == hyper::Method::HEAD;
     let p = path::decode(req.uri().path())?;
     let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());

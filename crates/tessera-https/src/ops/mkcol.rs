@@ -6,11 +6,10 @@ use crate::body::Body;
 use crate::error::HttpError;
 use crate::path;
 use crate::Ctx;
-use hyper::body::Incoming;
-use hyper::{Request, Response};
+use hyper::Response;
 use tessera_types::ErrorKind;
 
-pub async fn mkcol(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, HttpError> {
+pub async fn mkcol(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
     let p = path::decode(req.uri().path())?;
     match ctx.core.mkdir(&ctx.who, p.clone(), 0o755, false).await {
         Ok(_) => {

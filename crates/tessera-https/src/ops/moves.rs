@@ -7,8 +7,7 @@ use crate::body::Body;
 use crate::error::HttpError;
 use crate::path;
 use crate::Ctx;
-use hyper::body::Incoming;
-use hyper::{Request, Response};
+use hyper::Response;
 use tessera_core::RenameFlags;
 use tessera_types::ErrorKind;
 
@@ -27,7 +26,7 @@ pub fn destination_path(d: &str) -> Result<tessera_types::NsPath, HttpError> {
     path::decode(rest)
 }
 
-pub async fn mv(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, HttpError> {
+pub async fn mv(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
     let src = path::decode(req.uri().path())?;
     let dst = destination_path(
         header(req.headers(), "destination")

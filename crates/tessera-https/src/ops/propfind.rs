@@ -11,8 +11,7 @@ use crate::error::HttpError;
 use crate::path;
 use crate::Ctx;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
-use hyper::{Request, Response};
+use hyper::Response;
 use tessera_core::Inode;
 use tessera_types::NsPath;
 
@@ -21,7 +20,7 @@ pub const MAX_BODY: usize = 64 << 10;
 /// Entries of a depth-1 listing per storage page.
 const PAGE: usize = 4096;
 
-pub async fn propfind(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, HttpError> {
+pub async fn propfind(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
     let p = path::decode(req.uri().path())?;
     let depth1 = !matches!(header(req.headers(), "depth").map(str::trim), Some("0"));
     // Drain the body within bounds (keeps the connection usable).

@@ -10,8 +10,7 @@ use crate::error::HttpError;
 use crate::path;
 use crate::Ctx;
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
-use hyper::{Request, Response};
+use hyper::Response;
 use std::sync::{Arc, Mutex};
 use tessera_core::WriteSession;
 use tessera_types::ErrorKind;
@@ -19,7 +18,7 @@ use tessera_types::ErrorKind;
 /// Bytes gathered before each hand-off to the write session.
 const CHUNK: usize = 4 << 20;
 
-pub async fn put(ctx: &Ctx, req: Request<Incoming>) -> Result<Response<Body>, HttpError> {
+pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
     let p = path::decode(req.uri().path())?;
     let hint = size_hint(req.headers());
     make_parents(ctx, &p).await?;
@@ -61,7 +60,7 @@ pub async fn make_parents(ctx: &Ctx, p: &tessera_types::NsPath) -> Result<(), Ht
 /// aborted, nothing visible.
 pub async fn receive(
     ws: WriteSession,
-    mut body: Incoming,
+    mut body: crate::ReqBody,
 ) -> Result<tessera_core::Inode, HttpError> {
     let ws: Arc<Mutex<Option<WriteSession>>> = Arc::new(Mutex::new(Some(ws)));
     let mut buf: Vec<u8> = Vec::new();

@@ -13,7 +13,7 @@ use crate::ops::{blocking, header, put, set, status};
 use crate::path;
 use crate::Ctx;
 use http_body_util::BodyExt;
-use hyper::body::{Bytes, Incoming};
+use hyper::body::Bytes;
 use hyper::{Request, Response};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -26,11 +26,7 @@ const CHUNK: usize = 4 << 20;
 /// Most streams one pull opens (each holds up to 16 MiB).
 pub const MAX_STREAMS: usize = 16;
 
-pub async fn pull(
-    ctx: &Ctx,
-    req: Request<Incoming>,
-    source: &str,
-) -> Result<Response<Body>, HttpError> {
+pub async fn pull(ctx: &Ctx, req: crate::Req, source: &str) -> Result<Response<Body>, HttpError> {
     let h = req.headers();
     check_credential(h)?;
     // 0–100 accepted (as the reference); 0 and 1 mean one stream, more

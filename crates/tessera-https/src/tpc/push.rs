@@ -11,18 +11,14 @@ use crate::ops::get::stream_file;
 use crate::ops::{blocking, set, status};
 use crate::path;
 use crate::Ctx;
-use hyper::body::{Bytes, Incoming};
+use hyper::body::Bytes;
 use hyper::{Request, Response};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-pub async fn push(
-    ctx: &Ctx,
-    req: Request<Incoming>,
-    dest: &str,
-) -> Result<Response<Body>, HttpError> {
+pub async fn push(ctx: &Ctx, req: crate::Req, dest: &str) -> Result<Response<Body>, HttpError> {
     let h = req.headers();
     check_credential(h)?;
     let remote = Remote::parse(dest)?;

@@ -5,6 +5,7 @@
 
 mod clients;
 mod errors;
+mod http2;
 mod reference;
 mod scaleout;
 mod tpc;
