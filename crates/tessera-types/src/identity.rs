@@ -12,6 +12,9 @@ pub struct Identity {
     pub name: String,
     /// The protocol the request arrived on (`grpc`, `xroot`, `https`).
     pub protocol: &'static str,
+    /// The validated bearer token the request carried: every operation
+    /// must also be within its scopes.
+    pub token: Option<std::sync::Arc<crate::TokenGrant>>,
 }
 
 impl Identity {
@@ -23,6 +26,7 @@ impl Identity {
             groups: Vec::new(),
             name: "root".to_string(),
             protocol,
+            token: None,
         }
     }
 
@@ -33,6 +37,7 @@ impl Identity {
             groups: Vec::new(),
             name: name.into(),
             protocol,
+            token: None,
         }
     }
 

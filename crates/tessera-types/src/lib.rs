@@ -10,9 +10,11 @@ pub mod civil;
 mod error;
 mod identity;
 mod path;
+mod scope;
 mod size;
 
 pub use error::ErrorKind;
 pub use identity::Identity;
 pub use path::{NsPath, PathError, MAX_NAME_LEN, MAX_PATH_LEN};
+pub use scope::{Access, ScopeGrant, TokenGrant};
 pub use size::{format_size, parse_size, SizeError};

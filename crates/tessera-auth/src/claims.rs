@@ -1,0 +1,201 @@
+//! Claims beyond what the JWT library checks (signature, `exp`, `nbf`,
+//! `iss`, `aud`): the WLCG profile version, and the scopes, resolved to
+//! namespace paths under the issuer's base path.
+
+use crate::AuthError;
+use base64::Engine;
+use serde::Deserialize;
+use tessera_types::{Access, NsPath, ScopeGrant};
+
+/// The header fields we look at, read before any verification (to pick
+/// the key and refuse an algorithm early).
+#[derive(Debug, Deserialize)]
+pub struct RawHeader {
+    pub alg: Option<String>,
+    pub kid: Option<String>,
+}
+
+/// The claims we read after verification.
+#[derive(Debug, Deserialize)]
+pub struct Claims {
+    pub iss: String,
+    pub sub: String,
+    pub exp: u64,
+    #[serde(default)]
+    pub scope: Option<String>,
+    /// Non-standard, some old issuers: a string or an array.
+    #[serde(default)]
+    pub scp: Option<serde_json::Value>,
+    #[serde(default, rename = "wlcg.ver")]
+    pub wlcg_ver: Option<String>,
+}
+
+fn b64(part: &str) -> Result<Vec<u8>, AuthError> {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(part.trim_end_matches('='))
+        .map_err(|_| AuthError::Malformed("bad base64url".into()))
+}
+
+/// The header and the unverified payload of a compact JWS.
+pub fn peek(token: &str) -> Result<(RawHeader, serde_json::Value), AuthError> {
+    let mut parts = token.split('.');
+    let (Some(h), Some(p), Some(_), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(AuthError::Malformed("not three dot-separated parts".into()));
+    };
+    let header: RawHeader = serde_json::from_slice(&b64(h)?)
+        .map_err(|e| AuthError::Malformed(format!("header: {e}")))?;
+    let payload: serde_json::Value = serde_json::from_slice(&b64(p)?)
+        .map_err(|e| AuthError::Malformed(format!("payload: {e}")))?;
+    Ok((header, payload))
+}
+
+/// `wlcg.ver`: major version 1 (newer minors accepted).
+pub fn check_version(c: &Claims) -> Result<(), AuthError> {
+    match &c.wlcg_ver {
+        None => Ok(()),
+        Some(v) if v.split('.').next() == Some("1") => Ok(()),
+        Some(v) => Err(AuthError::Claims(format!("wlcg.ver {v} is not supported"))),
+    }
+}
+
+fn unescape(s: &str) -> Result<Vec<u8>, AuthError> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let h = b
+                .get(i + 1..i + 3)
+                .and_then(|h| std::str::from_utf8(h).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| AuthError::Claims(format!("bad escape in scope path {s}")))?;
+            out.push(h);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    Ok(out)
+}
+
+/// The scopes of a token, as grants under `base`. Storage scopes must
+/// carry a path; scope paths are normalised on their own first (so `..`
+/// cannot climb out of the base path), then joined under it. Scopes that
+/// are not about storage are ignored. With `may_create` false, only read
+/// and stage scopes are honoured.
+pub fn scopes(c: &Claims, base: &NsPath, may_create: bool) -> Result<Vec<ScopeGrant>, AuthError> {
+    let mut text: Vec<String> = Vec::new();
+    if let Some(s) = &c.scope {
+        text.extend(s.split_whitespace().map(str::to_string));
+    }
+    match &c.scp {
+        Some(serde_json::Value::String(s)) => text.extend(s.split_whitespace().map(str::to_string)),
+        Some(serde_json::Value::Array(a)) => {
+            text.extend(a.iter().filter_map(|v| v.as_str().map(str::to_string)))
+        }
+        _ => {}
+    }
+    let mut out = Vec::new();
+    for item in text {
+        let (name, path) = match item.split_once(':') {
+            Some((n, p)) => (n, Some(p)),
+            None => (item.as_str(), None),
+        };
+        let access: &[Access] = match name {
+            "storage.read" | "read" => &[Access::Read],
+            "storage.create" => &[Access::Create],
+            "storage.modify" => &[Access::Modify],
+            "write" => &[Access::Modify],
+            "storage.stage" => &[Access::Stage],
+            _ => continue, // openid, offline_access, compute.*, ...
+        };
+        let path = match path {
+            Some(p) if p.starts_with('/') => p,
+            // WLCG: a storage scope without a path is not valid.
+            _ => {
+                return Err(AuthError::Claims(format!(
+                    "scope {item} has no absolute path"
+                )))
+            }
+        };
+        let raw = unescape(path)?;
+        let dir_only = raw.len() > 1 && raw.ends_with(b"/");
+        let rel =
+            NsPath::parse(&raw).map_err(|e| AuthError::Claims(format!("scope {item}: {e}")))?;
+        let mut full = base.clone();
+        for comp in rel.components() {
+            full = full
+                .join(comp)
+                .map_err(|e| AuthError::Claims(format!("scope {item}: {e}")))?;
+        }
+        for a in access {
+            if !may_create && matches!(a, Access::Create | Access::Modify) {
+                continue;
+            }
+            out.push(ScopeGrant {
+                access: *a,
+                path: full.clone(),
+                dir_only,
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claims(scope: &str) -> Claims {
+        Claims {
+            iss: "https://i".into(),
+            sub: "s".into(),
+            exp: 0,
+            scope: Some(scope.into()),
+            scp: None,
+            wlcg_ver: Some("1.0".into()),
+        }
+    }
+
+    fn paths(v: &[ScopeGrant]) -> Vec<(Access, String, bool)> {
+        v.iter()
+            .map(|g| (g.access, g.path.display(), g.dir_only))
+            .collect()
+    }
+
+    #[test]
+    fn scopes_under_the_base_path() {
+        let base = NsPath::parse("/vo").unwrap();
+        let g = scopes(
+            &claims("openid storage.read:/ storage.create:/up/ storage.modify:/a%20b write:/w"),
+            &base,
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            paths(&g),
+            vec![
+                (Access::Read, "/vo".into(), false),
+                (Access::Create, "/vo/up".into(), true),
+                (Access::Modify, "/vo/a b".into(), false),
+                (Access::Modify, "/vo/w".into(), false),
+            ]
+        );
+        // `..` stays inside the base path.
+        let g = scopes(&claims("storage.read:/../../etc"), &base, true).unwrap();
+        assert_eq!(g[0].path.display(), "/vo/etc");
+        let g = scopes(&claims("storage.read:/x/%2e%2e/%2e%2e/y"), &base, true).unwrap();
+        assert_eq!(g[0].path.display(), "/vo/y");
+        // A storage scope without a path is refused; creation can be off.
+        assert!(scopes(&claims("storage.read"), &base, true).is_err());
+        let g = scopes(&claims("storage.read:/ storage.modify:/"), &base, false).unwrap();
+        assert_eq!(g.len(), 1);
+        assert!(check_version(&claims("")).is_ok());
+        let mut c = claims("");
+        c.wlcg_ver = Some("2.0".into());
+        assert!(check_version(&c).is_err());
+    }
+}

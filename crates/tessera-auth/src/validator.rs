@@ -1,0 +1,300 @@
+//! Token validation: configured issuers, their keys (discovered over
+//! HTTPS, cached, refreshed in the background, refetched on an unknown
+//! `kid` at most once per `MIN_REFETCH`), RS256 and ES256 only, the
+//! claims, and a cache of validated tokens until they expire.
+
+use crate::claims::{self, Claims};
+use crate::fetch;
+use crate::AuthError;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tessera_types::{Identity, NsPath, TokenGrant};
+use tokio_rustls::rustls::ClientConfig;
+
+/// The WLCG "any" audience (and SciTokens' `ANY`), accepted everywhere.
+pub const ANY_AUDIENCE: [&str; 2] = ["https://wlcg.cern.ch/jwt/v1/any", "ANY"];
+/// Clock skew allowed on `exp`, `nbf` and `iat`.
+pub const LEEWAY_SECS: u64 = 60;
+/// An unknown `kid` refetches an issuer's keys at most this often.
+pub const MIN_REFETCH: Duration = Duration::from_secs(10);
+/// Validated tokens kept (by their text) until they expire.
+const CACHE_MAX: usize = 10_000;
+
+/// One issuer we trust.
+#[derive(Debug, Clone)]
+pub struct IssuerConfig {
+    /// Exactly the token's `iss`.
+    pub issuer: String,
+    /// Accepted `aud` values (besides the WLCG "any" audience).
+    pub audiences: Vec<String>,
+    /// Scope paths are relative to this namespace path.
+    pub base_path: NsPath,
+    /// Who a token of this issuer acts as, unless `subjects` maps its `sub`.
+    pub default_identity: (u32, u32, String),
+    /// `sub` → (uid, gid, name).
+    pub subjects: HashMap<String, (u32, u32, String)>,
+    /// Whether its create/modify/write scopes are honoured.
+    pub may_create: bool,
+}
+
+struct Issuer {
+    cfg: IssuerConfig,
+    keys: RwLock<HashMap<String, (Algorithm, Arc<DecodingKey>)>>,
+    fetched: Mutex<Option<Instant>>,
+}
+
+/// A token that validated: what it allows and who it acts as.
+#[derive(Debug, Clone)]
+pub struct Validated {
+    pub grant: Arc<TokenGrant>,
+    pub uid: u32,
+    pub gid: u32,
+    pub name: String,
+}
+
+impl Validated {
+    /// The identity requests with this token run as.
+    pub fn identity(&self, protocol: &'static str) -> Identity {
+        let mut id = Identity::user(self.uid, self.gid, self.name.clone(), protocol);
+        id.token = Some(Arc::clone(&self.grant));
+        id
+    }
+}
+
+pub struct Validator {
+    issuers: Vec<Issuer>,
+    tls: Arc<ClientConfig>,
+    cache: Mutex<HashMap<String, Arc<Validated>>>,
+    min_refetch: Duration,
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+impl Validator {
+    /// Keys are fetched with `tls` (its CAs verify the issuers).
+    pub fn new(issuers: Vec<IssuerConfig>, tls: Arc<ClientConfig>) -> Arc<Validator> {
+        Arc::new(Validator {
+            issuers: issuers
+                .into_iter()
+                .map(|cfg| Issuer {
+                    cfg,
+                    keys: RwLock::new(HashMap::new()),
+                    fetched: Mutex::new(None),
+                })
+                .collect(),
+            tls,
+            cache: Mutex::new(HashMap::new()),
+            min_refetch: MIN_REFETCH,
+        })
+    }
+
+    /// Refetch on an unknown `kid` at most this often (tests shorten it).
+    pub fn with_min_refetch(self: Arc<Self>, d: Duration) -> Arc<Self> {
+        match Arc::try_unwrap(self) {
+            Ok(mut v) => {
+                v.min_refetch = d;
+                Arc::new(v)
+            }
+            Err(a) => a,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.issuers.is_empty()
+    }
+
+    /// Fetch every issuer's keys now (start-up, and the background
+    /// refresh); failures are logged and the old keys kept.
+    pub async fn refresh_all(&self) {
+        for i in &self.issuers {
+            if let Err(e) = self.fetch_keys(i).await {
+                tracing::warn!(issuer = %i.cfg.issuer, "issuer keys not refreshed: {e}");
+            }
+        }
+    }
+
+    /// Refresh every issuer's keys every `every` until the task is dropped.
+    pub fn spawn_refresh(self: &Arc<Self>, every: Duration) -> tokio::task::JoinHandle<()> {
+        let v = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut t = tokio::time::interval(every);
+            loop {
+                t.tick().await;
+                v.refresh_all().await;
+            }
+        })
+    }
+
+    async fn fetch_keys(&self, i: &Issuer) -> Result<(), AuthError> {
+        *i.fetched.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        let meta = fetch::get_json(&fetch::discovery_url(&i.cfg.issuer), &self.tls).await?;
+        let jwks_uri = meta
+            .get("jwks_uri")
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| AuthError::Fetch("discovery document without jwks_uri".into()))?;
+        let set = fetch::get_json(jwks_uri, &self.tls).await?;
+        let set: jsonwebtoken::jwk::JwkSet =
+            serde_json::from_value(set).map_err(|e| AuthError::Fetch(format!("JWKS: {e}")))?;
+        let mut keys = HashMap::new();
+        for k in &set.keys {
+            let Some(kid) = k.common.key_id.clone() else {
+                continue;
+            };
+            let alg = match &k.algorithm {
+                jsonwebtoken::jwk::AlgorithmParameters::RSA(_) => Algorithm::RS256,
+                jsonwebtoken::jwk::AlgorithmParameters::EllipticCurve(ec)
+                    if ec.curve == jsonwebtoken::jwk::EllipticCurve::P256 =>
+                {
+                    Algorithm::ES256
+                }
+                _ => continue, // HMAC ("oct"), other curves: never
+            };
+            match DecodingKey::from_jwk(k) {
+                Ok(d) => {
+                    keys.insert(kid, (alg, Arc::new(d)));
+                }
+                Err(e) => tracing::warn!(issuer = %i.cfg.issuer, %kid, "unusable key: {e}"),
+            }
+        }
+        tracing::debug!(issuer = %i.cfg.issuer, keys = keys.len(), "issuer keys loaded");
+        *i.keys.write().unwrap_or_else(|p| p.into_inner()) = keys;
+        Ok(())
+    }
+
+    /// Validate `token`; an unknown `kid` refetches the issuer's keys
+    /// (at most once per `MIN_REFETCH`) and tries again.
+    pub async fn validate(&self, token: &str) -> Result<Arc<Validated>, AuthError> {
+        match self.validate_cached(token) {
+            Err(AuthError::UnknownKey { issuer, kid }) => {
+                let i = self
+                    .issuers
+                    .iter()
+                    .find(|i| i.cfg.issuer == issuer)
+                    .ok_or_else(|| AuthError::UnknownIssuer(issuer.clone()))?;
+                let recent = i
+                    .fetched
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .is_some_and(|t| t.elapsed() < self.min_refetch);
+                if recent {
+                    return Err(AuthError::UnknownKey { issuer, kid });
+                }
+                self.fetch_keys(i).await?;
+                self.validate_cached(token)
+            }
+            r => r,
+        }
+    }
+
+    /// Validate with the keys at hand (no I/O): the cache first.
+    pub fn validate_cached(&self, token: &str) -> Result<Arc<Validated>, AuthError> {
+        let t = now();
+        if let Some(v) = self
+            .cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(token)
+        {
+            if v.grant.expires > t.saturating_sub(LEEWAY_SECS) {
+                return Ok(Arc::clone(v));
+            }
+        }
+        let v = Arc::new(self.verify(token)?);
+        let mut c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if c.len() >= CACHE_MAX {
+            c.retain(|_, v| v.grant.expires + LEEWAY_SECS > t);
+            if c.len() >= CACHE_MAX {
+                c.clear();
+            }
+        }
+        c.insert(token.to_string(), Arc::clone(&v));
+        Ok(v)
+    }
+
+    fn verify(&self, token: &str) -> Result<Validated, AuthError> {
+        let (header, payload) = claims::peek(token)?;
+        let alg = match header.alg.as_deref() {
+            Some("RS256") => Algorithm::RS256,
+            Some("ES256") => Algorithm::ES256,
+            Some(other) => return Err(AuthError::Algorithm(other.to_string())),
+            None => return Err(AuthError::Algorithm("(none given)".into())),
+        };
+        let kid = header
+            .kid
+            .ok_or_else(|| AuthError::Malformed("no kid in the header".into()))?;
+        let iss = payload
+            .get("iss")
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| AuthError::Claims("no iss".into()))?;
+        let i = self
+            .issuers
+            .iter()
+            .find(|i| i.cfg.issuer == iss)
+            .ok_or_else(|| AuthError::UnknownIssuer(iss.to_string()))?;
+        let (key_alg, key) = i
+            .keys
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&kid)
+            .cloned()
+            .ok_or_else(|| AuthError::UnknownKey {
+                issuer: iss.to_string(),
+                kid: kid.clone(),
+            })?;
+        if key_alg != alg {
+            return Err(AuthError::Algorithm(format!(
+                "{alg:?} with a {key_alg:?} key"
+            )));
+        }
+        let mut val = Validation::new(alg);
+        val.leeway = LEEWAY_SECS;
+        val.validate_nbf = true;
+        val.set_issuer(&[&i.cfg.issuer]);
+        let mut auds: Vec<&str> = i.cfg.audiences.iter().map(String::as_str).collect();
+        auds.extend(ANY_AUDIENCE);
+        val.set_audience(&auds);
+        val.set_required_spec_claims(&["exp", "iss", "sub", "aud"]);
+        let data = jsonwebtoken::decode::<Claims>(token, &key, &val).map_err(|e| {
+            use jsonwebtoken::errors::ErrorKind as K;
+            match e.kind() {
+                K::ExpiredSignature => AuthError::Expired,
+                K::ImmatureSignature => AuthError::NotYetValid,
+                K::InvalidAudience => AuthError::Audience,
+                K::InvalidIssuer => AuthError::UnknownIssuer(iss.to_string()),
+                K::InvalidSignature => AuthError::BadSignature,
+                K::MissingRequiredClaim(c) => AuthError::Claims(format!("no {c}")),
+                other => AuthError::Malformed(format!("{other:?}")),
+            }
+        })?;
+        let c = data.claims;
+        claims::check_version(&c)?;
+        if c.sub.is_empty() || c.sub.len() > 255 {
+            return Err(AuthError::Claims("sub missing or longer than 255".into()));
+        }
+        let scopes = claims::scopes(&c, &i.cfg.base_path, i.cfg.may_create)?;
+        let (uid, gid, name) = i
+            .cfg
+            .subjects
+            .get(&c.sub)
+            .cloned()
+            .unwrap_or_else(|| i.cfg.default_identity.clone());
+        Ok(Validated {
+            grant: Arc::new(TokenGrant {
+                issuer: c.iss,
+                subject: c.sub,
+                scopes,
+                expires: c.exp,
+            }),
+            uid,
+            gid,
+            name,
+        })
+    }
+}
