@@ -411,6 +411,7 @@ impl Core {
         let (parent, _) = path
             .split_last()
             .ok_or_else(|| CoreError::Invalid("cannot write /".into()))?;
+        crate::scopes::write(&self.meta, who, path)?;
         let resv = self
             .meta
             .begin_write(path, who, mode, overwrite, size_hint)?;
@@ -484,6 +485,7 @@ impl Core {
     /// The inode of a file `who` may read (a point read, no I/O on data):
     /// EISDIR for a directory, EACCES without read permission.
     pub fn readable_file(&self, who: &Identity, path: &NsPath) -> Result<Inode, CoreError> {
+        crate::scopes::read(who, path)?;
         let inode = self.meta.stat(path)?;
         if inode.is_dir() {
             return Err(tessera_meta::MetaError::IsADirectory(path.display()).into());
@@ -508,6 +510,7 @@ impl Core {
     /// longer appends zeros. The file is rewritten under the same rules as
     /// any write (permissions, quota, layout) and replaced in one step.
     pub fn truncate(&self, who: &Identity, path: &NsPath, size: u64) -> Result<Inode, CoreError> {
+        crate::scopes::modify(who, path)?;
         let old = self.meta.stat(path)?;
         if old.is_dir() {
             return Err(tessera_meta::MetaError::IsADirectory(path.display()).into());
@@ -515,8 +518,18 @@ impl Core {
         if old.size == size {
             return Ok(old);
         }
+        // The kept bytes are read as part of the change: the token's modify
+        // scope covers it, the mode bits still have to allow reading.
         let src = if size > 0 && old.size > 0 {
-            Some(self.open_read(who, path)?)
+            if !tessera_meta::may(who, &old, 4) {
+                return Err(tessera_meta::MetaError::PermissionDenied(format!(
+                    "{} may not read {}",
+                    who.name,
+                    path.display()
+                ))
+                .into());
+            }
+            Some(self.data().open_inode(old.clone())?)
         } else {
             None
         };

@@ -3,12 +3,14 @@
 //! It turns a request (identity + normalised path + arguments) into calls
 //! on the namespace store, off the async runtime (`spawn_blocking`), and
 //! records one metric sample and one access-log line per operation.
-//! Authorization beyond mode bits (tokens, ACLs) will be evaluated here.
+//! Token scopes are checked here before the store is touched
+//! (`scopes.rs`); mode bits are the store's own check.
 
 mod error;
 mod fs;
 mod fsck;
 mod io;
+mod scopes;
 mod service;
 
 pub use error::CoreError;

@@ -112,7 +112,10 @@ impl Core {
     }
 
     pub async fn stat(&self, who: &Identity, path: NsPath) -> Result<Inode, CoreError> {
-        self.read("stat", who, &path, |m| m.stat(&path))
+        self.read("stat", who, &path, |m| {
+            crate::scopes::look(who, &path)?;
+            m.stat(&path)
+        })
     }
 
     pub async fn list(
@@ -122,7 +125,9 @@ impl Core {
         after: Option<Vec<u8>>,
         limit: usize,
     ) -> Result<Vec<Inode>, CoreError> {
+        let w = who.clone();
         self.run("list", who, path.display(), move |m| {
+            crate::scopes::read(&w, &path)?;
             m.list(&path, after.as_deref(), limit)
         })
         .await
@@ -137,6 +142,7 @@ impl Core {
     ) -> Result<Inode, CoreError> {
         let w = who.clone();
         self.run("mkdir", who, path.display(), move |m| {
+            crate::scopes::mkdir(&w, &path)?;
             m.mkdir(&path, &w, mode, parents)
         })
         .await
@@ -145,6 +151,7 @@ impl Core {
     pub async fn touch(&self, who: &Identity, path: NsPath, mode: u32) -> Result<Inode, CoreError> {
         let w = who.clone();
         self.run("touch", who, path.display(), move |m| {
+            crate::scopes::write(m, &w, &path)?;
             m.create(&path, &w, mode)
         })
         .await
@@ -162,6 +169,7 @@ impl Core {
         let fs = Arc::clone(&self.fs);
         self.run("rm", who, path.display(), move |m| {
             let mut rep = RemoveReport::default();
+            crate::scopes::modify(&w, &path)?;
             let top = m.stat(&path)?;
             if !top.is_dir() {
                 let gone = m.unlink(&path, &w)?;
@@ -188,8 +196,14 @@ impl Core {
     ) -> Result<Inode, CoreError> {
         let w = who.clone();
         let desc = format!("{src} -> {dst}");
-        self.run("mv", who, desc, move |m| m.rename(&src, &dst, &w, flags))
-            .await
+        self.run("mv", who, desc, move |m| {
+            // Renaming within create scopes is allowed; replacing an
+            // existing destination needs modify.
+            crate::scopes::create(&w, &src)?;
+            crate::scopes::write(m, &w, &dst)?;
+            m.rename(&src, &dst, &w, flags)
+        })
+        .await
     }
 
     pub async fn setattr(
@@ -200,6 +214,7 @@ impl Core {
     ) -> Result<Inode, CoreError> {
         let w = who.clone();
         self.run("setattr", who, path.display(), move |m| {
+            crate::scopes::modify(&w, &path)?;
             m.setattr(&path, &w, a)
         })
         .await
@@ -214,6 +229,7 @@ impl Core {
     ) -> Result<(), CoreError> {
         let w = who.clone();
         self.run("attr_set", who, path.display(), move |m| {
+            crate::scopes::modify(&w, &path)?;
             m.xattr_set(&path, &w, &name, &value)
         })
         .await
@@ -225,7 +241,9 @@ impl Core {
         path: NsPath,
         name: Vec<u8>,
     ) -> Result<Vec<u8>, CoreError> {
+        let w = who.clone();
         self.run("attr_get", who, path.display(), move |m| {
+            crate::scopes::look(&w, &path)?;
             m.xattr_get(&path, &name)
         })
         .await
@@ -236,7 +254,10 @@ impl Core {
         who: &Identity,
         path: NsPath,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, CoreError> {
-        self.read("attr_ls", who, &path, |m| m.xattr_list(&path))
+        self.read("attr_ls", who, &path, |m| {
+            crate::scopes::look(who, &path)?;
+            m.xattr_list(&path)
+        })
     }
 
     pub async fn xattr_rm(
@@ -247,6 +268,7 @@ impl Core {
     ) -> Result<(), CoreError> {
         let w = who.clone();
         self.run("attr_rm", who, path.display(), move |m| {
+            crate::scopes::modify(&w, &path)?;
             m.xattr_rm(&path, &w, &name)
         })
         .await

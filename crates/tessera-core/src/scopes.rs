@@ -1,0 +1,61 @@
+//! Token scopes, checked before the store is touched (so a refusal has no
+//! side effect). An identity without a token passes; with one, the
+//! operation must be within its scopes, and then the namespace's own
+//! permission checks (mode bits) apply to the identity the token maps to.
+
+use tessera_meta::{MetaError, MetaStore};
+use tessera_types::{Access, Identity, NsPath, TokenGrant};
+
+fn need(
+    who: &Identity,
+    ok: impl FnOnce(&TokenGrant) -> bool,
+    what: &str,
+    path: &NsPath,
+) -> Result<(), MetaError> {
+    match &who.token {
+        None => Ok(()),
+        Some(g) if ok(g) => Ok(()),
+        Some(g) => Err(MetaError::PermissionDenied(format!(
+            "the token of {} (issuer {}) does not allow {what} on {}",
+            g.subject,
+            g.issuer,
+            path.display()
+        ))),
+    }
+}
+
+/// Read data or list: `storage.read`.
+pub(crate) fn read(who: &Identity, path: &NsPath) -> Result<(), MetaError> {
+    need(who, |g| g.allows(Access::Read, path), "reading", path)
+}
+
+/// Stat: any scope on the path, below it or above it.
+pub(crate) fn look(who: &Identity, path: &NsPath) -> Result<(), MetaError> {
+    need(who, |g| g.may_look(path), "looking at", path)
+}
+
+/// Make a directory (parents of a create scope's path included).
+pub(crate) fn mkdir(who: &Identity, path: &NsPath) -> Result<(), MetaError> {
+    need(who, |g| g.may_mkdir(path), "making a directory", path)
+}
+
+/// Create something new: `storage.create` (or modify).
+pub(crate) fn create(who: &Identity, path: &NsPath) -> Result<(), MetaError> {
+    need(who, |g| g.allows(Access::Create, path), "creating", path)
+}
+
+/// Change or delete what exists: `storage.modify`.
+pub(crate) fn modify(who: &Identity, path: &NsPath) -> Result<(), MetaError> {
+    need(who, |g| g.allows(Access::Modify, path), "modifying", path)
+}
+
+/// Write a file: create for a new one, modify to replace one.
+pub(crate) fn write(m: &MetaStore, who: &Identity, path: &NsPath) -> Result<(), MetaError> {
+    if who.token.is_none() {
+        return Ok(());
+    }
+    match m.stat(path) {
+        Ok(_) => modify(who, path),
+        Err(_) => create(who, path),
+    }
+}

@@ -1,0 +1,103 @@
+//! Token scopes through the core service: what a token allows happens,
+//! anything else is EACCES with no side effect; create never replaces or
+//! deletes, modify does; paths match by whole components.
+
+mod common;
+
+use common::{data, p};
+use std::sync::Arc;
+use tessera_core::*;
+use tessera_types::{Access, ErrorKind, Identity, ScopeGrant, TokenGrant};
+
+fn token(scopes: &[(Access, &str)]) -> Identity {
+    let mut id = Identity::user(1000, 1000, "alice", "test");
+    id.token = Some(Arc::new(TokenGrant {
+        issuer: "https://issuer.test".into(),
+        subject: "alice".into(),
+        scopes: scopes
+            .iter()
+            .map(|(a, s)| ScopeGrant {
+                access: *a,
+                path: p(s),
+                dir_only: false,
+            })
+            .collect(),
+        expires: u64::MAX,
+    }));
+    id
+}
+
+fn denied<T: std::fmt::Debug>(r: Result<T, CoreError>) {
+    assert_eq!(r.expect_err("refused").kind(), ErrorKind::PermissionDenied);
+}
+
+#[tokio::test]
+async fn scopes_allow_exactly_what_they_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o777);
+    common::add_folders(&c, dir.path(), 1).await;
+    let root = Identity::root("test");
+    for d in ["/data", "/database", "/up", "/mine"] {
+        c.mkdir(&root, p(d), 0o777, false).await.unwrap();
+    }
+    common::put(&c, &root, "/data/f", &data(1000, 1)).unwrap();
+    common::put(&c, &root, "/database/f", &data(1000, 2)).unwrap();
+    let t = token(&[
+        (Access::Read, "/data"),
+        (Access::Create, "/up"),
+        (Access::Modify, "/mine"),
+    ]);
+    // Read scope: read, stat, list; nothing on a sibling prefix.
+    assert_eq!(common::get(&c, &t, "/data/f").unwrap(), data(1000, 1));
+    c.stat(&t, p("/data/f")).await.unwrap();
+    c.list(&t, p("/data"), None, 10).await.unwrap();
+    denied(common::get(&c, &t, "/database/f"));
+    denied(c.list(&t, p("/database"), None, 10).await);
+    denied(c.stat(&t, p("/database/f")).await);
+    // Parents of scope paths can be looked at (stat), not listed.
+    c.stat(&t, p("/")).await.unwrap();
+    denied(c.list(&t, p("/"), None, 10).await);
+    // Read scope does not write.
+    denied(common::put(&c, &t, "/data/new", b"x"));
+    assert!(
+        c.stat(&root, p("/data/new")).await.is_err(),
+        "no side effect"
+    );
+    // Create scope: new files and directories, never replace or delete.
+    common::put(&c, &t, "/up/a", b"first").unwrap();
+    c.mkdir(&t, p("/up/sub/deeper"), 0o755, true).await.unwrap();
+    denied(common::put(&c, &t, "/up/a", b"second"));
+    assert_eq!(common::get(&c, &root, "/up/a").unwrap(), b"first");
+    denied(c.remove(&t, p("/up/a"), false).await);
+    denied(
+        c.setattr(
+            &t,
+            p("/up/a"),
+            SetAttr {
+                mode: Some(0o600),
+                ..Default::default()
+            },
+        )
+        .await,
+    );
+    // ... and a rename within create scopes, not onto an existing file.
+    c.rename(&t, p("/up/a"), p("/up/b"), RenameFlags::default())
+        .await
+        .unwrap();
+    common::put(&c, &t, "/up/c", b"c").unwrap();
+    denied(
+        c.rename(&t, p("/up/c"), p("/up/b"), RenameFlags::default())
+            .await,
+    );
+    // Modify scope: overwrite, delete, truncate.
+    common::put(&c, &t, "/mine/f", b"one").unwrap();
+    common::put(&c, &t, "/mine/f", b"two").unwrap();
+    c.truncate(&t, &p("/mine/f"), 1).unwrap();
+    c.remove(&t, p("/mine/f"), false).await.unwrap();
+    // Outside every scope: nothing.
+    denied(c.mkdir(&t, p("/elsewhere"), 0o755, false).await);
+    denied(
+        c.xattr_set(&t, p("/data"), b"user.x".to_vec(), b"1".to_vec())
+            .await,
+    );
+}
