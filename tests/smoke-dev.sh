@@ -45,8 +45,13 @@ xrdfs "root://$xrootd" ls -l /data/run1 | grep -q ' 100000 .*/data/run1/up$'
 for op in open_write open_read; do
   grep "\"op\":\"$op\"" "$work/data/logs/access.log" | grep '"path":"/data/run1/up"' | grep -q '"sec.prot":"xroot"'
 done
-# curl over https with the dev CA, as the banner says
-curl -sSf --cacert "$work/data/dev/ca.pem" -T "$work/up" "https://localhost:${https##*:}/data/run1/put.bin" >/dev/null
+# curl over https with the dev CA and a dev token, as the banner says;
+# without a token https clients may only read
+code=$(curl -sS --cacert "$work/data/dev/ca.pem" -o /dev/null -w '%{http_code}' -T "$work/up" "https://localhost:${https##*:}/data/run1/anon.bin")
+[ "$code" = 403 ]
+tok=$("$t" token issue --data-dir "$work/data" --sub smoke --scope 'storage.read:/ storage.modify:/data')
+"$t" token inspect -m "$tok" | grep -q 'sub=smoke'
+curl -sSf --cacert "$work/data/dev/ca.pem" -H "Authorization: Bearer $tok" -T "$work/up" "https://localhost:${https##*:}/data/run1/put.bin" >/dev/null
 curl -sSf --cacert "$work/data/dev/ca.pem" "https://localhost:${https##*:}/data/run1/put.bin" -o "$work/down2"
 cmp "$work/up" "$work/down2"
 # a wrong credential is refused

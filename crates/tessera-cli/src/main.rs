@@ -82,6 +82,9 @@ enum Cmd {
     /// Namespace: check, stat.
     #[command(subcommand)]
     Ns(cmd::ns::NsCmd),
+    /// Bearer tokens: inspect, issue (dev issuer); local, no admin API.
+    #[command(subcommand)]
+    Token(cmd::token::TokenCmd),
 }
 
 fn main() -> std::process::ExitCode {
@@ -143,6 +146,9 @@ fn read_token(path: Option<&PathBuf>) -> Result<String, Failure> {
 }
 
 async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {
+    if let Cmd::Token(t) = cli.cmd {
+        return cmd::token::run(fmt, t);
+    }
     let token = read_token(cli.token_file.as_ref())?;
     let mut c = client::connect(&cli.admin, token, cli.role.clone()).await?;
     match cli.cmd {
@@ -161,6 +167,7 @@ async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {
         Cmd::Fs(f) => cmd::fs::fs(&mut c, fmt, f).await,
         Cmd::Space(s) => cmd::fs::space(&mut c, fmt, s).await,
         Cmd::Fsck(f) => cmd::fsck::fsck(&mut c, fmt, f).await,
+        Cmd::Token(_) => unreachable!("handled above"),
     }
 }
 

@@ -44,6 +44,29 @@ impl Slot {
     }
 }
 
+/// Fills a slot once; dropped unfilled (a panic), it fills it with an
+/// error so that whoever waits goes on (and reads for itself).
+struct Fill(Option<Arc<Slot>>);
+
+impl Fill {
+    fn put(mut self, r: Result<ReadData, DataError>) {
+        if let Some(slot) = self.0.take() {
+            *slot.done.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+            slot.cv.notify_all();
+        }
+    }
+}
+
+impl Drop for Fill {
+    fn drop(&mut self) {
+        if let Some(slot) = self.0.take() {
+            *slot.done.lock().unwrap_or_else(|p| p.into_inner()) =
+                Some(Err(DataError::Layout("read-ahead failed".into())));
+            slot.cv.notify_all();
+        }
+    }
+}
+
 #[derive(Default)]
 struct Ahead {
     /// Where the last request ended: a request starting here is sequential.
@@ -189,9 +212,10 @@ impl FileReader {
         let started = std::thread::Builder::new()
             .name("tessera-ahead".into())
             .spawn(move || {
+                // Filled even if the read panics: a waiter never hangs.
+                let fill = Fill(Some(sl));
                 let r = s.read(off, len);
-                *sl.done.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
-                sl.cv.notify_all();
+                fill.put(r);
             });
         // No thread, no read-ahead: the request reads for itself.
         started.ok()?;

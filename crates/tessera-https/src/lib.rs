@@ -3,6 +3,7 @@
 //! map to the status codes davix and gfal2 read (`error.rs`); the
 //! connection stays usable after an error.
 
+mod auth;
 mod body;
 mod date;
 pub mod error;
@@ -50,6 +51,11 @@ pub struct HttpsConfig {
     pub stats: Arc<Stats>,
     /// Offer HTTP/2 (ALPN `h2`) to TLS clients that ask for it.
     pub http2: bool,
+    /// Bearer tokens (`Authorization: Bearer`, `?authz=`) are validated
+    /// with this; `None`: no issuer is configured and tokens are ignored.
+    pub tokens: Option<Arc<tessera_auth::Validator>>,
+    /// The development issuer served here: (issuer URL, JWKS document).
+    pub dev_issuer: Option<(String, String)>,
 }
 
 impl Default for HttpsConfig {
@@ -63,6 +69,8 @@ impl Default for HttpsConfig {
             mode: Mode::Local,
             stats: Arc::default(),
             http2: false,
+            tokens: None,
+            dev_issuer: None,
         }
     }
 }
@@ -157,11 +165,18 @@ fn service(
                     "too many request headers",
                 )));
             }
+            if let Some(r) = auth::dev_issuer(&cfg, &req) {
+                return Ok(r);
+            }
             let r = match core {
                 Some(core) => {
+                    let who = match auth::identity(&cfg, &req).await {
+                        Ok(w) => w,
+                        Err(r) => return Ok(r),
+                    };
                     let ctx = Ctx {
                         core,
-                        who: cfg.anonymous.clone(),
+                        who,
                         cfg,
                         peer,
                     };

@@ -58,6 +58,7 @@ pub struct Config {
     pub https: Https,
     pub cluster: Cluster,
     pub fsck: Fsck,
+    pub auth: Auth,
     /// Register `<data_dir>/fs/fs1..6` as filesystems (dev mode).
     #[serde(skip)]
     pub dev_filesystems: bool,
@@ -82,9 +83,12 @@ pub enum AnonymousCfg {
     /// Requests without credentials run as nobody (the default).
     #[default]
     Nobody,
-    /// Requests without credentials run as the server's own user (dev
-    /// mode: the person who started it).
+    /// Requests without credentials run as the server's own user.
     Owner,
+    /// Requests without credentials may read and list (as nobody), and
+    /// nothing else (the dev mode's choice): writes need a token.
+    #[serde(rename = "read-only")]
+    ReadOnly,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -138,6 +142,71 @@ pub struct Cluster {
     pub client_sites: std::collections::BTreeMap<String, Vec<String>>,
 }
 
+/// Bearer tokens: the issuers trusted, and how their keys are fetched.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Auth {
+    /// CA certificates (PEM) trusted when fetching issuers' keys, beyond
+    /// the system bundle.
+    pub ca_files: Vec<PathBuf>,
+    /// How often every issuer's keys are fetched again, seconds.
+    pub refresh_secs: u64,
+    pub issuers: Vec<IssuerCfg>,
+    /// Dev mode: serve the development issuer (its key in `dev/`) on the
+    /// HTTPS listener and trust it.
+    #[serde(skip)]
+    pub dev_issuer: bool,
+}
+
+impl Default for Auth {
+    fn default() -> Self {
+        Auth {
+            ca_files: Vec::new(),
+            refresh_secs: 3600,
+            issuers: Vec::new(),
+            dev_issuer: false,
+        }
+    }
+}
+
+/// One trusted token issuer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IssuerCfg {
+    /// Exactly the tokens' `iss` (an https URL).
+    pub issuer: String,
+    /// Accepted `aud` values (the WLCG "any" audience is always accepted).
+    pub audiences: Vec<String>,
+    /// The namespace path the issuer's scope paths are relative to.
+    #[serde(default = "root_path")]
+    pub base_path: String,
+    /// Who the issuer's tokens act as, unless `map_file` maps the subject.
+    #[serde(default = "nobody_id")]
+    pub default_uid: u32,
+    #[serde(default = "nobody_id")]
+    pub default_gid: u32,
+    #[serde(default = "nobody_name")]
+    pub default_name: String,
+    /// JSON `{ "<sub>": { "uid": N, "gid": N, "name": "..." }, ... }`.
+    pub map_file: Option<PathBuf>,
+    /// Whether its create/modify scopes are honoured (false: read only).
+    #[serde(default = "yes")]
+    pub may_create: bool,
+}
+
+fn root_path() -> String {
+    "/".into()
+}
+fn nobody_id() -> u32 {
+    65534
+}
+fn nobody_name() -> String {
+    "nobody".into()
+}
+fn yes() -> bool {
+    true
+}
+
 /// Background repair of what reads found damaged (degraded reads).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -186,8 +255,14 @@ pub enum UnixCfg {
     /// Every `unix` login is `nobody` (the default).
     #[default]
     Anonymous,
-    /// Trust the user name a `unix` login sends (dev mode, closed sites).
+    /// Trust the user name a `unix` login sends (closed sites).
     Trust,
+    /// Trust only the server's own user (dev mode); everyone else may
+    /// read and list, and needs a token to write.
+    Owner,
+    /// Everyone may read and list; writes need a token.
+    #[serde(rename = "read-only")]
+    ReadOnly,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -249,6 +324,7 @@ impl Default for Config {
             https: Https::default(),
             cluster: Cluster::default(),
             fsck: Fsck::default(),
+            auth: Auth::default(),
             dev_filesystems: false,
         }
     }

@@ -96,6 +96,8 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
         unix: match cfg.xrootd.unix {
             UnixCfg::Trust => tessera_xrootd::UnixPolicy::Trust,
             UnixCfg::Anonymous => tessera_xrootd::UnixPolicy::Anonymous,
+            UnixCfg::ReadOnly => tessera_xrootd::UnixPolicy::ReadOnly,
+            UnixCfg::Owner => tessera_xrootd::UnixPolicy::Owner(crate::owner_identity().uid),
         },
         site: c.site.clone(),
         ..tessera_xrootd::XrootdConfig::default()

@@ -2,6 +2,7 @@
 //! together. This is the only composition root; tests start it in-process
 //! with [`start`] on port 0.
 
+mod auth;
 pub mod config;
 pub mod dev;
 mod gateway;
@@ -76,12 +77,13 @@ pub fn dev_config(data_dir: &std::path::Path) -> anyhow::Result<(Config, String)
     cfg.listen.metrics = SocketAddr::from(([127, 0, 0, 1], 0));
     cfg.listen.xrootd = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
     cfg.listen.https = Some(SocketAddr::from(([127, 0, 0, 1], 0)));
-    cfg.https.anonymous = config::AnonymousCfg::Owner;
+    cfg.https.anonymous = config::AnonymousCfg::ReadOnly;
+    cfg.auth.dev_issuer = true;
     cfg.https.tpc_ca_files = vec![layout.ca_pem.clone()];
     cfg.admin.token_file = Some(layout.token_file.clone());
     cfg.tls.cert = Some(layout.cert_pem.clone());
     cfg.tls.key = Some(layout.key_pem.clone());
-    cfg.xrootd.unix = config::UnixCfg::Trust;
+    cfg.xrootd.unix = config::UnixCfg::Owner;
     cfg.dev_filesystems = true;
     let secret = dev::read_secret(&layout.token_file)?;
     Ok((cfg, secret))
@@ -235,6 +237,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     });
     let http = tokio::spawn(http::serve(metrics_l, core.clone(), stop_rx.clone()));
     let mut tasks = vec![grpc, http];
+    let mut dev_issuer: Option<(String, String)> = None;
     if cfg.fsck.repair_interval_secs > 0 {
         tasks.push(tokio::spawn(repair::run(
             core.clone(),
@@ -250,22 +253,46 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
             s.abort();
         }));
     }
-    let mut https_addr = None;
     let mut https_stats = None;
-    if let Some(a) = cfg.listen.https {
-        let l = TcpListener::bind(a)
-            .await
-            .with_context(|| format!("binding HTTPS listener {a}"))?;
-        https_addr = Some(l.local_addr()?);
+    let https_l = match cfg.listen.https {
+        Some(a) => Some(
+            TcpListener::bind(a)
+                .await
+                .with_context(|| format!("binding HTTPS listener {a}"))?,
+        ),
+        None => None,
+    };
+    let https_addr = match &https_l {
+        Some(l) => Some(l.local_addr()?),
+        None => None,
+    };
+    // Bearer tokens (the dev issuer's URL names the HTTPS port).
+    let tokens = auth::setup(cfg, https_addr)?;
+    let validator = tokens.as_ref().map(|t| Arc::clone(&t.validator));
+    if let Some(t) = tokens {
+        let refresh = t.refresh;
+        let mut rx = stop_rx.clone();
+        tasks.push(tokio::spawn(async move {
+            let _ = rx.changed().await;
+            refresh.abort();
+        }));
+        dev_issuer = t.dev.map(|d| (d.issuer, d.jwks));
+    }
+    if let Some(l) = https_l {
         let hcfg = Arc::new(tessera_https::HttpsConfig {
             tls: tls.clone(),
             anonymous: match cfg.https.anonymous {
                 config::AnonymousCfg::Nobody => tessera_https::HttpsConfig::default().anonymous,
                 config::AnonymousCfg::Owner => owner_identity(),
+                config::AnonymousCfg::ReadOnly => {
+                    tessera_types::Identity::read_only_anonymous("https")
+                }
             },
             tpc_tls: Some(tls::client_config(&cfg.https.tpc_ca_files)?),
             mode: https_mode,
             http2: cfg.https.http2,
+            tokens: validator.clone(),
+            dev_issuer: dev_issuer.clone(),
             ..tessera_https::HttpsConfig::default()
         });
         https_stats = Some(Arc::clone(&hcfg.stats));
@@ -292,8 +319,11 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
             unix: match cfg.xrootd.unix {
                 config::UnixCfg::Trust => tessera_xrootd::UnixPolicy::Trust,
                 config::UnixCfg::Anonymous => tessera_xrootd::UnixPolicy::Anonymous,
+                config::UnixCfg::ReadOnly => tessera_xrootd::UnixPolicy::ReadOnly,
+                config::UnixCfg::Owner => tessera_xrootd::UnixPolicy::Owner(owner_identity().uid),
             },
             site: cfg.xrootd.site.clone(),
+            tokens: validator.clone(),
             ..tessera_xrootd::XrootdConfig::default()
         });
         tasks.push(tokio::spawn(tessera_xrootd::serve(
@@ -318,7 +348,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
 }
 
 /// The identity of the user running this server (dev mode's "owner").
-fn owner_identity() -> tessera_types::Identity {
+pub(crate) fn owner_identity() -> tessera_types::Identity {
     use std::os::unix::fs::MetadataExt;
     match std::fs::metadata("/proc/self") {
         Ok(m) if m.uid() == 0 => tessera_types::Identity::root("https"),

@@ -206,8 +206,10 @@ fn print_banner(r: &tessera_server::Running, l: &DevLayout) {
          \n  admin API (gRPC):  {admin}\n  metrics:           http://{m}/metrics  (also /healthz, /readyz)\n  CA certificate:    {ca}\n  admin token file:  {tok}\n\
          \nTry the admin CLI:\n  export TESSERA_ADMIN={admin} TESSERA_TOKEN_FILE={tok}\n  {tessera} mkdir -p /data/run1\n  {tessera} ls -l /\n  {tessera} quota set --path /data --uid 1000 --max-bytes 10G --max-inodes 1000\n  {tessera} quota ls /\n  curl http://{m}/metrics\n\
          \nxrdcp and xrdfs (root://, and roots:// trusting the dev CA):\n  export X509_CERT_DIR={cadir}\n  xrdcp /etc/os-release root://{x}//data/run1/os-release\n  xrdfs root://{x} ls -l /data/run1\n  xrdcp -f roots://{x}//data/run1/os-release /tmp/os-release.copy\n\
-         \ncurl and davix (https://, WebDAV):\n  curl --cacert {ca} -T /etc/os-release https://{h}/data/run1/os-release.txt\n  curl --cacert {ca} https://{h}/data/run1/os-release.txt\n  curl --cacert {ca} -X PROPFIND -H 'Depth: 1' https://{h}/data/run1/\n",
+         \nBearer tokens (the dev issuer; without one, https and other unix users may only read):\n  export BEARER_TOKEN=$({tessera} token issue --data-dir {root} --sub $USER --scope 'storage.read:/ storage.modify:/data')\n  {tessera} token inspect \"$BEARER_TOKEN\"\n  xrdcp -f /etc/os-release roots://{x}//data/run1/os-release   # ztn\n\
+         \ncurl and davix (https://, WebDAV):\n  curl --cacert {ca} -H \"Authorization: Bearer $BEARER_TOKEN\" -T /etc/os-release https://{h}/data/run1/os-release.txt\n  curl --cacert {ca} https://{h}/data/run1/os-release.txt\n  curl --cacert {ca} -X PROPFIND -H 'Depth: 1' https://{h}/data/run1/\n",
         l.root.display(),
+        root = l.root.display(),
         admin = r.admin_addr,
         m = r.metrics_addr,
         ca = l.ca_pem.display(),

@@ -41,6 +41,23 @@ impl Identity {
         }
     }
 
+    /// An anonymous client that may read and list, nothing else: nobody,
+    /// with a read scope on `/` (tokens or trusted logins write).
+    pub fn read_only_anonymous(protocol: &'static str) -> Identity {
+        let mut id = Identity::user(65534, 65534, "anonymous", protocol);
+        id.token = Some(std::sync::Arc::new(crate::TokenGrant {
+            issuer: "(anonymous)".into(),
+            subject: "anonymous".into(),
+            scopes: vec![crate::ScopeGrant {
+                access: crate::Access::Read,
+                path: crate::NsPath::root(),
+                dir_only: false,
+            }],
+            expires: u64::MAX,
+        }));
+        id
+    }
+
     pub fn is_root(&self) -> bool {
         self.uid == 0
     }

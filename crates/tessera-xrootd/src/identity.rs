@@ -8,10 +8,15 @@ use tessera_types::Identity;
 /// How `unix` credentials are mapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnixPolicy {
-    /// Trust the user name the client sends (development, closed sites).
+    /// Trust the user name the client sends (closed sites).
     Trust,
     /// Everyone is `nobody`.
     Anonymous,
+    /// Everyone may read and list, nothing else (tokens write).
+    ReadOnly,
+    /// Trust only this uid's user (dev mode: the server's own user);
+    /// everyone else is as with `ReadOnly`.
+    Owner(u32),
 }
 
 pub const NOBODY: u32 = 65534;
@@ -20,16 +25,31 @@ pub fn anonymous() -> Identity {
     Identity::user(NOBODY, NOBODY, "nobody", "xroot")
 }
 
+/// Who a session is before it authenticates.
+pub fn initial(policy: UnixPolicy) -> Identity {
+    match policy {
+        UnixPolicy::Trust | UnixPolicy::Anonymous => anonymous(),
+        UnixPolicy::ReadOnly | UnixPolicy::Owner(_) => Identity::read_only_anonymous("xroot"),
+    }
+}
+
 /// The identity for a `unix` credential: `user[ group]`.
 pub fn from_unix(policy: UnixPolicy, user: &str, group: Option<&str>) -> Identity {
-    if policy == UnixPolicy::Anonymous {
-        return anonymous();
+    match policy {
+        UnixPolicy::Anonymous => return anonymous(),
+        UnixPolicy::ReadOnly => return Identity::read_only_anonymous("xroot"),
+        UnixPolicy::Trust | UnixPolicy::Owner(_) => {}
     }
     let Some((uid, mut gid)) = lookup_user(Path::new("/etc/passwd"), user) else {
         return anonymous();
     };
     if let Some(g) = group.and_then(|g| lookup_group(Path::new("/etc/group"), g)) {
         gid = g;
+    }
+    if let UnixPolicy::Owner(owner) = policy {
+        if uid != owner {
+            return Identity::read_only_anonymous("xroot");
+        }
     }
     if uid == 0 {
         let mut r = Identity::root("xroot");

@@ -12,6 +12,7 @@ pub mod proto;
 mod reply;
 mod session;
 mod statfmt;
+mod token;
 
 pub use conn::ConnError;
 pub use error::XrdError;
@@ -73,6 +74,9 @@ pub struct XrootdConfig {
     /// Answered to `query config sitename`.
     pub site: String,
     pub max_write: usize,
+    /// Bearer tokens (`ztn`, `authz=`) are validated with this; `None`:
+    /// no issuer is configured.
+    pub tokens: Option<Arc<tessera_auth::Validator>>,
 }
 
 impl Default for XrootdConfig {
@@ -84,6 +88,7 @@ impl Default for XrootdConfig {
             unix: UnixPolicy::Anonymous,
             site: "tessera".into(),
             max_write: DEFAULT_MAX_WRITE,
+            tokens: None,
         }
     }
 }

@@ -63,13 +63,14 @@ impl Session {
         peer: SocketAddr,
         tls: bool,
     ) -> Session {
+        let policy = cfg.unix;
         Session {
             core,
             cfg,
             local,
             peer,
             tls,
-            who: RwLock::new(Arc::new(identity::anonymous())),
+            who: RwLock::new(Arc::new(identity::initial(policy))),
             logged_in: RwLock::new(false),
             handles: Mutex::new(HashMap::new()),
             next: AtomicU32::new(1),
@@ -89,6 +90,9 @@ impl Session {
 
     /// The client's identity (shared, cheap to hand out per request).
     pub fn who(&self) -> Arc<Identity> {
+        if let Ok(w) = crate::token::REQUEST_WHO.try_with(Arc::clone) {
+            return w;
+        }
         Arc::clone(&self.who.read().unwrap_or_else(|p| p.into_inner()))
     }
 

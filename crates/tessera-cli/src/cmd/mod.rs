@@ -5,3 +5,4 @@ pub mod fs;
 pub mod fsck;
 pub mod ns;
 pub mod quota;
+pub mod token;

@@ -70,10 +70,13 @@ pub async fn connect(remote: &Remote, tls: Option<&Arc<ClientConfig>>) -> Result
     if remote.tls {
         let cfg = tls.ok_or("no CA configured for third-party copies over TLS")?;
         let name = ServerName::try_from(remote.host.clone()).map_err(|e| e.to_string())?;
-        let s = tokio_rustls::TlsConnector::from(Arc::clone(cfg))
-            .connect(name, tcp)
-            .await
-            .map_err(|e| format!("TLS with {}: {e}", remote.host))?;
+        let s = tokio::time::timeout(
+            Duration::from_secs(30),
+            tokio_rustls::TlsConnector::from(Arc::clone(cfg)).connect(name, tcp),
+        )
+        .await
+        .map_err(|_| format!("TLS with {} timed out", remote.host))?
+        .map_err(|e| format!("TLS with {}: {e}", remote.host))?;
         handshake(TokioIo::new(s)).await
     } else {
         handshake(TokioIo::new(tcp)).await

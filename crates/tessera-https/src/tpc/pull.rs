@@ -22,6 +22,9 @@ use tessera_core::WriteSession;
 use tokio::sync::mpsc;
 
 const MARKER_EVERY: Duration = Duration::from_secs(5);
+/// A transfer that moves no byte for this long fails (a remote end that
+/// stopped answering never holds a copy open for ever).
+pub const STALL: Duration = Duration::from_secs(120);
 const CHUNK: usize = 4 << 20;
 /// Most streams one pull opens (each holds up to 16 MiB).
 pub const MAX_STREAMS: usize = 16;
@@ -169,11 +172,18 @@ async fn transfer(
     tokio::pin!(fetch);
     let mut tick = tokio::time::interval(MARKER_EVERY);
     tick.tick().await; // the first tick is immediate
+    let mut last = (0u64, std::time::Instant::now());
     loop {
         tokio::select! {
             r = &mut fetch => { r?; break; }
             _ = tick.tick() => {
-                if tx.send(Ok(marker(moved.load(Ordering::Relaxed)))).await.is_err() {
+                let now = moved.load(Ordering::Relaxed);
+                if now != last.0 {
+                    last = (now, std::time::Instant::now());
+                } else if last.1.elapsed() > STALL {
+                    return Err(format!("no progress for {STALL:?}"));
+                }
+                if tx.send(Ok(marker(now))).await.is_err() {
                     return Err("the client went away".into());
                 }
             }

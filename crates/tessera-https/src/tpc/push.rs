@@ -49,11 +49,18 @@ pub async fn push(ctx: &Ctx, req: crate::Req, dest: &str) -> Result<Response<Bod
         tokio::pin!(send);
         let mut tick = tokio::time::interval(Duration::from_secs(5));
         tick.tick().await;
+        let mut last = (0u64, std::time::Instant::now());
         let r = loop {
             tokio::select! {
                 r = &mut send => break r,
                 _ = tick.tick() => {
-                    let _ = tx.send(Ok(marker(sent.load(Ordering::Relaxed)))).await;
+                    let now = sent.load(Ordering::Relaxed);
+                    if now != last.0 {
+                        last = (now, std::time::Instant::now());
+                    } else if last.1.elapsed() > super::pull::STALL {
+                        break Err(format!("no progress for {:?}", super::pull::STALL));
+                    }
+                    let _ = tx.send(Ok(marker(now))).await;
                 }
             }
         };

@@ -8,6 +8,7 @@ mod errors;
 mod http2;
 mod reference;
 mod scaleout;
+mod tokens;
 mod tpc;
 
 #[path = "../common/mod.rs"]
@@ -38,6 +39,9 @@ impl Env {
         let dir = tempfile::tempdir().expect("tmp");
         let rt = tokio::runtime::Runtime::new().expect("runtime");
         let (mut cfg, secret) = tessera_server::dev_config(&dir.path().join("data")).expect("dev");
+        // These tests write without tokens, as the server's owner (the dev
+        // default is read-only for anonymous clients; tokens.rs tests it).
+        cfg.https.anonymous = tessera_server::config::AnonymousCfg::Owner;
         change(&mut cfg);
         let server = rt
             .block_on(tessera_server::start(&cfg, secret))

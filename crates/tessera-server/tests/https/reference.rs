@@ -148,7 +148,7 @@ impl Reference {
 fn gfal_copy(e: &Env, x: &Reference, mode: &str, src: &str, dst: &str) {
     let o = e
         .cmd("gfal-copy")
-        .args(["--copy-mode", mode, "-K", "ADLER32", src, dst])
+        .args(["-t", "240", "--copy-mode", mode, "-K", "ADLER32", src, dst])
         .output()
         .unwrap();
     assert!(

@@ -7,6 +7,7 @@ mod clients;
 mod errors;
 mod python;
 mod scaleout;
+mod tokens;
 
 #[path = "../common/mod.rs"]
 mod common;

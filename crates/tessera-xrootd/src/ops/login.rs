@@ -28,11 +28,16 @@ pub fn login(s: &Session, h: &Header, _p: &[u8]) -> Result<Vec<u8>, XrdError> {
         .to_string();
     tracing::debug!(user = %name, peer = %s.peer, tls = s.tls, "xroot login");
     let mut b: Vec<u8> = rand::random::<[u8; 16]>().to_vec();
+    // Tokens (ztn) only over TLS, first, so that clients with a token use
+    // it and the others fall through to unix.
+    if s.tls && s.cfg.tokens.is_some() {
+        b.extend_from_slice(format!("&P=ztn,0:{}:", crate::token::MAX_TOKEN).as_bytes());
+    }
     b.extend_from_slice(b"&P=unix");
     Ok(b)
 }
 
-pub fn auth(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+pub async fn auth(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     let credtype = String::from_utf8_lossy(h.at(16, 4))
         .trim_end_matches('\0')
         .to_string();
@@ -42,6 +47,13 @@ pub fn auth(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
                 .ok_or_else(|| XrdError::new(err::AUTH_FAILED, "empty unix credentials"))?;
             let who = identity::from_unix(s.unix_policy(), &user, group.as_deref());
             tracing::debug!(user = %user, uid = who.uid, "xroot unix auth");
+            s.set_who(who);
+            Ok(Vec::new())
+        }
+        "ztn" if s.tls => {
+            let token = crate::token::parse_ztn(p)?;
+            let who = crate::token::identity_of(s, &token, err::AUTH_FAILED).await?;
+            tracing::debug!(user = %who.name, uid = who.uid, "xroot ztn auth");
             s.set_who(who);
             Ok(Vec::new())
         }

@@ -56,7 +56,7 @@ pub async fn dispatch(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>) -> boo
     match h.code {
         req::PROTOCOL => out.result(st, login::protocol(s, &h)).await,
         req::LOGIN => out.result(st, login::login(s, &h, &p)).await,
-        req::AUTH => out.result(st, login::auth(s, &h, &p)).await,
+        req::AUTH => out.result(st, login::auth(s, &h, &p).await).await,
         req::PING | req::ENDSESS | req::SET | req::PREPARE => out.ok(st, Vec::new()).await,
         req::WRITE | req::SYNC | req::CLOSE => write::queue(s, out, &h, p).await,
         req::TRUNCATE if p.is_empty() => write::queue(s, out, &h, p).await,
@@ -91,8 +91,23 @@ pub async fn dispatch(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>) -> boo
     }
 }
 
-/// Requests that run as their own task.
+/// Requests that run as their own task; one carrying `authz=` runs as
+/// its token's identity (refused with `kXR_NotAuthorized` if invalid).
 async fn serve(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>) {
+    match crate::token::request_identity(s, &p).await {
+        Ok(None) => serve_as(s, out, h, p).await,
+        Ok(Some(who)) => {
+            crate::token::REQUEST_WHO
+                .scope(who, serve_as(s, out, h, p))
+                .await
+        }
+        Err(e) => {
+            out.error(h.stream, &e).await;
+        }
+    }
+}
+
+async fn serve_as(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>) {
     let st = h.stream;
     let r = match h.code {
         req::STAT => stat::stat(s, &h, &p).await,

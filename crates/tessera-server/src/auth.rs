@@ -1,0 +1,99 @@
+//! Bearer tokens for the front-ends: the validator over the configured
+//! issuers (and, in dev mode, the development issuer this server serves
+//! itself), with its keys refreshed in the background.
+
+use crate::config::Config;
+use anyhow::Context;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tessera_auth::dev::DevIssuer;
+use tessera_auth::{IssuerConfig, Validator};
+use tessera_types::NsPath;
+
+/// What the HTTPS listener serves for the development issuer.
+pub struct DevServe {
+    pub issuer: String,
+    pub jwks: String,
+}
+
+pub struct Tokens {
+    pub validator: Arc<Validator>,
+    pub dev: Option<DevServe>,
+    pub refresh: tokio::task::JoinHandle<()>,
+}
+
+#[derive(serde::Deserialize)]
+struct Mapped {
+    uid: u32,
+    gid: u32,
+    name: Option<String>,
+}
+
+fn subjects(path: &std::path::Path) -> anyhow::Result<HashMap<String, (u32, u32, String)>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let m: HashMap<String, Mapped> =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    Ok(m.into_iter()
+        .map(|(sub, v)| {
+            let name = v.name.unwrap_or_else(|| sub.clone());
+            (sub, (v.uid, v.gid, name))
+        })
+        .collect())
+}
+
+/// The validator, or `None` when no issuer is configured (tokens are
+/// then ignored, as by a server without a token plugin).
+pub fn setup(cfg: &Config, https: Option<SocketAddr>) -> anyhow::Result<Option<Tokens>> {
+    let mut issuers = Vec::new();
+    for i in &cfg.auth.issuers {
+        issuers.push(IssuerConfig {
+            issuer: i.issuer.clone(),
+            audiences: i.audiences.clone(),
+            base_path: NsPath::parse(&i.base_path)
+                .map_err(|e| anyhow::anyhow!("auth.issuers {}: base_path: {e}", i.issuer))?,
+            default_identity: (i.default_uid, i.default_gid, i.default_name.clone()),
+            subjects: match &i.map_file {
+                Some(f) => subjects(f)?,
+                None => HashMap::new(),
+            },
+            may_create: i.may_create,
+        });
+    }
+    let mut ca_files = cfg.auth.ca_files.clone();
+    let mut dev = None;
+    if let (true, Some(addr)) = (cfg.auth.dev_issuer, https) {
+        let dev_dir = cfg.data_dir.join("dev");
+        let key = DevIssuer::load_or_create(&dev_dir).context("the development issuer")?;
+        let iss = format!("https://localhost:{}", addr.port());
+        key.write_info(&dev_dir, &iss, &iss)
+            .context("recording the development issuer")?;
+        let owner = crate::owner_identity();
+        issuers.push(IssuerConfig {
+            issuer: iss.clone(),
+            audiences: vec![iss.clone()],
+            base_path: NsPath::root(),
+            default_identity: (owner.uid, owner.gid, owner.name.clone()),
+            subjects: HashMap::new(),
+            may_create: true,
+        });
+        ca_files.push(dev_dir.join("ca.pem"));
+        dev = Some(DevServe {
+            issuer: iss,
+            jwks: key.jwks().to_string(),
+        });
+    }
+    if issuers.is_empty() {
+        return Ok(None);
+    }
+    let tls = crate::tls::client_config(&ca_files)?;
+    let validator = Validator::new(issuers, tls);
+    let every = std::time::Duration::from_secs(cfg.auth.refresh_secs.max(60));
+    let refresh = validator.spawn_refresh(every);
+    Ok(Some(Tokens {
+        validator,
+        dev,
+        refresh,
+    }))
+}

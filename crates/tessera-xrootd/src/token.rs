@@ -1,0 +1,120 @@
+//! Bearer tokens over XRootD: the `ztn` security protocol (offered only
+//! over TLS; the token becomes the session's identity) and the `authz=`
+//! CGI on any path request (that request's identity, with or without the
+//! `Bearer ` prefix, as the reference server takes it).
+
+use crate::error::XrdError;
+use crate::proto::err;
+use crate::session::Session;
+use std::sync::Arc;
+use tessera_types::Identity;
+
+tokio::task_local! {
+    /// The identity of the request being served, when its `authz=` CGI
+    /// named a token (see [`with_request_identity`]).
+    pub static REQUEST_WHO: Arc<Identity>;
+}
+
+/// Longest token accepted in a `ztn` credential (advertised as `maxtsz`).
+pub const MAX_TOKEN: usize = 16 << 10;
+
+/// The `ztn` credential: `"ztn\0"`, version 0, `'T'`, 2 reserved bytes,
+/// u16 BE length (token + NUL), the token and its NUL.
+pub fn parse_ztn(p: &[u8]) -> Result<String, XrdError> {
+    let bad = |m: &str| XrdError::new(err::AUTH_FAILED, format!("ztn: {m}"));
+    let body = p.strip_prefix(b"ztn\0").unwrap_or(p);
+    if body.len() < 6 {
+        return Err(bad("credential too short"));
+    }
+    if body[0] != 0 {
+        return Err(bad("unknown version"));
+    }
+    if body[1] != b'T' {
+        return Err(bad("only tokens are accepted (no issuer list)"));
+    }
+    let len = u16::from_be_bytes([body[4], body[5]]) as usize;
+    if len < 2 || 6 + len > body.len() || len > MAX_TOKEN {
+        return Err(bad("bad token length"));
+    }
+    let tok = &body[6..6 + len];
+    if tok[len - 1] != 0 {
+        return Err(bad("token not NUL-terminated"));
+    }
+    String::from_utf8(tok[..len - 1].to_vec()).map_err(|_| bad("token is not text"))
+}
+
+/// The token in an `authz=` CGI value anywhere in a request's payload.
+fn authz_of(p: &[u8]) -> Option<String> {
+    let at = p.windows(6).position(|w| w == b"authz=")?;
+    if at > 0 && !matches!(p[at - 1], b'?' | b'&') {
+        return None;
+    }
+    let rest = &p[at + 6..];
+    let end = rest
+        .iter()
+        .position(|c| matches!(c, b'&' | b' ' | b'\0' | b'\n'))
+        .unwrap_or(rest.len());
+    let raw = String::from_utf8_lossy(&rest[..end]).replace("%20", " ");
+    let t = raw
+        .strip_prefix("Bearer ")
+        .or_else(|| raw.strip_prefix("bearer "))
+        .unwrap_or(&raw)
+        .trim()
+        .to_string();
+    (!t.is_empty()).then_some(t)
+}
+
+/// Validate a token into an identity (`kXR_NotAuthorized` when refused).
+pub async fn identity_of(s: &Session, token: &str, code: i32) -> Result<Identity, XrdError> {
+    let v = s
+        .cfg
+        .tokens
+        .as_ref()
+        .ok_or_else(|| XrdError::new(code, "tokens are not accepted here"))?;
+    v.validate(token)
+        .await
+        .map(|v| v.identity("xroot"))
+        .map_err(|e| XrdError::new(code, e.to_string()))
+}
+
+/// The identity a path request runs as when it carries `authz=`; `None`
+/// for the session's own (also when no issuer is configured: the CGI is
+/// then ignored, as by a server without a token plugin).
+pub async fn request_identity(s: &Session, p: &[u8]) -> Result<Option<Arc<Identity>>, XrdError> {
+    if s.cfg.tokens.is_none() {
+        return Ok(None);
+    }
+    match authz_of(p) {
+        None => Ok(None),
+        Some(t) => Ok(Some(Arc::new(
+            identity_of(s, &t, err::NOT_AUTHORIZED).await?,
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ztn_credentials_and_authz() {
+        let mut c = b"ztn\0\0T\0\0".to_vec();
+        c.extend_from_slice(&4u16.to_be_bytes());
+        c.extend_from_slice(b"abc\0\0\0"); // the client pads 2 bytes
+        assert_eq!(parse_ztn(&c).unwrap(), "abc");
+        let mut s = c.clone();
+        s[5] = b'S';
+        assert!(parse_ztn(&s).is_err());
+        let mut l = c.clone();
+        l[9] = 200;
+        assert!(parse_ztn(&l).is_err());
+        assert!(parse_ztn(b"ztn\0").is_err());
+        assert_eq!(
+            authz_of(b"/a/b?authz=Bearer%20tok&x=1").as_deref(),
+            Some("tok")
+        );
+        assert_eq!(authz_of(b"/a?x=1&authz=tok2\0").as_deref(), Some("tok2"));
+        assert_eq!(authz_of(b"/a?xauthz=tok"), None);
+        assert_eq!(authz_of(b"/a/b"), None);
+    }
+}
