@@ -289,3 +289,80 @@ fn multi_stream_pull_reads_ranges_in_parallel() {
     );
     assert_eq!(b.curl(&[&format!("{}/ms/none.bin", b.url)]).0, 404);
 }
+
+#[test]
+fn fts_style_pull_with_tokens_at_both_ends() {
+    use tessera_server::config::AnonymousCfg;
+    let a = Env::start_with(|c| c.https.anonymous = AnonymousCfg::ReadOnly);
+    let a_ca = a.ca.clone();
+    let b = Env::start_with(move |c| {
+        c.https.anonymous = AnonymousCfg::ReadOnly;
+        c.https.tpc_ca_files.push(a_ca);
+    });
+    // A's file is readable only by A's owner (whom A's tokens map to).
+    let body = data(2_000_003, 12);
+    let core = a.core();
+    a.rt.block_on(async {
+        core.mkdir(&Env::root(), Env::path("/src"), 0o700, false)
+            .await
+            .unwrap();
+    });
+    let mut w = core
+        .open_write(&Env::root(), &Env::path("/src/f.bin"), 0o600, false, 0)
+        .unwrap();
+    w.write(&body).unwrap();
+    w.close().unwrap();
+    b.rt.block_on(async {
+        b.core()
+            .mkdir(&Env::root(), Env::path("/in"), 0o777, false)
+            .await
+            .unwrap();
+    });
+    let ta = crate::tokens::token(&a, "storage.read:/src");
+    let tb = crate::tokens::token(&b, "storage.create:/in");
+    let src = format!("{}/src/f.bin", a.url);
+    let copy = |dst: &str, with_source_token: bool| {
+        let mut args = vec![
+            "-X".to_string(),
+            "COPY".into(),
+            "-H".into(),
+            format!("Source: {src}"),
+            "-H".into(),
+            "Credential: none".into(),
+            "-H".into(),
+            format!("Authorization: Bearer {tb}"),
+        ];
+        if with_source_token {
+            args.push("-H".into());
+            args.push(format!("TransferHeaderAuthorization: Bearer {ta}"));
+        }
+        args.push(format!("{}{dst}", b.url));
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, out) = b.curl(&a);
+        (code, String::from_utf8_lossy(&out).into_owned())
+    };
+    // Without the source's token, A refuses and nothing is left at B.
+    let (code, out) = copy("/in/no.bin", false);
+    assert_eq!(code, 201, "{out}");
+    assert!(
+        out.lines().last().unwrap().starts_with("failure: "),
+        "{out}"
+    );
+    assert_eq!(b.curl(&[&format!("{}/in/no.bin", b.url)]).0, 404);
+    // With it (forwarded as Authorization), the copy succeeds.
+    let (code, out) = copy("/in/yes.bin", true);
+    assert_eq!(
+        (code, out.lines().last()),
+        (201, Some("success: Created")),
+        "{out}"
+    );
+    assert!(b.curl(&[&format!("{}/in/yes.bin", b.url)]).1 == body);
+    // B's token does not allow writing elsewhere on B.
+    let (code, _) = copy("/elsewhere.bin", true);
+    assert_eq!(code, 403);
+    // The destination's copy is complete, its checksum too.
+    let st =
+        b.rt.block_on(b.core().stat(&Env::root(), Env::path("/in/yes.bin")))
+            .unwrap();
+    assert_eq!(st.checksum.unwrap().hex(), adler32(&body));
+}
