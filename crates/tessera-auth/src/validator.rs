@@ -140,32 +140,24 @@ impl Validator {
             .and_then(|v| v.as_str())
             .ok_or_else(|| AuthError::Fetch("discovery document without jwks_uri".into()))?;
         let set = fetch::get_json(jwks_uri, &self.tls).await?;
-        let set: jsonwebtoken::jwk::JwkSet =
-            serde_json::from_value(set).map_err(|e| AuthError::Fetch(format!("JWKS: {e}")))?;
-        let mut keys = HashMap::new();
-        for k in &set.keys {
-            let Some(kid) = k.common.key_id.clone() else {
-                continue;
-            };
-            let alg = match &k.algorithm {
-                jsonwebtoken::jwk::AlgorithmParameters::RSA(_) => Algorithm::RS256,
-                jsonwebtoken::jwk::AlgorithmParameters::EllipticCurve(ec)
-                    if ec.curve == jsonwebtoken::jwk::EllipticCurve::P256 =>
-                {
-                    Algorithm::ES256
-                }
-                _ => continue, // HMAC ("oct"), other curves: never
-            };
-            match DecodingKey::from_jwk(k) {
-                Ok(d) => {
-                    keys.insert(kid, (alg, Arc::new(d)));
-                }
-                Err(e) => tracing::warn!(issuer = %i.cfg.issuer, %kid, "unusable key: {e}"),
-            }
-        }
+        let keys = parse_jwks(&i.cfg.issuer, set)?;
         tracing::debug!(issuer = %i.cfg.issuer, keys = keys.len(), "issuer keys loaded");
         *i.keys.write().unwrap_or_else(|p| p.into_inner()) = keys;
         Ok(())
+    }
+
+    /// Use the keys of JWKS document `jwks` for `issuer` (instead of, or
+    /// before, fetching them); how many were usable.
+    pub fn load_jwks(&self, issuer: &str, jwks: serde_json::Value) -> Result<usize, AuthError> {
+        let i = self
+            .issuers
+            .iter()
+            .find(|i| i.cfg.issuer == issuer)
+            .ok_or_else(|| AuthError::UnknownIssuer(issuer.to_string()))?;
+        let keys = parse_jwks(issuer, jwks)?;
+        let n = keys.len();
+        *i.keys.write().unwrap_or_else(|p| p.into_inner()) = keys;
+        Ok(n)
     }
 
     /// Validate `token`; an unknown `kid` refetches the issuer's keys
@@ -297,4 +289,35 @@ impl Validator {
             name,
         })
     }
+}
+
+/// The usable keys of a JWKS document (RSA and P-256 only), by `kid`.
+fn parse_jwks(
+    issuer: &str,
+    set: serde_json::Value,
+) -> Result<HashMap<String, (Algorithm, Arc<DecodingKey>)>, AuthError> {
+    let set: jsonwebtoken::jwk::JwkSet =
+        serde_json::from_value(set).map_err(|e| AuthError::Fetch(format!("JWKS: {e}")))?;
+    let mut keys = HashMap::new();
+    for k in &set.keys {
+        let Some(kid) = k.common.key_id.clone() else {
+            continue;
+        };
+        let alg = match &k.algorithm {
+            jsonwebtoken::jwk::AlgorithmParameters::RSA(_) => Algorithm::RS256,
+            jsonwebtoken::jwk::AlgorithmParameters::EllipticCurve(ec)
+                if ec.curve == jsonwebtoken::jwk::EllipticCurve::P256 =>
+            {
+                Algorithm::ES256
+            }
+            _ => continue, // HMAC ("oct"), other curves: never
+        };
+        match DecodingKey::from_jwk(k) {
+            Ok(d) => {
+                keys.insert(kid, (alg, Arc::new(d)));
+            }
+            Err(e) => tracing::warn!(%issuer, %kid, "unusable key: {e}"),
+        }
+    }
+    Ok(keys)
 }
