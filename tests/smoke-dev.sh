@@ -28,6 +28,9 @@ t="$bin/tessera"
 "$t" quota set --path /data --uid 1000 --max-bytes 10G --max-inodes 1000 >/dev/null
 "$t" quota ls -m /data | grep -q 'uid=1000 .*maxbytes=10000000000 maxfiles=1000'
 [ "$("$t" ls /data/run1)" = "f.root" ]
+"$t" acl set 'u:1000:rwx,z:!d' /data/run1
+"$t" acl ls -m /data/run1 | grep -q 'list=sys.acl entries=u:1000:rwx,z:!d'
+if "$t" acl set 'q:1:r' /data/run1 2>/dev/null; then echo "accepted a bad ACL"; exit 1; fi
 curl -sf "http://$metrics/healthz" | grep -q ok
 curl -sf "http://$metrics/readyz" | grep -q ready
 curl -sf "http://$metrics/metrics" > "$work/metrics"

@@ -82,6 +82,9 @@ enum Cmd {
     /// Namespace: check, stat.
     #[command(subcommand)]
     Ns(cmd::ns::NsCmd),
+    /// Access control lists of a directory: ls, set, rm.
+    #[command(subcommand)]
+    Acl(cmd::acl::AclCmd),
     /// Bearer tokens: inspect, issue (dev issuer); local, no admin API.
     #[command(subcommand)]
     Token(cmd::token::TokenCmd),
@@ -162,6 +165,7 @@ async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {
         Cmd::Chmod { mode, path } => cmd::ns::chmod(&mut c, fmt, mode, path).await,
         Cmd::Chown { owner, path } => cmd::ns::chown(&mut c, fmt, owner, path).await,
         Cmd::Attr(a) => cmd::attr::run(&mut c, fmt, a).await,
+        Cmd::Acl(a) => cmd::acl::run(&mut c, fmt, a).await,
         Cmd::Quota(q) => cmd::quota::run(&mut c, fmt, q).await,
         Cmd::Ns(n) => cmd::ns::ns(&mut c, fmt, n).await,
         Cmd::Fs(f) => cmd::fs::fs(&mut c, fmt, f).await,

@@ -490,9 +490,9 @@ impl Core {
         if inode.is_dir() {
             return Err(tessera_meta::MetaError::IsADirectory(path.display()).into());
         }
-        if !tessera_meta::may(who, &inode, 4) {
+        if !self.meta.may_read(who, &inode)? {
             return Err(tessera_meta::MetaError::PermissionDenied(format!(
-                "{} may not read {} (uid {} gid {}, mode {:o})",
+                "{} may not read {} (uid {} gid {}, mode {:o}, or its directory's ACL)",
                 who.name,
                 path.display(),
                 inode.uid,

@@ -111,6 +111,11 @@ impl Core {
         });
     }
 
+    /// May `who` list directory `d` (its ACL, else its mode bits)?
+    pub fn may_list(&self, who: &Identity, d: &Inode) -> bool {
+        self.meta.may_list(who, d).unwrap_or(false)
+    }
+
     pub async fn stat(&self, who: &Identity, path: NsPath) -> Result<Inode, CoreError> {
         self.read("stat", who, &path, |m| {
             crate::scopes::look(who, &path)?;
@@ -128,6 +133,16 @@ impl Core {
         let w = who.clone();
         self.run("list", who, path.display(), move |m| {
             crate::scopes::read(&w, &path)?;
+            if after.is_none() {
+                let d = m.stat(&path)?;
+                if d.is_dir() && !m.may_list(&w, &d)? {
+                    return Err(MetaError::PermissionDenied(format!(
+                        "{} may not list {}",
+                        w.name,
+                        path.display()
+                    )));
+                }
+            }
             m.list(&path, after.as_deref(), limit)
         })
         .await

@@ -7,6 +7,7 @@
 //! parallel straight against RocksDB. The key layout and record formats are
 //! specified in `docs/meta-schema.md`.
 
+pub mod acl;
 mod damage;
 mod dircache;
 mod error;

@@ -2,6 +2,7 @@
 //! (namespace change + quota usage), commits it atomically, drops the lock
 //! and only then waits for durability, so concurrent writers share fsyncs.
 
+use crate::acl::Action;
 use crate::error::MetaError;
 use crate::keys::*;
 use crate::quota::{self, Deltas, Reservation};
@@ -58,7 +59,41 @@ pub fn may(who: &Identity, i: &Inode, want: u32) -> bool {
     bits & want == want
 }
 
-fn need(who: &Identity, i: &Inode, want: u32, what: &str) -> Result<(), MetaError> {
+/// What directory `dir`'s ACL says about `action` (`None`: nothing).
+fn acl_decision(
+    txn: &Txn<'_>,
+    who: &Identity,
+    dir: u64,
+    action: Action,
+) -> Result<Option<bool>, MetaError> {
+    Ok(crate::acl::of_dir(txn, dir)?.and_then(|l| l.decide(who, action)))
+}
+
+/// The permission check of a namespace change: the ACL of directory
+/// `dir` first (a deny refuses, an allow grants), else the mode bits of
+/// `i` (root passes both).
+fn need(
+    txn: &Txn<'_>,
+    who: &Identity,
+    dir: u64,
+    i: &Inode,
+    want: u32,
+    action: Action,
+    what: &str,
+) -> Result<(), MetaError> {
+    if who.is_root() {
+        return Ok(());
+    }
+    match acl_decision(txn, who, dir, action)? {
+        Some(true) => return Ok(()),
+        Some(false) => {
+            return Err(MetaError::PermissionDenied(format!(
+                "the ACL of this directory does not let {} {what}",
+                who.name
+            )))
+        }
+        None => {}
+    }
     if may(who, i, want) {
         Ok(())
     } else {
@@ -165,7 +200,15 @@ impl MetaStore {
                             )));
                         }
                         NsPath::validate_name(name)?;
-                        need(who, &cur, W | X, "create entries here")?;
+                        need(
+                            &txn,
+                            who,
+                            cur.ino,
+                            &cur,
+                            W | X,
+                            Action::Write,
+                            "create entries here",
+                        )?;
                         let attrs = match &inherited {
                             Some(a) => a.clone(),
                             None => read::xattrs_of(&self.db, cur.ino)?
@@ -232,7 +275,6 @@ impl MetaStore {
             let txn = self.txn();
             let (dir, name) = resolve_parent(&txn, path)?;
             NsPath::validate_name(name)?;
-            need(who, &dir, W | X, "create entries here")?;
             let mut inodes = 1;
             match lookup(&txn, dir.ino, name)? {
                 Some((EntryKind::Directory, _)) => {
@@ -242,10 +284,21 @@ impl MetaStore {
                     if !overwrite {
                         return Err(MetaError::AlreadyExists(path.display()));
                     }
-                    need(who, &must_inode(&txn, ino)?, W, "overwrite this file")?;
+                    // Replacing: the ACL's update right, else the mode
+                    // bits of the directory and of the file.
+                    let old = must_inode(&txn, ino)?;
+                    let what = "replace entries here";
+                    need(&txn, who, dir.ino, &dir, W | X, Action::Update, what)?;
+                    if acl_decision(&txn, who, dir.ino, Action::Update)?.is_none() {
+                        let what = "overwrite this file";
+                        need(&txn, who, dir.ino, &old, W, Action::Update, what)?;
+                    }
                     inodes = 0;
                 }
-                None => {}
+                None => {
+                    let what = "create entries here";
+                    need(&txn, who, dir.ino, &dir, W | X, Action::Write, what)?;
+                }
             }
             let node = quota::node_of_dir(&txn, dir.ino)?;
             let before = st.ino_ceiling;
@@ -392,7 +445,15 @@ impl MetaStore {
             if kind == EntryKind::Directory {
                 return Err(MetaError::IsADirectory(path.display()));
             }
-            need(who, &dir, W | X, "remove entries here")?;
+            need(
+                &txn,
+                who,
+                dir.ino,
+                &dir,
+                W | X,
+                Action::Delete,
+                "remove entries here",
+            )?;
             let victim = must_inode(&txn, ino)?;
             let node = quota::node_of_dir(&txn, dir.ino)?;
             let mut deltas = Deltas::default();
@@ -423,7 +484,15 @@ impl MetaStore {
             if kind != EntryKind::Directory {
                 return Err(MetaError::NotADirectory(path.display()));
             }
-            need(who, &dir, W | X, "remove entries here")?;
+            need(
+                &txn,
+                who,
+                dir.ino,
+                &dir,
+                W | X,
+                Action::Delete,
+                "remove entries here",
+            )?;
             let victim = must_inode(&txn, ino)?;
             if victim.nchildren > 0 {
                 return Err(MetaError::NotEmpty(path.display()));
@@ -462,8 +531,24 @@ impl MetaStore {
             };
             let (ddir, dname) = resolve_parent(&txn, dst)?;
             NsPath::validate_name(dname)?;
-            need(who, &sdir, W | X, "remove entries here")?;
-            need(who, &ddir, W | X, "create entries here")?;
+            need(
+                &txn,
+                who,
+                sdir.ino,
+                &sdir,
+                W | X,
+                Action::Delete,
+                "remove entries here",
+            )?;
+            need(
+                &txn,
+                who,
+                ddir.ino,
+                &ddir,
+                W | X,
+                Action::Write,
+                "create entries here",
+            )?;
             let mut moving = must_inode(&txn, sino)?;
             if sdir.ino == ddir.ino && sname == dname {
                 return Ok(moving);
@@ -561,7 +646,20 @@ impl MetaStore {
                     ));
                 }
             }
-            if (a.mode.is_some() || a.mtime_ns.is_some()) && !owner {
+            // A mode change: the directory's ACL (`m`, `!m`) first.
+            let acl_chmod = if a.mode.is_some() && !who.is_root() {
+                crate::acl::of_dir(&txn, i.parent)?.and_then(|l| l.decide(who, Action::Chmod))
+            } else {
+                None
+            };
+            if acl_chmod == Some(false) {
+                return Err(MetaError::PermissionDenied(
+                    "the ACL of this directory does not allow changing modes".into(),
+                ));
+            }
+            if (a.mode.is_some() && !owner && acl_chmod != Some(true))
+                || (a.mtime_ns.is_some() && !owner)
+            {
                 return Err(MetaError::PermissionDenied(
                     "only the owner may change mode or times".into(),
                 ));
@@ -603,6 +701,10 @@ impl MetaStore {
             return Err(MetaError::Invalid(format!(
                 "attribute value longer than {MAX_XATTR_VALUE} bytes"
             )));
+        }
+        // Access control lists are checked when set, not when used.
+        if name == b"sys.acl" || name == b"user.acl" {
+            crate::acl::parse(&String::from_utf8_lossy(value))?;
         }
         let seq = {
             let st = self.lock();

@@ -30,7 +30,7 @@ async fn list(s: &Session, out: &Out, h: &Header, p: &[u8]) -> Result<(), XrdErr
             format!("{} is not a directory", t.path.display()),
         ));
     }
-    if !tessera_core::may(&who, &dir, 4) {
+    if !s.core()?.may_list(&who, &dir) {
         return Err(XrdError::new(
             err::NOT_AUTHORIZED,
             format!("{} may not list {}", who.name, t.path.display()),
