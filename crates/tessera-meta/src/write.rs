@@ -702,15 +702,15 @@ impl MetaStore {
                 "attribute value longer than {MAX_XATTR_VALUE} bytes"
             )));
         }
-        // Access control lists are checked when set, not when used.
-        if name == b"sys.acl" || name == b"user.acl" {
-            crate::acl::parse(&String::from_utf8_lossy(value))?;
-        }
         let seq = {
             let st = self.lock();
             let mut txn = self.txn();
             let i = resolve(&txn, path)?;
             xattr_permission(who, &i, name)?;
+            // Access control lists are checked when set, not when used.
+            if name == b"sys.acl" || name == b"user.acl" {
+                crate::acl::parse(&String::from_utf8_lossy(value))?;
+            }
             txn.put(Cf::Xattr, &xattr_key(i.ino, name), encode_xattr(value));
             self.commit(txn, &st)?
         };
