@@ -19,7 +19,7 @@ pub use fsck::{DrainReport, FileIssue, FsckReport, Orphan, RepairReport};
 pub use io::{DataPath, Ledger, ReadSession, WritePlan, WriteSession, DEFAULT_SPACE};
 pub use service::{Core, RemoveReport};
 pub use tessera_data::StripeState;
-pub use tessera_data::{Layout, Placement, ReadData, ReadEvent};
+pub use tessera_data::{BufPool, Layout, Placement, ReadData, ReadEvent};
 pub use tessera_meta::{may, FsConfigStatus, FsRecord};
 pub use tessera_meta::{
     CheckReport, Checksum, CommitWrite, EntryKind, Inode, MetaOptions, MetaStore, NsStats,

@@ -136,6 +136,16 @@ impl ReadData {
         at
     }
 
+    /// Take the buffers apart: the buffers, the parts `(buffer, start,
+    /// end)` in file order, and the pool the buffers should go back to
+    /// (a gateway hands the parts on without copying them).
+    #[allow(clippy::type_complexity)]
+    pub fn into_parts(mut self) -> (Vec<Vec<u8>>, Vec<(usize, usize, usize)>, Arc<BufPool>) {
+        let bufs = std::mem::take(&mut self.bufs);
+        let parts = std::mem::take(&mut self.parts);
+        (bufs, parts, Arc::clone(&self.pool))
+    }
+
     pub fn to_vec(&self) -> Vec<u8> {
         let mut v = vec![0u8; self.len];
         self.copy_to(&mut v);

@@ -176,17 +176,26 @@ pub fn stream_file(
                 let n = PART.min((end - pos) as usize);
                 let r2 = Arc::clone(&rs);
                 let got = tokio::task::spawn_blocking(move || r2.read(pos, n)).await;
-                let chunk = match got {
-                    Ok(Ok(Some(d))) if d.len() == n => Ok(Bytes::from(d.to_vec())),
+                let chunks = match got {
+                    Ok(Ok(Some(d))) if d.len() == n => Ok(frames(d)),
                     Ok(Ok(_)) => Err(std::io::Error::other("file shorter than its size")),
                     Ok(Err(e)) => Err(std::io::Error::other(e.to_string())),
                     Err(e) => Err(std::io::Error::other(e.to_string())),
                 };
-                let failed = chunk.is_err();
                 // An error ends the body early: the client sees a short
                 // read, never wrong bytes.
-                if tx.send(chunk).await.is_err() || failed {
-                    return;
+                match chunks {
+                    Ok(frames) => {
+                        for f in frames {
+                            if tx.send(Ok(f)).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e)).await;
+                        return;
+                    }
                 }
                 pos += n as u64;
                 if let Some(c) = &sent {
@@ -196,6 +205,40 @@ pub fn stream_file(
         }
     });
     Body::Stream(rx)
+}
+
+/// A read's bytes as body frames, without copying them: each frame is a
+/// slice of a stripe buffer, which goes back to the read pool when the
+/// last frame over it is sent.
+fn frames(d: tessera_core::ReadData) -> Vec<Bytes> {
+    struct Pooled {
+        buf: Vec<u8>,
+        pool: Arc<tessera_core::BufPool>,
+    }
+    impl AsRef<[u8]> for Pooled {
+        fn as_ref(&self) -> &[u8] {
+            &self.buf
+        }
+    }
+    impl Drop for Pooled {
+        fn drop(&mut self) {
+            self.pool.put([std::mem::take(&mut self.buf)]);
+        }
+    }
+    let (bufs, parts, pool) = d.into_parts();
+    let owners: Vec<Bytes> = bufs
+        .into_iter()
+        .map(|buf| {
+            Bytes::from_owner(Pooled {
+                buf,
+                pool: Arc::clone(&pool),
+            })
+        })
+        .collect();
+    parts
+        .into_iter()
+        .map(|(b, s, e)| owners[b].slice(s..e))
+        .collect()
 }
 
 /// GET on a directory: its names, one per line (directories end in `/`).
