@@ -25,7 +25,11 @@ fn token_of(req: &Req) -> Option<String> {
     }
     let q = req.uri().query()?;
     let raw = q.split('&').find_map(|kv| kv.strip_prefix("authz="))?;
-    let decoded = percent_decode(raw);
+    // `+` is a space in a query; tokens (base64url) never contain one.
+    let raw = raw.replace('+', " ");
+    let decoded = crate::path::unescape(&raw)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or(raw);
     let t = decoded
         .strip_prefix("Bearer ")
         .or_else(|| decoded.strip_prefix("bearer "))
@@ -33,40 +37,6 @@ fn token_of(req: &Req) -> Option<String> {
         .trim()
         .to_string();
     (!t.is_empty()).then_some(t)
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'%' if i + 2 < b.len() => {
-                match std::str::from_utf8(&b[i + 1..i + 3])
-                    .ok()
-                    .and_then(|h| u8::from_str_radix(h, 16).ok())
-                {
-                    Some(c) => {
-                        out.push(c);
-                        i += 3;
-                    }
-                    None => {
-                        out.push(b'%');
-                        i += 1;
-                    }
-                }
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            c => {
-                out.push(c);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The identity of a request, or the 401 to answer.

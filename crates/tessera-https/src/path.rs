@@ -16,7 +16,7 @@ pub fn decode(target: &str) -> Result<NsPath, HttpError> {
     NsPath::parse(&bytes).map_err(|e| HttpError::new(400, e.to_string()))
 }
 
-fn unescape(s: &str) -> Option<Vec<u8>> {
+pub(crate) fn unescape(s: &str) -> Option<Vec<u8>> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

@@ -103,13 +103,14 @@ pub async fn mgm_redirect(
         Capability::write(&p, &ctx.who, 0o644, true, *cap_ttl)
     } else {
         let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
-        match blocking(move || core.readable_file(&who, &p2)).await {
+        let found = tokio::task::spawn_blocking(move || core.readable_file(&who, &p2))
+            .await
+            .map_err(|e| HttpError::new(500, e.to_string()))?;
+        match found {
             Ok(i) => Capability::read(&p, &ctx.who, &i, *cap_ttl),
             // A directory is listed here.
-            Err(e) if e.status == crate::error::status_of(ErrorKind::IsADirectory) => {
-                return Ok(None)
-            }
-            Err(e) => return Err(e),
+            Err(e) if e.kind() == ErrorKind::IsADirectory => return Ok(None),
+            Err(e) => return Err(e.into()),
         }
     };
     let mut query = query_without_cap(req.uri().query());
