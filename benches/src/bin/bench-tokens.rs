@@ -29,23 +29,28 @@ fn main() -> anyhow::Result<()> {
         kid: key.kid.clone(),
         audience: "https://storage.bench".into(),
     };
-    let tls = Arc::new(
-        tokio_rustls::rustls::ClientConfig::builder()
-            .with_root_certificates(tokio_rustls::rustls::RootCertStore::empty())
-            .with_no_client_auth(),
-    );
-    let v = Validator::new(
-        vec![IssuerConfig {
-            issuer: info.issuer.clone(),
-            audiences: vec![info.audience.clone()],
-            base_path: NsPath::parse("/data")?,
-            default_identity: (1000, 1000, "vo".into()),
-            subjects: HashMap::new(),
-            may_create: true,
-        }],
-        tls,
-    );
-    v.load_jwks(&info.issuer, key.jwks())?;
+    // A validator with the issuer's keys already cached.
+    let validator = || -> anyhow::Result<Arc<Validator>> {
+        let tls = Arc::new(
+            tokio_rustls::rustls::ClientConfig::builder()
+                .with_root_certificates(tokio_rustls::rustls::RootCertStore::empty())
+                .with_no_client_auth(),
+        );
+        let v = Validator::new(
+            vec![IssuerConfig {
+                issuer: info.issuer.clone(),
+                audiences: vec![info.audience.clone()],
+                base_path: NsPath::parse("/data")?,
+                default_identity: (1000, 1000, "vo".into()),
+                subjects: HashMap::new(),
+                may_create: true,
+            }],
+            tls,
+        );
+        v.load_jwks(&info.issuer, key.jwks())?;
+        Ok(v)
+    };
+    let v = validator()?;
     let tokens: Vec<String> = (0..a.tokens)
         .map(|i| {
             key.issue(
@@ -59,22 +64,7 @@ fn main() -> anyhow::Result<()> {
     // First use: every token verified (fresh validators, best of R).
     let mut first = f64::MAX;
     for _ in 0..a.repeat {
-        let v = Validator::new(
-            vec![IssuerConfig {
-                issuer: info.issuer.clone(),
-                audiences: vec![info.audience.clone()],
-                base_path: NsPath::parse("/data")?,
-                default_identity: (1000, 1000, "vo".into()),
-                subjects: HashMap::new(),
-                may_create: true,
-            }],
-            Arc::new(
-                tokio_rustls::rustls::ClientConfig::builder()
-                    .with_root_certificates(tokio_rustls::rustls::RootCertStore::empty())
-                    .with_no_client_auth(),
-            ),
-        );
-        v.load_jwks(&info.issuer, key.jwks())?;
+        let v = validator()?;
         let t = Instant::now();
         for tok in &tokens {
             v.validate_cached(tok)?;

@@ -35,7 +35,7 @@ pub struct IssuerInfo {
 }
 
 pub struct DevIssuer {
-    key_pem: String,
+    key: EncodingKey,
     x: String,
     y: String,
     pub kid: String,
@@ -84,7 +84,7 @@ impl DevIssuer {
         // The key id: a digest-free stable name from the public point.
         let kid = format!("dev-{}", &x[..12]);
         Ok(DevIssuer {
-            key_pem: pem,
+            key: EncodingKey::from_ec_der(&kp.serialize_der()),
             x,
             y,
             kid,
@@ -157,13 +157,10 @@ impl DevIssuer {
 
     /// Sign arbitrary claims (tests build bad tokens with it).
     pub fn sign(&self, claims: &serde_json::Value) -> Result<String, DevIssuerError> {
-        let kp = rcgen::KeyPair::from_pem(&self.key_pem)
-            .map_err(|e| DevIssuerError::Key(e.to_string()))?;
-        let key = EncodingKey::from_ec_der(&kp.serialize_der());
         let mut h = Header::new(Algorithm::ES256);
         h.kid = Some(self.kid.clone());
         h.typ = Some("JWT".into());
-        jsonwebtoken::encode(&h, claims, &key).map_err(|e| DevIssuerError::Key(e.to_string()))
+        jsonwebtoken::encode(&h, claims, &self.key).map_err(|e| DevIssuerError::Key(e.to_string()))
     }
 }
 

@@ -80,6 +80,16 @@ fn now() -> u64 {
 impl Validator {
     /// Keys are fetched with `tls` (its CAs verify the issuers).
     pub fn new(issuers: Vec<IssuerConfig>, tls: Arc<ClientConfig>) -> Arc<Validator> {
+        Validator::with_min_refetch(issuers, tls, MIN_REFETCH)
+    }
+
+    /// As [`Validator::new`], refetching on an unknown `kid` at most every
+    /// `min_refetch` (tests shorten it).
+    pub fn with_min_refetch(
+        issuers: Vec<IssuerConfig>,
+        tls: Arc<ClientConfig>,
+        min_refetch: Duration,
+    ) -> Arc<Validator> {
         Arc::new(Validator {
             issuers: issuers
                 .into_iter()
@@ -91,19 +101,8 @@ impl Validator {
                 .collect(),
             tls,
             cache: Mutex::new(HashMap::new()),
-            min_refetch: MIN_REFETCH,
+            min_refetch,
         })
-    }
-
-    /// Refetch on an unknown `kid` at most this often (tests shorten it).
-    pub fn with_min_refetch(self: Arc<Self>, d: Duration) -> Arc<Self> {
-        match Arc::try_unwrap(self) {
-            Ok(mut v) => {
-                v.min_refetch = d;
-                Arc::new(v)
-            }
-            Err(a) => a,
-        }
     }
 
     pub fn is_empty(&self) -> bool {

@@ -295,8 +295,11 @@ async fn rotation_rate_limit_and_caches() {
     let iss = start_issuer().await;
     let old = Rsa::new("old");
     *iss.jwks.lock().unwrap() = serde_json::json!({"keys": [old.jwk()]});
-    let v = Validator::new(vec![cfg(&iss.url, "/")], Arc::clone(&iss.client_tls))
-        .with_min_refetch(Duration::from_secs(2));
+    let v = Validator::with_min_refetch(
+        vec![cfg(&iss.url, "/")],
+        Arc::clone(&iss.client_tls),
+        Duration::from_secs(2),
+    );
     v.refresh_all().await;
     assert_eq!(iss.hits.load(Ordering::Relaxed), 1);
     // Many validations with a cached key: no fetch; the same token twice
