@@ -3,22 +3,13 @@
 //! requests in flight get the right bytes, and damage met by a range read
 //! ahead is read around like any other.
 
+mod common;
+use common::data;
+
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tessera_backend::{Backend, FolderBackend};
 use tessera_data::*;
-
-fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 struct File {
     _dir: tempfile::TempDir,

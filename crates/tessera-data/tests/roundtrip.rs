@@ -2,6 +2,9 @@
 //! and in random ranges, with up to m stripes missing, truncated or
 //! corrupted. More than m lost is a clear error, never wrong bytes.
 
+mod common;
+use common::data;
+
 use proptest::prelude::*;
 use std::sync::Arc;
 use tessera_backend::{Backend, FolderBackend};
@@ -23,18 +26,6 @@ fn rain4k(k: u8, m: u8) -> Layout {
         .expect("valid layout")
         .with_block_size(4096)
         .expect("valid block size")
-}
-
-fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 fn write(

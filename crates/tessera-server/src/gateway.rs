@@ -116,11 +116,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
             stop_rx.clone(),
         )));
     }
-    let mut rx = stop_rx;
-    let keepalive = tokio::spawn(async move {
-        let _ = rx.changed().await;
-        loops.abort();
-    });
+    let keepalive = crate::abort_on_stop(loops, stop_rx);
     tracing::info!(xrootd = %addr, %advertise, %mgm, "data gateway started");
     let none = SocketAddr::from(([0, 0, 0, 0], 0));
     Ok(Running {

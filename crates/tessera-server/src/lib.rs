@@ -246,12 +246,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         )));
     }
     if let Some(s) = sweeper {
-        // Ends with the runtime; stop aborts it below.
-        let mut rx = stop_rx.clone();
-        tasks.push(tokio::spawn(async move {
-            let _ = rx.changed().await;
-            s.abort();
-        }));
+        tasks.push(abort_on_stop(s, stop_rx.clone()));
     }
     let mut https_stats = None;
     let https_l = match cfg.listen.https {
@@ -270,12 +265,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     let tokens = auth::setup(cfg, https_addr)?;
     let validator = tokens.as_ref().map(|t| Arc::clone(&t.validator));
     if let Some(t) = tokens {
-        let refresh = t.refresh;
-        let mut rx = stop_rx.clone();
-        tasks.push(tokio::spawn(async move {
-            let _ = rx.changed().await;
-            refresh.abort();
-        }));
+        tasks.push(abort_on_stop(t.refresh, stop_rx.clone()));
         dev_issuer = t.dev.map(|d| (d.issuer, d.jwks));
     }
     if let Some(l) = https_l {
@@ -344,6 +334,18 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         stop,
         tasks,
         core: Some(core),
+    })
+}
+
+/// A task that aborts `task` (a loop that never ends by itself) when the
+/// server stops.
+pub(crate) fn abort_on_stop(
+    task: JoinHandle<()>,
+    mut stop: watch::Receiver<bool>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let _ = stop.changed().await;
+        task.abort();
     })
 }
 

@@ -46,20 +46,7 @@ fn xrdcp_up_and_down_with_adler32() {
     roundtrip(&e, "/up/mib", &data(1 << 20, 1), "mib");
     roundtrip(&e, "/up/gib", &data(1 << 30, 2), "gib");
     // A RAIN 4+2 directory (EOS attribute names).
-    let core = e.core();
-    e.rt.block_on(async {
-        core.mkdir(&Env::root(), Env::path("/rain"), 0o755, true)
-            .await
-            .expect("mkdir");
-        core.xattr_set(
-            &Env::root(),
-            Env::path("/rain"),
-            b"sys.forced.layout".to_vec(),
-            b"raiddp".to_vec(),
-        )
-        .await
-        .expect("layout");
-    });
+    e.rain_dir("/rain");
     roundtrip(&e, "/rain/f", &data(10 << 20, 3), "rain");
 }
 
