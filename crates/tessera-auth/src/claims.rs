@@ -61,24 +61,8 @@ pub fn check_version(c: &Claims) -> Result<(), AuthError> {
 }
 
 fn unescape(s: &str) -> Result<Vec<u8>, AuthError> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let h = b
-                .get(i + 1..i + 3)
-                .and_then(|h| std::str::from_utf8(h).ok())
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| AuthError::Claims(format!("bad escape in scope path {s}")))?;
-            out.push(h);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    Ok(out)
+    tessera_types::percent_decode(s)
+        .ok_or_else(|| AuthError::Claims(format!("bad escape in scope path {s}")))
 }
 
 /// The scopes of a token, as grants under `base`. Storage scopes must

@@ -17,20 +17,7 @@ pub fn decode(target: &str) -> Result<NsPath, HttpError> {
 }
 
 pub(crate) fn unescape(s: &str) -> Option<Vec<u8>> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let h = std::str::from_utf8(b.get(i + 1..i + 3)?).ok()?;
-            out.push(u8::from_str_radix(h, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    Some(out)
+    tessera_types::percent_decode(s)
 }
 
 /// Percent-encode a path for an `href` (unreserved characters and `/`

@@ -15,6 +15,6 @@ mod size;
 
 pub use error::ErrorKind;
 pub use identity::Identity;
-pub use path::{NsPath, PathError, MAX_NAME_LEN, MAX_PATH_LEN};
+pub use path::{percent_decode, NsPath, PathError, MAX_NAME_LEN, MAX_PATH_LEN};
 pub use scope::{Access, ScopeGrant, TokenGrant};
 pub use size::{format_size, parse_size, SizeError};
