@@ -52,8 +52,9 @@ done
 # without a token https clients may only read
 code=$(curl -sS --cacert "$work/data/dev/ca.pem" -o /dev/null -w '%{http_code}' -T "$work/up" "https://localhost:${https##*:}/data/run1/anon.bin")
 [ "$code" = 403 ]
-tok=$("$t" token issue --data-dir "$work/data" --sub smoke --scope 'storage.read:/ storage.modify:/data')
+tok=$("$t" token issue --data-dir "$work/data" --sub smoke --group /cms --scope 'storage.read:/ storage.modify:/data')
 "$t" token inspect -m "$tok" | grep -q 'sub=smoke'
+"$t" token inspect -m "$tok" | grep -q 'wlcg.groups=.*/cms'
 curl -sSf --cacert "$work/data/dev/ca.pem" -H "Authorization: Bearer $tok" -T "$work/up" "https://localhost:${https##*:}/data/run1/put.bin" >/dev/null
 curl -sSf --cacert "$work/data/dev/ca.pem" "https://localhost:${https##*:}/data/run1/put.bin" -o "$work/down2"
 cmp "$work/up" "$work/down2"

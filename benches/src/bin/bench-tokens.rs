@@ -43,6 +43,7 @@ fn main() -> anyhow::Result<()> {
                 base_path: NsPath::parse("/data")?,
                 default_identity: (1000, 1000, "vo".into()),
                 subjects: HashMap::new(),
+                groups: HashMap::new(),
                 may_create: true,
             }],
             tls,

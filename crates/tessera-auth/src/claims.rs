@@ -28,6 +28,35 @@ pub struct Claims {
     pub scp: Option<serde_json::Value>,
     #[serde(default, rename = "wlcg.ver")]
     pub wlcg_ver: Option<String>,
+    /// WLCG groups (`/cms`, `/cms/production`): an array, or (some
+    /// issuers) a comma- or space-separated string.
+    #[serde(default, rename = "wlcg.groups")]
+    pub wlcg_groups: Option<serde_json::Value>,
+}
+
+/// The token's `wlcg.groups`, at most 64 names of at most 255 bytes each.
+pub fn groups(c: &Claims) -> Result<Vec<String>, AuthError> {
+    let names: Vec<String> = match &c.wlcg_groups {
+        None | Some(serde_json::Value::Null) => Vec::new(),
+        Some(serde_json::Value::String(s)) => s
+            .split(|ch: char| ch == ',' || ch.is_whitespace())
+            .filter(|g| !g.is_empty())
+            .map(str::to_string)
+            .collect(),
+        Some(serde_json::Value::Array(a)) => a
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| AuthError::Claims("wlcg.groups holds a non-string".into()))
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => return Err(AuthError::Claims("wlcg.groups is not a list".into())),
+    };
+    if names.len() > 64 || names.iter().any(|g| g.len() > 255) {
+        return Err(AuthError::Claims("wlcg.groups too long".into()));
+    }
+    Ok(names)
 }
 
 fn b64(part: &str) -> Result<Vec<u8>, AuthError> {
@@ -141,6 +170,7 @@ mod tests {
             scope: Some(scope.into()),
             scp: None,
             wlcg_ver: Some("1.0".into()),
+            wlcg_groups: None,
         }
     }
 
@@ -181,5 +211,19 @@ mod tests {
         let mut c = claims("");
         c.wlcg_ver = Some("2.0".into());
         assert!(check_version(&c).is_err());
+    }
+
+    #[test]
+    fn groups_as_array_or_string() {
+        let mut c = claims("");
+        assert!(groups(&c).unwrap().is_empty());
+        c.wlcg_groups = Some(serde_json::json!(["/cms", "/cms/production"]));
+        assert_eq!(groups(&c).unwrap(), ["/cms", "/cms/production"]);
+        c.wlcg_groups = Some(serde_json::json!("/atlas, /atlas/prod"));
+        assert_eq!(groups(&c).unwrap(), ["/atlas", "/atlas/prod"]);
+        c.wlcg_groups = Some(serde_json::json!([1]));
+        assert!(groups(&c).is_err());
+        c.wlcg_groups = Some(serde_json::json!({"a": 1}));
+        assert!(groups(&c).is_err());
     }
 }

@@ -140,8 +140,20 @@ impl DevIssuer {
         scope: &str,
         lifetime: u64,
     ) -> Result<String, DevIssuerError> {
+        self.issue_in_groups(info, sub, scope, &[], lifetime)
+    }
+
+    /// As [`DevIssuer::issue`], with `wlcg.groups` (none: no claim).
+    pub fn issue_in_groups(
+        &self,
+        info: &IssuerInfo,
+        sub: &str,
+        scope: &str,
+        groups: &[String],
+        lifetime: u64,
+    ) -> Result<String, DevIssuerError> {
         let t = now();
-        let claims = serde_json::json!({
+        let mut claims = serde_json::json!({
             "wlcg.ver": "1.0",
             "iss": info.issuer,
             "sub": sub,
@@ -152,6 +164,9 @@ impl DevIssuer {
             "exp": t + lifetime,
             "jti": format!("{t:x}-{:x}", std::process::id()),
         });
+        if !groups.is_empty() {
+            claims["wlcg.groups"] = serde_json::json!(groups);
+        }
         self.sign(&claims)
     }
 

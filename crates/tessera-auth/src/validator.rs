@@ -35,6 +35,10 @@ pub struct IssuerConfig {
     pub default_identity: (u32, u32, String),
     /// `sub` → (uid, gid, name).
     pub subjects: HashMap<String, (u32, u32, String)>,
+    /// A `wlcg.groups` name → a gid the bearer is in (the first of the
+    /// token's groups found here is its primary gid when `subjects` does
+    /// not map the subject).
+    pub groups: HashMap<String, u32>,
     /// Whether its create/modify/write scopes are honoured.
     pub may_create: bool,
 }
@@ -52,12 +56,18 @@ pub struct Validated {
     pub uid: u32,
     pub gid: u32,
     pub name: String,
+    /// Supplementary gids, from the issuer's `groups` table.
+    pub groups: Vec<u32>,
+    /// The token's `wlcg.groups`.
+    pub group_names: Vec<String>,
 }
 
 impl Validated {
     /// The identity requests with this token run as.
     pub fn identity(&self, protocol: &'static str) -> Identity {
         let mut id = Identity::user(self.uid, self.gid, self.name.clone(), protocol);
+        id.groups.clone_from(&self.groups);
+        id.group_names.clone_from(&self.group_names);
         id.token = Some(Arc::clone(&self.grant));
         id
     }
@@ -270,12 +280,22 @@ impl Validator {
             return Err(AuthError::Claims("sub missing or longer than 255".into()));
         }
         let scopes = claims::scopes(&c, &i.cfg.base_path, i.cfg.may_create)?;
-        let (uid, gid, name) = i
-            .cfg
-            .subjects
-            .get(&c.sub)
-            .cloned()
-            .unwrap_or_else(|| i.cfg.default_identity.clone());
+        let group_names = claims::groups(&c)?;
+        let mut groups: Vec<u32> = Vec::new();
+        for g in &group_names {
+            if let Some(&gid) = i.cfg.groups.get(g) {
+                if !groups.contains(&gid) {
+                    groups.push(gid);
+                }
+            }
+        }
+        let (uid, gid, name) = match i.cfg.subjects.get(&c.sub) {
+            Some(m) => m.clone(),
+            None => {
+                let (uid, gid, name) = i.cfg.default_identity.clone();
+                (uid, groups.first().copied().unwrap_or(gid), name)
+            }
+        };
         Ok(Validated {
             grant: Arc::new(TokenGrant {
                 issuer: c.iss,
@@ -286,6 +306,8 @@ impl Validator {
             uid,
             gid,
             name,
+            groups,
+            group_names,
         })
     }
 }

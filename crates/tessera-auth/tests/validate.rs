@@ -107,6 +107,7 @@ fn cfg(iss: &str, base: &str) -> IssuerConfig {
         base_path: NsPath::parse(base).unwrap(),
         default_identity: (1000, 1000, "vo".into()),
         subjects: HashMap::from([("alice".to_string(), (1001, 1001, "alice".to_string()))]),
+        groups: HashMap::from([("/cms".to_string(), 3000), ("/cms/prod".to_string(), 3001)]),
         may_create: true,
     }
 }
@@ -223,7 +224,31 @@ async fn valid_tokens_and_every_refusal() {
         .validate(&es.sign(&c).unwrap())
         .await
         .expect("any audience");
-    assert_eq!(any.name, "vo");
+    assert_eq!((any.name.as_str(), any.gid), ("vo", 1000));
+    assert!(any.groups.is_empty());
+    // wlcg.groups: mapped ones are gids (the first the primary gid of an
+    // unmapped subject); every one is a name ACLs can use.
+    c["wlcg.groups"] = serde_json::json!(["/other", "/cms/prod", "/cms"]);
+    c["jti"] = serde_json::json!("j2");
+    let grouped = v.validate(&es.sign(&c).unwrap()).await.expect("groups");
+    assert_eq!((grouped.uid, grouped.gid), (1000, 3001));
+    assert_eq!(grouped.groups, [3001, 3000]);
+    let id = grouped.identity("test");
+    assert!(id.in_group(3000) && id.in_group_named("cms") && id.in_group_named("/other"));
+    c["sub"] = serde_json::json!("alice");
+    c["jti"] = serde_json::json!("j3");
+    let alice = v.validate(&es.sign(&c).unwrap()).await.expect("alice");
+    assert_eq!(
+        (alice.uid, alice.gid, alice.groups.len()),
+        (1001, 1001, 2),
+        "a mapped subject keeps its gid"
+    );
+    c["wlcg.groups"] = serde_json::json!(7);
+    c["jti"] = serde_json::json!("j4");
+    assert!(
+        v.validate(&es.sign(&c).unwrap()).await.is_err(),
+        "malformed groups"
+    );
 
     let refused = |t: String| {
         let v = &v;

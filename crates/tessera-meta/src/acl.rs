@@ -1,8 +1,11 @@
 //! EOS-style access control lists on directories. `sys.acl` (set by
 //! admins) and `user.acl` (set by the directory's owner, honoured only
 //! when the directory has `sys.eval.useracl`) govern the directory and the
-//! entries in it. An entry is `u:<uid|name>:<rights>`, `g:<gid>:<rights>`
-//! or `z:<rights>` (everyone), comma-separated. Rights: `r` read files,
+//! entries in it. An entry is `u:<uid|name>:<rights>`,
+//! `g:<gid|name>:<rights>` or `z:<rights>` (everyone), comma-separated. A
+//! name matches the identity's user name or one of its group names (a
+//! unix login's group, a token's `wlcg.groups`, the leading `/` optional);
+//! a token's subject is a user through its issuer's map. Rights: `r` read files,
 //! `w` create (and, unless denied, replace and delete), `x` browse (list),
 //! `d` delete, `u` update (replace existing files: `u` without `w` is
 //! update-only), `m` change mode; `!d`, `!u`, `!m` deny those. Evaluation,
@@ -47,6 +50,7 @@ enum Subject {
     Uid(u32),
     User(String),
     Gid(u32),
+    Group(String),
     Everyone,
 }
 
@@ -79,7 +83,10 @@ pub fn parse(text: &str) -> Result<Acl, MetaError> {
                     (Ok(n), true) => Subject::Uid(n),
                     (Ok(n), false) => Subject::Gid(n),
                     (Err(_), true) if !id.is_empty() => Subject::User(id.to_string()),
-                    _ => return Err(bad(format!("{item}: groups are numeric gids"))),
+                    (Err(_), false) if !id.trim_start_matches('/').is_empty() => {
+                        Subject::Group(id.to_string())
+                    }
+                    _ => return Err(bad(format!("{item}: no user or group named"))),
                 };
                 (who, r)
             }
@@ -127,6 +134,7 @@ impl Acl {
             Subject::Uid(u) => *u == who.uid,
             Subject::User(n) => *n == who.name,
             Subject::Gid(g) => who.in_group(*g),
+            Subject::Group(n) => who.in_group_named(n),
             Subject::Everyone => true,
         })
     }
@@ -233,7 +241,15 @@ mod tests {
                 .decide(&alice, Action::Update),
             Some(false)
         );
-        for bad in ["q:1:r", "u:1000", "u:1000:rz", "z:!r", "g:staff:r"] {
+        let mut carol = Identity::user(1002, 300, "carol", "t");
+        carol.group_names = vec!["/cms/production".into()];
+        let grp = parse("g:cms/production:rw,g:/atlas:!d").unwrap();
+        assert_eq!(grp.decide(&carol, Action::Write), Some(true));
+        assert_eq!(grp.decide(&carol, Action::Delete), Some(true));
+        assert_eq!(grp.decide(&bob, Action::Write), None);
+        carol.group_names.push("atlas".into());
+        assert_eq!(grp.decide(&carol, Action::Delete), Some(false));
+        for bad in ["q:1:r", "u:1000", "u:1000:rz", "z:!r", "g::r", "g:/:r"] {
             assert!(parse(bad).is_err(), "{bad}");
         }
     }

@@ -58,6 +58,7 @@ pub fn setup(cfg: &Config, https: Option<SocketAddr>) -> anyhow::Result<Option<T
                 Some(f) => subjects(f)?,
                 None => HashMap::new(),
             },
+            groups: i.groups.clone().into_iter().collect(),
             may_create: i.may_create,
         });
     }
@@ -76,6 +77,7 @@ pub fn setup(cfg: &Config, https: Option<SocketAddr>) -> anyhow::Result<Option<T
             base_path: NsPath::root(),
             default_identity: (owner.uid, owner.gid, owner.name.clone()),
             subjects: HashMap::new(),
+            groups: HashMap::new(),
             may_create: true,
         });
         ca_files.push(dev_dir.join("ca.pem"));

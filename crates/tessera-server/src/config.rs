@@ -189,6 +189,11 @@ pub struct IssuerCfg {
     pub default_name: String,
     /// JSON `{ "<sub>": { "uid": N, "gid": N, "name": "..." }, ... }`.
     pub map_file: Option<PathBuf>,
+    /// `{ "/cms" = 3000, ... }`: a token's `wlcg.groups` entry → a gid
+    /// the bearer is in; the first one the token carries is the primary
+    /// gid when `map_file` does not map the subject.
+    #[serde(default)]
+    pub groups: std::collections::BTreeMap<String, u32>,
     /// Whether its create/modify scopes are honoured (false: read only).
     #[serde(default = "yes")]
     pub may_create: bool,
@@ -436,6 +441,17 @@ mod tests {
         cfg.validate().expect("template valid");
         assert_eq!(cfg.listen, Listen::default());
         assert_eq!(cfg.meta.durability, DurabilityCfg::Sync);
+        assert_eq!(cfg.auth, Auth::default());
+        // The commented issuer example, uncommented, parses.
+        let issuer: String = text
+            .lines()
+            .skip_while(|l| !l.starts_with("# [[auth.issuers]]"))
+            .map_while(|l| l.strip_prefix("# "))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let cfg: Config = toml::from_str(&issuer).expect("issuer example parses");
+        let i = &cfg.auth.issuers[0];
+        assert_eq!((i.base_path.as_str(), i.groups["/cms"]), ("/eos/cms", 3000));
     }
 
     #[test]

@@ -8,6 +8,9 @@ pub struct Identity {
     pub gid: u32,
     /// Supplementary groups.
     pub groups: Vec<u32>,
+    /// Group names the identity is known by (a unix login's group, a
+    /// token's `wlcg.groups`): ACL entries `g:<name>` match them.
+    pub group_names: Vec<String>,
     /// Human-readable name for logs (`root`, a token subject, ...).
     pub name: String,
     /// The protocol the request arrived on (`grpc`, `xroot`, `https`).
@@ -24,6 +27,7 @@ impl Identity {
             uid: 0,
             gid: 0,
             groups: Vec::new(),
+            group_names: Vec::new(),
             name: "root".to_string(),
             protocol,
             token: None,
@@ -35,6 +39,7 @@ impl Identity {
             uid,
             gid,
             groups: Vec::new(),
+            group_names: Vec::new(),
             name: name.into(),
             protocol,
             token: None,
@@ -64,5 +69,17 @@ impl Identity {
 
     pub fn in_group(&self, gid: u32) -> bool {
         self.gid == gid || self.groups.contains(&gid)
+    }
+
+    /// Whether the identity is in the group called `name`. WLCG group
+    /// names carry a leading `/` (`/cms/production`); it is optional on
+    /// either side.
+    pub fn in_group_named(&self, name: &str) -> bool {
+        let want = name.trim_start_matches('/');
+        !want.is_empty()
+            && self
+                .group_names
+                .iter()
+                .any(|g| g.trim_start_matches('/') == want)
     }
 }

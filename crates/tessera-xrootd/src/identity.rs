@@ -56,7 +56,11 @@ pub fn from_unix(policy: UnixPolicy, user: &str, group: Option<&str>) -> Identit
         r.gid = gid;
         return r;
     }
-    Identity::user(uid, gid, user, "xroot")
+    let mut id = Identity::user(uid, gid, user, "xroot");
+    id.group_names = group_name(Path::new("/etc/group"), gid)
+        .into_iter()
+        .collect();
+    id
 }
 
 /// Parse a `unix` credential body (after the `unix\0` tag): `user[ group]`.
@@ -87,6 +91,14 @@ fn lookup_group(group: &Path, name: &str) -> Option<u32> {
     })
 }
 
+fn group_name(group: &Path, gid: u32) -> Option<String> {
+    let text = std::fs::read_to_string(group).ok()?;
+    text.lines().find_map(|l| {
+        let f: Vec<&str> = l.split(':').collect();
+        (f.len() >= 3 && f[2].parse() == Ok(gid)).then(|| f[0].to_string())
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +112,9 @@ mod tests {
         assert_eq!(parse_unix(b"unix\0bob\0"), Some(("bob".into(), None)));
         assert_eq!(parse_unix(b"unix\0\0"), None);
         assert!(from_unix(UnixPolicy::Trust, "root", None).is_root());
+        let daemon = from_unix(UnixPolicy::Trust, "daemon", None);
+        assert_eq!(daemon.uid, 1, "Debian's daemon user");
+        assert!(daemon.in_group_named("daemon"));
         assert_eq!(from_unix(UnixPolicy::Anonymous, "root", None).uid, NOBODY);
         assert_eq!(
             from_unix(UnixPolicy::Trust, "no-such-user-here", None).uid,

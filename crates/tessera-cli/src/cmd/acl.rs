@@ -1,7 +1,7 @@
 //! `tessera acl ls|set|rm`, in the spirit of `eos acl`: the access control
 //! lists of a directory (`sys.acl` by default, `user.acl` with `--user`;
 //! the latter counts only where `sys.eval.useracl` is set). Entries are
-//! `u:<uid|name>:<rights>`, `g:<gid>:<rights>`, `z:<rights>`, rights from
+//! `u:<uid|name>:<rights>`, `g:<gid|name>:<rights>`, `z:<rights>`, rights from
 //! `rwxdum` and the denials `!d !u !m` (ARCHITECTURE.md, ACLs).
 
 use crate::client::{Clients, Failure};

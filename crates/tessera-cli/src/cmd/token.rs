@@ -26,6 +26,9 @@ pub enum TokenCmd {
         /// Seconds until it expires.
         #[arg(long, default_value_t = 3600)]
         lifetime: u64,
+        /// A `wlcg.groups` entry, e.g. /cms (repeatable).
+        #[arg(long = "group")]
+        groups: Vec<String>,
     },
 }
 
@@ -65,6 +68,7 @@ pub fn run(fmt: Format, cmd: TokenCmd) -> Result<(), Failure> {
             sub,
             scope,
             lifetime,
+            groups,
         } => {
             let dev = data_dir.join("dev");
             let info = DevIssuer::read_info(&dev).map_err(|e| {
@@ -85,7 +89,7 @@ pub fn run(fmt: Format, cmd: TokenCmd) -> Result<(), Failure> {
                 ));
             }
             let t = key
-                .issue(&info, &sub, &scope, lifetime)
+                .issue_in_groups(&info, &sub, &scope, &groups, lifetime)
                 .map_err(|e| Failure::new(5, e.to_string()))?;
             println!("{t}");
             Ok(())

@@ -3,6 +3,7 @@
 //! 0 (dev mode: TLS with the dev CA; requests without credentials run as
 //! the server's owner until tokens arrive).
 
+mod acl;
 mod clients;
 mod errors;
 mod http2;
