@@ -1,14 +1,18 @@
-//! Token validation cost (not a test): ES256 tokens of the development
-//! issuer's format, keys already cached (loaded from its JWKS, as after
-//! the first fetch). First use of each token (signature, claims, scopes)
-//! and repeated use (the per-token cache), per token.
+//! Token validation cost (not a test), for RS256 and ES256 tokens of the
+//! development issuer's format, keys already cached (loaded from its
+//! JWKS, as after the first fetch): the first use of each token
+//! (signature, claims, scopes) and repeated use (the per-token cache),
+//! per token. The reference, in the same run: the bare signature check
+//! of the same tokens with aws-lc (what no validator can go below).
 //!   bench-tokens [--tokens N] [--repeat R]
 
+use aws_lc_rs::signature;
+use base64::Engine;
 use clap::Parser;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
-use tessera_auth::dev::{DevIssuer, IssuerInfo};
+use tessera_auth::dev::{DevIssuer, IssuerInfo, KeyAlg};
 use tessera_auth::{IssuerConfig, Validator};
 use tessera_types::NsPath;
 
@@ -20,10 +24,29 @@ struct Args {
     repeat: usize,
 }
 
-fn main() -> anyhow::Result<()> {
-    let a = Args::parse();
+/// A bare signature check: (signed bytes, signature) → verified.
+type Verify = dyn Fn(&[u8], &[u8]) -> bool;
+
+fn b64d(s: &serde_json::Value) -> Vec<u8> {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(s.as_str().unwrap_or_default())
+        .unwrap_or_default()
+}
+
+/// Best time of `repeat` runs of `f`, seconds.
+fn best(repeat: usize, mut f: impl FnMut() -> anyhow::Result<()>) -> anyhow::Result<f64> {
+    let mut b = f64::MAX;
+    for _ in 0..repeat {
+        let t = Instant::now();
+        f()?;
+        b = b.min(t.elapsed().as_secs_f64());
+    }
+    Ok(b)
+}
+
+fn run(a: &Args, alg: KeyAlg) -> anyhow::Result<()> {
     let dir = tempfile::tempdir()?;
-    let key = DevIssuer::load_or_create(dir.path())?;
+    let key = DevIssuer::load_or_create_with(dir.path(), alg)?;
     let info = IssuerInfo {
         issuer: "https://issuer.bench".into(),
         kid: key.kid.clone(),
@@ -51,7 +74,6 @@ fn main() -> anyhow::Result<()> {
         v.load_jwks(&info.issuer, key.jwks())?;
         Ok(v)
     };
-    let v = validator()?;
     let tokens: Vec<String> = (0..a.tokens)
         .map(|i| {
             key.issue(
@@ -62,35 +84,79 @@ fn main() -> anyhow::Result<()> {
             )
         })
         .collect::<Result<_, _>>()?;
+    // The reference: the signature alone, public key parsed once.
+    let jwk = &key.jwks()["keys"][0];
+    let verifier: Box<Verify> = match alg {
+        KeyAlg::Rs256 => {
+            let pk = signature::RsaPublicKeyComponents {
+                n: b64d(&jwk["n"]),
+                e: b64d(&jwk["e"]),
+            };
+            Box::new(move |m, s| {
+                pk.verify(&signature::RSA_PKCS1_2048_8192_SHA256, m, s)
+                    .is_ok()
+            })
+        }
+        KeyAlg::Es256 => {
+            let mut point = vec![4u8];
+            point.extend(b64d(&jwk["x"]));
+            point.extend(b64d(&jwk["y"]));
+            let pk = signature::ParsedPublicKey::new(&signature::ECDSA_P256_SHA256_FIXED, point)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            Box::new(move |m, s| pk.verify_sig(m, s).is_ok())
+        }
+    };
+    let split: Vec<(&[u8], Vec<u8>)> = tokens
+        .iter()
+        .map(|t| {
+            let dot = t.rfind('.').unwrap_or(0);
+            let sig = serde_json::Value::String(t[dot + 1..].to_string());
+            (&t.as_bytes()[..dot], b64d(&sig))
+        })
+        .collect();
+    let floor = best(a.repeat, || {
+        for (m, s) in &split {
+            anyhow::ensure!(verifier(m, s), "signature does not verify");
+        }
+        Ok(())
+    })?;
     // First use: every token verified (fresh validators, best of R).
-    let mut first = f64::MAX;
-    for _ in 0..a.repeat {
-        let v = validator()?;
-        let t = Instant::now();
+    let mut fresh: Vec<Arc<Validator>> = (0..a.repeat)
+        .map(|_| validator())
+        .collect::<Result<_, _>>()?;
+    let first = best(a.repeat, || {
+        let v = fresh.pop().expect("one per run");
         for tok in &tokens {
             v.validate_cached(tok)?;
         }
-        first = first.min(t.elapsed().as_secs_f64());
-    }
+        Ok(())
+    })?;
     // Repeated use: the cache.
+    let v = validator()?;
     for tok in &tokens {
         v.validate_cached(tok)?;
     }
-    let mut again = f64::MAX;
-    for _ in 0..a.repeat {
-        let t = Instant::now();
+    let again = best(a.repeat, || {
         for tok in &tokens {
             v.validate_cached(tok)?;
         }
-        again = again.min(t.elapsed().as_secs_f64());
-    }
-    let n = a.tokens as f64;
+        Ok(())
+    })?;
+    let us = |s: f64| s / a.tokens as f64 * 1e6;
     println!(
-        "bench-tokens: {} ES256 tokens, best of {}: first use {:.1} us/token, cached {:.2} us/token",
+        "bench-tokens: {} {} tokens, best of {}: first use {:.1} us/token (signature alone {:.1}), cached {:.2} us/token",
         a.tokens,
+        key.alg(),
         a.repeat,
-        first / n * 1e6,
-        again / n * 1e6
+        us(first),
+        us(floor),
+        us(again)
     );
     Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    let a = Args::parse();
+    run(&a, KeyAlg::Rs256)?;
+    run(&a, KeyAlg::Es256)
 }

@@ -2,25 +2,23 @@
 //! `iss`, `aud`): the WLCG profile version, and the scopes, resolved to
 //! namespace paths under the issuer's base path.
 
-use crate::AuthError;
-use base64::Engine;
+use crate::jws::{self, Header};
+use crate::{AuthError, ANY_AUDIENCE};
 use serde::Deserialize;
 use tessera_types::{Access, NsPath, ScopeGrant};
 
-/// The header fields we look at, read before any verification (to pick
-/// the key and refuse an algorithm early).
-#[derive(Debug, Deserialize)]
-pub struct RawHeader {
-    pub alg: Option<String>,
-    pub kid: Option<String>,
-}
-
-/// The claims we read after verification.
-#[derive(Debug, Deserialize)]
+/// The claims we read (all checked only after the signature verifies).
+#[derive(Debug, Default, Deserialize)]
 pub struct Claims {
-    pub iss: String,
-    pub sub: String,
-    pub exp: u64,
+    pub iss: Option<String>,
+    pub sub: Option<String>,
+    /// Seconds since the epoch (integers, or numbers some issuers write
+    /// with a fraction).
+    pub exp: Option<f64>,
+    pub nbf: Option<f64>,
+    pub iat: Option<f64>,
+    /// A string or an array of strings.
+    pub aud: Option<serde_json::Value>,
     #[serde(default)]
     pub scope: Option<String>,
     /// Non-standard, some old issuers: a string or an array.
@@ -59,25 +57,39 @@ pub fn groups(c: &Claims) -> Result<Vec<String>, AuthError> {
     Ok(names)
 }
 
-fn b64(part: &str) -> Result<Vec<u8>, AuthError> {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(part.trim_end_matches('='))
-        .map_err(|_| AuthError::Malformed("bad base64url".into()))
+/// The header and the unverified payload of a compact JWS (for display).
+pub fn peek(token: &str) -> Result<(Header, serde_json::Value), AuthError> {
+    let parts = jws::split(token)?;
+    let payload: serde_json::Value = serde_json::from_slice(&parts.payload)
+        .map_err(|e| AuthError::Malformed(format!("payload: {e}")))?;
+    Ok((parts.header, payload))
 }
 
-/// The header and the unverified payload of a compact JWS.
-pub fn peek(token: &str) -> Result<(RawHeader, serde_json::Value), AuthError> {
-    let mut parts = token.split('.');
-    let (Some(h), Some(p), Some(_), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(AuthError::Malformed("not three dot-separated parts".into()));
-    };
-    let header: RawHeader = serde_json::from_slice(&b64(h)?)
-        .map_err(|e| AuthError::Malformed(format!("header: {e}")))?;
-    let payload: serde_json::Value = serde_json::from_slice(&b64(p)?)
-        .map_err(|e| AuthError::Malformed(format!("payload: {e}")))?;
-    Ok((header, payload))
+/// The time checks, at `now` (seconds) with `leeway`: `exp` required and
+/// not past, `nbf` and `iat` not in the future.
+pub fn check_times(c: &Claims, now: u64, leeway: u64) -> Result<u64, AuthError> {
+    let now = now as f64;
+    let leeway = leeway as f64;
+    let exp = c.exp.ok_or_else(|| AuthError::Claims("no exp".into()))?;
+    if exp + leeway < now {
+        return Err(AuthError::Expired);
+    }
+    if c.nbf.is_some_and(|t| t > now + leeway) || c.iat.is_some_and(|t| t > now + leeway) {
+        return Err(AuthError::NotYetValid);
+    }
+    Ok(exp.max(0.0) as u64)
+}
+
+/// `aud`, required: a string or an array with at least one value in
+/// `accepted` or the WLCG "any" audience.
+pub fn check_audience(c: &Claims, accepted: &[String]) -> Result<(), AuthError> {
+    let ok = |a: &str| ANY_AUDIENCE.contains(&a) || accepted.iter().any(|x| x == a);
+    match &c.aud {
+        None => Err(AuthError::Claims("no aud".into())),
+        Some(serde_json::Value::String(a)) if ok(a) => Ok(()),
+        Some(serde_json::Value::Array(v)) if v.iter().filter_map(|a| a.as_str()).any(ok) => Ok(()),
+        Some(_) => Err(AuthError::Audience),
+    }
 }
 
 /// `wlcg.ver`: major version 1 (newer minors accepted).
@@ -164,13 +176,11 @@ mod tests {
 
     fn claims(scope: &str) -> Claims {
         Claims {
-            iss: "https://i".into(),
-            sub: "s".into(),
-            exp: 0,
+            iss: Some("https://i".into()),
+            sub: Some("s".into()),
             scope: Some(scope.into()),
-            scp: None,
             wlcg_ver: Some("1.0".into()),
-            wlcg_groups: None,
+            ..Claims::default()
         }
     }
 
@@ -211,6 +221,38 @@ mod tests {
         let mut c = claims("");
         c.wlcg_ver = Some("2.0".into());
         assert!(check_version(&c).is_err());
+    }
+
+    #[test]
+    fn times_and_audiences() {
+        let mut c = claims("");
+        assert!(matches!(
+            check_times(&c, 1000, 60),
+            Err(AuthError::Claims(_))
+        ));
+        c.exp = Some(950.0);
+        assert_eq!(check_times(&c, 1000, 60), Ok(950), "within the leeway");
+        c.exp = Some(930.5);
+        assert_eq!(check_times(&c, 1000, 60), Err(AuthError::Expired));
+        c.exp = Some(2000.0);
+        c.nbf = Some(1050.0);
+        assert!(check_times(&c, 1000, 60).is_ok());
+        c.iat = Some(1100.0);
+        assert_eq!(check_times(&c, 1000, 60), Err(AuthError::NotYetValid));
+        let here = ["https://se".to_string()];
+        assert!(matches!(
+            check_audience(&c, &here),
+            Err(AuthError::Claims(_))
+        ));
+        c.aud = Some(serde_json::json!("https://se"));
+        assert!(check_audience(&c, &here).is_ok());
+        c.aud = Some(serde_json::json!([
+            "https://x",
+            "https://wlcg.cern.ch/jwt/v1/any"
+        ]));
+        assert!(check_audience(&c, &here).is_ok());
+        c.aud = Some(serde_json::json!(["https://x", 3]));
+        assert_eq!(check_audience(&c, &here), Err(AuthError::Audience));
     }
 
     #[test]

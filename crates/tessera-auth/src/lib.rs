@@ -9,6 +9,7 @@ mod claims;
 pub mod dev;
 mod error;
 pub mod fetch;
+mod jws;
 mod validator;
 
 pub use claims::peek;

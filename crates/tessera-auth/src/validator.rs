@@ -5,8 +5,8 @@
 
 use crate::claims::{self, Claims};
 use crate::fetch;
+use crate::jws::{self, Key};
 use crate::AuthError;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -45,7 +45,7 @@ pub struct IssuerConfig {
 
 struct Issuer {
     cfg: IssuerConfig,
-    keys: RwLock<HashMap<String, (Algorithm, Arc<DecodingKey>)>>,
+    keys: RwLock<HashMap<String, Arc<Key>>>,
     fetched: Mutex<Option<Instant>>,
 }
 
@@ -149,7 +149,7 @@ impl Validator {
             .and_then(|v| v.as_str())
             .ok_or_else(|| AuthError::Fetch("discovery document without jwks_uri".into()))?;
         let set = fetch::get_json(jwks_uri, &self.tls).await?;
-        let keys = parse_jwks(&i.cfg.issuer, set)?;
+        let keys = jws::parse_jwks(&i.cfg.issuer, &set)?;
         tracing::debug!(issuer = %i.cfg.issuer, keys = keys.len(), "issuer keys loaded");
         *i.keys.write().unwrap_or_else(|p| p.into_inner()) = keys;
         Ok(())
@@ -163,7 +163,7 @@ impl Validator {
             .iter()
             .find(|i| i.cfg.issuer == issuer)
             .ok_or_else(|| AuthError::UnknownIssuer(issuer.to_string()))?;
-        let keys = parse_jwks(issuer, jwks)?;
+        let keys = jws::parse_jwks(issuer, &jwks)?;
         let n = keys.len();
         *i.keys.write().unwrap_or_else(|p| p.into_inner()) = keys;
         Ok(n)
@@ -220,65 +220,43 @@ impl Validator {
     }
 
     fn verify(&self, token: &str) -> Result<Validated, AuthError> {
-        let (header, payload) = claims::peek(token)?;
-        let alg = match header.alg.as_deref() {
-            Some("RS256") => Algorithm::RS256,
-            Some("ES256") => Algorithm::ES256,
-            Some(other) => return Err(AuthError::Algorithm(other.to_string())),
-            None => return Err(AuthError::Algorithm("(none given)".into())),
-        };
-        let kid = header
+        let parts = jws::split(token)?;
+        parts.alg()?; // refused before any key is looked up
+        let kid = parts
+            .header
             .kid
+            .as_deref()
             .ok_or_else(|| AuthError::Malformed("no kid in the header".into()))?;
-        let iss = payload
-            .get("iss")
-            .and_then(|v| v.as_str())
+        let c: Claims = serde_json::from_slice(&parts.payload)
+            .map_err(|e| AuthError::Malformed(format!("payload: {e}")))?;
+        let iss = c
+            .iss
+            .as_deref()
             .ok_or_else(|| AuthError::Claims("no iss".into()))?;
         let i = self
             .issuers
             .iter()
             .find(|i| i.cfg.issuer == iss)
             .ok_or_else(|| AuthError::UnknownIssuer(iss.to_string()))?;
-        let (key_alg, key) = i
+        let key = i
             .keys
             .read()
             .unwrap_or_else(|p| p.into_inner())
-            .get(&kid)
+            .get(kid)
             .cloned()
             .ok_or_else(|| AuthError::UnknownKey {
                 issuer: iss.to_string(),
-                kid: kid.clone(),
+                kid: kid.to_string(),
             })?;
-        if key_alg != alg {
-            return Err(AuthError::Algorithm(format!(
-                "{alg:?} with a {key_alg:?} key"
-            )));
-        }
-        let mut val = Validation::new(alg);
-        val.leeway = LEEWAY_SECS;
-        val.validate_nbf = true;
-        val.set_issuer(&[&i.cfg.issuer]);
-        let mut auds: Vec<&str> = i.cfg.audiences.iter().map(String::as_str).collect();
-        auds.extend(ANY_AUDIENCE);
-        val.set_audience(&auds);
-        val.set_required_spec_claims(&["exp", "iss", "sub", "aud"]);
-        let data = jsonwebtoken::decode::<Claims>(token, &key, &val).map_err(|e| {
-            use jsonwebtoken::errors::ErrorKind as K;
-            match e.kind() {
-                K::ExpiredSignature => AuthError::Expired,
-                K::ImmatureSignature => AuthError::NotYetValid,
-                K::InvalidAudience => AuthError::Audience,
-                K::InvalidIssuer => AuthError::UnknownIssuer(iss.to_string()),
-                K::InvalidSignature => AuthError::BadSignature,
-                K::MissingRequiredClaim(c) => AuthError::Claims(format!("no {c}")),
-                other => AuthError::Malformed(format!("{other:?}")),
-            }
-        })?;
-        let c = data.claims;
+        parts.verify(&key)?;
+        // The signature holds: now the claims.
+        let expires = claims::check_times(&c, now(), LEEWAY_SECS)?;
+        claims::check_audience(&c, &i.cfg.audiences)?;
         claims::check_version(&c)?;
-        if c.sub.is_empty() || c.sub.len() > 255 {
-            return Err(AuthError::Claims("sub missing or longer than 255".into()));
-        }
+        let sub = match c.sub.as_deref() {
+            Some(s) if !s.is_empty() && s.len() <= 255 => s,
+            _ => return Err(AuthError::Claims("sub missing or longer than 255".into())),
+        };
         let scopes = claims::scopes(&c, &i.cfg.base_path, i.cfg.may_create)?;
         let group_names = claims::groups(&c)?;
         let mut groups: Vec<u32> = Vec::new();
@@ -289,7 +267,7 @@ impl Validator {
                 }
             }
         }
-        let (uid, gid, name) = match i.cfg.subjects.get(&c.sub) {
+        let (uid, gid, name) = match i.cfg.subjects.get(sub) {
             Some(m) => m.clone(),
             None => {
                 let (uid, gid, name) = i.cfg.default_identity.clone();
@@ -298,10 +276,10 @@ impl Validator {
         };
         Ok(Validated {
             grant: Arc::new(TokenGrant {
-                issuer: c.iss,
-                subject: c.sub,
+                issuer: iss.to_string(),
+                subject: sub.to_string(),
                 scopes,
-                expires: c.exp,
+                expires,
             }),
             uid,
             gid,
@@ -310,35 +288,4 @@ impl Validator {
             group_names,
         })
     }
-}
-
-/// The usable keys of a JWKS document (RSA and P-256 only), by `kid`.
-fn parse_jwks(
-    issuer: &str,
-    set: serde_json::Value,
-) -> Result<HashMap<String, (Algorithm, Arc<DecodingKey>)>, AuthError> {
-    let set: jsonwebtoken::jwk::JwkSet =
-        serde_json::from_value(set).map_err(|e| AuthError::Fetch(format!("JWKS: {e}")))?;
-    let mut keys = HashMap::new();
-    for k in &set.keys {
-        let Some(kid) = k.common.key_id.clone() else {
-            continue;
-        };
-        let alg = match &k.algorithm {
-            jsonwebtoken::jwk::AlgorithmParameters::RSA(_) => Algorithm::RS256,
-            jsonwebtoken::jwk::AlgorithmParameters::EllipticCurve(ec)
-                if ec.curve == jsonwebtoken::jwk::EllipticCurve::P256 =>
-            {
-                Algorithm::ES256
-            }
-            _ => continue, // HMAC ("oct"), other curves: never
-        };
-        match DecodingKey::from_jwk(k) {
-            Ok(d) => {
-                keys.insert(kid, (alg, Arc::new(d)));
-            }
-            Err(e) => tracing::warn!(%issuer, %kid, "unusable key: {e}"),
-        }
-    }
-    Ok(keys)
 }

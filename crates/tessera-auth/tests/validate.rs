@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tessera_auth::dev::DevIssuer;
+use tessera_auth::dev::{DevIssuer, KeyAlg};
 use tessera_auth::{AuthError, IssuerConfig, Validator};
 use tessera_types::{Access, NsPath};
 
@@ -129,7 +129,7 @@ fn claims(iss: &str, scope: &str) -> serde_json::Value {
 
 /// A dev-format ES256 signer with its own key file.
 fn es_signer(dir: &std::path::Path) -> DevIssuer {
-    DevIssuer::load_or_create(dir).unwrap()
+    DevIssuer::load_or_create_with(dir, KeyAlg::Es256).unwrap()
 }
 
 /// RS256 by hand with aws-lc-rs: (kid, jwk, sign).
@@ -261,6 +261,26 @@ async fn valid_tokens_and_every_refusal() {
     let mut c = claims(&iss.url, "storage.read:/");
     c["nbf"] = serde_json::json!(t + 3600);
     assert_eq!(refused(es.sign(&c).unwrap()).await, AuthError::NotYetValid);
+    let mut c = claims(&iss.url, "storage.read:/");
+    c["iat"] = serde_json::json!(t + 3600);
+    assert_eq!(refused(es.sign(&c).unwrap()).await, AuthError::NotYetValid);
+    let mut c = claims(&iss.url, "storage.read:/");
+    c.as_object_mut().unwrap().remove("exp");
+    assert!(matches!(
+        refused(es.sign(&c).unwrap()).await,
+        AuthError::Claims(_)
+    ));
+    let mut c = claims(&iss.url, "storage.read:/");
+    c.as_object_mut().unwrap().remove("aud");
+    assert!(matches!(
+        refused(es.sign(&c).unwrap()).await,
+        AuthError::Claims(_)
+    ));
+    // Tampered, RS256: the signature of another token.
+    let other = rsa.token(&claims(&iss.url, "storage.read:/"));
+    let mut parts: Vec<&str> = ok_rs.split('.').collect();
+    parts[2] = other.rsplit('.').next().unwrap();
+    assert_eq!(refused(parts.join(".")).await, AuthError::BadSignature);
     let c = claims("https://other.example", "storage.read:/");
     assert!(matches!(
         refused(es.sign(&c).unwrap()).await,
