@@ -17,6 +17,9 @@ pub enum CoreError {
     Denied(String),
     #[error("not found: {0}")]
     NotFound(String),
+    /// The data written does not match the digest its sender announced.
+    #[error("checksum mismatch: {0}")]
+    Mismatch(String),
     #[error("internal task failed: {0}")]
     Task(String),
     /// Reported by the metadata service to a data gateway.
@@ -33,6 +36,7 @@ impl CoreError {
             CoreError::Invalid(_) => ErrorKind::InvalidArgument,
             CoreError::Denied(_) => ErrorKind::PermissionDenied,
             CoreError::NotFound(_) => ErrorKind::NotFound,
+            CoreError::Mismatch(_) => ErrorKind::Corrupt,
             CoreError::Task(_) => ErrorKind::Io,
             CoreError::Remote { kind, .. } => *kind,
         }

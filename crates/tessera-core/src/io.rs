@@ -96,6 +96,14 @@ pub struct WritePlan {
     pub placement: Placement,
 }
 
+/// What a file's data must turn out to be: digests a sender announced
+/// (a third-party copy's source). `None`: not checked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Expect {
+    pub adler32: Option<u32>,
+    pub crc32c: Option<u32>,
+}
+
 /// A file being written. Dropping it without `close` aborts it.
 pub struct WriteSession {
     ledger: Arc<dyn Ledger>,
@@ -155,7 +163,14 @@ impl WriteSession {
     }
 
     /// Seal every stripe, then make the file visible in one namespace step.
-    pub fn close(mut self) -> Result<Inode, CoreError> {
+    pub fn close(self) -> Result<Inode, CoreError> {
+        self.close_expecting(Expect::default())
+    }
+
+    /// As [`WriteSession::close`], but a digest in `want` that the data
+    /// does not match aborts the write instead (nothing visible; a file
+    /// being replaced stays as it was).
+    pub fn close_expecting(mut self, want: Expect) -> Result<Inode, CoreError> {
         let w = self
             .writer
             .take()
@@ -167,6 +182,20 @@ impl WriteSession {
                 return Err(e.into());
             }
         };
+        let wrong = [
+            ("adler32", want.adler32, done.adler32),
+            ("crc32c", want.crc32c, done.crc32c),
+        ]
+        .into_iter()
+        .find(|(_, w, got)| w.is_some_and(|w| w != *got));
+        if let Some((name, w, got)) = wrong {
+            drop_stripes(&self.fs, &done.placement, self.plan.fid);
+            self.ledger.abort(self.plan.resv_id);
+            return Err(CoreError::Mismatch(format!(
+                "{name} of the data is {got:08x}, the sender announced {:08x}",
+                w.unwrap_or_default()
+            )));
+        }
         let commit = CommitWrite {
             size: done.size,
             checksum: Some(Checksum {

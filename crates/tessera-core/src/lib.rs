@@ -16,7 +16,7 @@ mod service;
 pub use error::CoreError;
 pub use fs::{FsChange, FsView, SpaceView};
 pub use fsck::{DrainReport, FileIssue, FsckReport, Orphan, RepairReport};
-pub use io::{DataPath, Ledger, ReadSession, WritePlan, WriteSession, DEFAULT_SPACE};
+pub use io::{DataPath, Expect, Ledger, ReadSession, WritePlan, WriteSession, DEFAULT_SPACE};
 pub use service::{Core, RemoveReport};
 pub use tessera_data::StripeState;
 pub use tessera_data::{BufPool, Layout, Placement, ReadData, ReadEvent};

@@ -161,6 +161,36 @@ async fn over_quota_writes_leave_nothing_and_unlink_removes_stripes() {
     put(c, &alice, "/q/small", &bytes(10, 4)).expect("overwrite");
     assert_eq!(stripe_files(e.dir.path()), 2);
     assert_eq!(get(c, &alice, "/q/small").expect("read"), bytes(10, 4));
+    // A digest the data does not match (a copy's source announced it):
+    // refused, the file being replaced stays, no stripe left.
+    let close_with = |want: Expect, d: &[u8]| {
+        let mut w = c.open_write(&alice, &p("/q/small"), 0o644, true, 0)?;
+        w.write(d)?;
+        w.close_expecting(want)
+    };
+    let new = bytes(5000, 5);
+    let good = simd_adler32::adler32(&new.as_slice());
+    let err = close_with(
+        Expect {
+            adler32: Some(good ^ 1),
+            crc32c: None,
+        },
+        &new,
+    )
+    .expect_err("mismatch");
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+    assert_eq!(get(c, &alice, "/q/small").expect("read"), bytes(10, 4));
+    assert_eq!(stripe_files(e.dir.path()), 2);
+    let i = close_with(
+        Expect {
+            adler32: Some(good),
+            crc32c: None,
+        },
+        &new,
+    )
+    .expect("matches");
+    assert_eq!(i.size, 5000);
+    assert_eq!(get(c, &alice, "/q/small").expect("read"), new);
     c.remove(&alice, p("/q/small"), false).await.expect("rm");
     assert_eq!(stripe_files(e.dir.path()), 0);
     let rep = c.check(&e.root).await.expect("check");

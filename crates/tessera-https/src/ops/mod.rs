@@ -136,6 +136,54 @@ pub fn digests(h: &HeaderMap, i: &Inode, r: &mut Response<Body>) {
     }
 }
 
+/// The digests a `Digest` header (RFC 3230) announces that we can check:
+/// `adler32=<8 hex digits>` and `crc32c=<base64 of 4 bytes>` (or 8 hex
+/// digits, as some servers write it); anything else is not checked.
+pub fn announced(v: &str) -> tessera_core::Expect {
+    let mut e = tessera_core::Expect::default();
+    for item in v.split(',') {
+        let Some((alg, val)) = item.trim().split_once('=') else {
+            continue;
+        };
+        let val = val.trim();
+        let hex = || (val.len() == 8).then(|| u32::from_str_radix(val, 16).ok())?;
+        match alg.trim().to_ascii_lowercase().as_str() {
+            "adler32" => e.adler32 = hex(),
+            "crc32c" => {
+                e.crc32c = hex().or_else(|| {
+                    let b = unbase64(val)?;
+                    Some(u32::from_be_bytes(b.try_into().ok()?))
+                })
+            }
+            _ => {}
+        }
+    }
+    e
+}
+
+fn unbase64(s: &str) -> Option<Vec<u8>> {
+    let mut bits = 0u32;
+    let mut n = 0;
+    let mut out = Vec::new();
+    for c in s.trim_end_matches('=').bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        };
+        bits = bits << 6 | u32::from(v);
+        n += 6;
+        if n >= 8 {
+            n -= 8;
+            out.push((bits >> n) as u8);
+        }
+    }
+    Some(out)
+}
+
 /// Standard base64 with padding.
 pub fn base64(b: &[u8]) -> String {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -189,6 +237,19 @@ mod tests {
             layout: Vec::new(),
             quota_node: false,
             nchildren: 0,
+        }
+    }
+
+    #[test]
+    fn announced_digests() {
+        let e = announced("adler32=0a1B2c3d, md5=x, crc32c=AAAAAQ==");
+        assert_eq!((e.adler32, e.crc32c), (Some(0x0a1b2c3d), Some(1)));
+        assert_eq!(announced("crc32c=e3069283").crc32c, Some(0xe3069283));
+        assert_eq!(announced("crc32c=4waSgw==").crc32c, Some(0xe3069283));
+        let none = announced("adler32=xyz, sha-256=abc");
+        assert_eq!((none.adler32, none.crc32c), (None, None));
+        for b in [&b""[..], b"a", b"ab", b"abc", b"abcd\xff"] {
+            assert_eq!(unbase64(&base64(b)).as_deref(), Some(b));
         }
     }
 

@@ -3,7 +3,10 @@
 //! file, the local open's own status); then `201` with a chunked
 //! `text/plain` body: a performance marker every 5 s and one final line,
 //! `success: Created` only after the file and its checksum are committed,
-//! or `failure: <reason>` with nothing left behind.
+//! or `failure: <reason>` with nothing left behind. When the source
+//! announces a `Digest` (adler32 or crc32c; the copy asks for one with
+//! `TransferHeaderWant-Digest`), the data must match it, or the copy fails
+//! and a file being replaced stays as it was.
 
 use super::client::{self, Remote};
 use super::streams;
@@ -18,7 +21,7 @@ use hyper::{Request, Response};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tessera_core::WriteSession;
+use tessera_core::{Expect, WriteSession};
 use tokio::sync::mpsc;
 
 const MARKER_EVERY: Duration = Duration::from_secs(5);
@@ -147,14 +150,14 @@ async fn transfer(
 ) -> Result<(), String> {
     let ws = Arc::new(Mutex::new(Some(ws)));
     let moved = AtomicU64::new(0);
-    let size = if how.streams > 1 {
+    let head = if how.streams > 1 {
         streams::source_size(&how.remote, how.tls.as_ref(), &how.copy_headers).await
     } else {
         None
     };
     let fetch = async {
-        match size {
-            Some(size) if size > streams::PIECE => {
+        match head {
+            Some((size, want)) if size > streams::PIECE => {
                 streams::pull(
                     Arc::clone(&how.remote),
                     how.tls.clone(),
@@ -164,7 +167,8 @@ async fn transfer(
                     &ws,
                     &moved,
                 )
-                .await
+                .await?;
+                Ok(want)
             }
             _ => one_stream(&how.remote, how.tls.as_ref(), how.get, &ws, &moved).await,
         }
@@ -173,9 +177,9 @@ async fn transfer(
     let mut tick = tokio::time::interval(MARKER_EVERY);
     tick.tick().await; // the first tick is immediate
     let mut last = (0u64, std::time::Instant::now());
-    loop {
+    let want = loop {
         tokio::select! {
-            r = &mut fetch => { r?; break; }
+            r = &mut fetch => break r?,
             _ = tick.tick() => {
                 let now = moved.load(Ordering::Relaxed);
                 if now != last.0 {
@@ -188,13 +192,16 @@ async fn transfer(
                 }
             }
         }
-    }
+    };
     let _ = tx.send(Ok(marker(moved.load(Ordering::Relaxed)))).await;
     let w2 = Arc::clone(&ws);
     tokio::task::spawn_blocking(move || {
         let s = w2.lock().unwrap_or_else(|p| p.into_inner()).take();
         match s {
-            Some(s) => s.close().map(|_| ()).map_err(|e| e.to_string()),
+            Some(s) => s
+                .close_expecting(want)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
             None => Err("closed twice".into()),
         }
     })
@@ -202,18 +209,20 @@ async fn transfer(
     .map_err(|e| e.to_string())?
 }
 
-/// GET the whole source on one connection into `ws`.
+/// GET the whole source on one connection into `ws`; the digests the
+/// source announced.
 async fn one_stream(
     remote: &Remote,
     tls: Option<&Arc<tokio_rustls::rustls::ClientConfig>>,
     get: Request<Body>,
     ws: &Arc<Mutex<Option<WriteSession>>>,
     moved: &AtomicU64,
-) -> Result<(), String> {
+) -> Result<Expect, String> {
     let resp = client::send(remote, tls, get).await?;
     if !resp.status().is_success() {
         return Err(format!("source answered {}", resp.status()));
     }
+    let want = announced_by(resp.headers());
     let mut body = resp.into_body();
     let mut buf: Vec<u8> = Vec::new();
     while let Some(f) = body.frame().await {
@@ -234,5 +243,16 @@ async fn one_stream(
         put::write(ws, buf).await.map_err(|e| e.msg)?;
         moved.fetch_add(n, Ordering::Relaxed);
     }
-    Ok(())
+    Ok(want)
+}
+
+/// The digests in a source's `Digest` headers.
+pub fn announced_by(h: &hyper::HeaderMap) -> Expect {
+    let mut e = Expect::default();
+    for v in h.get_all("digest").iter().filter_map(|v| v.to_str().ok()) {
+        let a = crate::ops::announced(v);
+        e.adler32 = e.adler32.or(a.adler32);
+        e.crc32c = e.crc32c.or(a.crc32c);
+    }
+    e
 }

@@ -23,13 +23,14 @@ type Piece = Result<(u64, Vec<u8>, OwnedSemaphorePermit), String>;
 /// Bytes per range request.
 pub const PIECE: u64 = 8 << 20;
 
-/// The source's size from a HEAD with the forwarded headers; `None` when
-/// it does not say (the pull then uses one stream).
+/// The source's size (and the digests it announces) from a HEAD with the
+/// forwarded headers; `None` when it does not say (the pull then uses one
+/// stream).
 pub async fn source_size(
     remote: &Remote,
     tls: Option<&Arc<ClientConfig>>,
     copy_headers: &HeaderMap,
-) -> Option<u64> {
+) -> Option<(u64, tessera_core::Expect)> {
     let head = super::pull::forwarded(Request::head(remote.target.as_str()), remote, copy_headers)
         .body(Body::Empty)
         .ok()?;
@@ -37,12 +38,14 @@ pub async fn source_size(
     if !resp.status().is_success() {
         return None;
     }
-    resp.headers()
+    let size = resp
+        .headers()
         .get("content-length")?
         .to_str()
         .ok()?
         .parse()
-        .ok()
+        .ok()?;
+    Some((size, super::pull::announced_by(resp.headers())))
 }
 
 /// Pull `size` bytes with `n` streams into `ws`; `moved` counts the bytes

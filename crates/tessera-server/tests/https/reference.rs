@@ -285,4 +285,58 @@ fn third_party_copies_with_debian_xrootd_both_ways() {
         &format!("{}/ref/s2.bin", e.url),
     );
     same(&format!("{}/ref/s2.bin", e.url));
+
+    // The source's announced digest is checked: asked for with
+    // TransferHeaderWant-Digest, one stream and four.
+    let pull_checked = |name: &str, streams: &str| {
+        let (code, out) = e.curl(&[
+            "-X",
+            "COPY",
+            "-H",
+            &format!("Source: {}/ref/t.bin", x.url),
+            "-H",
+            "TransferHeaderWant-Digest: adler32",
+            "-H",
+            &format!("X-Number-Of-Streams: {streams}"),
+            &format!("{}/ref/{name}", e.url),
+        ]);
+        assert_eq!(code, 201);
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    for (name, n) in [("d1.bin", "1"), ("d4.bin", "4")] {
+        let out = pull_checked(name, n);
+        assert_eq!(out.lines().last(), Some("success: Created"), "{out}");
+        same(&format!("{}/ref/{name}", e.url));
+    }
+    // The reference keeps the adler32 it computed with the file's mtime;
+    // change the data under it, same size and mtime, and it announces a
+    // stale one: the copy fails, and nothing is left at the destination.
+    let file = x.dir.join("data/ref/t.bin");
+    let mtime = std::fs::metadata(&file).unwrap().modified().unwrap();
+    {
+        use std::io::{Seek, Write};
+        let mut w = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+        w.seek(std::io::SeekFrom::Start(1000)).unwrap();
+        w.write_all(b"not what the checksum says").unwrap();
+        w.set_modified(mtime).unwrap();
+    }
+    for (name, n) in [("bad1.bin", "1"), ("bad4.bin", "4")] {
+        let out = pull_checked(name, n);
+        let last = out.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("failure: ") && last.contains("checksum mismatch"),
+            "{out}"
+        );
+        assert_eq!(e.curl(&[&format!("{}/ref/{name}", e.url)]).0, 404);
+    }
+    // A file being replaced stays as it was.
+    let out = pull_checked("d1.bin", "1");
+    assert!(
+        out.lines()
+            .last()
+            .unwrap_or_default()
+            .starts_with("failure: "),
+        "{out}"
+    );
+    same(&format!("{}/ref/d1.bin", e.url));
 }
