@@ -7,6 +7,11 @@
 use std::io::IoSlice;
 use std::sync::{Arc, Mutex};
 
+/// Reads up to this size may reuse an idle buffer up to this size.
+const SMALL: usize = 64 << 10;
+/// Idle buffers kept at most (each `take` looks at all of them).
+const MAX_IDLE: usize = 256;
+
 /// Reusable read buffers, shared by every reader of a process (the core
 /// owns one). Holds at most `max_bytes` of idle buffers; the rest is freed.
 #[derive(Debug)]
@@ -24,33 +29,35 @@ impl BufPool {
     }
 
     /// A buffer of exactly `len` bytes (contents unspecified: the caller
-    /// overwrites them). Reuses an idle buffer when one is large enough.
+    /// overwrites them). Reuses the smallest idle buffer that holds `len`,
+    /// but none more than 4 times larger (or 64 KiB for small reads): a
+    /// small read must not take, and shrink, a big buffer that big reads
+    /// then have to zero out again. Only bytes beyond what the buffer held
+    /// initialised before are zeroed.
     pub fn take(&self, len: usize) -> Vec<u8> {
+        let limit = len.saturating_mul(4).max(SMALL);
         let found = {
             let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
             free.iter()
-                .position(|b| b.capacity() >= len)
+                .enumerate()
+                .filter(|(_, b)| (len..=limit).contains(&b.capacity()))
+                .min_by_key(|(_, b)| (b.capacity(), usize::MAX - b.len()))
+                .map(|(i, _)| i)
                 .map(|i| free.swap_remove(i))
         };
         let mut b = found.unwrap_or_default();
-        // Only bytes beyond what the buffer held before are zeroed.
         b.resize(len, 0);
         b
     }
 
-    /// Give buffers back; what does not fit under the cap is freed.
+    /// Give buffers back (as they are: their length is what is known to
+    /// be initialised); what does not fit under the cap is freed.
     pub fn put(&self, bufs: impl IntoIterator<Item = Vec<u8>>) {
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
         let mut held: usize = free.iter().map(Vec::capacity).sum();
-        for mut b in bufs {
-            if held + b.capacity() <= self.max_bytes {
+        for b in bufs {
+            if held + b.capacity() <= self.max_bytes && free.len() < MAX_IDLE {
                 held += b.capacity();
-                // Keep the initialised length so the next `take` of the
-                // same size does not zero it again.
-                let cap = b.capacity();
-                if b.len() < cap {
-                    b.resize(cap, 0);
-                }
                 free.push(b);
             }
         }
@@ -174,6 +181,29 @@ mod tests {
         assert_eq!((b.len(), b.as_ptr()), (500, ptr), "reused");
         p.put([b, vec![0u8; 2 << 20]]);
         assert!(p.idle_bytes() <= 1 << 20, "over the cap is freed");
+    }
+
+    #[test]
+    fn small_reads_leave_big_buffers_alone() {
+        let p = BufPool::new(64 << 20);
+        let big = p.take(4 << 20);
+        let big_ptr = big.as_ptr();
+        p.put([big]);
+        // A 4 KiB read gets a buffer of its own, not the 4 MiB one.
+        let small = p.take(4096);
+        assert_ne!(small.as_ptr(), big_ptr);
+        let small_ptr = small.as_ptr();
+        p.put([small]);
+        assert_eq!(p.take(4096).as_ptr(), small_ptr, "the small one reused");
+        // A 3 MiB read may use the 4 MiB buffer, and it comes back at
+        // the length it was used at.
+        let b = p.take(3 << 20);
+        assert_eq!((b.as_ptr(), b.len()), (big_ptr, 3 << 20));
+        p.put([b]);
+        assert_eq!(p.take(4 << 20).as_ptr(), big_ptr);
+        // At most MAX_IDLE buffers are kept.
+        p.put((0..MAX_IDLE + 10).map(|_| vec![0u8; 16]));
+        assert!(p.free.lock().unwrap().len() <= MAX_IDLE);
     }
 
     #[test]
