@@ -194,13 +194,15 @@ mod tests {
         assert_ne!(small.as_ptr(), big_ptr);
         let small_ptr = small.as_ptr();
         p.put([small]);
-        assert_eq!(p.take(4096).as_ptr(), small_ptr, "the small one reused");
+        let again = p.take(4096);
+        assert_eq!(again.as_ptr(), small_ptr, "the small one reused");
         // A 3 MiB read may use the 4 MiB buffer, and it comes back at
         // the length it was used at.
         let b = p.take(3 << 20);
         assert_eq!((b.as_ptr(), b.len()), (big_ptr, 3 << 20));
         p.put([b]);
-        assert_eq!(p.take(4 << 20).as_ptr(), big_ptr);
+        let whole = p.take(4 << 20);
+        assert_eq!(whole.as_ptr(), big_ptr);
         // At most MAX_IDLE buffers are kept.
         p.put((0..MAX_IDLE + 10).map(|_| vec![0u8; 16]));
         assert!(p.free.lock().unwrap().len() <= MAX_IDLE);
