@@ -150,7 +150,6 @@ impl FileWriter {
     /// Append data. On error the writer must be aborted.
     pub fn write(&mut self, mut data: &[u8]) -> Result<(), DataError> {
         self.adler.write(data);
-        self.crc = crc32c::crc32c_append(self.crc, data);
         self.size += data.len() as u64;
         let cap = self.layout.group_bytes() as usize;
         while !data.is_empty() {
@@ -167,6 +166,7 @@ impl FileWriter {
     /// Encode the buffered group with block length `len` and write it.
     fn flush_group(&mut self, len: usize) -> Result<(), DataError> {
         let k = self.layout.k as usize;
+        let data_len = self.buf.len();
         self.buf.resize(k * len, 0);
         if let Some(codec) = &self.codec {
             let data: Vec<&[u8]> = self.buf.chunks(len).collect();
@@ -191,10 +191,26 @@ impl FileWriter {
                 _ => &buf[..len],
             }
         };
+        // Each distinct block's CRC once (plain and replica stripes all
+        // hold the same block); the whole file's CRC-32C follows from the
+        // data blocks' (combined), the padding of a last RAIN group aside.
+        let distinct = match kind {
+            LayoutKind::Rain => k + self.parity.len(),
+            _ => 1,
+        };
+        let crcs: Vec<u32> = (0..distinct).map(|i| crc32c::crc32c(block(i))).collect();
+        if data_len == k * len {
+            for &c in &crcs[..k] {
+                self.crc = crc32c::crc32c_combine(self.crc, c, len);
+            }
+        } else {
+            self.crc = crc32c::crc32c_append(self.crc, &buf[..data_len]);
+        }
+        let crc_of = |i: usize| crcs[i.min(distinct - 1)];
         type Written = Vec<(usize, Result<(), tessera_backend::BackendError>)>;
-        let write_one = |w: &mut Box<dyn StripeWrite>, b: &[u8]| {
+        let write_one = |w: &mut Box<dyn StripeWrite>, b: &[u8], crc: u32| {
             w.write_at(off, b)?;
-            w.write_at(off + len as u64, &crc32c::crc32c(b).to_le_bytes())
+            w.write_at(off + len as u64, &crc.to_le_bytes())
         };
         let live = self.stripes.iter().filter(|w| w.is_some()).count();
         let results: Written = if live <= 1 {
@@ -202,7 +218,7 @@ impl FileWriter {
             let mut out = Vec::new();
             for (i, w) in self.stripes.iter_mut().enumerate() {
                 if let Some(w) = w {
-                    out.push((i, write_one(w, block(i))));
+                    out.push((i, write_one(w, block(i), crc_of(i))));
                 }
             }
             out
@@ -214,8 +230,8 @@ impl FileWriter {
                     .enumerate()
                     .filter_map(|(i, w)| w.as_mut().map(|w| (i, w)))
                     .map(|(i, w)| {
-                        let b = block(i);
-                        let h = s.spawn(move || write_one(w, b));
+                        let (b, c) = (block(i), crc_of(i));
+                        let h = s.spawn(move || write_one(w, b, c));
                         (i, h)
                     })
                     .collect();

@@ -91,6 +91,7 @@ proptest! {
         let w = write(layout, 7, &t, &bytes, chunk);
         prop_assert_eq!(w.size, bytes.len() as u64);
         prop_assert_eq!(w.adler32, simd_adler32::adler32(&bytes.as_slice()));
+        prop_assert_eq!(w.crc32c, crc32c::crc32c(&bytes));
         let r = reader(&w, 7, &t);
         prop_assert_eq!(read_all(&r).expect("clean read"), bytes.clone());
 

@@ -10,13 +10,11 @@ use crate::error::HttpError;
 use crate::path;
 use crate::Ctx;
 use http_body_util::BodyExt;
+use hyper::body::Bytes;
 use hyper::Response;
 use std::sync::{Arc, Mutex};
 use tessera_core::WriteSession;
 use tessera_types::ErrorKind;
-
-/// Bytes gathered before each hand-off to the write session.
-const CHUNK: usize = 4 << 20;
 
 pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
     let p = path::decode(req.uri().path())?;
@@ -63,18 +61,11 @@ pub async fn receive(
     mut body: crate::ReqBody,
 ) -> Result<tessera_core::Inode, HttpError> {
     let ws: Arc<Mutex<Option<WriteSession>>> = Arc::new(Mutex::new(Some(ws)));
-    let mut buf: Vec<u8> = Vec::new();
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| HttpError::new(400, format!("upload interrupted: {e}")))?;
         if let Ok(data) = frame.into_data() {
-            buf.extend_from_slice(&data);
-            if buf.len() >= CHUNK {
-                write(&ws, std::mem::take(&mut buf)).await?;
-            }
+            feed(&ws, data).await?;
         }
-    }
-    if !buf.is_empty() {
-        write(&ws, buf).await?;
     }
     let w2 = Arc::clone(&ws);
     blocking(move || {
@@ -94,15 +85,41 @@ pub fn created(inode: &tessera_core::Inode, new: bool) -> Response<Body> {
     r
 }
 
+/// Append a received frame: copied in line into the group the writer is
+/// filling when that is all it takes (no stripe I/O, no reservation to
+/// extend), else handed to the blocking pool (which then writes the full
+/// group out). No batch buffer in between: each byte is copied once, into
+/// the group. A failure aborts the session.
+pub async fn feed(ws: &Arc<Mutex<Option<WriteSession>>>, data: Bytes) -> Result<(), HttpError> {
+    {
+        let mut g = ws.lock().unwrap_or_else(|p| p.into_inner());
+        match g.as_mut() {
+            Some(s) if s.write_is_buffered(data.len()) => {
+                let r = s.write(&data);
+                if r.is_err() {
+                    *g = None;
+                }
+                return r.map_err(HttpError::from);
+            }
+            Some(_) => {}
+            None => return Err(HttpError::new(500, "write after failure")),
+        }
+    }
+    write(ws, data).await
+}
+
 /// Append to a shared write session on the blocking pool; a failure
 /// aborts the session (reservation released, nothing visible).
-pub async fn write(ws: &Arc<Mutex<Option<WriteSession>>>, data: Vec<u8>) -> Result<(), HttpError> {
+pub async fn write(
+    ws: &Arc<Mutex<Option<WriteSession>>>,
+    data: impl AsRef<[u8]> + Send + 'static,
+) -> Result<(), HttpError> {
     let w = Arc::clone(ws);
     blocking(move || {
         let mut g = w.lock().unwrap_or_else(|p| p.into_inner());
         match g.as_mut() {
             Some(s) => {
-                let r = s.write(&data);
+                let r = s.write(data.as_ref());
                 if r.is_err() {
                     *g = None; // abort now: release the reservation
                 }

@@ -28,7 +28,6 @@ const MARKER_EVERY: Duration = Duration::from_secs(5);
 /// A transfer that moves no byte for this long fails (a remote end that
 /// stopped answering never holds a copy open for ever).
 pub const STALL: Duration = Duration::from_secs(120);
-const CHUNK: usize = 4 << 20;
 /// Most streams one pull opens (each holds up to 16 MiB).
 pub const MAX_STREAMS: usize = 16;
 
@@ -224,24 +223,13 @@ async fn one_stream(
     }
     let want = announced_by(resp.headers());
     let mut body = resp.into_body();
-    let mut buf: Vec<u8> = Vec::new();
     while let Some(f) = body.frame().await {
         let f = f.map_err(|e| format!("reading the source: {e}"))?;
         if let Ok(d) = f.into_data() {
-            buf.extend_from_slice(&d);
-            if buf.len() >= CHUNK {
-                let n = buf.len() as u64;
-                put::write(ws, std::mem::take(&mut buf))
-                    .await
-                    .map_err(|e| e.msg)?;
-                moved.fetch_add(n, Ordering::Relaxed);
-            }
+            let n = d.len() as u64;
+            put::feed(ws, d).await.map_err(|e| e.msg)?;
+            moved.fetch_add(n, Ordering::Relaxed);
         }
-    }
-    if !buf.is_empty() {
-        let n = buf.len() as u64;
-        put::write(ws, buf).await.map_err(|e| e.msg)?;
-        moved.fetch_add(n, Ordering::Relaxed);
     }
     Ok(want)
 }
