@@ -9,6 +9,7 @@
 
 mod ahead;
 mod check;
+mod crcjoin;
 mod error;
 mod format;
 mod layout;

@@ -2,12 +2,17 @@
 //! parity blocks), the k+m block writes of a group in parallel, CRC-32C per
 //! block, adler32 of the whole file on the fly.
 
+use crate::crcjoin::Joiner;
 use crate::format::StripeHeader;
 use crate::layout::{Layout, LayoutKind, Placement};
 use crate::DataError;
 use std::sync::Arc;
 use tessera_backend::{Backend, StripeName, StripeWrite};
 use tessera_ec::Codec;
+
+/// Blocks at least this long have their CRCs combined into the file's
+/// CRC-32C rather than the data being read a second time.
+const COMBINE_FROM: usize = 64 << 10;
 
 /// A completed write, ready to be committed to the namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +40,8 @@ pub struct FileWriter {
     size: u64,
     adler: simd_adler32::Adler32,
     crc: u32,
+    /// Joins block CRCs into `crc` (for the block length last used).
+    joiner: Option<Joiner>,
     /// Seal with fsync (default) or leave the data to the page cache.
     durable: bool,
 }
@@ -126,6 +133,7 @@ impl FileWriter {
             size: 0,
             adler: simd_adler32::Adler32::new(),
             crc: 0,
+            joiner: None,
             durable: true,
         })
     }
@@ -193,15 +201,23 @@ impl FileWriter {
         };
         // Each distinct block's CRC once (plain and replica stripes all
         // hold the same block); the whole file's CRC-32C follows from the
-        // data blocks' (combined), the padding of a last RAIN group aside.
+        // data blocks' (combined) when they are large, the padding of a last
+        // RAIN group aside.
         let distinct = match kind {
             LayoutKind::Rain => k + self.parity.len(),
             _ => 1,
         };
         let crcs: Vec<u32> = (0..distinct).map(|i| crc32c::crc32c(block(i))).collect();
-        if data_len == k * len {
+        // Joining needs x^(8 len) once per block length (a few µs): small
+        // blocks are simply read again.
+        if data_len == k * len && len >= COMBINE_FROM {
+            let j = match self.joiner {
+                Some(j) if j.len() == len as u64 => j,
+                _ => Joiner::new(len as u64),
+            };
+            self.joiner = Some(j);
             for &c in &crcs[..k] {
-                self.crc = crc32c::crc32c_combine(self.crc, c, len);
+                self.crc = j.join(self.crc, c);
             }
         } else {
             self.crc = crc32c::crc32c_append(self.crc, &buf[..data_len]);

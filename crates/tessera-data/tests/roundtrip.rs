@@ -352,3 +352,32 @@ fn buffered_writes_seal_and_read_back() {
     }
     assert_eq!(read_all(&reader(&done, 21, &t)).expect("read"), bytes);
 }
+
+/// Blocks of 64 KiB and more: the file's CRC-32C is joined from the block
+/// CRCs (full groups) and read again only for a padded last group.
+#[test]
+fn checksums_of_files_with_large_blocks() {
+    let mib = 1 << 20;
+    for (layout, size) in [
+        (Layout::plain(), 3 * mib + 12_345),
+        (Layout::plain(), 2 * mib),
+        (Layout::replica(2).expect("ok"), mib + 1),
+        (Layout::rain(4, 2).expect("ok"), 9 * mib + 7),
+        (Layout::rain(4, 2).expect("ok"), 8 * mib),
+        (
+            Layout::rain(2, 1)
+                .expect("ok")
+                .with_block_size(64 << 10)
+                .expect("ok"),
+            (64 << 10) * 5,
+        ),
+    ] {
+        let dir = tempfile::tempdir().expect("tmp");
+        let t = backends(dir.path(), layout.stripes());
+        let bytes = data(size, size as u64);
+        let w = write(layout, 21, &t, &bytes, 300_001);
+        assert_eq!(w.crc32c, crc32c::crc32c(&bytes), "{layout:?} {size}");
+        assert_eq!(w.adler32, simd_adler32::adler32(&bytes.as_slice()));
+        assert_eq!(read_all(&reader(&w, 21, &t)).expect("read"), bytes);
+    }
+}
