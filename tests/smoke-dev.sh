@@ -37,7 +37,9 @@ curl -sf "http://$metrics/metrics" > "$work/metrics"
 grep -q '^tessera_namespace_inodes 3$' "$work/metrics"
 grep -q 'tessera_requests_total{protocol="grpc",op="mkdir",code="ok"} 1' "$work/metrics"
 grep -q 'tessera_quota_limit_inodes{node="/data"} ' "$work/metrics" || true
-grep -q '"op":"mkdir"' "$work/data/logs/access.log"
+# The access log is written by a thread of its own: allow it a moment.
+in_log() { for _ in $(seq 50); do grep "$@" "$work/data/logs/access.log" >/dev/null 2>&1 && return 0; sleep 0.1; done; return 1; }
+in_log -q '"op":"mkdir"'
 # xrdcp as the banner says: root:// and roots:// with the dev CA directory
 export X509_CERT_DIR=$work/data/dev/certificates
 head -c 100000 /dev/urandom > "$work/up"
@@ -46,7 +48,8 @@ xrdcp --nopbar --cksum adler32 "roots://localhost:${xrootd##*:}//data/run1/up" "
 cmp "$work/up" "$work/down"
 xrdfs "root://$xrootd" ls -l /data/run1 | grep -q ' 100000 .*/data/run1/up$'
 for op in open_write open_read; do
-  grep "\"op\":\"$op\"" "$work/data/logs/access.log" | grep '"path":"/data/run1/up"' | grep -q '"sec.prot":"xroot"'
+  # keys come in a fixed order: op, path, ..., sec.prot
+  in_log -E "\"op\":\"$op\",\"path\":\"/data/run1/up\",.*\"sec.prot\":\"xroot\""
 done
 # curl over https with the dev CA and a dev token, as the banner says;
 # without a token https clients may only read

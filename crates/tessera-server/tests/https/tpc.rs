@@ -265,12 +265,21 @@ fn multi_stream_pull_reads_ranges_in_parallel() {
     assert_eq!(st.checksum.expect("adler32").hex(), adler32(&body));
     // The source served a HEAD and one GET per 8 MiB range (4 ranges),
     // not one GET of the whole file.
-    let log = std::fs::read_to_string(a.dir.path().join("data/logs/access.log")).unwrap();
-    let reads = log
-        .lines()
-        .filter(|l| l.contains("\"op\":\"open_read\"") && l.contains("\"path\":\"/ms/src.bin\""))
-        .count();
-    assert!(reads >= 5, "{reads} reads of the source");
+    // (The access log is written by a thread of its own: poll briefly.)
+    let reads = || {
+        std::fs::read_to_string(a.dir.path().join("data/logs/access.log"))
+            .unwrap()
+            .lines()
+            .filter(|l| {
+                l.contains("\"op\":\"open_read\"") && l.contains("\"path\":\"/ms/src.bin\"")
+            })
+            .count()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while reads() < 5 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(reads() >= 5, "{} reads of the source", reads());
     // A source that does not answer ranges fails the copy, leaving nothing.
     let (code, out) = b.curl(&[
         "-X",
