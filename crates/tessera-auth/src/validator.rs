@@ -47,6 +47,10 @@ struct Issuer {
     cfg: IssuerConfig,
     keys: RwLock<HashMap<String, Arc<Key>>>,
     fetched: Mutex<Option<Instant>>,
+    /// Held while the keys are fetched: a token with an unknown `kid`
+    /// waits for a fetch in flight (at start-up, the first one) instead
+    /// of being refused while it runs.
+    fetching: tokio::sync::Mutex<()>,
 }
 
 /// A token that validated: what it allows and who it acts as.
@@ -107,6 +111,7 @@ impl Validator {
                     cfg,
                     keys: RwLock::new(HashMap::new()),
                     fetched: Mutex::new(None),
+                    fetching: tokio::sync::Mutex::new(()),
                 })
                 .collect(),
             tls,
@@ -142,6 +147,11 @@ impl Validator {
     }
 
     async fn fetch_keys(&self, i: &Issuer) -> Result<(), AuthError> {
+        let _one_at_a_time = i.fetching.lock().await;
+        self.fetch_keys_locked(i).await
+    }
+
+    async fn fetch_keys_locked(&self, i: &Issuer) -> Result<(), AuthError> {
         *i.fetched.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
         let meta = fetch::get_json(&fetch::discovery_url(&i.cfg.issuer), &self.tls).await?;
         let jwks_uri = meta
@@ -169,16 +179,23 @@ impl Validator {
         Ok(n)
     }
 
-    /// Validate `token`; an unknown `kid` refetches the issuer's keys
-    /// (at most once per `MIN_REFETCH`) and tries again.
+    /// Validate `token`; an unknown `kid` waits for a fetch in flight,
+    /// else refetches the issuer's keys (at most once per `MIN_REFETCH`),
+    /// and tries again.
     pub async fn validate(&self, token: &str) -> Result<Arc<Validated>, AuthError> {
         match self.validate_cached(token) {
-            Err(AuthError::UnknownKey { issuer, kid }) => {
+            Err(AuthError::UnknownKey { issuer, .. }) => {
                 let i = self
                     .issuers
                     .iter()
                     .find(|i| i.cfg.issuer == issuer)
                     .ok_or_else(|| AuthError::UnknownIssuer(issuer.clone()))?;
+                let _one_at_a_time = i.fetching.lock().await;
+                // A fetch that was in flight may have brought the key.
+                let (issuer, kid) = match self.validate_cached(token) {
+                    Err(AuthError::UnknownKey { issuer, kid }) => (issuer, kid),
+                    r => return r,
+                };
                 let recent = i
                     .fetched
                     .lock()
@@ -187,7 +204,7 @@ impl Validator {
                 if recent {
                     return Err(AuthError::UnknownKey { issuer, kid });
                 }
-                self.fetch_keys(i).await?;
+                self.fetch_keys_locked(i).await?;
                 self.validate_cached(token)
             }
             r => r,

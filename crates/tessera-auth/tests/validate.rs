@@ -415,3 +415,19 @@ async fn a_token_for_one_base_path_does_not_reach_another() {
     let forged = kb.sign(&claims(&a.url, "storage.modify:/")).unwrap();
     assert!(v.validate(&forged).await.is_err());
 }
+
+/// A token checked while the first fetch of its issuer's keys is in
+/// flight (right after start-up) waits for that fetch instead of being
+/// refused as an unknown key.
+#[tokio::test]
+async fn a_token_waits_for_the_fetch_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let iss = start_issuer().await;
+    let es = es_signer(dir.path());
+    *iss.jwks.lock().unwrap() = serde_json::json!({"keys": [es.jwks()["keys"][0].clone()]});
+    let v = Validator::new(vec![cfg(&iss.url, "/vo")], Arc::clone(&iss.client_tls));
+    let tok = es.sign(&claims(&iss.url, "storage.read:/")).unwrap();
+    // join! polls the refresh first: it starts fetching, then the token.
+    let ((), got) = tokio::join!(v.refresh_all(), v.validate(&tok));
+    assert!(got.is_ok(), "{got:?}");
+}

@@ -91,6 +91,15 @@ pub fn setup(cfg: &Config, https: Option<SocketAddr>) -> anyhow::Result<Option<T
     }
     let tls = crate::tls::client_config(&ca_files)?;
     let validator = Validator::new(issuers, tls);
+    if let Some(d) = &dev {
+        // Our own issuer's keys are at hand: no fetch before the first
+        // token can be checked (the background refresh still fetches them
+        // over HTTPS, as from any issuer).
+        let jwks: serde_json::Value = serde_json::from_str(&d.jwks)?;
+        validator
+            .load_jwks(&d.issuer, jwks)
+            .context("the development issuer's keys")?;
+    }
     let every = std::time::Duration::from_secs(cfg.auth.refresh_secs.max(60));
     let refresh = validator.spawn_refresh(every);
     Ok(Some(Tokens {
