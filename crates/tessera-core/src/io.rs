@@ -404,8 +404,8 @@ impl DataPath {
 
 /// The layout and space for new files in a directory, from its
 /// `sys.forced.*` attributes (EOS names).
-fn layout_of(meta: &MetaStore, dir: &NsPath) -> Result<(Layout, String), CoreError> {
-    let attrs = meta.xattr_list(dir)?;
+fn layout_of(meta: &MetaStore, dir: u64) -> Result<(Layout, String), CoreError> {
+    let attrs = meta.xattr_list_of(dir)?;
     let get = |k: &str| {
         attrs
             .iter()
@@ -437,9 +437,9 @@ impl Core {
         overwrite: bool,
         size_hint: u64,
     ) -> Result<WritePlan, CoreError> {
-        let (parent, _) = path
-            .split_last()
-            .ok_or_else(|| CoreError::Invalid("cannot write /".into()))?;
+        if path.split_last().is_none() {
+            return Err(CoreError::Invalid("cannot write /".into()));
+        }
         crate::scopes::write(&self.meta, who, path)?;
         let resv = self
             .meta
@@ -448,7 +448,7 @@ impl Core {
             let _ = self.meta.abort_write(resv.id);
             e
         };
-        let (layout, space) = layout_of(&self.meta, &parent).map_err(fail)?;
+        let (layout, space) = layout_of(&self.meta, resv.parent).map_err(fail)?;
         let candidates = self.fs.candidates(&space);
         let fsids =
             tessera_data::place(&layout, &candidates, resv.ino).map_err(|e| fail(e.into()))?;

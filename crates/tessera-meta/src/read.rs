@@ -252,6 +252,12 @@ impl MetaStore {
         xattrs_of(&self.db, i.ino)
     }
 
+    /// The attributes of inode `ino` (no path to resolve: a write's
+    /// reservation already names its directory).
+    pub fn xattr_list_of(&self, ino: u64) -> Result<crate::Xattrs, MetaError> {
+        xattrs_of(&self.db, ino)
+    }
+
     /// Namespace size from the project records (cheap: one record per node).
     pub fn ns_stats(&self) -> Result<NsStats, MetaError> {
         let h = self.db.cf_handle(CF_QUOTA).expect("cf exists");
