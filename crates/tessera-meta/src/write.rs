@@ -72,6 +72,34 @@ fn acl_decision(
 /// The permission check of a namespace change: the ACL of directory
 /// `dir` first (a deny refuses, an allow grants), else the mode bits of
 /// `i` (root passes both).
+/// The entry of kind `want` that `path` names, to be removed by `who`:
+/// its directory and inode number. ENOENT when there is none, EISDIR or
+/// ENOTDIR when it is of the other kind, then EACCES without the right to
+/// remove entries in the directory.
+fn removable(
+    txn: &Txn<'_>,
+    who: &Identity,
+    path: &NsPath,
+    want: EntryKind,
+) -> Result<(Inode, u64), MetaError> {
+    let (dir, name) = resolve_parent(txn, path)?;
+    let Some((kind, ino)) = lookup(txn, dir.ino, name)? else {
+        return Err(MetaError::NotFound(path.display()));
+    };
+    match (want, kind) {
+        (EntryKind::File, EntryKind::Directory) => {
+            return Err(MetaError::IsADirectory(path.display()))
+        }
+        (EntryKind::Directory, EntryKind::File) => {
+            return Err(MetaError::NotADirectory(path.display()))
+        }
+        _ => {}
+    }
+    let what = "remove entries here";
+    need(txn, who, dir.ino, &dir, W | X, Action::Delete, what)?;
+    Ok((dir, ino))
+}
+
 fn need(
     txn: &Txn<'_>,
     who: &Identity,
@@ -438,22 +466,7 @@ impl MetaStore {
         let (seq, out) = {
             let st = self.lock();
             let mut txn = self.txn();
-            let (mut dir, name) = resolve_parent(&txn, path)?;
-            let Some((kind, ino)) = lookup(&txn, dir.ino, name)? else {
-                return Err(MetaError::NotFound(path.display()));
-            };
-            if kind == EntryKind::Directory {
-                return Err(MetaError::IsADirectory(path.display()));
-            }
-            need(
-                &txn,
-                who,
-                dir.ino,
-                &dir,
-                W | X,
-                Action::Delete,
-                "remove entries here",
-            )?;
+            let (mut dir, ino) = removable(&txn, who, path, EntryKind::File)?;
             let victim = must_inode(&txn, ino)?;
             let node = quota::node_of_dir(&txn, dir.ino)?;
             let mut deltas = Deltas::default();
@@ -477,22 +490,7 @@ impl MetaStore {
             if path.is_root() {
                 return Err(MetaError::Busy("cannot remove /".into()));
             }
-            let (mut dir, name) = resolve_parent(&txn, path)?;
-            let Some((kind, ino)) = lookup(&txn, dir.ino, name)? else {
-                return Err(MetaError::NotFound(path.display()));
-            };
-            if kind != EntryKind::Directory {
-                return Err(MetaError::NotADirectory(path.display()));
-            }
-            need(
-                &txn,
-                who,
-                dir.ino,
-                &dir,
-                W | X,
-                Action::Delete,
-                "remove entries here",
-            )?;
+            let (mut dir, ino) = removable(&txn, who, path, EntryKind::Directory)?;
             let victim = must_inode(&txn, ino)?;
             if victim.nchildren > 0 {
                 return Err(MetaError::NotEmpty(path.display()));
