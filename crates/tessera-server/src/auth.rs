@@ -64,6 +64,7 @@ pub fn setup(cfg: &Config, https: Option<SocketAddr>) -> anyhow::Result<Option<T
     }
     let mut ca_files = cfg.auth.ca_files.clone();
     let mut dev = None;
+    let mut dev_keys = None;
     if let (true, Some(addr)) = (cfg.auth.dev_issuer, https) {
         let dev_dir = cfg.data_dir.join("dev");
         let key = DevIssuer::load_or_create(&dev_dir).context("the development issuer")?;
@@ -81,23 +82,24 @@ pub fn setup(cfg: &Config, https: Option<SocketAddr>) -> anyhow::Result<Option<T
             may_create: true,
         });
         ca_files.push(dev_dir.join("ca.pem"));
+        let jwks = key.jwks();
         dev = Some(DevServe {
-            issuer: iss,
-            jwks: key.jwks().to_string(),
+            issuer: iss.clone(),
+            jwks: jwks.to_string(),
         });
+        dev_keys = Some((iss, jwks));
     }
     if issuers.is_empty() {
         return Ok(None);
     }
     let tls = crate::tls::client_config(&ca_files)?;
     let validator = Validator::new(issuers, tls);
-    if let Some(d) = &dev {
+    if let Some((iss, jwks)) = dev_keys {
         // Our own issuer's keys are at hand: no fetch before the first
         // token can be checked (the background refresh still fetches them
         // over HTTPS, as from any issuer).
-        let jwks: serde_json::Value = serde_json::from_str(&d.jwks)?;
         validator
-            .load_jwks(&d.issuer, jwks)
+            .load_jwks(&iss, jwks)
             .context("the development issuer's keys")?;
     }
     let every = std::time::Duration::from_secs(cfg.auth.refresh_secs.max(60));
