@@ -103,6 +103,18 @@ impl Env {
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
+    /// `curl -X COPY <url>` with each of `headers` (`Name: value`): the
+    /// status code and the body (markers and the final line) as text.
+    pub fn copy(&self, url: &str, headers: &[&str]) -> (u16, String) {
+        let mut args = vec!["-X", "COPY"];
+        for h in headers {
+            args.extend(["-H", h]);
+        }
+        args.push(url);
+        let (code, out) = self.curl(&args);
+        (code, String::from_utf8_lossy(&out).into_owned())
+    }
+
     /// curl with the dev CA; returns (status code, body).
     pub fn curl(&self, args: &[&str]) -> (u16, Vec<u8>) {
         let out = self.local("curl.out");

@@ -206,16 +206,7 @@ fn third_party_copies_with_debian_xrootd_both_ways() {
     // token asks for `Credential: gridsite` (X.509 delegation), which the
     // reference refuses unless it is set up for delegation.
     let copy = |dir: &str, remote: String, at: String| {
-        let (code, out) = e.curl(&[
-            "-X",
-            "COPY",
-            "-H",
-            &format!("{dir}: {remote}"),
-            "-H",
-            "Credential: none",
-            &at,
-        ]);
-        let out = String::from_utf8_lossy(&out).into_owned();
+        let (code, out) = e.copy(&at, &[&format!("{dir}: {remote}"), "Credential: none"]);
         assert_eq!(code, 201, "{out}\n{}", x.log_tail());
         assert_eq!(
             out.lines().last(),
@@ -237,16 +228,13 @@ fn third_party_copies_with_debian_xrootd_both_ways() {
     );
     same(&format!("{}/ref/xpushed.bin", e.url));
     // tesserad pulls from xrootd with four streams (range requests).
-    let (code, out) = e.curl(&[
-        "-X",
-        "COPY",
-        "-H",
-        &format!("Source: {}/ref/t.bin", x.url),
-        "-H",
-        "X-Number-Of-Streams: 4",
+    let (code, out) = e.copy(
         &format!("{}/ref/multi.bin", e.url),
-    ]);
-    let out = String::from_utf8_lossy(&out).into_owned();
+        &[
+            &format!("Source: {}/ref/t.bin", x.url),
+            "X-Number-Of-Streams: 4",
+        ],
+    );
     assert_eq!(
         (code, out.lines().last()),
         (201, Some("success: Created")),
@@ -289,19 +277,16 @@ fn third_party_copies_with_debian_xrootd_both_ways() {
     // The source's announced digest is checked: asked for with
     // TransferHeaderWant-Digest, one stream and four.
     let pull_checked = |name: &str, streams: &str| {
-        let (code, out) = e.curl(&[
-            "-X",
-            "COPY",
-            "-H",
-            &format!("Source: {}/ref/t.bin", x.url),
-            "-H",
-            "TransferHeaderWant-Digest: adler32",
-            "-H",
-            &format!("X-Number-Of-Streams: {streams}"),
+        let (code, out) = e.copy(
             &format!("{}/ref/{name}", e.url),
-        ]);
+            &[
+                &format!("Source: {}/ref/t.bin", x.url),
+                "TransferHeaderWant-Digest: adler32",
+                &format!("X-Number-Of-Streams: {streams}"),
+            ],
+        );
         assert_eq!(code, 201);
-        String::from_utf8_lossy(&out).into_owned()
+        out
     };
     for (name, n) in [("d1.bin", "1"), ("d4.bin", "4")] {
         let out = pull_checked(name, n);

@@ -38,18 +38,14 @@ fn pull_with_curl_markers_and_failures() {
     let dst = format!("{}/in/dst.bin", b.url);
     // B needs the parent (COPY does not create parents, as XrdTpc).
     assert_eq!(b.curl(&["-X", "MKCOL", &format!("{}/in", b.url)]).0, 201);
-    let (code, out) = b.curl(&[
-        "-X",
-        "COPY",
-        "-H",
-        &format!("Source: {src}"),
-        "-H",
-        "Credential: none",
-        "-H",
-        "TransferHeaderX-Test: forwarded",
+    let (code, out) = b.copy(
         &dst,
-    ]);
-    let out = String::from_utf8_lossy(&out).into_owned();
+        &[
+            &format!("Source: {src}"),
+            "Credential: none",
+            "TransferHeaderX-Test: forwarded",
+        ],
+    );
     assert_eq!(code, 201, "{out}");
     assert!(
         out.contains("Perf Marker") && out.contains("Stripe Bytes Transferred: 9000001"),
@@ -77,53 +73,24 @@ fn pull_with_curl_markers_and_failures() {
     );
     // Overwrite: F on an existing file: 412.
     assert_eq!(
-        b.curl(&[
-            "-X",
-            "COPY",
-            "-H",
-            &format!("Source: {src}"),
-            "-H",
-            "Overwrite: F",
-            &dst
-        ])
-        .0,
+        b.copy(&dst, &[&format!("Source: {src}"), "Overwrite: F"]).0,
         412
     );
     // An unsupported credential type: 400 (`gridsite` is taken as `none`).
     assert_eq!(
-        b.curl(&[
-            "-X",
-            "COPY",
-            "-H",
-            &format!("Source: {src}"),
-            "-H",
-            "Credential: x509",
-            &dst
-        ])
-        .0,
+        b.copy(&dst, &[&format!("Source: {src}"), "Credential: x509"])
+            .0,
         400
     );
     // A stream count out of range: 400.
-    let (code, _) = b.curl(&[
-        "-X",
-        "COPY",
-        "-H",
-        &format!("Source: {src}"),
-        "-H",
-        "X-Number-Of-Streams: 101",
+    let (code, _) = b.copy(
         &dst,
-    ]);
+        &[&format!("Source: {src}"), "X-Number-Of-Streams: 101"],
+    );
     assert_eq!(code, 400);
     // A missing source: 201, then a failure line, and nothing left.
     let gone = format!("{}/in/never.bin", b.url);
-    let (code, out) = b.curl(&[
-        "-X",
-        "COPY",
-        "-H",
-        &format!("Source: {}/tpc/missing", a.url),
-        &gone,
-    ]);
-    let out = String::from_utf8_lossy(&out).into_owned();
+    let (code, out) = b.copy(&gone, &[&format!("Source: {}/tpc/missing", a.url)]);
     assert_eq!(code, 201);
     assert!(
         out.lines()
@@ -136,11 +103,8 @@ fn pull_with_curl_markers_and_failures() {
     let c = Env::start();
     let cu = format!("{}/x", c.url);
     assert_eq!(c.curl(&["-T", f.to_str().unwrap(), &cu]).0, 201);
-    let (_, out) = b.curl(&["-X", "COPY", "-H", &format!("Source: {cu}"), &gone]);
-    assert!(
-        String::from_utf8_lossy(&out).contains("failure: "),
-        "untrusted CA"
-    );
+    let (_, out) = b.copy(&gone, &[&format!("Source: {cu}")]);
+    assert!(out.contains("failure: "), "untrusted CA");
     assert_eq!(b.curl(&[&gone]).0, 404);
 }
 
@@ -184,29 +148,13 @@ fn push_with_curl_and_gfal_copy() {
     let src = format!("{}/p/src.bin", b.url);
     assert_eq!(b.curl(&["-T", f.to_str().unwrap(), &src]).0, 201);
     let dst = format!("{}/p/dst.bin", a.url);
-    let (code, out) = b.curl(&[
-        "-X",
-        "COPY",
-        "-H",
-        &format!("Destination: {dst}"),
-        "-H",
-        "Credential: none",
-        &src,
-    ]);
-    let out = String::from_utf8_lossy(&out).into_owned();
+    let (code, out) = b.copy(&src, &[&format!("Destination: {dst}"), "Credential: none"]);
     assert_eq!(code, 201, "{out}");
     assert_eq!(out.lines().last(), Some("success: Created"), "{out}");
     assert!(a.curl(&[&dst]).1 == body);
     // A destination that refuses (its parent is a file): a failure line,
     // and nothing at the destination.
-    let (_, out) = b.curl(&[
-        "-X",
-        "COPY",
-        "-H",
-        &format!("Destination: {dst}/child"),
-        &src,
-    ]);
-    let out = String::from_utf8_lossy(&out).into_owned();
+    let (_, out) = b.copy(&src, &[&format!("Destination: {dst}/child")]);
     assert!(
         out.lines()
             .last()
@@ -244,18 +192,14 @@ fn multi_stream_pull_reads_ranges_in_parallel() {
     assert_eq!(a.curl(&["-T", f.to_str().unwrap(), &src]).0, 201);
     assert_eq!(b.curl(&["-X", "MKCOL", &format!("{}/ms", b.url)]).0, 201);
     let dst = format!("{}/ms/dst.bin", b.url);
-    let (code, out) = b.curl(&[
-        "-X",
-        "COPY",
-        "-H",
-        &format!("Source: {src}"),
-        "-H",
-        "Credential: none",
-        "-H",
-        "X-Number-Of-Streams: 4",
+    let (code, out) = b.copy(
         &dst,
-    ]);
-    let out = String::from_utf8_lossy(&out).into_owned();
+        &[
+            &format!("Source: {src}"),
+            "Credential: none",
+            "X-Number-Of-Streams: 4",
+        ],
+    );
     assert_eq!(code, 201, "{out}");
     assert_eq!(out.lines().last(), Some("success: Created"), "{out}");
     assert!(b.curl(&[&dst]).1 == body, "bytes differ");
@@ -281,16 +225,13 @@ fn multi_stream_pull_reads_ranges_in_parallel() {
     }
     assert!(reads() >= 5, "{} reads of the source", reads());
     // A source that does not answer ranges fails the copy, leaving nothing.
-    let (code, out) = b.curl(&[
-        "-X",
-        "COPY",
-        "-H",
-        &format!("Source: {}/ms/missing.bin", a.url),
-        "-H",
-        "X-Number-Of-Streams: 4",
+    let (code, out) = b.copy(
         &format!("{}/ms/none.bin", b.url),
-    ]);
-    let out = String::from_utf8_lossy(&out).into_owned();
+        &[
+            &format!("Source: {}/ms/missing.bin", a.url),
+            "X-Number-Of-Streams: 4",
+        ],
+    );
     assert_eq!(code, 201, "{out}");
     assert!(
         out.lines().last().unwrap().starts_with("failure: "),
@@ -331,24 +272,16 @@ fn fts_style_pull_with_tokens_at_both_ends() {
     let tb = crate::tokens::token(&b, "storage.create:/in");
     let src = format!("{}/src/f.bin", a.url);
     let copy = |dst: &str, with_source_token: bool| {
-        let mut args = vec![
-            "-X".to_string(),
-            "COPY".into(),
-            "-H".into(),
+        let (source, auth) = (
             format!("Source: {src}"),
-            "-H".into(),
-            "Credential: none".into(),
-            "-H".into(),
             format!("Authorization: Bearer {tb}"),
-        ];
+        );
+        let forwarded = format!("TransferHeaderAuthorization: Bearer {ta}");
+        let mut headers = vec![source.as_str(), "Credential: none", auth.as_str()];
         if with_source_token {
-            args.push("-H".into());
-            args.push(format!("TransferHeaderAuthorization: Bearer {ta}"));
+            headers.push(&forwarded);
         }
-        args.push(format!("{}{dst}", b.url));
-        let a: Vec<&str> = args.iter().map(String::as_str).collect();
-        let (code, out) = b.curl(&a);
-        (code, String::from_utf8_lossy(&out).into_owned())
+        b.copy(&format!("{}{dst}", b.url), &headers)
     };
     // Without the source's token, A refuses and nothing is left at B.
     let (code, out) = copy("/in/no.bin", false);
