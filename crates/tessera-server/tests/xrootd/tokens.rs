@@ -36,25 +36,31 @@ fn ztn_and_authz() {
     });
     let t = token(&e, "storage.read:/ storage.create:/x", 600);
     let tls = |p: &str| format!("{}/{p}", e.tls_url);
+    // `prog args` with BEARER_TOKEN set (the client then offers ztn).
+    let with = |tok: &str, prog: &str, args: &[&str]| {
+        e.cmd(prog)
+            .env("BEARER_TOKEN", tok)
+            .args(args)
+            .output()
+            .unwrap()
+    };
     // ztn over roots://: within the scope.
-    let ok = e
-        .cmd("xrdcp")
-        .env("BEARER_TOKEN", &t)
-        .args(["--nopbar", f.to_str().unwrap(), &tls("/x/a")])
-        .output()
-        .unwrap();
+    let ok = with(
+        &t,
+        "xrdcp",
+        &["--nopbar", f.to_str().unwrap(), &tls("/x/a")],
+    );
     assert!(
         ok.status.success(),
         "{}",
         String::from_utf8_lossy(&ok.stderr)
     );
     let back = e.local("back");
-    let ok = e
-        .cmd("xrdcp")
-        .env("BEARER_TOKEN", &t)
-        .args(["--nopbar", &tls("/x/a"), back.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let ok = with(
+        &t,
+        "xrdcp",
+        &["--nopbar", &tls("/x/a"), back.to_str().unwrap()],
+    );
     assert!(
         ok.status.success(),
         "{}",
@@ -69,21 +75,11 @@ fn ztn_and_authz() {
         }
         let target = tls(dst);
         args.extend([f.to_str().unwrap(), target.as_str()]);
-        let o = e
-            .cmd("xrdcp")
-            .env("BEARER_TOKEN", &t)
-            .args(&args)
-            .output()
-            .unwrap();
+        let o = with(&t, "xrdcp", &args);
         let msg = String::from_utf8_lossy(&o.stderr).into_owned();
         assert!(!o.status.success() && msg.contains("3010"), "{dst}: {msg}");
     }
-    let o = e
-        .cmd("xrdfs")
-        .env("BEARER_TOKEN", &t)
-        .args([e.tls_url.as_str(), "rm", "/x/a"])
-        .output()
-        .unwrap();
+    let o = with(&t, "xrdfs", &[e.tls_url.as_str(), "rm", "/x/a"]);
     assert!(!o.status.success(), "create scope does not delete");
     // Without a token (unix, as nobody): no write.
     let o = e.run("xrdcp", &["--nopbar", f.to_str().unwrap(), &tls("/x/anon")]);
@@ -93,12 +89,11 @@ fn ztn_and_authz() {
     e.ok("xrdcp", &["--nopbar", f.to_str().unwrap(), &url]);
     // An expired token: refused at login (ztn) or as 3010 (authz).
     let old = token(&e, "storage.modify:/", -3600);
-    let o = e
-        .cmd("xrdcp")
-        .env("BEARER_TOKEN", &old)
-        .args(["--nopbar", f.to_str().unwrap(), &tls("/x/d")])
-        .output()
-        .unwrap();
+    let o = with(
+        &old,
+        "xrdcp",
+        &["--nopbar", f.to_str().unwrap(), &tls("/x/d")],
+    );
     assert!(!o.status.success());
     let url = format!("{}//x/e?authz=Bearer%20{old}", e.url);
     let msg = e.fails("xrdcp", &["--nopbar", f.to_str().unwrap(), &url]);
