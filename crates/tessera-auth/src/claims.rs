@@ -57,6 +57,23 @@ pub fn groups(c: &Claims) -> Result<Vec<String>, AuthError> {
     Ok(names)
 }
 
+/// The token in an `authz=` value (HTTPS query, XRootD CGI) as sent:
+/// percent-encoded or not, `+` for a space, with or without the `Bearer `
+/// prefix (as the reference server takes it). `None` when empty.
+pub fn authz_token(raw: &str) -> Option<String> {
+    // `+` is a space in a query; tokens (base64url) never contain one.
+    let raw = raw.replace('+', " ");
+    let decoded = tessera_types::percent_decode(&raw)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or(raw);
+    let t = decoded
+        .strip_prefix("Bearer ")
+        .or_else(|| decoded.strip_prefix("bearer "))
+        .unwrap_or(&decoded)
+        .trim();
+    (!t.is_empty()).then(|| t.to_string())
+}
+
 /// The header and the unverified payload of a compact JWS (for display).
 pub fn peek(token: &str) -> Result<(Header, serde_json::Value), AuthError> {
     let parts = jws::split(token)?;
@@ -253,6 +270,15 @@ mod tests {
         assert!(check_audience(&c, &here).is_ok());
         c.aud = Some(serde_json::json!(["https://x", 3]));
         assert_eq!(check_audience(&c, &here), Err(AuthError::Audience));
+    }
+
+    #[test]
+    fn authz_values() {
+        assert_eq!(authz_token("Bearer%20abc.def").as_deref(), Some("abc.def"));
+        assert_eq!(authz_token("bearer+abc").as_deref(), Some("abc"));
+        assert_eq!(authz_token("abc").as_deref(), Some("abc"));
+        assert_eq!(authz_token("Bearer%20"), None);
+        assert_eq!(authz_token(""), None);
     }
 
     #[test]

@@ -12,6 +12,6 @@ pub mod fetch;
 mod jws;
 mod validator;
 
-pub use claims::peek;
+pub use claims::{authz_token, peek};
 pub use error::AuthError;
 pub use validator::{IssuerConfig, Validated, Validator, ANY_AUDIENCE, LEEWAY_SECS, MIN_REFETCH};

@@ -25,18 +25,7 @@ fn token_of(req: &Req) -> Option<String> {
     }
     let q = req.uri().query()?;
     let raw = q.split('&').find_map(|kv| kv.strip_prefix("authz="))?;
-    // `+` is a space in a query; tokens (base64url) never contain one.
-    let raw = raw.replace('+', " ");
-    let decoded = crate::path::unescape(&raw)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or(raw);
-    let t = decoded
-        .strip_prefix("Bearer ")
-        .or_else(|| decoded.strip_prefix("bearer "))
-        .unwrap_or(&decoded)
-        .trim()
-        .to_string();
-    (!t.is_empty()).then_some(t)
+    tessera_auth::authz_token(raw)
 }
 
 /// The identity of a request, or the 401 to answer.

@@ -54,17 +54,7 @@ fn authz_of(p: &[u8]) -> Option<String> {
         .iter()
         .position(|c| matches!(c, b'&' | b' ' | b'\0' | b'\n'))
         .unwrap_or(rest.len());
-    let raw = String::from_utf8_lossy(&rest[..end]).into_owned();
-    let raw = tessera_types::percent_decode(&raw)
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or(raw);
-    let t = raw
-        .strip_prefix("Bearer ")
-        .or_else(|| raw.strip_prefix("bearer "))
-        .unwrap_or(&raw)
-        .trim()
-        .to_string();
-    (!t.is_empty()).then_some(t)
+    tessera_auth::authz_token(&String::from_utf8_lossy(&rest[..end]))
 }
 
 /// Validate a token into an identity (`kXR_NotAuthorized` when refused).
