@@ -184,23 +184,15 @@ fn third_party_copies_with_debian_xrootd_both_ways() {
         assert_eq!(code, 200, "{url}");
         assert!(got == body, "{url}: bytes differ");
     };
+    // gfal-copy in `mode` of t.bin at `from` to `name` at `to`, checked.
+    let gfal = |mode: &str, from: &str, to: &str, name: &str| {
+        let dst = format!("{to}/ref/{name}");
+        gfal_copy(&e, &x, mode, &format!("{from}/ref/t.bin"), &dst);
+        same(&dst);
+    };
     // tesserad is the active side: it pulls from, and pushes to, xrootd.
-    gfal_copy(
-        &e,
-        &x,
-        "pull",
-        &format!("{}/ref/t.bin", x.url),
-        &format!("{}/ref/pulled.bin", e.url),
-    );
-    same(&format!("{}/ref/pulled.bin", e.url));
-    gfal_copy(
-        &e,
-        &x,
-        "push",
-        &format!("{}/ref/t.bin", e.url),
-        &format!("{}/ref/pushed.bin", x.url),
-    );
-    same(&format!("{}/ref/pushed.bin", x.url));
+    gfal("pull", &x.url, &e.url, "pulled.bin");
+    gfal("push", &e.url, &x.url, "pushed.bin");
     // xrootd is the active side: it pulls from, and pushes to, tesserad.
     // Driven as FTS does with tokens (`Credential: none`): gfal2 without a
     // token asks for `Credential: gridsite` (X.509 delegation), which the
@@ -257,22 +249,8 @@ fn third_party_copies_with_debian_xrootd_both_ways() {
         assert_eq!(sum(u.clone()), want, "{u}");
     }
     // Streamed through the client, both ways.
-    gfal_copy(
-        &e,
-        &x,
-        "streamed",
-        &format!("{}/ref/t.bin", e.url),
-        &format!("{}/ref/s1.bin", x.url),
-    );
-    same(&format!("{}/ref/s1.bin", x.url));
-    gfal_copy(
-        &e,
-        &x,
-        "streamed",
-        &format!("{}/ref/t.bin", x.url),
-        &format!("{}/ref/s2.bin", e.url),
-    );
-    same(&format!("{}/ref/s2.bin", e.url));
+    gfal("streamed", &e.url, &x.url, "s1.bin");
+    gfal("streamed", &x.url, &e.url, "s2.bin");
 
     // The source's announced digest is checked: asked for with
     // TransferHeaderWant-Digest, one stream and four.
