@@ -514,8 +514,13 @@ impl Core {
     /// The inode of a file `who` may read (a point read, no I/O on data):
     /// EISDIR for a directory, EACCES without read permission.
     pub fn readable_file(&self, who: &Identity, path: &NsPath) -> Result<Inode, CoreError> {
-        crate::scopes::read(who, path)?;
+        // A token that may look at the path learns that nothing is there
+        // (ENOENT, as a stat tells it) before the read scope is asked
+        // for: gfal2 checks a copy's destination this way with a token
+        // that may only create there.
+        crate::scopes::look(who, path)?;
         let inode = self.meta.stat(path)?;
+        crate::scopes::read(who, path)?;
         if inode.is_dir() {
             return Err(tessera_meta::MetaError::IsADirectory(path.display()).into());
         }

@@ -69,6 +69,17 @@ async fn scopes_allow_exactly_what_they_say() {
     denied(common::put(&c, &t, "/up/a", b"second"));
     assert_eq!(common::get(&c, &root, "/up/a").unwrap(), b"first");
     denied(c.remove(&t, p("/up/a"), false).await);
+    // Opening for reading where it may only create: what is not there is
+    // ENOENT, as a stat tells it (a copy's destination is checked so); what
+    // is there is EACCES.
+    let gone = c
+        .open_read(&t, &p("/up/none"))
+        .map(|_| ())
+        .expect_err("absent");
+    assert_eq!(gone.kind(), ErrorKind::NotFound);
+    denied(c.open_read(&t, &p("/up/a")).map(|_| ()));
+    // Outside every scope, even absence is not told.
+    denied(c.open_read(&t, &p("/database/none")).map(|_| ()));
     denied(
         c.setattr(
             &t,

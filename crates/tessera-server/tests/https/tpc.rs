@@ -308,3 +308,84 @@ fn fts_style_pull_with_tokens_at_both_ends() {
             .unwrap();
     assert_eq!(st.checksum.unwrap().hex(), adler32(&body));
 }
+
+/// gfal-copy driving a pull with one bearer token (`BEARER_TOKEN`), as
+/// FTS hands gfal2 a token: B trusts A's issuer, the token reads at A and
+/// creates (and reads, for the checksum) at B. gfal2 first checks that the
+/// destination does not exist, which a token that may only create there
+/// must be told as 404, not 403. Without the token, nothing is copied.
+#[test]
+fn gfal_copy_pull_with_a_token() {
+    use tessera_server::config::{AnonymousCfg, IssuerCfg};
+    let a = Env::start_with(|c| c.https.anonymous = AnonymousCfg::ReadOnly);
+    let dev = a.dir.path().join("data").join("dev");
+    let info = tessera_auth::dev::DevIssuer::read_info(&dev).unwrap();
+    let (a_ca, iss) = (a.ca.clone(), info.issuer.clone());
+    let b = Env::start_with(move |c| {
+        c.https.anonymous = AnonymousCfg::ReadOnly;
+        c.https.tpc_ca_files.push(a_ca.clone());
+        c.auth.ca_files.push(a_ca);
+        c.auth.issuers.push(IssuerCfg {
+            issuer: iss.clone(),
+            audiences: vec![iss],
+            base_path: "/".into(),
+            default_uid: 0,
+            default_gid: 0,
+            default_name: "root".into(),
+            map_file: None,
+            groups: Default::default(),
+            may_create: true,
+        });
+    });
+    let body = data(2_500_001, 13);
+    let core = a.core();
+    a.rt.block_on(async {
+        core.mkdir(&Env::root(), Env::path("/src"), 0o700, false)
+            .await
+            .unwrap();
+    });
+    let mut w = core
+        .open_write(&Env::root(), &Env::path("/src/f.bin"), 0o600, false, 0)
+        .unwrap();
+    w.write(&body).unwrap();
+    w.close().unwrap();
+    assert_eq!(
+        b.copy(&format!("{}/in", b.url), &[]).0,
+        400,
+        "COPY without Source or Destination"
+    );
+    b.rt.block_on(async {
+        b.core()
+            .mkdir(&Env::root(), Env::path("/in"), 0o755, false)
+            .await
+            .unwrap();
+    });
+    // Read at the destination too: gfal2 compares the checksum at both
+    // ends (`-K ADLER32`), and a checksum is read from the data.
+    let tok = crate::tokens::token(&a, "storage.read:/src storage.create:/in storage.read:/in");
+    let both = both_cas(&a, &b);
+    let src = format!("{}/src/f.bin", a.url);
+    let gfal = |dst: &str, token: Option<&str>| {
+        let mut c = b.cmd("gfal-copy");
+        c.env("X509_CERT_DIR", &both);
+        if let Some(t) = token {
+            c.env("BEARER_TOKEN", t);
+        }
+        c.args(["--copy-mode", "pull", "-K", "ADLER32", &src, dst])
+            .output()
+            .unwrap()
+    };
+    let no = format!("{}/in/no.bin", b.url);
+    assert!(!gfal(&no, None).status.success(), "no token, no copy");
+    assert_eq!(b.curl(&[&no]).0, 404);
+    let yes = format!("{}/in/yes.bin", b.url);
+    let o = gfal(&yes, Some(&tok));
+    assert!(
+        o.status.success(),
+        "gfal-copy pull with a token: {}\n{}\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+        std::fs::read_to_string(b.dir.path().join("data/logs/access.log")).unwrap_or_default()
+    );
+    assert!(b.curl(&[&yes]).1 == body);
+}
