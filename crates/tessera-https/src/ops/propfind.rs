@@ -17,6 +17,10 @@ use tessera_types::NsPath;
 
 /// Largest PROPFIND body read (then refused with 413).
 pub const MAX_BODY: usize = 64 << 10;
+/// A body over `MAX_BODY` is still read, and dropped, up to this much
+/// before the 413: a client cut off while it sends can lose the answer
+/// (the connection is reset under it). Beyond it, the connection closes.
+const DISCARD_UP_TO: usize = 8 << 20;
 /// Entries of a depth-1 listing per storage page.
 const PAGE: usize = 4096;
 
@@ -30,13 +34,16 @@ pub async fn propfind(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Http
         let f = f.map_err(|e| HttpError::new(400, format!("request body: {e}")))?;
         if let Ok(d) = f.into_data() {
             seen += d.len();
-            if seen > MAX_BODY {
-                return Err(HttpError::new(
-                    413,
-                    format!("PROPFIND body over {MAX_BODY} bytes"),
-                ));
+            if seen > DISCARD_UP_TO {
+                break;
             }
         }
+    }
+    if seen > MAX_BODY {
+        return Err(HttpError::new(
+            413,
+            format!("PROPFIND body over {MAX_BODY} bytes"),
+        ));
     }
     let me = ctx.core.stat(&ctx.who, p.clone()).await?;
     let mut xml = String::from(
