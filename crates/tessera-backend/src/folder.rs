@@ -88,16 +88,24 @@ impl Backend for FolderBackend {
         name: &StripeName,
         write_id: u64,
     ) -> Result<Box<dyn StripeWrite>, BackendError> {
-        self.check_marker()?;
         let dir = self.root.join(name.dir());
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| BackendError::io(dir.display().to_string(), e))?;
         let temp = dir.join(name.temp_file(write_id));
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-            .map_err(|e| BackendError::io(temp.display().to_string(), e))?;
+        let create = || OpenOptions::new().write(true).create_new(true).open(&temp);
+        // The stripe's directory usually exists: try the file first and
+        // make the directory only when it is missing (saves a mkdir and
+        // two stats per stripe). Only then is the marker checked: a folder
+        // whose mount has gone is an empty directory without the stripe
+        // directories, and it must not get new ones.
+        let file = match create() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.check_marker()?;
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| BackendError::io(dir.display().to_string(), e))?;
+                create()
+            }
+            r => r,
+        }
+        .map_err(|e| BackendError::io(temp.display().to_string(), e))?;
         Ok(Box::new(FolderWrite {
             file,
             temp,

@@ -152,6 +152,12 @@ impl Core {
                     .push((v.rec.id, v.error.unwrap_or_else(|| "off".into()))),
             }
         }
+        // Writes in progress, taken before the namespace walk: a stripe
+        // listed above whose file is not in the walk was either never
+        // committed (an orphan) or belongs to a write open now (sealed
+        // stripes get their final name just before the commit).
+        let open: HashSet<u64> = self.meta.open_write_ids().into_iter().collect();
+        let open_fids: HashSet<u64> = self.meta.open_write_inos().into_iter().collect();
         let mut referenced: HashSet<(u32, u64, u8)> = HashSet::new();
         self.for_each_file(|f| {
             rep.files += 1;
@@ -176,12 +182,14 @@ impl Core {
                 rep.issues.push(issue);
             }
         })?;
-        let open: HashSet<u64> = self.meta.open_write_ids().into_iter().collect();
         for (fsid, stripes) in listed {
             for s in stripes {
                 let orphan = match s.temp_of_write {
                     Some(w) => !open.contains(&w),
-                    None => !referenced.contains(&(fsid, s.name.fid, s.name.index)),
+                    None => {
+                        !referenced.contains(&(fsid, s.name.fid, s.name.index))
+                            && !open_fids.contains(&s.name.fid)
+                    }
                 };
                 if orphan {
                     rep.orphans.push(Orphan {

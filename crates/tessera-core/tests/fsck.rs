@@ -284,3 +284,31 @@ async fn repair_moves_stripes_off_a_dead_filesystem_and_drain_empties_one() {
         .await
         .expect("an empty filesystem can be removed");
 }
+
+/// A stripe sealed under its final name just before its write commits is
+/// not an orphan while the write is open (a scan between the two must not
+/// let repair delete it); once the write is abandoned, it is one.
+#[tokio::test]
+async fn a_sealed_stripe_of_an_open_write_is_not_an_orphan() {
+    let (_dir, c, root) = env(7).await;
+    let fb = put(&c, &root, "/d/b", &data(9_000, 2));
+    let mut w = c
+        .open_write(&root, &p("/d/open"), 0o644, false, 0)
+        .expect("open");
+    w.write(&data(5_000, 3)).expect("write");
+    // As the seal leaves it: the open write's stripe under its final name.
+    let (fsid, fid) = (fsids(&fb)[3], w.fid());
+    let sealed = stripe_path(&c, fsid, fid, 3);
+    std::fs::create_dir_all(sealed.parent().expect("dir")).expect("mkdir");
+    std::fs::copy(stripe_path(&c, fsid, fb.ino, 3), &sealed).expect("copy");
+    let during = c.fsck_scan(false).expect("scan");
+    assert!(during.orphans.is_empty(), "{:?}", during.orphans);
+    w.abort();
+    let after = c.fsck_scan(false).expect("scan");
+    let found: Vec<_> = after
+        .orphans
+        .iter()
+        .map(|o| (o.fsid, o.name, o.temp_of_write))
+        .collect();
+    assert_eq!(found, vec![(fsid, StripeName::new(fid, 3), None)]);
+}

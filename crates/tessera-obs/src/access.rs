@@ -1,6 +1,6 @@
 use std::io::Write;
-use std::sync::mpsc::{sync_channel, SyncSender};
-use std::sync::Mutex;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
 
 /// One line of the access log: one operation, as JSON. Field names follow
 /// EOS report records where they exist (`path`, `ruid`, `rgid`, `sec.prot`,
@@ -28,17 +28,38 @@ pub struct AccessLog {
 enum Out {
     None,
     Writer(Mutex<Box<dyn Write + Send>>),
-    /// Lines queued for the writer thread, which writes whatever has
-    /// queued up in one system call: a request pays for formatting its
-    /// line, not for a write(2). Dropping the log drains the queue.
+    /// Lines appended to a shared buffer that a thread of its own writes
+    /// out every `TICK` (or sooner when it grows past `SOON`) in one system
+    /// call: a request pays for formatting its line and a short lock, not
+    /// for a write(2) or a thread wake-up. Dropping the log writes what is
+    /// left.
     Thread {
-        tx: Option<SyncSender<String>>,
+        shared: Arc<Shared>,
         thread: Option<std::thread::JoinHandle<()>>,
     },
 }
 
-/// Lines queued at most before a request waits for the writer.
-const QUEUE: usize = 16 * 1024;
+struct Shared {
+    buf: Mutex<Pending>,
+    /// Signalled when the buffer passes `SOON`, or at shutdown.
+    wake: Condvar,
+    /// Signalled when the writer has taken the buffer.
+    room: Condvar,
+}
+
+#[derive(Default)]
+struct Pending {
+    lines: String,
+    closing: bool,
+}
+
+/// How long a line waits at most before it is written.
+const TICK: Duration = Duration::from_millis(50);
+/// Buffered bytes that wake the writer early.
+const SOON: usize = 256 * 1024;
+/// Buffered bytes at which a request waits for the writer (bounded memory
+/// if the disk stalls).
+const CAP: usize = 16 << 20;
 
 impl AccessLog {
     pub fn disabled() -> AccessLog {
@@ -56,27 +77,43 @@ impl AccessLog {
             .create(true)
             .append(true)
             .open(path)?;
-        let (tx, rx) = sync_channel::<String>(QUEUE);
+        let shared = Arc::new(Shared {
+            buf: Mutex::new(Pending::default()),
+            wake: Condvar::new(),
+            room: Condvar::new(),
+        });
+        let sh = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("access-log".into())
             .spawn(move || {
-                let mut batch = String::new();
-                while let Ok(line) = rx.recv() {
-                    batch.push_str(&line);
-                    while batch.len() < 1 << 20 {
-                        match rx.try_recv() {
-                            Ok(l) => batch.push_str(&l),
-                            Err(_) => break,
+                let mut out = String::new();
+                loop {
+                    let closing = {
+                        let mut p = sh.lock();
+                        if p.lines.len() < SOON && !p.closing {
+                            p = sh
+                                .wake
+                                .wait_timeout(p, TICK)
+                                .unwrap_or_else(|e| e.into_inner())
+                                .0;
                         }
+                        std::mem::swap(&mut out, &mut p.lines);
+                        sh.room.notify_all();
+                        p.closing
+                    };
+                    if !out.is_empty() {
+                        // Losing access lines must never stop the server.
+                        let _ = f.write_all(out.as_bytes());
+                        out.clear();
                     }
-                    // Losing access lines must never stop the server.
-                    let _ = f.write_all(batch.as_bytes());
-                    batch.clear();
+                    if closing && sh.lock().lines.is_empty() {
+                        return;
+                    }
                 }
             })?;
         Ok(AccessLog {
             out: Out::Thread {
-                tx: Some(tx),
+                shared,
                 thread: Some(thread),
             },
         })
@@ -95,22 +132,36 @@ impl AccessLog {
                 // Losing an access line must never fail the request itself.
                 let _ = w.write_all(line.as_bytes());
             }
-            Out::Thread { tx: Some(tx), .. } => {
-                let _ = tx.send(r.to_json(ts));
+            Out::Thread { shared, .. } => {
+                let line = r.to_json(ts);
+                let mut p = shared.lock();
+                while p.lines.len() >= CAP && !p.closing {
+                    p = shared.room.wait(p).unwrap_or_else(|e| e.into_inner());
+                }
+                p.lines.push_str(&line);
+                if p.lines.len() >= SOON && p.lines.len() - line.len() < SOON {
+                    shared.wake.notify_one();
+                }
             }
-            Out::Thread { tx: None, .. } => {}
         }
     }
 }
 
 impl Drop for AccessLog {
     fn drop(&mut self) {
-        if let Out::Thread { tx, thread } = &mut self.out {
-            drop(tx.take());
+        if let Out::Thread { shared, thread } = &mut self.out {
+            shared.lock().closing = true;
+            shared.wake.notify_one();
             if let Some(t) = thread.take() {
                 let _ = t.join();
             }
         }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Pending> {
+        self.buf.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
