@@ -156,10 +156,14 @@ pub fn encode_inode(i: &Inode) -> Vec<u8> {
 }
 
 pub fn decode_inode(ino: u64, raw: &[u8]) -> Result<Inode, MetaError> {
-    let what = format!("inode {ino}");
-    let body = unversion(&what, raw)?;
-    let m = InodeV1::decode(body).map_err(|e| corrupt(&what, e))?;
-    let kind = EntryKind::from_code(m.kind).ok_or_else(|| corrupt(&what, "bad kind"))?;
+    // Named only when something is wrong: this runs for every inode read.
+    let what = || format!("inode {ino}");
+    let body = match raw.first() {
+        Some(&RECORD_V1) => &raw[1..],
+        _ => unversion(&what(), raw)?,
+    };
+    let m = InodeV1::decode(body).map_err(|e| corrupt(what(), e))?;
+    let kind = EntryKind::from_code(m.kind).ok_or_else(|| corrupt(what(), "bad kind"))?;
     Ok(Inode {
         ino,
         kind,

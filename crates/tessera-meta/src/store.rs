@@ -9,6 +9,7 @@ use crate::txn::{Txn, WriterCache};
 use rocksdb::{ColumnFamilyDescriptor, Options, WriteOptions, DB};
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -81,6 +82,8 @@ pub struct MetaStore {
     cache: Mutex<WriterCache>,
     pub(crate) dircache: DirCache,
     synced_seq: Mutex<u64>,
+    /// The inode ceiling as last written to `META_NEXT_INO`.
+    persisted_ceiling: AtomicU64,
 }
 
 pub(crate) fn now_ns() -> i64 {
@@ -185,6 +188,7 @@ impl MetaStore {
             cache: Mutex::new(WriterCache::default()),
             dircache: DirCache::new(),
             synced_seq: Mutex::new(0),
+            persisted_ceiling: AtomicU64::new(next_ino),
         })
     }
 
@@ -202,7 +206,18 @@ impl MetaStore {
     /// writer lock when the caller drops it first; see `finish`).
     pub(crate) fn commit(&self, txn: Txn<'_>, st: &WriterState) -> Result<u64, MetaError> {
         let dirs_changed = txn.dirs_changed();
-        let res = txn.write(|batch| batch.put(META_NEXT_INO, encode_u64(st.ino_ceiling)));
+        // The inode ceiling only when it moved (commits hold the writer
+        // lock, so they see and set it in order).
+        let ceiling = st.ino_ceiling;
+        let moved = ceiling != self.persisted_ceiling.load(Ordering::Relaxed);
+        let res = txn.write(|batch| {
+            if moved {
+                batch.put(META_NEXT_INO, encode_u64(ceiling))
+            }
+        });
+        if moved && res.is_ok() {
+            self.persisted_ceiling.store(ceiling, Ordering::Relaxed);
+        }
         if dirs_changed || res.is_err() {
             self.dircache.invalidate();
         }
