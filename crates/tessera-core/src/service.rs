@@ -394,7 +394,9 @@ impl Core {
     }
 
     /// Flush the store (clean shutdown).
+    /// At a clean shutdown: the namespace's memtables and the access log.
     pub fn flush(&self) -> Result<(), CoreError> {
+        self.access.flush();
         Ok(self.meta.flush()?)
     }
 }

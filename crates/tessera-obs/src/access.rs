@@ -51,6 +51,9 @@ struct Shared {
 struct Pending {
     lines: String,
     closing: bool,
+    /// Flushes asked for, and the last one whose lines are written.
+    flush_asked: u64,
+    flush_done: u64,
 }
 
 /// How long a line waits at most before it is written.
@@ -88,9 +91,9 @@ impl AccessLog {
             .spawn(move || {
                 let mut out = String::new();
                 loop {
-                    let closing = {
+                    let (closing, asked) = {
                         let mut p = sh.lock();
-                        if p.lines.len() < SOON && !p.closing {
+                        if p.lines.len() < SOON && !p.closing && p.flush_asked == p.flush_done {
                             p = sh
                                 .wake
                                 .wait_timeout(p, TICK)
@@ -99,14 +102,19 @@ impl AccessLog {
                         }
                         std::mem::swap(&mut out, &mut p.lines);
                         sh.room.notify_all();
-                        p.closing
+                        (p.closing, p.flush_asked)
                     };
                     if !out.is_empty() {
                         // Losing access lines must never stop the server.
                         let _ = f.write_all(out.as_bytes());
                         out.clear();
                     }
-                    if closing && sh.lock().lines.is_empty() {
+                    let mut p = sh.lock();
+                    if asked > p.flush_done {
+                        p.flush_done = asked;
+                        sh.room.notify_all();
+                    }
+                    if closing && p.lines.is_empty() {
                         return;
                     }
                 }
@@ -117,6 +125,26 @@ impl AccessLog {
                 thread: Some(thread),
             },
         })
+    }
+
+    /// Write out every line recorded so far (a file log writes in
+    /// batches; a clean shutdown calls this).
+    pub fn flush(&self) {
+        match &self.out {
+            Out::None => {}
+            Out::Writer(w) => {
+                let _ = w.lock().unwrap_or_else(|p| p.into_inner()).flush();
+            }
+            Out::Thread { shared, .. } => {
+                let mut p = shared.lock();
+                p.flush_asked += 1;
+                let want = p.flush_asked;
+                shared.wake.notify_one();
+                while p.flush_done < want && !p.closing {
+                    p = shared.room.wait(p).unwrap_or_else(|e| e.into_inner());
+                }
+            }
+        }
     }
 
     pub fn record(&self, r: &AccessRecord<'_>) {
@@ -242,6 +270,30 @@ mod json_tests {
         assert_eq!(v["duration_s"], 0.000012);
         assert_eq!(v["ts"], 1795995402.25);
         assert_eq!(v["op"], "stat");
+    }
+
+    #[test]
+    fn flush_writes_every_line_recorded_so_far() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("access.log");
+        let log = AccessLog::to_file(&p).unwrap();
+        for i in 0..3 {
+            let path = format!("/f{i}");
+            log.record(&AccessRecord {
+                protocol: "t",
+                op: "stat",
+                path: &path,
+                ruid: 0,
+                rgid: 0,
+                name: "n",
+                status: "ok",
+                errno: 0,
+                duration_s: 0.0,
+            });
+            log.flush();
+            let text = std::fs::read_to_string(&p).unwrap();
+            assert_eq!(text.lines().count(), i + 1, "after flush {i}");
+        }
     }
 
     #[test]
