@@ -251,13 +251,18 @@ async fn handle(ctx: Ctx, req: crate::Req) -> Response<Body> {
     r.unwrap_or_else(|e| error_response(&e))
 }
 
-/// COPY: third-party copy, pull (`Source`) or push (`Destination`).
+/// COPY: third-party copy, pull (`Source`) or push (`Destination`), or a
+/// copy inside the namespace (`Destination` on this server, no
+/// third-party-copy headers).
 async fn copy(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
     let h = req.headers();
     if let Some(src) = ops::header(h, "source").map(str::to_string) {
         return tpc::pull::pull(ctx, req, &src).await;
     }
     if let Some(dst) = ops::header(h, "destination").map(str::to_string) {
+        if let Some(p) = ops::copy::local_destination(h, req.uri(), &dst) {
+            return ops::copy::copy(ctx, req, p).await;
+        }
         return tpc::push::push(ctx, req, &dst).await;
     }
     Err(HttpError::new(

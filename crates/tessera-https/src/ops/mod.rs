@@ -1,5 +1,6 @@
 //! One module per method (GET and HEAD share one).
 
+pub mod copy;
 pub mod delete;
 pub mod get;
 pub mod mkcol;

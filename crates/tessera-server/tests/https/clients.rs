@@ -149,6 +149,54 @@ fn curl_methods_and_ranges() {
     assert_eq!(code, 200);
 }
 
+/// COPY inside the namespace (a Destination on this server, no
+/// third-party-copy headers): the bytes and both checksums arrive, and the
+/// WebDAV answers: 201, 204, 412, 409, 501, 403, 404.
+#[test]
+fn curl_copy_inside_the_namespace() {
+    let e = Env::start();
+    let body = data(9_000_011, 3);
+    let f = e.local("up");
+    std::fs::write(&f, &body).unwrap();
+    let a = format!("{}/cp/a.bin", e.url);
+    assert_eq!(e.curl(&["-T", f.to_str().unwrap(), &a]).0, 201);
+    let copy = |dest: &str, extra: &[&str]| {
+        let d = format!("Destination: {dest}");
+        let mut h = vec![d.as_str()];
+        h.extend_from_slice(extra);
+        e.copy(&a, &h)
+    };
+    let b = format!("{}/cp/b.bin", e.url);
+    assert_eq!(copy(&b, &[]), (201, String::new()));
+    assert!(e.curl(&[&b]).1 == body, "copied bytes differ");
+    let digest = |u: &str| {
+        let (_, h) = e.curl(&["-I", "-H", "Want-Digest: adler32, crc32c", "-D", "-", u]);
+        String::from_utf8_lossy(&h)
+            .lines()
+            .find(|l| l.to_ascii_lowercase().starts_with("digest:"))
+            .map(|l| l.to_string())
+    };
+    let want = digest(&a).expect("a digest");
+    assert!(want.contains(&adler32(&body)), "{want}");
+    assert_eq!(digest(&b), Some(want));
+    assert_eq!(copy(&b, &[]).0, 204, "replaced");
+    assert_eq!(copy(&b, &["Overwrite: F"]).0, 412);
+    assert_eq!(copy("/cp/c.bin", &[]).0, 201, "a path as Destination");
+    assert!(e.curl(&[&format!("{}/cp/c.bin", e.url)]).1 == body);
+    let orphan = format!("{}/nothere/x.bin", e.url);
+    assert_eq!(copy(&orphan, &[]).0, 409, "no parent directory");
+    assert_eq!(e.curl(&[&orphan]).0, 404, "nothing left behind");
+    assert_eq!(copy(&a, &[]).0, 403, "onto itself");
+    let dir = format!("{}/cp", e.url);
+    assert_eq!(
+        e.copy(&dir, &[&format!("Destination: {}/cp2", e.url)]).0,
+        501
+    );
+    let gone = format!("{}/cp/gone.bin", e.url);
+    assert_eq!(e.copy(&gone, &[&format!("Destination: {b}")]).0, 404);
+    assert!(e.curl(&[&b]).1 == body, "b unchanged by the failed copies");
+}
+
 #[test]
 fn davix_and_gfal2() {
     let e = Env::start();
