@@ -206,6 +206,23 @@ fn xrdfs_commands() {
         cfg.lines().collect::<Vec<_>>(),
         ["0:adler32,1:crc32c", "tpc"]
     );
+    // statvfs (kXR_stat with kXR_vfs) and spaceinfo: the filesystems' space.
+    let field = |text: &str, name: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} in {text}"))
+    };
+    let vfs = e.ok("xrdfs", &[u, "statvfs", "/"]);
+    assert_eq!(field(&vfs, "Nodes with RW space:"), 1, "{vfs}");
+    assert!(field(&vfs, "Size of largest RW space (MB):") > 0, "{vfs}");
+    assert!(field(&vfs, "Utilization of RW space (%):") <= 100, "{vfs}");
+    let sp = e.ok("xrdfs", &[u, "spaceinfo", "/"]);
+    let (total, free) = (field(&sp, "Total:"), field(&sp, "Free:"));
+    assert!(total >= free && free > 0, "{sp}");
+    // (Other tests write beside this one: the same space within 4 GiB.)
+    let vfs_free = field(&vfs, "Size of largest RW space (MB):");
+    assert!(vfs_free.abs_diff(free >> 20) < 4096, "{vfs}\n{sp}");
 }
 
 #[test]

@@ -8,10 +8,7 @@ use crate::statfmt::stat_string;
 pub async fn stat(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     let who = s.who();
     if h.u8_at(4) & 1 != 0 {
-        return Err(XrdError::new(
-            err::UNSUPPORTED,
-            "kXR_vfs stat is not supported",
-        ));
+        return vfs(s);
     }
     let inode = if p.is_empty() || p == b"\0" {
         match s.get(h.at(16, 4).try_into().expect("4 bytes"))? {
@@ -28,6 +25,25 @@ pub async fn stat(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError
         s.core()?.stat(&who, t.path).await?
     };
     let mut b = stat_string(&inode, &who).into_bytes();
+    b.push(0);
+    Ok(b)
+}
+
+/// `kXR_stat` with `kXR_vfs` (`xrdfs statvfs`): "nrw frw urw nstg fstg
+/// ustg": nodes with writable space, its free megabytes and percent used,
+/// and the same for staging space (none). The namespace is one node to the
+/// client, whatever the path: the space of every registered filesystem.
+fn vfs(s: &Session) -> Result<Vec<u8>, XrdError> {
+    let (mut total, mut free) = (0u64, 0u64);
+    for sp in s.core()?.spaces() {
+        total += sp.total_bytes;
+        free += sp.free_bytes;
+    }
+    let used_pct = (u128::from(total.saturating_sub(free)) * 100)
+        .checked_div(u128::from(total))
+        .unwrap_or(0);
+    let nodes = u8::from(free > 0);
+    let mut b = format!("{nodes} {} {used_pct} 0 0 0", free >> 20).into_bytes();
     b.push(0);
     Ok(b)
 }
