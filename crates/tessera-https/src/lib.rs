@@ -43,6 +43,9 @@ pub struct HttpsConfig {
     /// has to send it.
     pub max_headers: usize,
     pub header_timeout: Duration,
+    /// How long a request body may stall (no data at all) before the
+    /// upload is abandoned with 408 and the connection closed.
+    pub body_timeout: Duration,
     /// CAs trusted when this server is the active side of a third-party
     /// copy (`None`: TLS sources and destinations are refused).
     pub tpc_tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
@@ -58,6 +61,9 @@ pub struct HttpsConfig {
     pub dev_issuer: Option<(String, String)>,
 }
 
+/// See [`HttpsConfig::body_timeout`].
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
+
 impl Default for HttpsConfig {
     fn default() -> HttpsConfig {
         HttpsConfig {
@@ -65,6 +71,7 @@ impl Default for HttpsConfig {
             anonymous: Identity::user(65534, 65534, "nobody", "https"),
             max_headers: 64,
             header_timeout: Duration::from_secs(30),
+            body_timeout: DEFAULT_BODY_TIMEOUT,
             tpc_tls: None,
             mode: Mode::Local,
             stats: Arc::default(),

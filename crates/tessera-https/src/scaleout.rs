@@ -196,7 +196,7 @@ async fn gateway_data(
                 p.clone(),
             );
             let ws = blocking(move || data.start_write(plan, ledger, p2, hint)).await?;
-            let inode = put::receive(ws, req.into_body()).await?;
+            let inode = put::receive(ws, req.into_body(), cfg.body_timeout).await?;
             put::created(&inode, true)
         }
         _ => return Err(denied("the capability is for another access".into())),

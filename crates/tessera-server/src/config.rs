@@ -104,6 +104,17 @@ pub struct Https {
     /// default: Debian's xrootd (XrdHttpTPC, libcurl 7.88) pushing a
     /// third-party copy over HTTP/2 sends an empty body.
     pub http2: bool,
+    /// Seconds a request body may bring no data before the upload is
+    /// abandoned (408, nothing left behind). Default 60.
+    pub body_timeout_s: Option<u64>,
+}
+
+impl Https {
+    pub fn body_timeout(&self) -> std::time::Duration {
+        self.body_timeout_s
+            .map(std::time::Duration::from_secs)
+            .unwrap_or(tessera_https::DEFAULT_BODY_TIMEOUT)
+    }
 }
 
 /// Scale-out: a metadata service (`mgm`, or `all` with a secret) and its

@@ -64,6 +64,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
                     advertise: advertise.clone(),
                 },
                 http2: cfg.https.http2,
+                body_timeout: cfg.https.body_timeout(),
                 ..tessera_https::HttpsConfig::default()
             });
             Some((l, local, adv, hcfg))

@@ -281,6 +281,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
             tpc_tls: Some(tls::client_config(&cfg.https.tpc_ca_files)?),
             mode: https_mode,
             http2: cfg.https.http2,
+            body_timeout: cfg.https.body_timeout(),
             tokens: validator.clone(),
             dev_issuer: dev_issuer.clone(),
             ..tessera_https::HttpsConfig::default()

@@ -30,6 +30,12 @@ pub fn local_destination(h: &HeaderMap, uri: &hyper::Uri, dest: &str) -> Option<
     if tpc {
         return None;
     }
+    on_this_server(h, uri, dest)
+}
+
+/// The namespace path of a `Destination` that is a path, or a URL naming
+/// the host this request came to; `None` for anything else.
+pub fn on_this_server(h: &HeaderMap, uri: &hyper::Uri, dest: &str) -> Option<NsPath> {
     if dest.starts_with('/') {
         return path::decode(dest).ok();
     }

@@ -1,6 +1,7 @@
 //! MOVE with `Destination` (a full URL or an absolute path) and
 //! `Overwrite: T|F` (default T): 201 new, 204 replaced, 412 when
-//! `Overwrite: F` meets an existing target.
+//! `Overwrite: F` meets an existing target, 502 when the destination is on
+//! another server.
 
 use super::{header, status};
 use crate::body::Body;
@@ -28,10 +29,13 @@ pub fn destination_path(d: &str) -> Result<tessera_types::NsPath, HttpError> {
 
 pub async fn mv(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
     let src = path::decode(req.uri().path())?;
-    let dst = destination_path(
-        header(req.headers(), "destination")
-            .ok_or_else(|| HttpError::new(400, "MOVE needs a Destination header"))?,
-    )?;
+    let d = header(req.headers(), "destination")
+        .ok_or_else(|| HttpError::new(400, "MOVE needs a Destination header"))?;
+    let dst = destination_path(d)?;
+    // RFC 4918: a MOVE to another server is that server's business.
+    if super::copy::on_this_server(req.headers(), req.uri(), d).is_none() {
+        return Err(HttpError::new(502, "the Destination names another server"));
+    }
     let overwrite =
         !header(req.headers(), "overwrite").is_some_and(|v| v.trim().eq_ignore_ascii_case("F"));
     let existed = ctx.core.stat(&ctx.who, dst.clone()).await.is_ok();

@@ -23,7 +23,7 @@ pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
     let existed = ctx.core.stat(&ctx.who, p.clone()).await.is_ok();
     let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
     let ws = blocking(move || core.open_write(&who, &p2, 0o644, true, hint)).await?;
-    let inode = receive(ws, req.into_body()).await?;
+    let inode = receive(ws, req.into_body(), ctx.cfg.body_timeout).await?;
     Ok(created(&inode, !existed))
 }
 
@@ -55,13 +55,22 @@ pub async fn make_parents(ctx: &Ctx, p: &tessera_types::NsPath) -> Result<(), Ht
 
 /// Stream `body` into `ws` and close it: the file is visible only when
 /// this returns Ok. Any early return drops the session: the write is
-/// aborted, nothing visible.
+/// aborted, nothing visible. A body that brings nothing for `idle` is
+/// abandoned (408; a slow or stuck client cannot hold a write open).
 pub async fn receive(
     ws: WriteSession,
     mut body: crate::ReqBody,
+    idle: std::time::Duration,
 ) -> Result<tessera_core::Inode, HttpError> {
     let ws: Arc<Mutex<Option<WriteSession>>> = Arc::new(Mutex::new(Some(ws)));
-    while let Some(frame) = body.frame().await {
+    loop {
+        let Ok(next) = tokio::time::timeout(idle, body.frame()).await else {
+            return Err(HttpError::new(
+                408,
+                format!("no data for {} s: upload abandoned", idle.as_secs()),
+            ));
+        };
+        let Some(frame) = next else { break };
         let frame = frame.map_err(|e| HttpError::new(400, format!("upload interrupted: {e}")))?;
         if let Ok(data) = frame.into_data() {
             feed(&ws, data).await?;

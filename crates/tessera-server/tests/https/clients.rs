@@ -128,6 +128,18 @@ fn curl_methods_and_ranges() {
             .count(),
         1
     );
+    // A MOVE to another server is refused, the file stays.
+    assert_eq!(
+        e.curl(&[
+            "-X",
+            "MOVE",
+            "-H",
+            "Destination: https://elsewhere.example/c/x.bin",
+            &u
+        ])
+        .0,
+        502
+    );
     let moved = format!("{}/c/sub/moved.bin", e.url);
     assert_eq!(
         e.curl(&["-X", "MOVE", "-H", &format!("Destination: {moved}"), &u])

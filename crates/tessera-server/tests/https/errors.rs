@@ -105,3 +105,49 @@ fn a_client_that_vanishes_mid_upload_leaves_nothing() {
     let _ = s.read_to_end(&mut buf);
     assert_eq!(e.curl(&["-X", "OPTIONS", &e.url]).0, 200);
 }
+
+/// A client that stops sending in the middle of a body (slow-loris on the
+/// body) is answered 408 once `body_timeout_s` passes without data, and
+/// its upload leaves nothing: no file, no stripes.
+#[test]
+fn a_stalled_upload_is_abandoned_with_408() {
+    let e = Env::start_with(|c| c.https.body_timeout_s = Some(2));
+    let f = e.local("stall");
+    std::fs::write(&f, data(100_000, 4)).unwrap();
+    let t = std::time::Instant::now();
+    let o = e.run(
+        "curl",
+        &[
+            "-sS",
+            "--cacert",
+            e.ca.to_str().unwrap(),
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{http_code}",
+            "-X",
+            "PUT",
+            "-H",
+            "Content-Length: 1000000",
+            "--data-binary",
+            &format!("@{}", f.display()),
+            "--max-time",
+            "60",
+            &format!("{}/v/stalled", e.url),
+        ],
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "408");
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(
+        e.rt.block_on(e.core().stat(&Env::root(), Env::path("/v/stalled")))
+            .is_err(),
+        "no partial file"
+    );
+    let scan = e.core().fsck_scan(false).expect("scan");
+    assert!(scan.orphans.is_empty(), "{:?}", scan.orphans);
+    assert_eq!(e.curl(&["-X", "OPTIONS", &e.url]).0, 200);
+}
