@@ -288,6 +288,9 @@ pub struct Xrootd {
     pub unix: UnixCfg,
     /// Answered to `xrdfs query config sitename`.
     pub site: String,
+    /// Seconds a request that has begun to arrive may stall before the
+    /// connection is closed (its open writes are aborted). Default 60.
+    pub request_stall_s: Option<u64>,
 }
 
 impl Default for Xrootd {
@@ -295,7 +298,16 @@ impl Default for Xrootd {
         Xrootd {
             unix: UnixCfg::Anonymous,
             site: "tessera".into(),
+            request_stall_s: None,
         }
+    }
+}
+
+impl Xrootd {
+    pub fn request_stall(&self) -> std::time::Duration {
+        self.request_stall_s
+            .map(std::time::Duration::from_secs)
+            .unwrap_or(tessera_xrootd::DEFAULT_REQUEST_STALL)
     }
 }
 

@@ -101,6 +101,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
             UnixCfg::Owner => tessera_xrootd::UnixPolicy::Owner(crate::owner_identity().uid),
         },
         site: c.site.clone(),
+        request_stall: cfg.xrootd.request_stall(),
         ..tessera_xrootd::XrootdConfig::default()
     });
     let (stop, stop_rx) = watch::channel(false);

@@ -54,9 +54,12 @@ pub async fn serve_connection(
 
     // kXR_protocol comes first (XrdCl sends it with the handshake); it
     // decides whether the socket switches to TLS.
-    let (h, payload) = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_request(&mut sock, None))
-        .await
-        .map_err(|_| ConnError::Timeout)??;
+    let (h, payload) = tokio::time::timeout(
+        HANDSHAKE_TIMEOUT,
+        read_request(&mut sock, None, HANDSHAKE_TIMEOUT),
+    )
+    .await
+    .map_err(|_| ConnError::Timeout)??;
     if h.code != req::PROTOCOL {
         return run(sock, core, cfg, local, peer, false, Some((h, payload))).await;
     }
@@ -89,20 +92,45 @@ pub async fn serve_connection(
 
 /// Read one request: header, then its payload (bounded: writes up to the
 /// configured maximum, everything else up to 1 MiB).
+/// Read one request. Waiting for its first byte has no limit (a client may
+/// keep an idle connection); once it has begun, every read must bring
+/// bytes within `stall`, or the connection is given up (a client that
+/// stops mid-request holds nothing for long).
 async fn read_request<R: AsyncRead + Unpin>(
     r: &mut R,
     max_write: Option<usize>,
+    stall: Duration,
 ) -> Result<(Header, Vec<u8>), ConnError> {
     let mut hb = [0u8; HEADER_LEN];
-    r.read_exact(&mut hb).await?;
+    if r.read(&mut hb[..1]).await? == 0 {
+        return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+    }
+    let stalled = || {
+        ConnError::Io(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("request stalled for {stall:?}"),
+        ))
+    };
+    let mut got = 1;
+    while got < HEADER_LEN {
+        match tokio::time::timeout(stall, r.read(&mut hb[got..])).await {
+            Err(_) => return Err(stalled()),
+            Ok(Ok(0)) => return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into())),
+            Ok(n) => got += n?,
+        }
+    }
     let h = Header::parse(&hb);
     let n = decode::check_len(&h, max_write.unwrap_or(decode::MAX_PAYLOAD))
         .map_err(ConnError::Protocol)?;
     let mut payload = Vec::with_capacity(n);
     while payload.len() < n {
         let want = (n - payload.len()) as u64;
-        if (&mut *r).take(want).read_buf(&mut payload).await? == 0 {
-            return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+        match tokio::time::timeout(stall, (&mut *r).take(want).read_buf(&mut payload)).await {
+            Err(_) => return Err(stalled()),
+            Ok(Ok(0)) => return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into())),
+            Ok(r) => {
+                r?;
+            }
         }
     }
     Ok((h, payload))
@@ -118,7 +146,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     tls: bool,
     first: Option<(Header, Vec<u8>)>,
 ) -> Result<(), ConnError> {
-    let max_write = cfg.max_write;
+    let (max_write, stall) = (cfg.max_write, cfg.request_stall);
     let (rd, wr) = tokio::io::split(stream);
     let out = Out::new(wr);
     let sess = Arc::new(Session::new(core, cfg, local, peer, tls));
@@ -127,7 +155,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     let result = loop {
         let (h, payload) = match next.take() {
             Some(r) => r,
-            None => match read_request(&mut rd, Some(max_write)).await {
+            None => match read_request(&mut rd, Some(max_write), stall).await {
                 Ok(r) => r,
                 Err(ConnError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                     break Ok(())

@@ -77,7 +77,14 @@ pub struct XrootdConfig {
     /// Bearer tokens (`ztn`, `authz=`) are validated with this; `None`:
     /// no issuer is configured.
     pub tokens: Option<Arc<tessera_auth::Validator>>,
+    /// How long a request that has begun to arrive may stall (no bytes)
+    /// before the connection is closed. Between requests a client may be
+    /// idle as long as it likes.
+    pub request_stall: std::time::Duration,
 }
+
+/// See [`XrootdConfig::request_stall`].
+pub const DEFAULT_REQUEST_STALL: std::time::Duration = std::time::Duration::from_secs(60);
 
 impl Default for XrootdConfig {
     fn default() -> XrootdConfig {
@@ -89,6 +96,7 @@ impl Default for XrootdConfig {
             site: "tessera".into(),
             max_write: DEFAULT_MAX_WRITE,
             tokens: None,
+            request_stall: DEFAULT_REQUEST_STALL,
         }
     }
 }

@@ -171,3 +171,64 @@ fn malformed_requests_close_only_their_connection() {
     // The server closed that connection; others work.
     e.ok("xrdfs", &[&e.url, "ls", "/"]);
 }
+
+/// A request that stops arriving halfway (slow-loris) closes its
+/// connection after `request_stall_s`; an idle connection between
+/// requests is kept.
+#[test]
+fn a_request_that_stalls_halfway_closes_its_connection() {
+    let e = Env::start_with(|c| c.xrootd.request_stall_s = Some(1));
+    let addr = e.url.trim_start_matches("root://").to_string();
+    let connect = || {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        // Handshake, then kXR_protocol (answered).
+        let mut hs = vec![0u8; 12];
+        hs.extend_from_slice(&4i32.to_be_bytes());
+        hs.extend_from_slice(&2012i32.to_be_bytes());
+        let mut req = [0u8; 24];
+        req[2..4].copy_from_slice(&3006u16.to_be_bytes());
+        req[4..8].copy_from_slice(&0x500i32.to_be_bytes());
+        hs.extend_from_slice(&req);
+        s.write_all(&hs).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(3)))
+            .unwrap();
+        // The handshake's reply, then kXR_protocol's (header and body).
+        let mut first = [0u8; 16];
+        s.read_exact(&mut first).unwrap();
+        let mut h = [0u8; 8];
+        s.read_exact(&mut h).unwrap();
+        let mut body = vec![0u8; i32::from_be_bytes(h[4..8].try_into().unwrap()) as usize];
+        s.read_exact(&mut body).unwrap();
+        s
+    };
+    // Idle after a complete request: still open after twice the limit.
+    let mut idle = connect();
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let mut rest = vec![0u8; 4096];
+    match idle.read(&mut rest) {
+        Ok(n) => assert!(n > 0, "an idle connection was closed"),
+        Err(err) => assert!(
+            matches!(
+                err.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+            "{err}"
+        ),
+    }
+    // Ten bytes of a request header, then nothing: closed within seconds.
+    let mut s = connect();
+    let t = std::time::Instant::now();
+    s.write_all(&[0u8, 2, 0x0b, 0xc6, 0, 0, 0, 0, 0, 0])
+        .unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let mut buf = Vec::new();
+    let r = s.read_to_end(&mut buf);
+    assert!(r.is_ok(), "the server closed it: {r:?}");
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        t.elapsed()
+    );
+    e.ok("xrdfs", &[&e.url, "ls", "/"]);
+}
