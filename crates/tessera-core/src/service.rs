@@ -242,6 +242,12 @@ impl Core {
         name: Vec<u8>,
         value: Vec<u8>,
     ) -> Result<(), CoreError> {
+        if let Err(e) = check_forced(&name, &value) {
+            let start = Instant::now();
+            let r = Err(e);
+            self.finish("attr_set", who, &path.display(), start, &r);
+            return r;
+        }
         let w = who.clone();
         self.run("attr_set", who, path.display(), move |m| {
             crate::scopes::modify(&w, &path)?;
@@ -398,6 +404,33 @@ impl Core {
     pub fn flush(&self) -> Result<(), CoreError> {
         self.access.flush();
         Ok(self.meta.flush()?)
+    }
+}
+
+/// The layout attributes are read by every write below the directory: a
+/// value no write could use is refused when it is set, not at the next
+/// upload.
+fn check_forced(name: &[u8], value: &[u8]) -> Result<(), CoreError> {
+    let v = || {
+        std::str::from_utf8(value)
+            .map_err(|_| CoreError::Invalid("layout attributes are text".into()))
+    };
+    let bad = |e: tessera_data::DataError| CoreError::Invalid(e.to_string());
+    match name {
+        b"sys.forced.layout" => tessera_data::Layout::from_eos(v()?, None, None)
+            .map(|_| ())
+            .map_err(bad),
+        b"sys.forced.nstripes" => match v()?.trim().parse::<u8>() {
+            Ok(n) if n > 0 => Ok(()),
+            _ => Err(CoreError::Invalid(format!(
+                "sys.forced.nstripes must be 1 to 255, not {:?}",
+                v()?
+            ))),
+        },
+        b"sys.forced.blocksize" => tessera_data::Layout::from_eos("plain", None, Some(v()?))
+            .map(|_| ())
+            .map_err(bad),
+        _ => Ok(()),
     }
 }
 

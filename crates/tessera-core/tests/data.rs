@@ -98,6 +98,43 @@ async fn raid6_files_round_trip_with_checksums_and_survive_two_lost_filesystems(
     assert!(events > 0, "degraded reads are recorded");
 }
 
+/// Layout attributes no write could use are refused when set (EINVAL),
+/// and the directory keeps what it had.
+#[tokio::test]
+async fn unusable_layout_attributes_are_refused() {
+    let e = env().await;
+    let c = &e.core;
+    c.mkdir(&e.root, p("/l"), 0o755, false)
+        .await
+        .expect("mkdir");
+    let set = |k: &str, v: &str| {
+        c.xattr_set(
+            &e.root,
+            p("/l"),
+            k.as_bytes().to_vec(),
+            v.as_bytes().to_vec(),
+        )
+    };
+    set("sys.forced.layout", "raid6").await.expect("raid6");
+    for (k, v) in [
+        ("sys.forced.layout", "bogus"),
+        ("sys.forced.nstripes", "0"),
+        ("sys.forced.nstripes", "many"),
+        ("sys.forced.blocksize", "huge"),
+    ] {
+        let err = set(k, v).await.expect_err(v);
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{k}={v}: {err}");
+    }
+    set("sys.forced.blocksize", "64k").await.expect("64k");
+    set("user.note", "anything goes").await.expect("user attr");
+    let got = c
+        .xattr_get(&e.root, p("/l"), b"sys.forced.layout".to_vec())
+        .await
+        .expect("get");
+    assert_eq!(got, b"raid6");
+    put(c, &e.root, "/l/f", &bytes(100_000, 5)).expect("a write still works");
+}
+
 #[tokio::test]
 async fn over_quota_writes_leave_nothing_and_unlink_removes_stripes() {
     let e = env().await;
