@@ -89,7 +89,12 @@ impl Fs for FsSvc {
             status: r.status.as_deref().map(status_of).transpose()?,
         };
         let rec = self.core.fs_set(&who, r.id, change).await.map_err(err)?;
-        Ok(Response::new(rec_pb(&rec)))
+        // Answered as `fs ls` shows it (capacity, error, cluster), not just
+        // the record that was changed.
+        let shown = self.core.fs_list().into_iter().find(|v| v.rec.id == rec.id);
+        Ok(Response::new(
+            shown.as_ref().map_or_else(|| rec_pb(&rec), view_pb),
+        ))
     }
 
     async fn remove(

@@ -329,6 +329,8 @@ fn filesystem_and_space_commands() {
 
     let set = kv(e.ok(&["fs", "set", "-m", "1", "--status", "ro"]).trim());
     assert_eq!(set["configstatus"], "ro");
+    // The answer shows the filesystem as `fs ls` does, capacity included.
+    assert_ne!(set["stat.statfs.capacity"], "0", "{set:?}");
     e.fails(&["fs", "rm", "1"], 16); // EBUSY: drain or set off first
     e.fails(&["fs", "set", "1", "--status", "sideways"], 22);
     e.ok(&["fs", "set", "1", "--status", "off"]);
