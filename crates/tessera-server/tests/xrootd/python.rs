@@ -42,6 +42,13 @@ big = [(random.randrange(0, len(want) - 1_000_000), 1_000_000) for i in range(20
 st, vr = f.vector_read(big); assert st.ok, st
 for (off, n), c in zip(big, vr.chunks):
     assert c.buffer == want[off:off + n]
+# An element reaching past the end fails the readv at once (kXR_FSError,
+# as the reference answers; XrdCl would retry a short element for ever).
+st, _ = f.vector_read([(0, 4), (len(want) - 2, 10)], timeout=20)
+assert not st.ok and st.errno == 3005, st
+st, _ = f.vector_read([(len(want) + 100, 4)], timeout=20)
+assert not st.ok and st.errno == 3005, st
+st, got = f.read(0, 4); assert st.ok and got == want[:4], st
 st, _ = f.close(); assert st.ok
 
 fs = client.FileSystem(url)

@@ -1,6 +1,8 @@
 //! `kXR_readv`: up to 1024 `{fhandle, rlen, offset}` elements; each answered
-//! by its 16-byte header (with the length actually read) and its bytes,
-//! sent in `kXR_oksofar` parts of about [`read::PART`] bytes.
+//! by its 16-byte header and its bytes, sent in `kXR_oksofar` parts of
+//! about [`read::PART`] bytes. An element that reaches past the end of the
+//! file fails the request (kXR_FSError, ESPIPE), as the reference server
+//! does.
 
 use super::read::{self, fetch};
 use crate::error::XrdError;
@@ -51,6 +53,15 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
             return;
         }
     };
+    // Refused before any byte is sent when an element reaches past the end.
+    for (fh, len, off) in &elements {
+        if let Ok(Handle::Read(r)) = s.get(*fh) {
+            if off.saturating_add(*len as u64) > r.rs.size() {
+                out.error(stream, &past_end(*len, *off)).await;
+                return;
+            }
+        }
+    }
     let mut part: Vec<Piece> = Vec::new();
     let mut part_bytes = 0usize;
     for (fh, len, off) in elements {
@@ -77,6 +88,13 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
             }
         };
         let got = d.as_ref().map_or(0, |d| d.len());
+        if got < len {
+            // As the reference server answers: an element reaching past
+            // the end is an error (XrdCl retries a short element without
+            // end, reopening the file each time).
+            out.error(stream, &past_end(len, off)).await;
+            return;
+        }
         let mut hdr = fh.to_vec();
         hdr.extend_from_slice(&(got as i32).to_be_bytes());
         hdr.extend_from_slice(&off.to_be_bytes());
@@ -96,4 +114,11 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
         }
     }
     out.pieces(stream, status::OK, part).await;
+}
+
+fn past_end(len: usize, off: u64) -> XrdError {
+    XrdError::new(
+        err::FS_ERROR,
+        format!("readv of {len} bytes at {off} reaches past the end of the file; illegal seek (errno 29)"),
+    )
 }
