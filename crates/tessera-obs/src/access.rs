@@ -272,6 +272,21 @@ mod json_tests {
         assert_eq!(v["op"], "stat");
     }
 
+    /// A successful stat of `path` by uid 0.
+    fn stat_of(path: &str) -> AccessRecord<'_> {
+        AccessRecord {
+            protocol: "t",
+            op: "stat",
+            path,
+            ruid: 0,
+            rgid: 0,
+            name: "n",
+            status: "ok",
+            errno: 0,
+            duration_s: 0.0,
+        }
+    }
+
     #[test]
     fn flush_writes_every_line_recorded_so_far() {
         let dir = tempfile::tempdir().unwrap();
@@ -279,17 +294,7 @@ mod json_tests {
         let log = AccessLog::to_file(&p).unwrap();
         for i in 0..3 {
             let path = format!("/f{i}");
-            log.record(&AccessRecord {
-                protocol: "t",
-                op: "stat",
-                path: &path,
-                ruid: 0,
-                rgid: 0,
-                name: "n",
-                status: "ok",
-                errno: 0,
-                duration_s: 0.0,
-            });
+            log.record(&stat_of(&path));
             log.flush();
             let text = std::fs::read_to_string(&p).unwrap();
             assert_eq!(text.lines().count(), i + 1, "after flush {i}");
@@ -307,17 +312,7 @@ mod json_tests {
                 std::thread::spawn(move || {
                     for i in 0..500 {
                         let path = format!("/t{t}/{i}");
-                        log.record(&AccessRecord {
-                            protocol: "t",
-                            op: "stat",
-                            path: &path,
-                            ruid: 0,
-                            rgid: 0,
-                            name: "n",
-                            status: "ok",
-                            errno: 0,
-                            duration_s: 0.0,
-                        });
+                        log.record(&stat_of(&path));
                     }
                 })
             })

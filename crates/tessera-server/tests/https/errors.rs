@@ -70,25 +70,7 @@ fn quota_traversal_and_bounds() {
 fn a_client_that_vanishes_mid_upload_leaves_nothing() {
     let e = Env::start();
     // curl sends a body shorter than its Content-Length, then gives up.
-    let f = e.local("half");
-    std::fs::write(&f, data(100_000, 3)).unwrap();
-    e.run(
-        "curl",
-        &[
-            "-sS",
-            "--cacert",
-            e.ca.to_str().unwrap(),
-            "-X",
-            "PUT",
-            "-H",
-            "Content-Length: 1000000",
-            "--data-binary",
-            &format!("@{}", f.display()),
-            "--max-time",
-            "5",
-            &format!("{}/v/cut", e.url),
-        ],
-    );
+    short_put(&e, "/v/cut", "5");
     // Give the server a moment to see the connection end.
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(
@@ -112,9 +94,28 @@ fn a_client_that_vanishes_mid_upload_leaves_nothing() {
 #[test]
 fn a_stalled_upload_is_abandoned_with_408() {
     let e = Env::start_with(|c| c.https.body_timeout_s = Some(2));
-    let f = e.local("stall");
-    std::fs::write(&f, data(100_000, 4)).unwrap();
     let t = std::time::Instant::now();
+    assert_eq!(short_put(&e, "/v/stalled", "60"), "408");
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(
+        e.rt.block_on(e.core().stat(&Env::root(), Env::path("/v/stalled")))
+            .is_err(),
+        "no partial file"
+    );
+    let scan = e.core().fsck_scan(false).expect("scan");
+    assert!(scan.orphans.is_empty(), "{:?}", scan.orphans);
+    assert_eq!(e.curl(&["-X", "OPTIONS", &e.url]).0, 200);
+}
+
+/// curl PUTs 100 kB with `Content-Length: 1000000` to `path`, then waits
+/// (at most `max_time` seconds); returns the status curl saw.
+fn short_put(e: &Env, path: &str, max_time: &str) -> String {
+    let f = e.local("short");
+    std::fs::write(&f, data(100_000, 3)).unwrap();
     let o = e.run(
         "curl",
         &[
@@ -132,22 +133,9 @@ fn a_stalled_upload_is_abandoned_with_408() {
             "--data-binary",
             &format!("@{}", f.display()),
             "--max-time",
-            "60",
-            &format!("{}/v/stalled", e.url),
+            max_time,
+            &format!("{}{path}", e.url),
         ],
     );
-    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "408");
-    assert!(
-        t.elapsed() < std::time::Duration::from_secs(30),
-        "{:?}",
-        t.elapsed()
-    );
-    assert!(
-        e.rt.block_on(e.core().stat(&Env::root(), Env::path("/v/stalled")))
-            .is_err(),
-        "no partial file"
-    );
-    let scan = e.core().fsck_scan(false).expect("scan");
-    assert!(scan.orphans.is_empty(), "{:?}", scan.orphans);
-    assert_eq!(e.curl(&["-X", "OPTIONS", &e.url]).0, 200);
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
 }

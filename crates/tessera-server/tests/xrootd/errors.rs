@@ -155,14 +155,10 @@ fn malformed_requests_close_only_their_connection() {
     assert!(buf.is_empty(), "no XRootD reply to garbage");
     // A valid handshake, then a request claiming a 2 GiB payload.
     let mut s = std::net::TcpStream::connect(&addr).unwrap();
-    let mut hs = vec![0u8; 12];
-    hs.extend_from_slice(&4i32.to_be_bytes());
-    hs.extend_from_slice(&2012i32.to_be_bytes());
     let mut req = [0u8; 24];
     req[2..4].copy_from_slice(&3017u16.to_be_bytes());
     req[20..24].copy_from_slice(&i32::MAX.to_be_bytes());
-    hs.extend_from_slice(&req);
-    s.write_all(&hs).unwrap();
+    s.write_all(&handshake_then(&req)).unwrap();
     s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
         .unwrap();
     let mut got = Vec::new();
@@ -182,14 +178,10 @@ fn a_request_that_stalls_halfway_closes_its_connection() {
     let connect = || {
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
         // Handshake, then kXR_protocol (answered).
-        let mut hs = vec![0u8; 12];
-        hs.extend_from_slice(&4i32.to_be_bytes());
-        hs.extend_from_slice(&2012i32.to_be_bytes());
         let mut req = [0u8; 24];
         req[2..4].copy_from_slice(&3006u16.to_be_bytes());
         req[4..8].copy_from_slice(&0x500i32.to_be_bytes());
-        hs.extend_from_slice(&req);
-        s.write_all(&hs).unwrap();
+        s.write_all(&handshake_then(&req)).unwrap();
         s.set_read_timeout(Some(std::time::Duration::from_secs(3)))
             .unwrap();
         // The handshake's reply, then kXR_protocol's (header and body).
@@ -231,4 +223,13 @@ fn a_request_that_stalls_halfway_closes_its_connection() {
         t.elapsed()
     );
     e.ok("xrdfs", &[&e.url, "ls", "/"]);
+}
+
+/// The XRootD handshake (`0 0 0 4 2012`) followed by `first`.
+fn handshake_then(first: &[u8]) -> Vec<u8> {
+    let mut hs = vec![0u8; 12];
+    hs.extend_from_slice(&4i32.to_be_bytes());
+    hs.extend_from_slice(&2012i32.to_be_bytes());
+    hs.extend_from_slice(first);
+    hs
 }
