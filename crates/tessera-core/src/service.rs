@@ -399,7 +399,6 @@ impl Core {
         Ok(())
     }
 
-    /// Flush the store (clean shutdown).
     /// At a clean shutdown: the namespace's memtables and the access log.
     pub fn flush(&self) -> Result<(), CoreError> {
         self.access.flush();
@@ -420,13 +419,15 @@ fn check_forced(name: &[u8], value: &[u8]) -> Result<(), CoreError> {
         b"sys.forced.layout" => tessera_data::Layout::from_eos(v()?, None, None)
             .map(|_| ())
             .map_err(bad),
-        b"sys.forced.nstripes" => match v()?.trim().parse::<u8>() {
-            Ok(n) if n > 0 => Ok(()),
-            _ => Err(CoreError::Invalid(format!(
-                "sys.forced.nstripes must be 1 to 255, not {:?}",
-                v()?
-            ))),
-        },
+        b"sys.forced.nstripes" => {
+            let n = v()?;
+            match n.trim().parse::<u8>() {
+                Ok(1..) => Ok(()),
+                _ => Err(CoreError::Invalid(format!(
+                    "sys.forced.nstripes must be 1 to 255, not {n:?}"
+                ))),
+            }
+        }
         b"sys.forced.blocksize" => tessera_data::Layout::from_eos("plain", None, Some(v()?))
             .map(|_| ())
             .map_err(bad),

@@ -91,11 +91,11 @@ pub async fn serve_connection(
 }
 
 /// Read one request: header, then its payload (bounded: writes up to the
-/// configured maximum, everything else up to 1 MiB).
-/// Read one request. Waiting for its first byte has no limit (a client may
-/// keep an idle connection); once it has begun, every read must bring
-/// bytes within `stall`, or the connection is given up (a client that
-/// stops mid-request holds nothing for long).
+/// configured maximum, everything else up to 1 MiB). Waiting for its first
+/// byte has no limit (a client may keep an idle connection); once it has
+/// begun, the rest of the header must come within `stall`, and every read
+/// of the payload must bring bytes within `stall`, or the connection is
+/// given up (a client that stops mid-request holds nothing for long).
 async fn read_request<R: AsyncRead + Unpin>(
     r: &mut R,
     max_write: Option<usize>,
@@ -111,14 +111,9 @@ async fn read_request<R: AsyncRead + Unpin>(
             format!("request stalled for {stall:?}"),
         ))
     };
-    let mut got = 1;
-    while got < HEADER_LEN {
-        match tokio::time::timeout(stall, r.read(&mut hb[got..])).await {
-            Err(_) => return Err(stalled()),
-            Ok(Ok(0)) => return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into())),
-            Ok(n) => got += n?,
-        }
-    }
+    tokio::time::timeout(stall, r.read_exact(&mut hb[1..]))
+        .await
+        .map_err(|_| stalled())??;
     let h = Header::parse(&hb);
     let n = decode::check_len(&h, max_write.unwrap_or(decode::MAX_PAYLOAD))
         .map_err(ConnError::Protocol)?;

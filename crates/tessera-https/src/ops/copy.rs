@@ -7,6 +7,7 @@
 //! `Overwrite: F` meets an existing file; 409 without the destination's
 //! directory; 501 for a directory (collection copies are not done).
 
+use super::moves::destination_path;
 use super::{header, status};
 use crate::body::Body;
 use crate::error::HttpError;
@@ -14,7 +15,6 @@ use crate::path;
 use crate::Ctx;
 use hyper::header::HeaderMap;
 use hyper::Response;
-use tessera_core::{Expect, Inode};
 use tessera_types::{ErrorKind, NsPath};
 
 /// How much is read and written at a time.
@@ -27,32 +27,26 @@ pub fn local_destination(h: &HeaderMap, uri: &hyper::Uri, dest: &str) -> Option<
         let k = k.as_str();
         k == "credential" || k == "x-number-of-streams" || k.starts_with("transferheader")
     });
-    if tpc {
+    if tpc || !names_this_server(h, uri, dest) {
         return None;
     }
-    on_this_server(h, uri, dest)
+    let dest = dest.split_once('?').map_or(dest, |(d, _)| d);
+    destination_path(dest).ok()
 }
 
-/// The namespace path of a `Destination` that is a path, or a URL naming
-/// the host this request came to; `None` for anything else.
-pub fn on_this_server(h: &HeaderMap, uri: &hyper::Uri, dest: &str) -> Option<NsPath> {
+/// Whether a `Destination` is a path, or an https (davs) URL naming the
+/// host this request came to.
+pub fn names_this_server(h: &HeaderMap, uri: &hyper::Uri, dest: &str) -> bool {
     if dest.starts_with('/') {
-        return path::decode(dest).ok();
+        return true;
     }
-    let (scheme, rest) = dest.split_once("://")?;
-    if !matches!(scheme.to_ascii_lowercase().as_str(), "https" | "davs") {
-        return None;
-    }
-    let (authority, p) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
+    let Some((scheme, rest)) = dest.split_once("://") else {
+        return false;
     };
-    let ours = header(h, "host").or_else(|| uri.authority().map(|a| a.as_str()))?;
-    if !authority.eq_ignore_ascii_case(ours) {
-        return None;
-    }
-    let p = p.split_once('?').map(|(p, _)| p).unwrap_or(p);
-    path::decode(p).ok()
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let ours = header(h, "host").or_else(|| uri.authority().map(|a| a.as_str()));
+    matches!(scheme.to_ascii_lowercase().as_str(), "https" | "davs")
+        && ours.is_some_and(|o| authority.eq_ignore_ascii_case(o))
 }
 
 pub async fn copy(ctx: &Ctx, req: crate::Req, dst: NsPath) -> Result<Response<Body>, HttpError> {
@@ -60,18 +54,12 @@ pub async fn copy(ctx: &Ctx, req: crate::Req, dst: NsPath) -> Result<Response<Bo
     if src == dst {
         return Err(HttpError::new(403, "source and destination are the same"));
     }
-    let overwrite =
-        !header(req.headers(), "overwrite").is_some_and(|v| v.trim().eq_ignore_ascii_case("F"));
+    let overwrite = super::overwrite(req.headers());
     let existed = match ctx.core.stat(&ctx.who, dst.clone()).await {
         Ok(i) if i.is_dir() => {
             return Err(HttpError::new(409, "the destination is a directory"));
         }
-        Ok(_) if !overwrite => {
-            return Err(HttpError::new(
-                412,
-                "the destination exists and Overwrite is F",
-            ));
-        }
+        Ok(_) if !overwrite => return Err(super::exists_refused()),
         Ok(_) => true,
         Err(_) => false,
     };
@@ -93,9 +81,7 @@ pub async fn copy(ctx: &Ctx, req: crate::Req, dst: NsPath) -> Result<Response<Bo
                     409,
                     format!("no directory for {} (create it first)", dst.display()),
                 ),
-                ErrorKind::AlreadyExists if !overwrite => {
-                    HttpError::new(412, "the destination exists and Overwrite is F")
-                }
+                ErrorKind::AlreadyExists if !overwrite => super::exists_refused(),
                 _ => e.into(),
             })?;
         let mut off = 0u64;
@@ -112,7 +98,7 @@ pub async fn copy(ctx: &Ctx, req: crate::Req, dst: NsPath) -> Result<Response<Bo
             }
             off += d.len() as u64;
         }
-        ws.close_expecting(expect_of(&inode))?;
+        ws.close_expecting(super::stored(&inode))?;
         Ok(())
     })
     .await;
@@ -120,18 +106,4 @@ pub async fn copy(ctx: &Ctx, req: crate::Req, dst: NsPath) -> Result<Response<Bo
     let mut r = Response::new(Body::Empty);
     status(&mut r, if existed { 204 } else { 201 });
     Ok(r)
-}
-
-/// The source's stored checksums, which the copy must reproduce.
-fn expect_of(i: &Inode) -> Expect {
-    let adler32 = i
-        .checksum
-        .as_ref()
-        .filter(|c| c.kind == "adler32")
-        .and_then(|c| <[u8; 4]>::try_from(c.value.as_slice()).ok())
-        .map(u32::from_be_bytes);
-    Expect {
-        adler32,
-        crc32c: i.crc32c,
-    }
 }

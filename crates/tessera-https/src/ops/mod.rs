@@ -86,6 +86,26 @@ fn wanted(v: &str) -> Vec<String> {
     algs.into_iter().map(|(_, _, n)| n).collect()
 }
 
+/// `Overwrite` (RFC 4918): true unless the request says `F`.
+pub fn overwrite(h: &HeaderMap) -> bool {
+    !header(h, "overwrite").is_some_and(|v| v.trim().eq_ignore_ascii_case("F"))
+}
+
+/// The answer to `Overwrite: F` meeting an existing destination.
+pub fn exists_refused() -> HttpError {
+    HttpError::new(412, "the destination exists and Overwrite is F")
+}
+
+/// The checksums stored for a file, as a copy of it must reproduce them.
+pub fn stored(i: &Inode) -> tessera_core::Expect {
+    tessera_core::Expect {
+        adler32: adler32_bytes(i)
+            .and_then(|b| <[u8; 4]>::try_from(b.as_slice()).ok())
+            .map(u32::from_be_bytes),
+        crc32c: crc32c_bytes(i).map(u32::from_be_bytes),
+    }
+}
+
 /// The file's CRC-32C as big-endian bytes (0 for an empty file).
 fn crc32c_bytes(i: &Inode) -> Option<[u8; 4]> {
     match i.crc32c {

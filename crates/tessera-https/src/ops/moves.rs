@@ -33,11 +33,10 @@ pub async fn mv(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError>
         .ok_or_else(|| HttpError::new(400, "MOVE needs a Destination header"))?;
     let dst = destination_path(d)?;
     // RFC 4918: a MOVE to another server is that server's business.
-    if super::copy::on_this_server(req.headers(), req.uri(), d).is_none() {
+    if !super::copy::names_this_server(req.headers(), req.uri(), d) {
         return Err(HttpError::new(502, "the Destination names another server"));
     }
-    let overwrite =
-        !header(req.headers(), "overwrite").is_some_and(|v| v.trim().eq_ignore_ascii_case("F"));
+    let overwrite = super::overwrite(req.headers());
     let existed = ctx.core.stat(&ctx.who, dst.clone()).await.is_ok();
     let flags = RenameFlags {
         no_replace: !overwrite,
@@ -48,10 +47,9 @@ pub async fn mv(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError>
             status(&mut r, if existed { 204 } else { 201 });
             Ok(r)
         }
-        Err(e) if e.kind() == ErrorKind::AlreadyExists && !overwrite => Err(HttpError::new(
-            412,
-            "the destination exists and Overwrite is F",
-        )),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists && !overwrite => {
+            Err(super::exists_refused())
+        }
         Err(e) => Err(e.into()),
     }
 }

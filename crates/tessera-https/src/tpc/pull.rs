@@ -45,12 +45,9 @@ pub async fn pull(ctx: &Ctx, req: crate::Req, source: &str) -> Result<Response<B
     };
     let remote = Remote::parse(source)?;
     let dst = path::decode(req.uri().path())?;
-    let overwrite = !header(h, "overwrite").is_some_and(|v| v.trim().eq_ignore_ascii_case("F"));
+    let overwrite = crate::ops::overwrite(h);
     if !overwrite && ctx.core.stat(&ctx.who, dst.clone()).await.is_ok() {
-        return Err(HttpError::new(
-            412,
-            "the destination exists and Overwrite is F",
-        ));
+        return Err(crate::ops::exists_refused());
     }
     let get = forwarded(Request::get(remote.target.as_str()), &remote, h);
     let get = get

@@ -251,17 +251,7 @@ fn fts_style_pull_with_tokens_at_both_ends() {
     });
     // A's file is readable only by A's owner (whom A's tokens map to).
     let body = data(2_000_003, 12);
-    let core = a.core();
-    a.rt.block_on(async {
-        core.mkdir(&Env::root(), Env::path("/src"), 0o700, false)
-            .await
-            .unwrap();
-    });
-    let mut w = core
-        .open_write(&Env::root(), &Env::path("/src/f.bin"), 0o600, false, 0)
-        .unwrap();
-    w.write(&body).unwrap();
-    w.close().unwrap();
+    owner_only_file(&a, &body);
     b.rt.block_on(async {
         b.core()
             .mkdir(&Env::root(), Env::path("/in"), 0o777, false)
@@ -338,17 +328,7 @@ fn gfal_copy_pull_with_a_token() {
         });
     });
     let body = data(2_500_001, 13);
-    let core = a.core();
-    a.rt.block_on(async {
-        core.mkdir(&Env::root(), Env::path("/src"), 0o700, false)
-            .await
-            .unwrap();
-    });
-    let mut w = core
-        .open_write(&Env::root(), &Env::path("/src/f.bin"), 0o600, false, 0)
-        .unwrap();
-    w.write(&body).unwrap();
-    w.close().unwrap();
+    owner_only_file(&a, &body);
     assert_eq!(
         b.copy(&format!("{}/in", b.url), &[]).0,
         400,
@@ -388,4 +368,20 @@ fn gfal_copy_pull_with_a_token() {
         std::fs::read_to_string(b.dir.path().join("data/logs/access.log")).unwrap_or_default()
     );
     assert!(b.curl(&[&yes]).1 == body);
+}
+
+/// `/src/f.bin` on `e` with `body`, readable by the server's owner only
+/// (`/src` 0700, the file 0600).
+fn owner_only_file(e: &Env, body: &[u8]) {
+    let core = e.core();
+    e.rt.block_on(async {
+        core.mkdir(&Env::root(), Env::path("/src"), 0o700, false)
+            .await
+            .unwrap();
+    });
+    let mut w = core
+        .open_write(&Env::root(), &Env::path("/src/f.bin"), 0o600, false, 0)
+        .unwrap();
+    w.write(body).unwrap();
+    w.close().unwrap();
 }

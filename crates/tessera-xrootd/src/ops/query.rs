@@ -96,14 +96,18 @@ fn stats(s: &Session) -> Vec<u8> {
     b
 }
 
+/// Total and free bytes of all registered filesystems (`query space`,
+/// `statvfs`).
+pub fn space_totals(s: &Session) -> Result<(u64, u64), XrdError> {
+    Ok(s.core()?
+        .spaces()
+        .iter()
+        .fold((0, 0), |(t, f), sp| (t + sp.total_bytes, f + sp.free_bytes)))
+}
+
 /// `oss.*` CGI for the space of all registered filesystems.
 async fn space(s: &Session, _p: &[u8]) -> Result<Vec<u8>, XrdError> {
-    let spaces = s.core()?.spaces();
-    let (mut total, mut free) = (0u64, 0u64);
-    for sp in &spaces {
-        total += sp.total_bytes;
-        free += sp.free_bytes;
-    }
+    let (total, free) = space_totals(s)?;
     let mut b = format!(
         "oss.cgroup=default&oss.space={total}&oss.free={free}&oss.maxf={free}&oss.used={}&oss.quota=-1",
         total.saturating_sub(free)

@@ -34,11 +34,7 @@ pub async fn stat(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError
 /// and the same for staging space (none). The namespace is one node to the
 /// client, whatever the path: the space of every registered filesystem.
 fn vfs(s: &Session) -> Result<Vec<u8>, XrdError> {
-    let (mut total, mut free) = (0u64, 0u64);
-    for sp in s.core()?.spaces() {
-        total += sp.total_bytes;
-        free += sp.free_bytes;
-    }
+    let (total, free) = super::query::space_totals(s)?;
     let used_pct = (u128::from(total.saturating_sub(free)) * 100)
         .checked_div(u128::from(total))
         .unwrap_or(0);
