@@ -18,8 +18,10 @@ pub struct StripeHeader {
 }
 
 impl StripeHeader {
-    pub fn encode(&self) -> Vec<u8> {
-        let mut h = vec![0u8; HEADER_LEN];
+    /// The header block (on the stack: a heap block of this size cost
+    /// more than the rest of the encoding).
+    pub fn encode(&self) -> [u8; HEADER_LEN] {
+        let mut h = [0u8; HEADER_LEN];
         h[0..8].copy_from_slice(MAGIC);
         h[8..10].copy_from_slice(&VERSION.to_le_bytes());
         h[10] = self.layout.kind.code();

@@ -15,6 +15,7 @@ mod fs;
 mod keys;
 mod quota;
 mod read;
+mod readcache;
 mod records;
 mod recount;
 mod store;

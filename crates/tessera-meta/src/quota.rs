@@ -12,7 +12,7 @@
 
 use crate::error::MetaError;
 use crate::keys::*;
-use crate::read::{self, DbGet};
+use crate::read;
 use crate::records::*;
 use crate::store::{MetaStore, WriterState, ROOT_INO};
 use crate::txn::{Cf, Txn};
@@ -300,7 +300,7 @@ pub(crate) fn subtree_usage(
     dir: u64,
     cap: u64,
 ) -> Result<OwnerUsage, MetaError> {
-    let g = DbGet(&store.db);
+    let g = store.reader();
     let mut out = OwnerUsage::new();
     let mut stack = vec![dir];
     let mut seen = 0u64;
@@ -511,7 +511,7 @@ impl MetaStore {
                 .push((t, decode_quota(&v)?));
         }
         let reserved = self.lock().reserved.clone();
-        let g = DbGet(&self.db);
+        let g = self.reader();
         let mut out = Vec::new();
         for (node, recs) in by_node {
             let path = read::path_of(&g, node)?;
@@ -539,7 +539,7 @@ impl MetaStore {
         uid: u32,
         gid: u32,
     ) -> Result<QuotaNodeReport, MetaError> {
-        let g = DbGet(&self.db);
+        let g = self.reader();
         let i = read::resolve(&g, path)?;
         let dir = if i.is_dir() { i.ino } else { i.parent };
         let node = node_of_dir(&g, dir)?;

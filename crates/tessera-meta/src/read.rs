@@ -3,6 +3,7 @@
 
 use crate::error::MetaError;
 use crate::keys::*;
+use crate::readcache::{Kind, ReadCache};
 use crate::records::*;
 use crate::store::{MetaStore, NsStats, ROOT_INO};
 use crate::txn::{Cf, Txn};
@@ -15,12 +16,30 @@ pub(crate) trait Get {
     fn db(&self) -> &DB;
 }
 
-pub(crate) struct DbGet<'a>(pub &'a DB);
+/// Committed state, through the reader cache (inode and directory-entry
+/// records) when one is given.
+pub(crate) struct DbGet<'a>(pub &'a DB, pub Option<&'a ReadCache>);
 
 impl Get for DbGet<'_> {
     fn get_raw(&self, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>, MetaError> {
-        let h = self.0.cf_handle(cf.name()).expect("cf exists");
-        Ok(self.0.get_cf(h, key)?)
+        let h = || self.0.cf_handle(cf.name()).expect("cf exists");
+        let kind = match cf {
+            Cf::Inode => Some(Kind::Inode),
+            Cf::Dentry => Some(Kind::Dentry),
+            _ => None,
+        };
+        let (Some(cache), Some(kind)) = (self.1, kind) else {
+            return Ok(self.0.get_cf(h(), key)?);
+        };
+        if let Some(v) = cache.get(kind, key) {
+            return Ok(Some(v));
+        }
+        let seq = cache.seq();
+        let v = self.0.get_cf(h(), key)?;
+        if let Some(v) = &v {
+            cache.fill(seq, kind, key, v);
+        }
+        Ok(v)
     }
     fn db(&self) -> &DB {
         self.0
@@ -198,25 +217,26 @@ impl MetaStore {
     /// Reader-side resolution, with directory lookups served from the
     /// directory cache when it can.
     pub(crate) fn resolve_read(&self, path: &NsPath) -> Result<Inode, MetaError> {
-        resolve_with(&DbGet(&self.db), path, Some(&self.dircache))
+        resolve_with(&self.reader(), path, Some(&self.dircache))
     }
 
     pub fn stat(&self, path: &NsPath) -> Result<Inode, MetaError> {
         self.resolve_read(path)
     }
 
-    /// `stat` without the directory cache (tests compare the two).
+    /// `stat` straight from RocksDB, without the directory and reader
+    /// caches (tests compare the two).
     #[doc(hidden)]
     pub fn stat_uncached(&self, path: &NsPath) -> Result<Inode, MetaError> {
-        resolve(&DbGet(&self.db), path)
+        resolve(&DbGet(&self.db, None), path)
     }
 
     pub fn stat_ino(&self, ino: u64) -> Result<Inode, MetaError> {
-        inode(&DbGet(&self.db), ino)?.ok_or_else(|| MetaError::NotFound(format!("inode {ino}")))
+        inode(&self.reader(), ino)?.ok_or_else(|| MetaError::NotFound(format!("inode {ino}")))
     }
 
     pub fn path_of(&self, ino: u64) -> Result<NsPath, MetaError> {
-        path_of(&DbGet(&self.db), ino)
+        path_of(&self.reader(), ino)
     }
 
     /// One page of a directory listing: up to `limit` entries after `after`
@@ -231,11 +251,11 @@ impl MetaStore {
         if !dir.is_dir() {
             return Err(MetaError::NotADirectory(path.display()));
         }
-        list_children(&DbGet(&self.db), dir.ino, after, limit.max(1))
+        list_children(&self.reader(), dir.ino, after, limit.max(1))
     }
 
     pub fn xattr_get(&self, path: &NsPath, name: &[u8]) -> Result<Vec<u8>, MetaError> {
-        let g = DbGet(&self.db);
+        let g = self.reader();
         let i = self.resolve_read(path)?;
         match g.get_raw(Cf::Xattr, &xattr_key(i.ino, name))? {
             Some(raw) => decode_xattr(&raw),

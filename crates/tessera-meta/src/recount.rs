@@ -5,7 +5,7 @@
 use crate::error::MetaError;
 use crate::keys::*;
 use crate::quota::{describe, QuotaTarget};
-use crate::read::{self, DbGet};
+use crate::read;
 use crate::records::*;
 use crate::store::{MetaStore, ROOT_INO};
 use std::collections::{BTreeMap, HashSet};
@@ -37,7 +37,7 @@ impl MetaStore {
     /// writer lock for the duration so the picture is consistent.
     pub fn check(&self) -> Result<CheckReport, MetaError> {
         let _st = self.lock();
-        let g = DbGet(&self.db);
+        let g = self.reader();
         let mut rep = CheckReport::default();
         let mut expected: BTreeMap<(u64, QuotaTarget), QuotaUsage> = BTreeMap::new();
         let mut seen: HashSet<u64> = HashSet::new();

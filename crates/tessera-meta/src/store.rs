@@ -4,6 +4,7 @@ use crate::dircache::DirCache;
 use crate::error::MetaError;
 use crate::keys::*;
 use crate::quota::{QuotaTarget, Reservation};
+use crate::readcache::ReadCache;
 use crate::records::*;
 use crate::txn::{Txn, WriterCache};
 use rocksdb::{ColumnFamilyDescriptor, Options, WriteOptions, DB};
@@ -81,6 +82,7 @@ pub struct MetaStore {
     pub(crate) opts: MetaOptions,
     cache: Mutex<WriterCache>,
     pub(crate) dircache: DirCache,
+    pub(crate) readcache: ReadCache,
     synced_seq: Mutex<u64>,
     /// The inode ceiling as last written to `META_NEXT_INO`.
     persisted_ceiling: AtomicU64,
@@ -187,6 +189,7 @@ impl MetaStore {
             opts,
             cache: Mutex::new(WriterCache::default()),
             dircache: DirCache::new(),
+            readcache: ReadCache::new(),
             synced_seq: Mutex::new(0),
             persisted_ceiling: AtomicU64::new(next_ino),
         })
@@ -199,7 +202,12 @@ impl MetaStore {
     }
 
     pub(crate) fn txn(&self) -> Txn<'_> {
-        Txn::new(&self.db, &self.cache)
+        Txn::new(&self.db, &self.cache, &self.readcache)
+    }
+
+    /// Point reads of committed state, through the reader cache.
+    pub(crate) fn reader(&self) -> crate::read::DbGet<'_> {
+        crate::read::DbGet(&self.db, Some(&self.readcache))
     }
 
     /// Apply a transaction atomically, then wait for durability (outside the

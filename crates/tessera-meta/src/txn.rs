@@ -4,6 +4,7 @@
 
 use crate::error::MetaError;
 use crate::keys::*;
+use crate::readcache::{Kind, ReadCache};
 use crate::records::*;
 use rocksdb::{WriteBatch, DB};
 use std::collections::HashMap;
@@ -85,6 +86,7 @@ impl WriterCache {
 pub(crate) struct Txn<'a> {
     db: &'a DB,
     cache: &'a Mutex<WriterCache>,
+    reads: &'a ReadCache,
     batch: WriteBatch,
     /// Writes of this transaction, newest last. Transactions touch a few
     /// dozen keys at most, so a scan beats hashing (no key allocation).
@@ -94,10 +96,11 @@ pub(crate) struct Txn<'a> {
 }
 
 impl<'a> Txn<'a> {
-    pub fn new(db: &'a DB, cache: &'a Mutex<WriterCache>) -> Txn<'a> {
+    pub fn new(db: &'a DB, cache: &'a Mutex<WriterCache>, reads: &'a ReadCache) -> Txn<'a> {
         Txn {
             db,
             cache,
+            reads,
             batch: WriteBatch::default(),
             overlay: Vec::new(),
             dirs_changed: false,
@@ -112,18 +115,32 @@ impl<'a> Txn<'a> {
         self.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Write the batch atomically; on success, teach the writer cache.
+    /// Write the batch atomically; on success, teach the writer cache. The
+    /// reader cache forgets every inode and directory entry the batch
+    /// touches (see `ReadCache`); `extra` must not write those two column
+    /// families.
     pub fn write(self, extra: impl FnOnce(&mut WriteBatch)) -> Result<(), MetaError> {
         let Txn {
             db,
             cache,
+            reads,
             mut batch,
             overlay,
             ..
         } = self;
         extra(&mut batch);
+        let touched = || {
+            overlay.iter().filter_map(|(cf, k, _)| match cf {
+                Cf::Inode => Some((Kind::Inode, k.as_slice())),
+                Cf::Dentry => Some((Kind::Dentry, k.as_slice())),
+                _ => None,
+            })
+        };
         let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
-        match db.write_opt(batch, &rocksdb::WriteOptions::default()) {
+        reads.begin_write(touched());
+        let res = db.write_opt(batch, &rocksdb::WriteOptions::default());
+        reads.end_write(touched(), res.is_ok());
+        match res {
             Ok(()) => {
                 for (cf, k, v) in &overlay {
                     c.set(*cf, k, v.as_ref());

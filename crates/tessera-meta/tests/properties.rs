@@ -167,12 +167,12 @@ proptest! {
                     }
                 }
             }
-            // The reader-side directory cache never serves a stale entry.
+            // The reader-side caches never serve a stale entry.
             for a in 0..2u8 { for b in 0..2u8 { for c in 0..2u8 {
                 for idx in [vec![a], vec![a, b], vec![a, b, c]] {
                     let path = path_of(&idx);
-                    let cached = m.stat(&path).map(|i| i.ino).map_err(|e| e.kind());
-                    let fresh = m.stat_uncached(&path).map(|i| i.ino).map_err(|e| e.kind());
+                    let cached = m.stat(&path).map_err(|e| e.kind());
+                    let fresh = m.stat_uncached(&path).map_err(|e| e.kind());
                     prop_assert_eq!(cached, fresh, "after {:?} at {}", op, path);
                 }
             }}}
@@ -253,4 +253,43 @@ fn racing_writers_never_exceed_a_quota() {
     assert_eq!(u.used_bytes, SIZE * LIMIT_FILES);
     assert_eq!((u.reserved_bytes, u.reserved_inodes), (0, 0));
     assert!(m.check().expect("check").is_clean());
+}
+
+#[test]
+fn readers_racing_a_writer_never_go_back_in_time() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let m = Arc::new(MetaStore::open(dir.path(), opts()).expect("open"));
+    let root = Identity::root("race");
+    let f = NsPath::parse("/f").expect("valid");
+    m.create(&f, &root, 0o644).expect("create");
+    const ROUNDS: i64 = 3000;
+    let set = |t: i64| SetAttr {
+        mtime_ns: Some(t),
+        ..Default::default()
+    };
+    m.setattr(&f, &root, set(0)).expect("setattr");
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let (m, f, done) = (Arc::clone(&m), f.clone(), Arc::clone(&done));
+            std::thread::spawn(move || {
+                let mut last = 0;
+                while !done.load(std::sync::atomic::Ordering::Acquire) {
+                    let t = m.stat(&f).expect("stat").mtime_ns;
+                    assert!(t >= last, "went back from {last} to {t}");
+                    last = t;
+                }
+            })
+        })
+        .collect();
+    for t in 1..=ROUNDS {
+        m.setattr(&f, &root, set(t)).expect("setattr");
+        // A committed change is what every later read sees.
+        assert_eq!(m.stat(&f).expect("stat").mtime_ns, t);
+    }
+    done.store(true, std::sync::atomic::Ordering::Release);
+    for r in readers {
+        r.join().expect("reader");
+    }
+    assert_eq!(m.stat(&f).expect("stat").mtime_ns, ROUNDS);
 }

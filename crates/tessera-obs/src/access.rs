@@ -194,38 +194,63 @@ impl Shared {
 }
 
 impl AccessRecord<'_> {
-    /// The JSON line (keys in a fixed, sorted order), built directly: this
-    /// runs once per request.
+    /// The JSON line (keys in a fixed, sorted order), built directly
+    /// (numbers through `itoa`, times with microsecond precision): this runs
+    /// once per request.
     pub fn to_json(&self, ts: f64) -> String {
-        use std::fmt::Write as _;
         let mut s = String::with_capacity(192 + self.path.len());
-        let _ = write!(
-            s,
-            "{{\"duration_s\":{},\"errno\":{},\"op\":",
-            self.duration_s, self.errno
-        );
+        let mut b = itoa::Buffer::new();
+        s.push_str("{\"duration_s\":");
+        micros(&mut s, self.duration_s);
+        s.push_str(",\"errno\":");
+        s.push_str(b.format(self.errno));
+        s.push_str(",\"op\":");
         json_str(&mut s, self.op);
         s.push_str(",\"path\":");
         json_str(&mut s, self.path);
-        let _ = write!(
-            s,
-            ",\"rgid\":{},\"ruid\":{},\"sec.name\":",
-            self.rgid, self.ruid
-        );
+        s.push_str(",\"rgid\":");
+        s.push_str(b.format(self.rgid));
+        s.push_str(",\"ruid\":");
+        s.push_str(b.format(self.ruid));
+        s.push_str(",\"sec.name\":");
         json_str(&mut s, self.name);
         s.push_str(",\"sec.prot\":");
         json_str(&mut s, self.protocol);
         s.push_str(",\"status\":");
         json_str(&mut s, self.status);
-        let _ = writeln!(s, ",\"ts\":{ts}}}");
+        s.push_str(",\"ts\":");
+        micros(&mut s, ts);
+        s.push_str("}\n");
         s
     }
+}
+
+/// Append seconds `x` (not negative) as a JSON number with six decimals.
+fn micros(s: &mut String, x: f64) {
+    let us = if x.is_finite() && x > 0.0 {
+        (x * 1e6).round() as u64
+    } else {
+        0
+    };
+    let mut b = itoa::Buffer::new();
+    s.push_str(b.format(us / 1_000_000));
+    s.push('.');
+    let frac = b.format(us % 1_000_000);
+    for _ in frac.len()..6 {
+        s.push('0');
+    }
+    s.push_str(frac);
 }
 
 /// Append `v` as a JSON string literal.
 fn json_str(s: &mut String, v: &str) {
     use std::fmt::Write as _;
     s.push('"');
+    if !v.bytes().any(|c| c < 0x20 || c == b'"' || c == b'\\') {
+        s.push_str(v);
+        s.push('"');
+        return;
+    }
     for c in v.chars() {
         match c {
             '"' => s.push_str("\\\""),
@@ -270,6 +295,24 @@ mod json_tests {
         assert_eq!(v["duration_s"], 0.000012);
         assert_eq!(v["ts"], 1795995402.25);
         assert_eq!(v["op"], "stat");
+    }
+
+    #[test]
+    fn times_have_microsecond_precision() {
+        let mut s = String::new();
+        for (x, want) in [
+            (0.0, "0.000000"),
+            (1.5, "1.500000"),
+            (0.0000004, "0.000000"),
+            (0.0000006, "0.000001"),
+            (12.3456789, "12.345679"),
+            (-1.0, "0.000000"),
+            (f64::NAN, "0.000000"),
+        ] {
+            s.clear();
+            micros(&mut s, x);
+            assert_eq!(s, want, "{x}");
+        }
     }
 
     /// A successful stat of `path` by uid 0.

@@ -99,15 +99,15 @@ pub fn register(
 ) -> Result<([u8; 4], String), XrdError> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
+        .map(|d| d.as_secs() as i64)
         .unwrap_or(0);
-    let stat = format!(
-        "{} 0 {} {now} {now} {now} {:04o} {} {}",
+    let stat = crate::statfmt::fields(
         ws.fid(),
+        0,
         crate::proto::sflags::READABLE | crate::proto::sflags::WRITABLE,
-        mode & 0o7777,
-        who.0,
-        who.1
+        [now; 3],
+        mode,
+        who,
     );
     let path = ws.path().clone();
     let ops = spawn_writer(ws, out.clone());
