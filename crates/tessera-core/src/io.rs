@@ -3,7 +3,8 @@
 //! (disk and CephFS I/O); async front-ends call them from `spawn_blocking`.
 
 use crate::fs::Filesystems;
-use crate::{Core, CoreError};
+use crate::{Core, CoreError, SessionLog};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tessera_backend::{Backend, StripeName};
 use tessera_data::{FileReader, FileWriter, Layout, Placement, ReadData, ReadEvent};
@@ -112,11 +113,18 @@ pub struct WriteSession {
     reserved: u64,
     writer: Option<FileWriter>,
     path: NsPath,
+    /// Where the close is logged (`close_write`).
+    log: Option<SessionLog>,
 }
 
 impl WriteSession {
     pub fn path(&self) -> &NsPath {
         &self.path
+    }
+
+    /// Log this session's close (or abort) there.
+    pub fn set_log(&mut self, log: SessionLog) {
+        self.log = Some(log);
     }
 
     /// The file id the file will have.
@@ -171,6 +179,16 @@ impl WriteSession {
     /// does not match aborts the write instead (nothing visible; a file
     /// being replaced stays as it was).
     pub fn close_expecting(mut self, want: Expect) -> Result<Inode, CoreError> {
+        let log = self.log.take();
+        let bytes = self.written();
+        let r = self.close_inner(want);
+        if let Some(l) = log {
+            l.closed("close_write", bytes, &r);
+        }
+        r
+    }
+
+    fn close_inner(&mut self, want: Expect) -> Result<Inode, CoreError> {
         let w = self
             .writer
             .take()
@@ -223,8 +241,12 @@ impl WriteSession {
 
     fn abort_inner(&mut self) {
         if let Some(w) = self.writer.take() {
+            let bytes = w.size();
             w.abort();
             self.ledger.abort(self.plan.resv_id);
+            if let Some(l) = self.log.take() {
+                l.aborted("close_write", bytes);
+            }
         }
     }
 }
@@ -242,12 +264,19 @@ pub struct ReadSession {
     /// Where damaged stripes are reported (fsck's `read_errors_n`).
     damage: Option<Arc<dyn Ledger>>,
     fsids: Vec<u32>,
+    /// Where the close is logged (`close_read`), with the bytes read.
+    log: Option<SessionLog>,
+    read_bytes: AtomicU64,
 }
 
 impl Drop for ReadSession {
     /// Report the stripes reads found damaged, one entry per stripe (the
     /// first thing that went wrong with it).
     fn drop(&mut self) {
+        if let Some(l) = self.log.take() {
+            let ok: Result<(), CoreError> = Ok(());
+            l.closed("close_read", *self.read_bytes.get_mut(), &ok);
+        }
         let Some(r) = &self.reader else { return };
         let mut per: Vec<(u8, u32, String)> = Vec::new();
         for e in r.events() {
@@ -282,10 +311,23 @@ impl ReadSession {
         self.inode.size
     }
 
+    /// Log this session's close there (with the bytes it read).
+    pub fn set_log(&mut self, log: SessionLog) {
+        self.log = Some(log);
+    }
+
+    fn count(&self, n: usize) {
+        self.read_bytes.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
     /// Read up to `buf.len()` bytes at `offset`; short only at end of file.
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, CoreError> {
         match &self.reader {
-            Some(r) => Ok(r.read_at(offset, buf)?),
+            Some(r) => {
+                let n = r.read_at(offset, buf)?;
+                self.count(n);
+                Ok(n)
+            }
             None => Ok(0),
         }
     }
@@ -294,7 +336,11 @@ impl ReadSession {
     /// stripe buffers (hand `slices()` to a vectored write).
     pub fn read(&self, offset: u64, len: usize) -> Result<Option<ReadData>, CoreError> {
         match &self.reader {
-            Some(r) => Ok(Some(r.read(offset, len)?)),
+            Some(r) => {
+                let d = r.read(offset, len)?;
+                self.count(d.len());
+                Ok(Some(d))
+            }
             None => Ok(None),
         }
     }
@@ -378,6 +424,7 @@ impl DataPath {
             plan,
             writer: Some(writer),
             path,
+            log: None,
         })
     }
 
@@ -398,6 +445,8 @@ impl DataPath {
             reader,
             damage: self.damage.clone(),
             fsids,
+            log: None,
+            read_bytes: AtomicU64::new(0),
         })
     }
 }
@@ -488,21 +537,27 @@ impl Core {
         size_hint: u64,
     ) -> Result<WriteSession, CoreError> {
         let start = std::time::Instant::now();
-        let r = self
+        let mut r = self
             .plan_write(who, path, mode, overwrite, size_hint)
             .and_then(|plan| {
                 self.data()
                     .start_write(plan, self.ledger(), path.clone(), size_hint)
             });
         self.finish("open_write", who, &path.display(), start, &r);
+        if let Ok(ws) = &mut r {
+            ws.set_log(self.session_log(who, path, start));
+        }
         r
     }
 
     /// Open a file for reading (blocking).
     pub fn open_read(&self, who: &Identity, path: &NsPath) -> Result<ReadSession, CoreError> {
         let start = std::time::Instant::now();
-        let r = self.open_read_inner(who, path);
+        let mut r = self.open_read_inner(who, path);
         self.finish("open_read", who, &path.display(), start, &r);
+        if let Ok(rs) = &mut r {
+            rs.set_log(self.session_log(who, path, start));
+        }
         r
     }
 

@@ -12,12 +12,14 @@ mod fsck;
 mod io;
 mod scopes;
 mod service;
+mod sessionlog;
 
 pub use error::CoreError;
 pub use fs::{FsChange, FsView, SpaceView};
 pub use fsck::{DrainReport, FileIssue, FsckReport, Orphan, RepairReport};
 pub use io::{DataPath, Expect, Ledger, ReadSession, WritePlan, WriteSession, DEFAULT_SPACE};
 pub use service::{Core, RemoveReport};
+pub use sessionlog::SessionLog;
 pub use tessera_data::StripeState;
 pub use tessera_data::{BufPool, Layout, Placement, ReadData, ReadEvent};
 pub use tessera_meta::{may, FsConfigStatus, FsRecord};

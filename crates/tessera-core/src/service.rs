@@ -84,6 +84,22 @@ impl Core {
         res
     }
 
+    /// The close logger of a session `who` opened on `path` at `opened`.
+    pub(crate) fn session_log(
+        &self,
+        who: &Identity,
+        path: &NsPath,
+        opened: Instant,
+    ) -> crate::SessionLog {
+        crate::SessionLog::new(
+            Arc::clone(&self.metrics),
+            Arc::clone(&self.access),
+            who,
+            path,
+            opened,
+        )
+    }
+
     pub(crate) fn finish<T>(
         &self,
         op: &'static str,
@@ -108,6 +124,7 @@ impl Core {
             status,
             errno,
             duration_s: secs,
+            bytes: 0,
         });
     }
 

@@ -295,3 +295,67 @@ async fn placement_needs_enough_failure_domains() {
         ("default", 6, 5)
     );
 }
+
+/// Every opened file's close is one access line with the bytes it moved:
+/// a committed write, an abandoned one, and a read.
+#[tokio::test]
+async fn closes_are_logged_with_their_bytes() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let log_path = dir.path().join("access.log");
+    let access = std::sync::Arc::new(tessera_obs::AccessLog::to_file(&log_path).expect("log"));
+    let c = common::core_logging(
+        dir.path(),
+        tessera_meta::Durability::Buffered,
+        0o777,
+        std::sync::Arc::clone(&access),
+    );
+    common::add_folders(&c, dir.path(), 6).await;
+    let root = Identity::root("test");
+    let body = bytes(300_000, 5);
+    put(&c, &root, "/logged", &body).expect("put");
+    let mut w = c
+        .open_write(&root, &p("/abandoned"), 0o644, false, 0)
+        .expect("open");
+    w.write(&body[..1234]).expect("write");
+    drop(w);
+    let r = c.open_read(&root, &p("/logged")).expect("open");
+    let mut buf = vec![0u8; 1000];
+    assert_eq!(r.read_at(0, &mut buf).expect("read"), 1000);
+    assert_eq!(r.read_at(299_500, &mut buf).expect("read"), 500);
+    drop(r);
+    access.flush();
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log_path)
+        .expect("log")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let closes: Vec<(&str, &str, &str, u64)> = lines
+        .iter()
+        .filter(|v| v["op"].as_str().is_some_and(|o| o.starts_with("close_")))
+        .map(|v| {
+            (
+                v["op"].as_str().unwrap(),
+                v["path"].as_str().unwrap(),
+                v["status"].as_str().unwrap(),
+                v["bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        closes,
+        vec![
+            ("close_write", "/logged", "ok", 300_000),
+            ("close_write", "/abandoned", "aborted", 1234),
+            ("close_read", "/logged", "ok", 1500),
+        ]
+    );
+    let m = c.metrics().encode();
+    assert!(
+        m.contains("tessera_written_bytes_total{protocol=\"test\"} 301234"),
+        "{m}"
+    );
+    assert!(
+        m.contains("tessera_read_bytes_total{protocol=\"test\"} 1500"),
+        "{m}"
+    );
+}

@@ -17,6 +17,8 @@ pub struct AccessRecord<'a> {
     pub status: &'a str,
     pub errno: i32,
     pub duration_s: f64,
+    /// Bytes a closed read or write session moved (0 for other operations).
+    pub bytes: u64,
 }
 
 /// Where access lines go: a file (written by a thread of its own), a
@@ -200,7 +202,9 @@ impl AccessRecord<'_> {
     pub fn to_json(&self, ts: f64) -> String {
         let mut s = String::with_capacity(192 + self.path.len());
         let mut b = itoa::Buffer::new();
-        s.push_str("{\"duration_s\":");
+        s.push_str("{\"bytes\":");
+        s.push_str(b.format(self.bytes));
+        s.push_str(",\"duration_s\":");
         micros(&mut s, self.duration_s);
         s.push_str(",\"errno\":");
         s.push_str(b.format(self.errno));
@@ -283,6 +287,7 @@ mod json_tests {
             status: "ok",
             errno: 0,
             duration_s: 0.000012,
+            bytes: 4096,
         };
         let line = r.to_json(1795995402.25);
         assert!(line.ends_with('\n') && line.matches('\n').count() == 1);
@@ -295,6 +300,7 @@ mod json_tests {
         assert_eq!(v["duration_s"], 0.000012);
         assert_eq!(v["ts"], 1795995402.25);
         assert_eq!(v["op"], "stat");
+        assert_eq!(v["bytes"], 4096);
     }
 
     #[test]
@@ -327,6 +333,7 @@ mod json_tests {
             status: "ok",
             errno: 0,
             duration_s: 0.0,
+            bytes: 0,
         }
     }
 

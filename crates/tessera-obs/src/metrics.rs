@@ -50,6 +50,11 @@ pub struct OpLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ProtocolLabels {
+    pub protocol: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct QuotaLabels {
     pub node: String,
 }
@@ -61,6 +66,10 @@ pub struct Metrics {
     handles: RwLock<Handles>,
     pub requests: Family<ResultLabels, Counter>,
     pub duration: Family<OpLabels, Histogram>,
+    /// File bytes sent to clients by closed read sessions.
+    pub read_bytes: Family<ProtocolLabels, Counter>,
+    /// File bytes of closed write sessions (committed or not).
+    pub written_bytes: Family<ProtocolLabels, Counter>,
     pub namespace_inodes: Gauge<u64, AtomicU64>,
     pub namespace_bytes: Gauge<u64, AtomicU64>,
     pub quota_nodes: Gauge<u64, AtomicU64>,
@@ -88,6 +97,20 @@ impl Metrics {
             "Request latency by protocol and operation",
             prometheus_client::registry::Unit::Seconds,
             duration.clone(),
+        );
+        let read_bytes = Family::<ProtocolLabels, Counter>::default();
+        r.register_with_unit(
+            "read",
+            "File bytes read, counted when a read session closes",
+            prometheus_client::registry::Unit::Bytes,
+            read_bytes.clone(),
+        );
+        let written_bytes = Family::<ProtocolLabels, Counter>::default();
+        r.register_with_unit(
+            "written",
+            "File bytes written, counted when a write session closes",
+            prometheus_client::registry::Unit::Bytes,
+            written_bytes.clone(),
         );
         let namespace_inodes = Gauge::<u64, AtomicU64>::default();
         r.register(
@@ -149,6 +172,8 @@ impl Metrics {
             handles: RwLock::default(),
             requests,
             duration,
+            read_bytes,
+            written_bytes,
             namespace_inodes,
             namespace_bytes,
             quota_nodes,
@@ -211,6 +236,19 @@ impl Metrics {
         hist.observe(seconds);
     }
 
+    /// Count the bytes of a closed read (`written` false) or write session.
+    pub fn transferred(&self, protocol: &str, written: bool, bytes: u64) {
+        let f = if written {
+            &self.written_bytes
+        } else {
+            &self.read_bytes
+        };
+        f.get_or_create(&ProtocolLabels {
+            protocol: protocol.to_string(),
+        })
+        .inc_by(bytes);
+    }
+
     /// OpenMetrics text exposition.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -250,5 +288,11 @@ mod tests {
         assert!(count_line(&text, "protocol=\"https\",op=\"stat\",code=\"ok\"").ends_with(" 1"));
         assert!(text
             .contains("tessera_request_duration_seconds_count{protocol=\"xroot\",op=\"stat\"} 3"));
+        m.transferred("xroot", true, 100);
+        m.transferred("xroot", true, 20);
+        m.transferred("xroot", false, 7);
+        let text = m.encode();
+        assert!(text.contains("tessera_written_bytes_total{protocol=\"xroot\"} 120"));
+        assert!(text.contains("tessera_read_bytes_total{protocol=\"xroot\"} 7"));
     }
 }

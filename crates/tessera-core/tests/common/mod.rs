@@ -29,6 +29,16 @@ pub fn core_at(
     durability: tessera_meta::Durability,
     root_mode: u32,
 ) -> Core {
+    core_logging(dir, durability, root_mode, Arc::new(AccessLog::disabled()))
+}
+
+/// As [`core_at`], with its access lines going to `access`.
+pub fn core_logging(
+    dir: &std::path::Path,
+    durability: tessera_meta::Durability,
+    root_mode: u32,
+    access: Arc<AccessLog>,
+) -> Core {
     let meta = Arc::new(
         MetaStore::open(
             &dir.join("meta"),
@@ -40,12 +50,7 @@ pub fn core_at(
         )
         .expect("open"),
     );
-    Core::new(
-        meta,
-        Arc::new(Metrics::new("test")),
-        Arc::new(AccessLog::disabled()),
-    )
-    .expect("core")
+    Core::new(meta, Arc::new(Metrics::new("test")), access).expect("core")
 }
 
 /// Register folder `path` as a read-write filesystem in `domain`.

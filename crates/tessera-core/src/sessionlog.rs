@@ -1,0 +1,81 @@
+//! The close of a read or write session, as the access log and metrics see
+//! it: one line per opened file when it is closed (`close_read`,
+//! `close_write`), with the bytes it moved and how long it was open, as
+//! EOS's report log and XRootD's file monitoring record a close.
+
+use crate::CoreError;
+use std::sync::Arc;
+use std::time::Instant;
+use tessera_obs::{AccessLog, AccessRecord, Metrics};
+use tessera_types::{Identity, NsPath};
+
+/// Status of a write dropped without `close` (the client went away).
+pub const ABORTED: &str = "aborted";
+/// errno logged with [`ABORTED`] (ECANCELED).
+const ECANCELED: i32 = 125;
+
+pub struct SessionLog {
+    metrics: Arc<Metrics>,
+    access: Arc<AccessLog>,
+    protocol: &'static str,
+    uid: u32,
+    gid: u32,
+    name: String,
+    path: String,
+    opened: Instant,
+}
+
+impl SessionLog {
+    /// A session `who` opened on `path` at `opened`.
+    pub fn new(
+        metrics: Arc<Metrics>,
+        access: Arc<AccessLog>,
+        who: &Identity,
+        path: &NsPath,
+        opened: Instant,
+    ) -> SessionLog {
+        SessionLog {
+            metrics,
+            access,
+            protocol: who.protocol,
+            uid: who.uid,
+            gid: who.gid,
+            name: who.name.clone(),
+            path: path.display(),
+            opened,
+        }
+    }
+
+    /// The session ended with `res` after moving `bytes`.
+    pub(crate) fn closed<T>(&self, op: &'static str, bytes: u64, res: &Result<T, CoreError>) {
+        let (status, errno) = match res {
+            Ok(_) => ("ok", 0),
+            Err(e) => (e.kind().as_str(), e.kind().errno()),
+        };
+        self.record(op, bytes, status, errno);
+    }
+
+    /// A write given up before its close.
+    pub(crate) fn aborted(&self, op: &'static str, bytes: u64) {
+        self.record(op, bytes, ABORTED, ECANCELED);
+    }
+
+    fn record(&self, op: &'static str, bytes: u64, status: &'static str, errno: i32) {
+        let secs = self.opened.elapsed().as_secs_f64();
+        self.metrics.observe(self.protocol, op, status, secs);
+        self.metrics
+            .transferred(self.protocol, op == "close_write", bytes);
+        self.access.record(&AccessRecord {
+            protocol: self.protocol,
+            op,
+            path: &self.path,
+            ruid: self.uid,
+            rgid: self.gid,
+            name: &self.name,
+            status,
+            errno,
+            duration_s: secs,
+            bytes,
+        });
+    }
+}
