@@ -194,6 +194,11 @@ impl Filesystems {
     }
 
     /// The backend of filesystem `id`, unless it is unknown, off or broken.
+    /// How many filesystems are known.
+    pub fn count(&self) -> usize {
+        self.read().len()
+    }
+
     pub fn backend(&self, id: u32) -> Option<Arc<dyn Backend>> {
         let m = self.read();
         let o = m.get(&id)?;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use tessera_backend::{Backend, StripeName};
 use tessera_data::{FileReader, FileWriter, Layout, Placement, ReadData, ReadEvent};
 use tessera_meta::{Checksum, CommitWrite, Inode, MetaStore};
+use tessera_obs::{AccessLog, Metrics};
 use tessera_types::{Identity, NsPath};
 
 /// How much quota a write reserves at a time beyond what it has written.
@@ -362,6 +363,8 @@ pub struct DataPath {
     read_pool: Arc<tessera_data::BufPool>,
     /// Where reads report damaged stripes (`None`: only logged).
     damage: Option<Arc<dyn Ledger>>,
+    /// A gateway's metrics and access log, for the sessions it opens.
+    obs: Option<(Arc<Metrics>, Arc<AccessLog>)>,
 }
 
 impl DataPath {
@@ -372,7 +375,33 @@ impl DataPath {
             fs: Arc::new(Filesystems::from_records(records)),
             read_pool: tessera_data::BufPool::new(crate::service::READ_POOL_BYTES),
             damage: None,
+            obs: None,
         }
+    }
+
+    /// Log the closes of sessions opened through [`DataPath::session_log`]
+    /// to `access` and count them in `metrics` (a gateway).
+    pub fn observed_by(mut self, metrics: Arc<Metrics>, access: Arc<AccessLog>) -> DataPath {
+        self.obs = Some((metrics, access));
+        self
+    }
+
+    /// The close logger of a session `who` opened on `path` at `opened`,
+    /// when this data path has a log.
+    pub fn session_log(
+        &self,
+        who: &Identity,
+        path: &NsPath,
+        opened: std::time::Instant,
+    ) -> Option<SessionLog> {
+        let (m, a) = self.obs.as_ref()?;
+        Some(SessionLog::new(
+            Arc::clone(m),
+            Arc::clone(a),
+            who,
+            path,
+            opened,
+        ))
     }
 
     /// Report damaged stripes that reads run into to `ledger` (a
@@ -387,6 +416,12 @@ impl DataPath {
     pub fn buffered(mut self) -> DataPath {
         self.durable = false;
         self
+    }
+
+    /// How many filesystems this data path knows (a gateway learns them
+    /// from its metadata service).
+    pub fn filesystems(&self) -> usize {
+        self.fs.count()
     }
 
     /// Take a new filesystem list (added, changed and removed ones).
@@ -523,6 +558,7 @@ impl Core {
             fs: Arc::clone(&self.fs),
             read_pool: Arc::clone(&self.read_pool),
             damage: Some(self.ledger()),
+            obs: None,
         }
     }
 

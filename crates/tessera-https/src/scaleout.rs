@@ -174,6 +174,8 @@ async fn gateway_data(
         return Err(denied(format!("the capability is for {}", cap.path)));
     }
     let writing = req.method() == hyper::Method::PUT;
+    let holder = tessera_types::Identity::user(cap.uid, cap.gid, cap.name.clone(), "https");
+    let log = data.session_log(&holder, &p, std::time::Instant::now());
     let r = match (&cap.access, writing) {
         (Access::Read, false) => {
             let head = req.method() == hyper::Method::HEAD;
@@ -183,8 +185,14 @@ async fn gateway_data(
                 .and_then(|f| f.inode(p.name().map(<[u8]>::to_vec).unwrap_or_default()))
                 .ok_or_else(|| denied("read capability without a file".into()))?;
             let data = data.clone();
-            let (rs, whole) =
-                blocking(move || get::with_small_body(data.open_inode(inode)?)).await?;
+            let (rs, whole) = blocking(move || {
+                let mut rs = data.open_inode(inode)?;
+                if let Some(l) = log {
+                    rs.set_log(l);
+                }
+                get::with_small_body(rs)
+            })
+            .await?;
             get::respond(rs, whole, req.headers(), head)
         }
         (Access::Write, true) => {
@@ -195,7 +203,10 @@ async fn gateway_data(
                 client.ledger(tokio::runtime::Handle::current()),
                 p.clone(),
             );
-            let ws = blocking(move || data.start_write(plan, ledger, p2, hint)).await?;
+            let mut ws = blocking(move || data.start_write(plan, ledger, p2, hint)).await?;
+            if let Some(l) = log {
+                ws.set_log(l);
+            }
             let inode = put::receive(ws, req.into_body(), cfg.body_timeout).await?;
             put::created(&inode, true)
         }

@@ -25,8 +25,12 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
     let client = tessera_cluster::ClusterClient::new(&mgm, &secret)?;
     // Damaged stripes that reads run into go to the metadata service,
     // which keeps them for fsck and repairs them in the background.
+    // Its own counters and access log: the closes of the files it serves.
+    let metrics = Arc::new(tessera_obs::Metrics::new(crate::VERSION));
+    let access = Arc::new(crate::access_log(cfg)?);
     let mut data = tessera_core::DataPath::from_records(Vec::new())
-        .reporting_to(client.ledger(tokio::runtime::Handle::current()));
+        .reporting_to(client.ledger(tokio::runtime::Handle::current()))
+        .observed_by(Arc::clone(&metrics), access);
     if cfg.meta.durability == crate::config::DurabilityCfg::Buffered {
         data = data.buffered();
     }
@@ -71,6 +75,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
         }
         None => None,
     };
+    let data_for_health = data.clone();
     let loops = tessera_cluster::start_gateway_loops(
         client.clone(),
         data.clone(),
@@ -104,9 +109,21 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
         request_stall: cfg.xrootd.request_stall(),
         ..tessera_xrootd::XrootdConfig::default()
     });
+    let metrics_l = TcpListener::bind(cfg.listen.metrics)
+        .await
+        .with_context(|| format!("binding metrics listener {}", cfg.listen.metrics))?;
+    let metrics_addr = metrics_l.local_addr()?;
     let (stop, stop_rx) = watch::channel(false);
     let serve = tokio::spawn(tessera_xrootd::serve(l, None, xcfg, stop_rx.clone()));
-    let mut tasks = vec![serve];
+    let http = tokio::spawn(crate::http::serve(
+        metrics_l,
+        crate::http::Source::Gateway {
+            metrics,
+            data: data_for_health,
+        },
+        stop_rx.clone(),
+    ));
+    let mut tasks = vec![serve, http];
     let (mut https_addr, mut https_stats) = (None, None);
     if let Some((l, local, _, hcfg)) = https {
         https_addr = Some(local);
@@ -123,7 +140,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
     let none = SocketAddr::from(([0, 0, 0, 0], 0));
     Ok(Running {
         admin_addr: none,
-        metrics_addr: none,
+        metrics_addr,
         xrootd_addr: Some(addr),
         https_addr,
         xrootd_stats: Some(stats),

@@ -4,11 +4,27 @@ use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use tessera_core::Core;
+use std::sync::Arc;
+use tessera_core::{Core, DataPath};
+use tessera_obs::Metrics;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-pub async fn serve(listener: TcpListener, core: Core, mut stop: watch::Receiver<bool>) {
+/// What the listener reports on.
+#[derive(Clone)]
+pub enum Source {
+    /// The metadata service (or every role in one process): the namespace
+    /// gauges are refreshed per scrape; ready when the namespace answers.
+    Core(Core),
+    /// A data gateway: its own counters; ready once it knows filesystems
+    /// (from the metadata service).
+    Gateway {
+        metrics: Arc<Metrics>,
+        data: DataPath,
+    },
+}
+
+pub async fn serve(listener: TcpListener, source: Source, mut stop: watch::Receiver<bool>) {
     loop {
         let (stream, _) = tokio::select! {
             r = listener.accept() => match r {
@@ -20,9 +36,9 @@ pub async fn serve(listener: TcpListener, core: Core, mut stop: watch::Receiver<
             },
             _ = stop.changed() => return,
         };
-        let core = core.clone();
+        let source = source.clone();
         tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |req| handle(req, core.clone()));
+            let svc = hyper::service::service_fn(move |req| handle(req, source.clone()));
             let conn = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), svc);
             if let Err(e) = conn.await {
@@ -32,28 +48,41 @@ pub async fn serve(listener: TcpListener, core: Core, mut stop: watch::Receiver<
     }
 }
 
-async fn handle(req: Request<Incoming>, core: Core) -> Result<Response<Full<Bytes>>, hyper::Error> {
-    let (status, ctype, body) = match req.uri().path() {
-        "/metrics" => match core.refresh_gauges().await {
-            Ok(()) => (
-                StatusCode::OK,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                core.metrics().encode(),
-            ),
+async fn handle(
+    req: Request<Incoming>,
+    source: Source,
+) -> Result<Response<Full<Bytes>>, hyper::Error> {
+    const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    let (status, ctype, body) = match (req.uri().path(), &source) {
+        ("/metrics", Source::Core(core)) => match core.refresh_gauges().await {
+            Ok(()) => (StatusCode::OK, OPENMETRICS, core.metrics().encode()),
             Err(e) => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "text/plain",
                 e.to_string(),
             ),
         },
-        "/healthz" => (StatusCode::OK, "text/plain", "ok\n".to_string()),
-        "/readyz" => match core.ns_stats(&tessera_types::Identity::root("http")).await {
-            Ok(_) => (StatusCode::OK, "text/plain", "ready\n".to_string()),
-            Err(e) => (
+        ("/metrics", Source::Gateway { metrics, .. }) => {
+            (StatusCode::OK, OPENMETRICS, metrics.encode())
+        }
+        ("/healthz", _) => (StatusCode::OK, "text/plain", "ok\n".to_string()),
+        ("/readyz", Source::Core(core)) => {
+            match core.ns_stats(&tessera_types::Identity::root("http")).await {
+                Ok(_) => (StatusCode::OK, "text/plain", "ready\n".to_string()),
+                Err(e) => (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "text/plain",
+                    format!("{e}\n"),
+                ),
+            }
+        }
+        ("/readyz", Source::Gateway { data, .. }) => match data.filesystems() {
+            0 => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "text/plain",
-                format!("{e}\n"),
+                "no filesystems known yet\n".to_string(),
             ),
+            _ => (StatusCode::OK, "text/plain", "ready\n".to_string()),
         },
         _ => (
             StatusCode::NOT_FOUND,

@@ -116,6 +116,21 @@ async fn register_dev_filesystems(core: &Core, data_dir: &std::path::Path) -> an
     Ok(())
 }
 
+/// The access log `[log] access` names (default `<data_dir>/logs/access.log`;
+/// `-` standard output, empty none).
+pub(crate) fn access_log(cfg: &Config) -> anyhow::Result<AccessLog> {
+    Ok(match cfg.log.access.as_deref() {
+        Some("") => AccessLog::disabled(),
+        Some("-") => AccessLog::to_writer(Box::new(std::io::stdout())),
+        Some(p) => AccessLog::to_file(std::path::Path::new(p))?,
+        None => {
+            let dir = cfg.data_dir.join("logs");
+            std::fs::create_dir_all(&dir)?;
+            AccessLog::to_file(&dir.join("access.log"))?
+        }
+    })
+}
+
 /// Open the namespace and start every listener of the configured roles.
 pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running> {
     if cfg.role == config::Role::Gateway {
@@ -136,18 +151,8 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         MetaStore::open(&meta_dir, opts)
             .with_context(|| format!("opening namespace in {}", meta_dir.display()))?,
     );
-    let access = match cfg.log.access.as_deref() {
-        Some("") => AccessLog::disabled(),
-        Some("-") => AccessLog::to_writer(Box::new(std::io::stdout())),
-        Some(p) => AccessLog::to_file(std::path::Path::new(p))?,
-        None => {
-            let dir = cfg.data_dir.join("logs");
-            std::fs::create_dir_all(&dir)?;
-            AccessLog::to_file(&dir.join("access.log"))?
-        }
-    };
     let metrics = Arc::new(Metrics::new(VERSION));
-    let core = Core::new(meta, metrics, Arc::new(access))?;
+    let core = Core::new(meta, metrics, Arc::new(access_log(cfg)?))?;
     if cfg.dev_filesystems {
         register_dev_filesystems(&core, &cfg.data_dir).await?;
     }
@@ -235,7 +240,11 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
             tracing::error!("admin API stopped: {e}");
         }
     });
-    let http = tokio::spawn(http::serve(metrics_l, core.clone(), stop_rx.clone()));
+    let http = tokio::spawn(http::serve(
+        metrics_l,
+        http::Source::Core(core.clone()),
+        stop_rx.clone(),
+    ));
     let mut tasks = vec![grpc, http];
     let mut dev_issuer: Option<(String, String)> = None;
     if cfg.fsck.repair_interval_secs > 0 {

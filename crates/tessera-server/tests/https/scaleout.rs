@@ -45,6 +45,7 @@ fn cluster() -> Cluster {
         cfg.listen.https = Some(([127, 0, 0, 1], 0).into());
         cfg.tls.cert = Some(dev.join("server.pem"));
         cfg.tls.key = Some(dev.join("server.key"));
+        cfg.listen.metrics = ([127, 0, 0, 1], 0).into();
         cfg.cluster.secret_file = Some(secret.clone());
         cfg.cluster.mgm = Some(server.admin_addr.to_string());
         cfg.cluster.mgm_xrootd = Some(server.xrootd_addr.expect("xrootd").to_string());

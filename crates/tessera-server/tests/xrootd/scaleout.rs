@@ -12,6 +12,8 @@ const SECRET: &str = "a-cluster-secret-for-tests-only";
 struct Cluster {
     mgm: Env,
     gateways: Vec<tessera_server::Running>,
+    /// Each gateway's data directory (its access log is in `logs/`).
+    gateway_dirs: Vec<std::path::PathBuf>,
 }
 
 fn cluster() -> Cluster {
@@ -30,13 +32,16 @@ fn cluster_with(mgm_change: impl FnOnce(&mut Config)) -> Cluster {
     });
     let server = mgm.server.as_ref().expect("mgm");
     let mut gateways = Vec::new();
+    let mut gateway_dirs = Vec::new();
     for site in ["site-a", "site-b"] {
+        gateway_dirs.push(dir.path().join(site));
         let mut cfg = Config {
             role: Role::Gateway,
             data_dir: dir.path().join(site),
             ..Config::default()
         };
         cfg.listen.xrootd = Some(([127, 0, 0, 1], 0).into());
+        cfg.listen.metrics = ([127, 0, 0, 1], 0).into();
         cfg.cluster.secret_file = Some(secret.clone());
         cfg.cluster.mgm = Some(server.admin_addr.to_string());
         cfg.cluster.mgm_xrootd = Some(server.xrootd_addr.expect("xrootd").to_string());
@@ -50,7 +55,11 @@ fn cluster_with(mgm_change: impl FnOnce(&mut Config)) -> Cluster {
     }
     // Keep the secret's directory for the cluster's lifetime.
     std::mem::forget(dir);
-    Cluster { mgm, gateways }
+    Cluster {
+        mgm,
+        gateways,
+        gateway_dirs,
+    }
 }
 
 impl Drop for Cluster {
@@ -123,6 +132,44 @@ fn xrdcp_follows_redirects_to_both_gateways() {
             .load(Ordering::Relaxed);
         assert!(opens > 0, "gateway {i} served no open");
     }
+    // The gateways log every close with its bytes and count them: all
+    // that went up and came down, between the two of them.
+    let total: u64 = bodies.iter().map(|b| b.len() as u64).sum();
+    let logged = |op: &str| -> u64 {
+        c.gateway_dirs
+            .iter()
+            .filter_map(|d| std::fs::read_to_string(d.join("logs/access.log")).ok())
+            .flat_map(|t| t.lines().map(str::to_owned).collect::<Vec<_>>())
+            .map(|l| serde_json::from_str::<serde_json::Value>(&l).expect("json"))
+            .filter(|v| v["op"] == op && v["status"] == "ok")
+            .map(|v| v["bytes"].as_u64().unwrap())
+            .sum()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while (logged("close_write"), logged("close_read")) != (total, total)
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(logged("close_write"), total);
+    assert_eq!(logged("close_read"), total);
+    let mut written = 0;
+    for g in &c.gateways {
+        let m = e.ok(
+            "curl",
+            &["-sf", &format!("http://{}/metrics", g.metrics_addr)],
+        );
+        written += m
+            .lines()
+            .find_map(|l| l.strip_prefix("tessera_written_bytes_total{protocol=\"xroot\"} "))
+            .map_or(0, |v| v.trim().parse::<u64>().unwrap());
+        let ready = e.ok(
+            "curl",
+            &["-sf", &format!("http://{}/readyz", g.metrics_addr)],
+        );
+        assert_eq!(ready.trim(), "ready");
+    }
+    assert_eq!(written, total);
     // Metadata asked of a gateway goes back to the metadata service.
     let gw = format!("root://{}", c.gateways[0].xrootd_addr.unwrap());
     let ls = e.ok("xrdfs", &[&gw, "ls", "/so"]);

@@ -103,6 +103,9 @@ pub async fn gateway_open(
     if cap.path != t.path.display() {
         return Err(denied(format!("the capability is for {}", cap.path)));
     }
+    let opened = std::time::Instant::now();
+    let holder = tessera_types::Identity::user(cap.uid, cap.gid, cap.name.clone(), "xroot");
+    let log = data.session_log(&holder, &t.path, opened);
     match (&cap.access, writing) {
         (Access::Write, true) => {
             let hint: u64 = t.cgi("oss.asize").and_then(|v| v.parse().ok()).unwrap_or(0);
@@ -112,10 +115,13 @@ pub async fn gateway_open(
                 client.ledger(tokio::runtime::Handle::current()),
                 t.path.clone(),
             );
-            let ws =
+            let mut ws =
                 tokio::task::spawn_blocking(move || data.start_write(plan, ledger, path, hint))
                     .await
                     .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
+            if let Some(l) = log {
+                ws.set_log(l);
+            }
             write::register(s, out, ws, cap.mode, (cap.uid, cap.gid))
         }
         (Access::Read, false) => {
@@ -128,9 +134,12 @@ pub async fn gateway_open(
             let who = s.who();
             let stat = crate::statfmt::stat_string(&inode, &who);
             let data = data.clone();
-            let rs = tokio::task::spawn_blocking(move || data.open_inode(inode))
+            let mut rs = tokio::task::spawn_blocking(move || data.open_inode(inode))
                 .await
                 .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
+            if let Some(l) = log {
+                rs.set_log(l);
+            }
             let fh = s.add(Handle::Read(Arc::new(OpenRead {
                 rs,
                 path: t.path.clone(),
