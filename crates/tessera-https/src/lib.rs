@@ -172,6 +172,9 @@ fn service(
                     "too many request headers",
                 )));
             }
+            if let Some(e) = ops::put::partial(&req) {
+                return Ok(error_response(&e));
+            }
             if let Some(r) = auth::dev_issuer(&cfg, &req) {
                 return Ok(r);
             }

@@ -27,6 +27,18 @@ pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
     Ok(created(&inode, !existed))
 }
 
+/// A PUT with `Content-Range` is refused with 400 before anything else
+/// (RFC 9110 §14.4): its body is likely part of a file, and storing it as
+/// the whole file would destroy the rest.
+pub fn partial<B>(req: &hyper::Request<B>) -> Option<HttpError> {
+    (req.method() == hyper::Method::PUT && req.headers().contains_key("content-range")).then(|| {
+        HttpError::new(
+            400,
+            "a PUT with Content-Range (a partial update) is not supported: send the whole file",
+        )
+    })
+}
+
 /// The upload's size from `Content-Length` (0 when chunked).
 pub fn size_hint(h: &hyper::HeaderMap) -> u64 {
     header(h, "content-length")

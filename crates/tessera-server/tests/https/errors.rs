@@ -62,6 +62,26 @@ fn quota_traversal_and_bounds() {
         e.curl(&["-X", "PROPFIND", "--data-binary", &arg, &e.url]).0,
         413
     );
+    // A partial PUT (Content-Range) is refused and the file stays whole.
+    let whole = e.local("whole");
+    std::fs::write(&whole, data(100_000, 7)).unwrap();
+    let url = format!("{}/q/whole", e.url);
+    assert_eq!(e.curl(&["-T", whole.to_str().unwrap(), &url]).0, 201);
+    let part = e.local("part");
+    std::fs::write(&part, b"0123456789").unwrap();
+    let (code, body) = e.curl(&[
+        "-T",
+        part.to_str().unwrap(),
+        "-H",
+        "Content-Range: bytes 0-9/100000",
+        &url,
+    ]);
+    assert_eq!(code, 400, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(e.curl(&[&url]).1, std::fs::read(&whole).unwrap());
+    // A MKCOL with a body: 415, nothing made.
+    let mk = format!("{}/q/withbody", e.url);
+    assert_eq!(e.curl(&["-X", "MKCOL", "-d", "<x/>", &mk]).0, 415);
+    assert_eq!(e.curl(&["-X", "MKCOL", &mk]).0, 201);
     // The server still answers.
     assert_eq!(e.curl(&["-X", "OPTIONS", &e.url]).0, 200);
 }
