@@ -44,6 +44,10 @@ pub fn path(raw: &[u8]) -> Result<NsPath, Status> {
 }
 
 pub fn entry(path: &NsPath, i: &Inode) -> pb::Entry {
+    // An unreadable placement shows as no layout (fsck reports it).
+    let placement = (!i.layout.is_empty())
+        .then(|| tessera_core::Placement::decode(&i.layout).ok())
+        .flatten();
     pb::Entry {
         path: path.as_bytes().to_vec(),
         name: i.name.clone(),
@@ -67,6 +71,12 @@ pub fn entry(path: &NsPath, i: &Inode) -> pb::Entry {
         checksum_hex: i.checksum.as_ref().map(|c| c.hex()).unwrap_or_default(),
         children: i.nchildren,
         quota_node: i.quota_node,
+        layout: placement
+            .as_ref()
+            .map(|p| p.layout.name())
+            .unwrap_or_default(),
+        block_size: placement.as_ref().map_or(0, |p| p.layout.block_size),
+        stripe_fsids: placement.map(|p| p.fsids).unwrap_or_default(),
     }
 }
 

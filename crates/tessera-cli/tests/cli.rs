@@ -431,3 +431,60 @@ fn fsck_and_drain_commands() {
     e.ok(&["fs", "rm", "2"]);
     e.fails(&["-r", "1000:1000", "fsck", "report"], 13);
 }
+
+/// `stat` shows where a file's stripes are (EOS's `file info`), and a
+/// drain moves them.
+#[test]
+fn stat_shows_the_layout_and_the_stripes() {
+    let e = Env::start();
+    e.ok(&["mkdir", "/r"]);
+    e.ok(&["attr", "set", "sys.forced.layout=raid6", "/r"]);
+    e.ok(&["attr", "set", "sys.forced.nstripes=6", "/r"]);
+    let core = e.server.as_ref().expect("running").core().expect("core");
+    let root = tessera_types::Identity::root("test");
+    let path = tessera_types::NsPath::parse("/r/f").expect("path");
+    let mut w = core
+        .open_write(&root, &path, 0o644, false, 0)
+        .expect("open");
+    w.write(&vec![7u8; 3_000_000]).expect("write");
+    w.close().expect("close");
+    let st = kv(e.ok(&["stat", "-m", "/r/f"]).trim());
+    assert_eq!(st["layout"], "rain:4+2");
+    assert_eq!(st["blocksize"], "1048576");
+    let fsids: Vec<&str> = st["stripes"].split(',').collect();
+    assert_eq!(fsids.len(), 6, "{st:?}");
+    let mut distinct = fsids.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 6, "one stripe per failure domain: {st:?}");
+    let human = e.ok(&["stat", "/r/f"]);
+    assert!(
+        human.contains(&format!(
+            "Layout: rain:4+2  Block: 1 MiB  Stripes on fs: {}",
+            fsids.join(" ")
+        )),
+        "{human}"
+    );
+    // Directories and plain files show what they have.
+    assert_eq!(kv(e.ok(&["stat", "-m", "/r"]).trim())["layout"], "");
+    // Draining the filesystem of stripe 0 needs a seventh failure domain
+    // (no two stripes share one): refused without it, done with it.
+    let first = fsids[0].to_string();
+    e.fails(&["fs", "drain", &first], 5);
+    let seventh = e._dir.path().join("fs7");
+    e.ok(&[
+        "fs",
+        "add",
+        "--label",
+        "fs7",
+        "--domain",
+        "d7",
+        &format!("folder:{}", seventh.display()),
+    ]);
+    e.ok(&["fs", "drain", &first]);
+    let after = kv(e.ok(&["stat", "-m", "/r/f"]).trim());
+    assert!(
+        !after["stripes"].split(',').any(|f| f == first),
+        "{after:?}"
+    );
+}

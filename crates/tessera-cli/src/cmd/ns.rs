@@ -72,6 +72,27 @@ pub fn entry_rec(e: &pb::Entry) -> Rec {
         .b("quotanode", e.quota_node)
         .s("xstype", e.checksum_type.clone())
         .s("xs", e.checksum_hex.clone())
+        .s("layout", e.layout.clone())
+        .n("blocksize", e.block_size)
+        .s("stripes", stripes(e, ","))
+}
+
+/// A block size as it is set (`sys.forced.blocksize`): binary units.
+fn block_size(b: u32) -> String {
+    match b {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}
+
+/// The filesystem of each stripe, in stripe order.
+fn stripes(e: &pb::Entry, sep: &str) -> String {
+    e.stripe_fsids
+        .iter()
+        .map(|f| f.to_string())
+        .collect::<Vec<_>>()
+        .join(sep)
 }
 
 fn long_row(e: &pb::Entry, human: bool) -> Vec<String> {
@@ -177,6 +198,14 @@ pub async fn stat(c: &mut Clients, fmt: Format, path: String) -> Result<(), Fail
             s.push_str(&format!(
                 "Checksum: {} {}\n",
                 e.checksum_type, e.checksum_hex
+            ));
+        }
+        if !e.layout.is_empty() {
+            s.push_str(&format!(
+                "Layout: {}  Block: {}  Stripes on fs: {}\n",
+                e.layout,
+                block_size(e.block_size),
+                stripes(&e, " ")
             ));
         }
         s
