@@ -470,7 +470,14 @@ fn stat_shows_the_layout_and_the_stripes() {
     // Draining the filesystem of stripe 0 needs a seventh failure domain
     // (no two stripes share one): refused without it, done with it.
     let first = fsids[0].to_string();
-    e.fails(&["fs", "drain", &first], 5);
+    let o = e.run(&["fs", "drain", "-m", &first]);
+    assert_eq!(o.status.code(), Some(5));
+    let lines: Vec<_> = String::from_utf8_lossy(&o.stdout).lines().map(kv).collect();
+    assert_eq!(lines[0]["failed"], "1", "{lines:?}");
+    assert!(
+        lines[1]["failure"].contains("failure domain"),
+        "the reason is given: {lines:?}"
+    );
     let seventh = e._dir.path().join("fs7");
     e.ok(&[
         "fs",

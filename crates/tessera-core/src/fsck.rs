@@ -117,6 +117,14 @@ pub struct DrainReport {
     pub emptied: bool,
 }
 
+/// Why a stripe has nowhere to go.
+fn no_target(stripe: usize) -> String {
+    format!(
+        "no filesystem for stripe {stripe}: none is rw, healthy and has room in the file's \
+         space in a failure domain the file's other stripes do not use"
+    )
+}
+
 impl Core {
     /// Call `f` for every file with data, a page at a time (the namespace
     /// is never held in memory whole).
@@ -301,9 +309,7 @@ impl Core {
             let same_ok = !matches!(state, StripeState::Unavailable(_));
             match self.target_for(&p, *i, f.ino, same_ok) {
                 Some((id, b)) => moves.push((*i, id, b)),
-                None => out
-                    .failed
-                    .push((f.ino, format!("no filesystem for stripe {i}"))),
+                None => out.failed.push((f.ino, no_target(*i))),
             }
         }
         if moves.is_empty() {
@@ -487,9 +493,7 @@ impl Core {
             for i in &here {
                 match self.target_for(&p, *i, f.ino, false) {
                     Some((id, b)) => moves.push((*i, id, b)),
-                    None => out
-                        .failed
-                        .push((f.ino, format!("no filesystem for stripe {i}"))),
+                    None => out.failed.push((f.ino, no_target(*i))),
                 }
             }
             if moves.len() != here.len() {

@@ -138,7 +138,14 @@ pub async fn drain(c: &mut Clients, fmt: Format, fsid: u32) -> Result<(), Failur
         .n("stripesmoved", r.stripes_moved)
         .b("emptied", r.emptied)
         .n("failed", r.failed.len() as u64);
-    emit(fmt, std::slice::from_ref(&rec), || {
+    // Each stripe that could not be moved is a record of its own (why).
+    let mut recs = vec![rec];
+    recs.extend(
+        r.failed
+            .iter()
+            .map(|f| Rec::new().n("id", fsid).s("failure", f.clone())),
+    );
+    emit(fmt, &recs, || {
         format!(
             "stripes moved := {}\nemptied := {}\n{}",
             r.stripes_moved,
