@@ -116,6 +116,12 @@ impl FileFacts {
 }
 
 impl Capability {
+    /// The identity it was granted to, as a request over `protocol` (what
+    /// a gateway logs its files under).
+    pub fn holder(&self, protocol: &'static str) -> tessera_types::Identity {
+        tessera_types::Identity::user(self.uid, self.gid, self.name.clone(), protocol)
+    }
+
     /// Read `file` (at `path`) as `who`, for `ttl` seconds.
     pub fn read(
         path: &tessera_types::NsPath,

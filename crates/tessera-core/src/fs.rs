@@ -193,12 +193,12 @@ impl Filesystems {
         self.map.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The backend of filesystem `id`, unless it is unknown, off or broken.
     /// How many filesystems are known.
     pub fn count(&self) -> usize {
         self.read().len()
     }
 
+    /// The backend of filesystem `id`, unless it is unknown, off or broken.
     pub fn backend(&self, id: u32) -> Option<Arc<dyn Backend>> {
         let m = self.read();
         let o = m.get(&id)?;

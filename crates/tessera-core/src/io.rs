@@ -184,7 +184,7 @@ impl WriteSession {
         let bytes = self.written();
         let r = self.close_inner(want);
         if let Some(l) = log {
-            l.closed("close_write", bytes, &r);
+            l.write_closed(bytes, &r);
         }
         r
     }
@@ -246,7 +246,7 @@ impl WriteSession {
             w.abort();
             self.ledger.abort(self.plan.resv_id);
             if let Some(l) = self.log.take() {
-                l.aborted("close_write", bytes);
+                l.write_aborted(bytes);
             }
         }
     }
@@ -275,8 +275,7 @@ impl Drop for ReadSession {
     /// first thing that went wrong with it).
     fn drop(&mut self) {
         if let Some(l) = self.log.take() {
-            let ok: Result<(), CoreError> = Ok(());
-            l.closed("close_read", *self.read_bytes.get_mut(), &ok);
+            l.read_closed(*self.read_bytes.get_mut());
         }
         let Some(r) = &self.reader else { return };
         let mut per: Vec<(u8, u32, String)> = Vec::new();
@@ -363,7 +362,8 @@ pub struct DataPath {
     read_pool: Arc<tessera_data::BufPool>,
     /// Where reads report damaged stripes (`None`: only logged).
     damage: Option<Arc<dyn Ledger>>,
-    /// A gateway's metrics and access log, for the sessions it opens.
+    /// The metrics and access log that sessions opened here are logged to
+    /// (the core's, or a gateway's own).
     obs: Option<(Arc<Metrics>, Arc<AccessLog>)>,
 }
 
@@ -379,8 +379,8 @@ impl DataPath {
         }
     }
 
-    /// Log the closes of sessions opened through [`DataPath::session_log`]
-    /// to `access` and count them in `metrics` (a gateway).
+    /// Log the closes of sessions given a [`DataPath::session_log`] to
+    /// `access` and count them in `metrics` (a gateway).
     pub fn observed_by(mut self, metrics: Arc<Metrics>, access: Arc<AccessLog>) -> DataPath {
         self.obs = Some((metrics, access));
         self
@@ -558,7 +558,7 @@ impl Core {
             fs: Arc::clone(&self.fs),
             read_pool: Arc::clone(&self.read_pool),
             damage: Some(self.ledger()),
-            obs: None,
+            obs: Some((Arc::clone(&self.metrics), Arc::clone(&self.access))),
         }
     }
 
@@ -573,15 +573,13 @@ impl Core {
         size_hint: u64,
     ) -> Result<WriteSession, CoreError> {
         let start = std::time::Instant::now();
+        let data = self.data();
         let mut r = self
             .plan_write(who, path, mode, overwrite, size_hint)
-            .and_then(|plan| {
-                self.data()
-                    .start_write(plan, self.ledger(), path.clone(), size_hint)
-            });
+            .and_then(|plan| data.start_write(plan, self.ledger(), path.clone(), size_hint));
         self.finish("open_write", who, &path.display(), start, &r);
-        if let Ok(ws) = &mut r {
-            ws.set_log(self.session_log(who, path, start));
+        if let (Ok(ws), Some(l)) = (&mut r, data.session_log(who, path, start)) {
+            ws.set_log(l);
         }
         r
     }
@@ -589,17 +587,15 @@ impl Core {
     /// Open a file for reading (blocking).
     pub fn open_read(&self, who: &Identity, path: &NsPath) -> Result<ReadSession, CoreError> {
         let start = std::time::Instant::now();
-        let mut r = self.open_read_inner(who, path);
+        let data = self.data();
+        let mut r = self
+            .readable_file(who, path)
+            .and_then(|inode| data.open_inode(inode));
         self.finish("open_read", who, &path.display(), start, &r);
-        if let Ok(rs) = &mut r {
-            rs.set_log(self.session_log(who, path, start));
+        if let (Ok(rs), Some(l)) = (&mut r, data.session_log(who, path, start)) {
+            rs.set_log(l);
         }
         r
-    }
-
-    fn open_read_inner(&self, who: &Identity, path: &NsPath) -> Result<ReadSession, CoreError> {
-        let inode = self.readable_file(who, path)?;
-        self.data().open_inode(inode)
     }
 
     /// The inode of a file `who` may read (a point read, no I/O on data):

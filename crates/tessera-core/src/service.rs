@@ -22,8 +22,8 @@ pub struct Core {
     pub(crate) fs: Arc<Filesystems>,
     /// Read buffers shared by every open file.
     pub(crate) read_pool: Arc<tessera_data::BufPool>,
-    metrics: Arc<Metrics>,
-    access: Arc<AccessLog>,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) access: Arc<AccessLog>,
 }
 
 impl Core {
@@ -82,22 +82,6 @@ impl Core {
         let res = f(&self.meta).map_err(CoreError::from);
         self.finish(op, who, &path.display(), start, &res);
         res
-    }
-
-    /// The close logger of a session `who` opened on `path` at `opened`.
-    pub(crate) fn session_log(
-        &self,
-        who: &Identity,
-        path: &NsPath,
-        opened: Instant,
-    ) -> crate::SessionLog {
-        crate::SessionLog::new(
-            Arc::clone(&self.metrics),
-            Arc::clone(&self.access),
-            who,
-            path,
-            opened,
-        )
     }
 
     pub(crate) fn finish<T>(

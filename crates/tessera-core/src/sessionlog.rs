@@ -46,25 +46,30 @@ impl SessionLog {
         }
     }
 
-    /// The session ended with `res` after moving `bytes`.
-    pub(crate) fn closed<T>(&self, op: &'static str, bytes: u64, res: &Result<T, CoreError>) {
+    /// A write closed with `res` after `bytes`.
+    pub(crate) fn write_closed<T>(&self, bytes: u64, res: &Result<T, CoreError>) {
         let (status, errno) = match res {
             Ok(_) => ("ok", 0),
             Err(e) => (e.kind().as_str(), e.kind().errno()),
         };
-        self.record(op, bytes, status, errno);
+        self.record(true, bytes, status, errno);
     }
 
     /// A write given up before its close.
-    pub(crate) fn aborted(&self, op: &'static str, bytes: u64) {
-        self.record(op, bytes, ABORTED, ECANCELED);
+    pub(crate) fn write_aborted(&self, bytes: u64) {
+        self.record(true, bytes, ABORTED, ECANCELED);
     }
 
-    fn record(&self, op: &'static str, bytes: u64, status: &'static str, errno: i32) {
+    /// A read session closed after reading `bytes`.
+    pub(crate) fn read_closed(&self, bytes: u64) {
+        self.record(false, bytes, "ok", 0);
+    }
+
+    fn record(&self, write: bool, bytes: u64, status: &'static str, errno: i32) {
+        let op = if write { "close_write" } else { "close_read" };
         let secs = self.opened.elapsed().as_secs_f64();
         self.metrics.observe(self.protocol, op, status, secs);
-        self.metrics
-            .transferred(self.protocol, op == "close_write", bytes);
+        self.metrics.transferred(self.protocol, write, bytes);
         self.access.record(&AccessRecord {
             protocol: self.protocol,
             op,

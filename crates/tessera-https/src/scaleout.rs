@@ -174,8 +174,7 @@ async fn gateway_data(
         return Err(denied(format!("the capability is for {}", cap.path)));
     }
     let writing = req.method() == hyper::Method::PUT;
-    let holder = tessera_types::Identity::user(cap.uid, cap.gid, cap.name.clone(), "https");
-    let log = data.session_log(&holder, &p, std::time::Instant::now());
+    let log = data.session_log(&cap.holder("https"), &p, std::time::Instant::now());
     let r = match (&cap.access, writing) {
         (Access::Read, false) => {
             let head = req.method() == hyper::Method::HEAD;

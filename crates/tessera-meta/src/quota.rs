@@ -300,7 +300,7 @@ pub(crate) fn subtree_usage(
     dir: u64,
     cap: u64,
 ) -> Result<OwnerUsage, MetaError> {
-    let g = store.reader();
+    let g = store.uncached();
     let mut out = OwnerUsage::new();
     let mut stack = vec![dir];
     let mut seen = 0u64;

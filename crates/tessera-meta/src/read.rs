@@ -228,7 +228,7 @@ impl MetaStore {
     /// caches (tests compare the two).
     #[doc(hidden)]
     pub fn stat_uncached(&self, path: &NsPath) -> Result<Inode, MetaError> {
-        resolve(&DbGet(&self.db, None), path)
+        resolve(&self.uncached(), path)
     }
 
     pub fn stat_ino(&self, ino: u64) -> Result<Inode, MetaError> {

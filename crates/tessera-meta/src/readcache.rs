@@ -39,6 +39,13 @@ struct Maps {
 }
 
 impl Maps {
+    fn get(&self, kind: Kind) -> &HashMap<Box<[u8]>, Box<[u8]>> {
+        match kind {
+            Kind::Inode => &self.inodes,
+            Kind::Dentry => &self.dentries,
+        }
+    }
+
     fn of(&mut self, kind: Kind) -> &mut HashMap<Box<[u8]>, Box<[u8]>> {
         match kind {
             Kind::Inode => &mut self.inodes,
@@ -68,11 +75,7 @@ impl ReadCache {
 
     pub fn get(&self, kind: Kind, key: &[u8]) -> Option<Vec<u8>> {
         let m = self.maps.read().unwrap_or_else(|p| p.into_inner());
-        let map = match kind {
-            Kind::Inode => &m.inodes,
-            Kind::Dentry => &m.dentries,
-        };
-        map.get(key).map(|v| v.to_vec())
+        m.get(kind).get(key).map(|v| v.to_vec())
     }
 
     /// Remember `value`, read from RocksDB after [`ReadCache::seq`] gave

@@ -37,7 +37,7 @@ impl MetaStore {
     /// writer lock for the duration so the picture is consistent.
     pub fn check(&self) -> Result<CheckReport, MetaError> {
         let _st = self.lock();
-        let g = self.reader();
+        let g = self.uncached();
         let mut rep = CheckReport::default();
         let mut expected: BTreeMap<(u64, QuotaTarget), QuotaUsage> = BTreeMap::new();
         let mut seen: HashSet<u64> = HashSet::new();

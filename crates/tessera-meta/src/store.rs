@@ -210,6 +210,13 @@ impl MetaStore {
         crate::read::DbGet(&self.db, Some(&self.readcache))
     }
 
+    /// Point reads straight from RocksDB: for walks over a whole tree
+    /// (through the reader cache they would only push out what is hot), and
+    /// for tests that compare with the cached reads.
+    pub(crate) fn uncached(&self) -> crate::read::DbGet<'_> {
+        crate::read::DbGet(&self.db, None)
+    }
+
     /// Apply a transaction atomically, then wait for durability (outside the
     /// writer lock when the caller drops it first; see `finish`).
     pub(crate) fn commit(&self, txn: Txn<'_>, st: &WriterState) -> Result<u64, MetaError> {

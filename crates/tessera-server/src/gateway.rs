@@ -23,11 +23,11 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
     let addr = l.local_addr()?;
     let advertise = c.advertise.clone().unwrap_or_else(|| addr.to_string());
     let client = tessera_cluster::ClusterClient::new(&mgm, &secret)?;
-    // Damaged stripes that reads run into go to the metadata service,
-    // which keeps them for fsck and repairs them in the background.
     // Its own counters and access log: the closes of the files it serves.
     let metrics = Arc::new(tessera_obs::Metrics::new(crate::VERSION));
     let access = Arc::new(crate::access_log(cfg)?);
+    // Damaged stripes that reads run into go to the metadata service,
+    // which keeps them for fsck and repairs them in the background.
     let mut data = tessera_core::DataPath::from_records(Vec::new())
         .reporting_to(client.ledger(tokio::runtime::Handle::current()))
         .observed_by(Arc::clone(&metrics), access);

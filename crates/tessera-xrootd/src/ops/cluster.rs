@@ -104,8 +104,7 @@ pub async fn gateway_open(
         return Err(denied(format!("the capability is for {}", cap.path)));
     }
     let opened = std::time::Instant::now();
-    let holder = tessera_types::Identity::user(cap.uid, cap.gid, cap.name.clone(), "xroot");
-    let log = data.session_log(&holder, &t.path, opened);
+    let log = data.session_log(&cap.holder("xroot"), &t.path, opened);
     match (&cap.access, writing) {
         (Access::Write, true) => {
             let hint: u64 = t.cgi("oss.asize").and_then(|v| v.parse().ok()).unwrap_or(0);
