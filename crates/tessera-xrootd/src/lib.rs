@@ -7,6 +7,7 @@ mod conn;
 pub mod decode;
 pub mod error;
 pub mod identity;
+pub mod names;
 mod ops;
 pub mod proto;
 mod reply;
@@ -81,6 +82,8 @@ pub struct XrootdConfig {
     /// before the connection is closed. Between requests a client may be
     /// idle as long as it likes.
     pub request_stall: std::time::Duration,
+    /// Owner and group names in stat replies.
+    pub names: Arc<names::Names>,
 }
 
 /// See [`XrootdConfig::request_stall`].
@@ -97,6 +100,7 @@ impl Default for XrootdConfig {
             max_write: DEFAULT_MAX_WRITE,
             tokens: None,
             request_stall: DEFAULT_REQUEST_STALL,
+            names: Arc::default(),
         }
     }
 }

@@ -1,13 +1,15 @@
 //! The stat string of `kXR_stat`, `kXR_open` (retstat) and `kXR_dirlist`
 //! with `kXR_dstat`: `"<id> <size> <flags> <mtime> <ctime> <atime>
 //! <mode> <owner> <group>"` (size before flags; permission bits in octal,
-//! 4 digits, as the reference server prints them).
+//! 4 digits, as the reference server prints them; owner and group by
+//! name where the local password and group files have one).
 
+use crate::names::Names;
 use crate::proto::sflags;
 use tessera_core::Inode;
 use tessera_types::Identity;
 
-pub fn stat_string(i: &Inode, who: &Identity) -> String {
+pub fn stat_string(i: &Inode, who: &Identity, names: &Names) -> String {
     let mut flags = 0;
     if i.is_dir() {
         flags |= sflags::IS_DIR | sflags::XSET;
@@ -23,7 +25,7 @@ pub fn stat_string(i: &Inode, who: &Identity) -> String {
     let secs = |ns: i64| ns.div_euclid(1_000_000_000);
     let size = if i.is_dir() { 4096 } else { i.size };
     let (m, c) = (secs(i.mtime_ns), secs(i.ctime_ns));
-    fields(i.ino, size, flags, [m, c, m], i.mode, (i.uid, i.gid))
+    fields(i.ino, size, flags, [m, c, m], i.mode, (i.uid, i.gid), names)
 }
 
 /// The stat string from its fields (`times` are mtime, ctime, atime in
@@ -35,7 +37,8 @@ pub fn fields(
     flags: u32,
     times: [i64; 3],
     mode: u32,
-    who: (u32, u32),
+    owner: (u32, u32),
+    names: &Names,
 ) -> String {
     let mut s = String::with_capacity(96);
     let mut b = itoa::Buffer::new();
@@ -51,10 +54,10 @@ pub fn fields(
     for shift in [9, 6, 3, 0] {
         s.push(char::from(b'0' + ((mode >> shift) & 7) as u8));
     }
-    for id in [who.0, who.1] {
-        s.push(' ');
-        s.push_str(b.format(id));
-    }
+    s.push(' ');
+    names.push_user(owner.0, &mut s);
+    s.push(' ');
+    names.push_group(owner.1, &mut s);
     s
 }
 
@@ -83,9 +86,13 @@ mod tests {
             nchildren: 0,
         };
         let flags = sflags::READABLE | sflags::WRITABLE;
+        let d = tempfile::tempdir().expect("tmp");
+        let (pw, gr) = (d.path().join("passwd"), d.path().join("group"));
+        std::fs::write(&pw, "alice:x:1000:1000::/:/bin/sh\n").expect("passwd");
+        std::fs::write(&gr, "").expect("group");
         assert_eq!(
-            stat_string(&i, &who),
-            format!("77 12345 {flags} 1700000000 1600000000 1700000000 0640 1000 1001")
+            stat_string(&i, &who, &Names::from_files(&pw, &gr)),
+            format!("77 12345 {flags} 1700000000 1600000000 1700000000 0640 alice 1001")
         );
     }
 }

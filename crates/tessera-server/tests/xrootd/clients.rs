@@ -176,6 +176,13 @@ fn xrdfs_commands() {
             .any(|l| l.starts_with("-rw") && l.contains(" 12345 ") && l.ends_with("/x/y/file")),
         "{ll}"
     );
+    // Owner and group by name, as the reference server shows them.
+    assert!(
+        ll.lines()
+            .all(|l| l.split_whitespace().nth(1) == Some("root")
+                && l.split_whitespace().nth(2) == Some("root")),
+        "{ll}"
+    );
     assert!(
         ll.lines()
             .any(|l| l.starts_with('d') && l.ends_with("/x/y/z")),

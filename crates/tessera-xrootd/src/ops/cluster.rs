@@ -131,7 +131,7 @@ pub async fn gateway_open(
                 .inode(t.path.name().map(<[u8]>::to_vec).unwrap_or_default())
                 .ok_or_else(|| denied("bad file facts in capability".into()))?;
             let who = s.who();
-            let stat = crate::statfmt::stat_string(&inode, &who);
+            let stat = crate::statfmt::stat_string(&inode, &who, &s.cfg.names);
             let data = data.clone();
             let mut rs = tokio::task::spawn_blocking(move || data.open_inode(inode))
                 .await

@@ -54,7 +54,7 @@ async fn list(s: &Session, out: &Out, h: &Header, p: &[u8]) -> Result<(), XrdErr
             buf.extend_from_slice(&e.name);
             buf.push(b'\n');
             if dstat {
-                buf.extend_from_slice(stat_string(e, &who).as_bytes());
+                buf.extend_from_slice(stat_string(e, &who, &s.cfg.names).as_bytes());
                 buf.push(b'\n');
             }
             if buf.len() >= PART

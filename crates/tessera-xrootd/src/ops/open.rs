@@ -54,7 +54,7 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<O
         let rs = tokio::task::spawn_blocking(move || core.open_read(&w2, &path))
             .await
             .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
-        let stat = stat_string(rs.inode(), &who);
+        let stat = stat_string(rs.inode(), &who, &s.cfg.names);
         let fh = s.add(Handle::Read(Arc::new(OpenRead { rs, path: t.path })))?;
         (fh, stat)
     };

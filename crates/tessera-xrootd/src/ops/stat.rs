@@ -24,7 +24,7 @@ pub async fn stat(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError
         let t = Target::parse(p)?;
         s.core()?.stat(&who, t.path).await?
     };
-    let mut b = stat_string(&inode, &who).into_bytes();
+    let mut b = stat_string(&inode, &who, &s.cfg.names).into_bytes();
     b.push(0);
     Ok(b)
 }

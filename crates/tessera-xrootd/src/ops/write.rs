@@ -108,6 +108,7 @@ pub fn register(
         [now; 3],
         mode,
         who,
+        &s.cfg.names,
     );
     let path = ws.path().clone();
     let ops = spawn_writer(ws, out.clone());
