@@ -1,6 +1,8 @@
-//! PROPFIND, depth 0 or 1 (`infinity` is answered as 1): a 207
-//! multistatus with the properties davix and gfal2 read, the target itself
-//! first. The request body is read (bounded) but not parsed: every request
+//! PROPFIND, depth 0 or 1: a 207 multistatus with the properties davix and
+//! gfal2 read, the target itself first. `Depth: infinity` is refused as RFC
+//! 4918 §9.1 lets a server refuse it (403 with `propfind-finite-depth`);
+//! a request without a Depth header is answered as depth 1 (lenient, for
+//! hand-written requests), any other depth is a 400. The request body is read (bounded) but not parsed: every request
 //! is answered as `allprop`, which is what davix's requests amount to — so
 //! no XML parser ever sees client input.
 
@@ -24,9 +26,39 @@ const DISCARD_UP_TO: usize = 8 << 20;
 /// Entries of a depth-1 listing per storage page.
 const PAGE: usize = 4096;
 
+#[derive(PartialEq, Eq)]
+enum Depth {
+    Zero,
+    One,
+    Infinity,
+}
+
+/// RFC 4918 §9.1: a server may refuse `Depth: infinity`; it says so with
+/// 403 and this precondition.
+fn finite_depth_only() -> Response<Body> {
+    let xml = "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n\
+               <D:error xmlns:D=\"DAV:\"><D:propfind-finite-depth/></D:error>\n";
+    let mut r = Response::new(Body::text(xml));
+    status(&mut r, 403);
+    set(&mut r, "Content-Type", "application/xml; charset=utf-8");
+    set(&mut r, "Content-Length", &xml.len().to_string());
+    r
+}
+
 pub async fn propfind(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
     let p = path::decode(req.uri().path())?;
-    let depth1 = !matches!(header(req.headers(), "depth").map(str::trim), Some("0"));
+    let depth = match header(req.headers(), "depth").map(str::trim) {
+        None => Depth::One,
+        Some("0") => Depth::Zero,
+        Some("1") => Depth::One,
+        Some(d) if d.eq_ignore_ascii_case("infinity") => Depth::Infinity,
+        Some(d) => {
+            return Err(HttpError::new(
+                400,
+                format!("Depth must be 0, 1 or infinity, not {d:?}"),
+            ))
+        }
+    };
     // Drain the body within bounds (keeps the connection usable).
     let mut body = req.into_body();
     let mut seen = 0usize;
@@ -45,12 +77,15 @@ pub async fn propfind(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Http
             format!("PROPFIND body over {MAX_BODY} bytes"),
         ));
     }
+    if depth == Depth::Infinity {
+        return Ok(finite_depth_only());
+    }
     let me = ctx.core.stat(&ctx.who, p.clone()).await?;
     let mut xml = String::from(
         "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<D:multistatus xmlns:D=\"DAV:\">\n",
     );
     entry(&mut xml, &p, &me);
-    if depth1 && me.is_dir() {
+    if depth == Depth::One && me.is_dir() {
         let mut after: Option<Vec<u8>> = None;
         loop {
             let page = ctx

@@ -128,6 +128,16 @@ fn curl_methods_and_ranges() {
             .count(),
         1
     );
+    // Depth infinity is refused as RFC 4918 allows (not answered as 1);
+    // no Depth at all is answered as 1; a bogus one is a 400.
+    let c = format!("{}/c/", e.url);
+    let (code, xml) = e.curl(&["-X", "PROPFIND", "-H", "Depth: infinity", &c]);
+    assert_eq!(code, 403);
+    assert!(String::from_utf8_lossy(&xml).contains("<D:propfind-finite-depth/>"));
+    let (code, xml) = e.curl(&["-X", "PROPFIND", &c]);
+    assert_eq!(code, 207);
+    assert!(String::from_utf8_lossy(&xml).contains("space%20and%20%C3%BCmlaut.bin"));
+    assert_eq!(e.curl(&["-X", "PROPFIND", "-H", "Depth: 2", &c]).0, 400);
     // A MOVE to another server is refused, the file stays.
     assert_eq!(
         e.curl(&[
