@@ -47,3 +47,26 @@ ensure_build_deps() {
   local arch; arch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
   export ROCKSDB_LIB_DIR="${ROCKSDB_LIB_DIR:-/usr/lib/$arch}" ROCKSDB_INCLUDE_DIR="${ROCKSDB_INCLUDE_DIR:-/usr/include}"
 }
+
+# Benchmarks: the best wall time, in seconds, of each of the commands
+# named (functions or programs taking no arguments) over ${repeat:-3}
+# rounds, one space-separated figure per command. The commands run in
+# turn within each round (reference first), so that a machine whose speed
+# drifts over minutes does not favour whichever ran first. A command that
+# fails stops the benchmark.
+best_of_each() {
+  local -a best=()
+  local i t0 t1 d
+  for _ in $(seq "${repeat:-3}"); do
+    for i in $(seq 0 $(($# - 1))); do
+      local cmd=${*:i+1:1}
+      sync
+      t0=$(date +%s.%N)
+      "$cmd" >/dev/null 2>&1 || { echo "failed: $cmd" >&2; return 1; }
+      t1=$(date +%s.%N)
+      d=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+      best[i]=$(awk -v d="$d" -v b="${best[i]:-}" 'BEGIN { print (b == "" || d < b) ? d : b }')
+    done
+  done
+  echo "${best[*]}"
+}

@@ -76,19 +76,14 @@ fn main() -> anyhow::Result<()> {
     let srcs = format!("if={}", src.display());
     let dsts = format!("of={}", dst.display());
     let w_dd = dd(&[&srcs, &dsts, "bs=4M", "conv=fsync"]);
-    let r_dd = (0..a.repeat.max(1))
-        .map(|_| {
-            drop_caches();
-            dd(&[&format!("if={}", dst.display()), "of=/dev/null", "bs=4M"])
-        })
-        .fold(f64::MAX, f64::min);
-    std::fs::remove_file(&dst)?;
     std::fs::remove_file(src)?;
-    println!(
-        "dd: write {:.0} MB/s, read {:.0} MB/s",
-        mb / w_dd,
-        mb / r_dd
-    );
+    // dd's read is timed in every round, before ours (the disk's speed
+    // drifts; reads far apart in time would compare two different disks).
+    let dd_read = || {
+        drop_caches();
+        dd(&[&format!("if={}", dst.display()), "of=/dev/null", "bs=4M"])
+    };
+    println!("dd: write {:.0} MB/s", mb / w_dd);
 
     for (name, layout, folders) in [
         ("plain", Layout::plain(), 1usize),
@@ -129,15 +124,17 @@ fn main() -> anyhow::Result<()> {
         // each written to /dev/null as dd does, straight from the stripe
         // buffers (as a gateway sends them); then one at a time copied
         // into a caller's buffer (`read_at`).
-        let mut rates = Vec::new();
-        for (inflight, copy, ahead) in [
+        let configs = [
             (1usize, false, true),
             (4, false, true),
             (1, true, true),
             (1, false, false),
-        ] {
-            let mut best = f64::MAX;
-            for _ in 0..a.repeat.max(1) {
+        ];
+        let mut rates = vec![f64::MAX; configs.len()];
+        let mut r_dd = f64::MAX;
+        for _ in 0..a.repeat.max(1) {
+            r_dd = r_dd.min(dd_read());
+            for (ci, &(inflight, copy, ahead)) in configs.iter().enumerate() {
                 drop_caches();
                 // A libcephfs client caches what it wrote: read through new ones.
                 let r = match &a.cephfs_conf {
@@ -195,9 +192,8 @@ fn main() -> anyhow::Result<()> {
                         });
                     }
                 });
-                best = best.min(t.elapsed().as_secs_f64());
+                rates[ci] = rates[ci].min(t.elapsed().as_secs_f64());
             }
-            rates.push(best);
         }
         // Then, untimed, check every byte.
         let mut buf = vec![0u8; 8 << 20];
@@ -208,7 +204,8 @@ fn main() -> anyhow::Result<()> {
             off += n as u64;
         }
         println!(
-            "{name}: write {:.0} MB/s ({:.2}x dd), read {:.0} MB/s ({:.2}x dd) with 1 request in flight, {:.0} MB/s ({:.2}x dd) with 4, {:.0} MB/s ({:.2}x dd) copied into a buffer, {:.0} MB/s ({:.2}x dd) 1 in flight without read-ahead",
+            "{name}: dd read {:.0} MB/s in the same rounds; write {:.0} MB/s ({:.2}x dd), read {:.0} MB/s ({:.2}x dd) with 1 request in flight, {:.0} MB/s ({:.2}x dd) with 4, {:.0} MB/s ({:.2}x dd) copied into a buffer, {:.0} MB/s ({:.2}x dd) 1 in flight without read-ahead",
+            mb / r_dd,
             mb / wt,
             w_dd / wt,
             mb / rates[0],
@@ -228,5 +225,6 @@ fn main() -> anyhow::Result<()> {
             }
         }
     }
+    std::fs::remove_file(&dst)?;
     Ok(())
 }
