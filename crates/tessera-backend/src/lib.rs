@@ -194,6 +194,9 @@ pub trait Backend: Send + Sync {
 /// A stripe being written.
 pub trait StripeWrite: Send {
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), BackendError>;
+    /// The stripe will be sealed with `seal_buffered`: nothing needs to
+    /// reach the disk before that.
+    fn buffered(&mut self) {}
     /// Make the stripe durable and give it its final name.
     fn seal(self: Box<Self>) -> Result<(), BackendError>;
     /// Give the stripe its final name without waiting for the disk (the

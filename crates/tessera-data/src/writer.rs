@@ -146,6 +146,9 @@ impl FileWriter {
     /// process crash, not a power loss).
     pub fn buffered(mut self) -> FileWriter {
         self.durable = false;
+        for w in self.stripes.iter_mut().flatten() {
+            w.buffered();
+        }
         self
     }
 
