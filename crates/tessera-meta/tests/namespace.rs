@@ -474,3 +474,29 @@ fn damage_records_count_list_and_clear_and_survive_restart() {
     assert_eq!(left.len(), 1);
     assert_eq!((left[0].fid, left[0].stripe, left[0].count), (9, 1, 1));
 }
+
+/// RocksDB's own LOG gets no line per synced commit (Debian's library
+/// defaults to debug level, which logged "FlushWAL sync=true" for every
+/// file written, without end).
+#[test]
+fn synced_commits_do_not_grow_the_rocksdb_log() {
+    let d = tempfile::tempdir().unwrap();
+    {
+        let m = MetaStore::open(
+            d.path(),
+            MetaOptions {
+                durability: Durability::Sync,
+                ..Default::default()
+            },
+        )
+        .expect("open");
+        m.mkdir(&p("/d"), &root(), 0o755, false).unwrap();
+        for i in 0..50 {
+            write(&m, &format!("/d/f{i}"), &root(), 10).unwrap();
+        }
+        m.flush().unwrap();
+    } // closing flushes the LOG
+    let log = std::fs::read_to_string(d.path().join("LOG")).expect("RocksDB LOG");
+    assert!(!log.contains("FlushWAL"), "a line per commit");
+    assert!(!log.contains("[DEBUG]"), "debug lines");
+}
