@@ -95,6 +95,25 @@ pub(crate) fn now_ns() -> i64 {
         .unwrap_or(0)
 }
 
+thread_local! {
+    /// RocksDB's perf counters are off on this thread.
+    static PERF_OFF: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// RocksDB counts every key comparison and memtable step in a per-thread
+/// perf context unless told not to (through the shared library's TLS
+/// resolver each time: ~8 k instructions per file written). Nothing reads
+/// those counters: each thread that works on the store turns them off,
+/// once.
+fn perf_counters_off() {
+    PERF_OFF.with(|off| {
+        if !off.get() {
+            rocksdb::perf::set_perf_stats(rocksdb::perf::PerfStatsLevel::Disable);
+            off.set(true);
+        }
+    })
+}
+
 impl MetaStore {
     /// Open (or create) the namespace under `dir`. Cost does not depend on
     /// the namespace size: nothing is loaded into memory.
@@ -210,11 +229,13 @@ impl MetaStore {
     }
 
     pub(crate) fn txn(&self) -> Txn<'_> {
+        perf_counters_off();
         Txn::new(&self.db, &self.cache, &self.readcache)
     }
 
     /// Point reads of committed state, through the reader cache.
     pub(crate) fn reader(&self) -> crate::read::DbGet<'_> {
+        perf_counters_off();
         crate::read::DbGet(&self.db, Some(&self.readcache))
     }
 
@@ -222,6 +243,7 @@ impl MetaStore {
     /// (through the reader cache they would only push out what is hot), and
     /// for tests that compare with the cached reads.
     pub(crate) fn uncached(&self) -> crate::read::DbGet<'_> {
+        perf_counters_off();
         crate::read::DbGet(&self.db, None)
     }
 
