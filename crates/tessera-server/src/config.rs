@@ -291,6 +291,9 @@ pub struct Xrootd {
     /// Seconds a request that has begun to arrive may stall before the
     /// connection is closed (its open writes are aborted). Default 60.
     pub request_stall_s: Option<u64>,
+    /// Requests served at once per connection; beyond it the connection is
+    /// not read until one finishes. Default 64.
+    pub max_in_flight: Option<usize>,
 }
 
 impl Default for Xrootd {
@@ -299,11 +302,18 @@ impl Default for Xrootd {
             unix: UnixCfg::Anonymous,
             site: "tessera".into(),
             request_stall_s: None,
+            max_in_flight: None,
         }
     }
 }
 
 impl Xrootd {
+    pub fn max_in_flight(&self) -> usize {
+        self.max_in_flight
+            .unwrap_or(tessera_xrootd::DEFAULT_MAX_IN_FLIGHT)
+            .max(1)
+    }
+
     pub fn request_stall(&self) -> std::time::Duration {
         self.request_stall_s
             .map(std::time::Duration::from_secs)

@@ -107,6 +107,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
         },
         site: c.site.clone(),
         request_stall: cfg.xrootd.request_stall(),
+        max_in_flight: cfg.xrootd.max_in_flight(),
         ..tessera_xrootd::XrootdConfig::default()
     });
     let metrics_l = TcpListener::bind(cfg.listen.metrics)

@@ -325,6 +325,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
             site: cfg.xrootd.site.clone(),
             tokens: validator.clone(),
             request_stall: cfg.xrootd.request_stall(),
+            max_in_flight: cfg.xrootd.max_in_flight(),
             ..tessera_xrootd::XrootdConfig::default()
         });
         tasks.push(tokio::spawn(tessera_xrootd::serve(

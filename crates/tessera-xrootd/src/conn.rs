@@ -147,7 +147,13 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     let sess = Arc::new(Session::new(core, cfg, local, peer, tls));
     let mut rd = BufReader::with_capacity(64 << 10, rd);
     let mut next = first;
+    let slots = Arc::new(tokio::sync::Semaphore::new(sess.cfg.max_in_flight.max(1)));
     let result = loop {
+        // A slot before the next request is read: at the limit, the
+        // client waits (TCP) until one of its requests finishes.
+        let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+            break Ok(());
+        };
         let (h, payload) = match next.take() {
             Some(r) => r,
             None => match read_request(&mut rd, Some(max_write), stall).await {
@@ -168,7 +174,8 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
                 Err(e) => break Err(e),
             },
         };
-        if !ops::dispatch(&sess, &out, h, payload).await {
+        let slot = ops::Slot::new(permit, &sess.cfg.stats);
+        if !ops::dispatch(&sess, &out, h, payload, slot).await {
             break Ok(());
         }
     };

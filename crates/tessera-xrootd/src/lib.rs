@@ -63,6 +63,8 @@ pub struct Stats {
     pub opens: std::sync::atomic::AtomicU64,
     /// Redirects sent since start.
     pub redirects: std::sync::atomic::AtomicU64,
+    /// Requests being served now, all connections together.
+    pub in_flight: std::sync::atomic::AtomicU64,
 }
 
 pub struct XrootdConfig {
@@ -84,7 +86,16 @@ pub struct XrootdConfig {
     pub request_stall: std::time::Duration,
     /// Owner and group names in stat replies.
     pub names: Arc<names::Names>,
+    /// Requests served at once per connection; a connection that has this
+    /// many is not read from until one finishes (its client waits in TCP),
+    /// so a client that pipelines reads without taking the replies holds
+    /// at most this many read parts in memory.
+    pub max_in_flight: usize,
 }
+
+/// See [`XrootdConfig::max_in_flight`]: xrdcp keeps up to 4 chunks of a
+/// file in flight, 32 with `--parallel 8` over one connection.
+pub const DEFAULT_MAX_IN_FLIGHT: usize = 64;
 
 /// See [`XrootdConfig::request_stall`].
 pub const DEFAULT_REQUEST_STALL: std::time::Duration = std::time::Duration::from_secs(60);
@@ -101,6 +112,7 @@ impl Default for XrootdConfig {
             tokens: None,
             request_stall: DEFAULT_REQUEST_STALL,
             names: Arc::default(),
+            max_in_flight: DEFAULT_MAX_IN_FLIGHT,
         }
     }
 }

@@ -225,6 +225,111 @@ fn a_request_that_stalls_halfway_closes_its_connection() {
     e.ok("xrdfs", &[&e.url, "ls", "/"]);
 }
 
+/// A client that pipelines reads and never takes the replies holds at
+/// most `max_in_flight` requests on the server (the connection is not
+/// read beyond that), other connections go on, and once the client reads,
+/// every request is answered in full.
+#[test]
+fn pipelined_reads_are_bounded_per_connection() {
+    let e = Env::start_with(|c| c.xrootd.max_in_flight = Some(8));
+    let body = data(16 << 20, 21);
+    let f = e.dir.path().join("big");
+    write_file(&f, &body);
+    e.ok(
+        "xrdcp",
+        &[
+            "--nopbar",
+            f.to_str().unwrap(),
+            &format!("{}//p/big", e.url),
+        ],
+    );
+    let stats = std::sync::Arc::clone(
+        e.server
+            .as_ref()
+            .unwrap()
+            .xrootd_stats
+            .as_ref()
+            .expect("xrootd"),
+    );
+    let in_flight = || stats.in_flight.load(std::sync::atomic::Ordering::Relaxed);
+    let addr = e.url.trim_start_matches("root://").to_string();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    // kXR_protocol, kXR_login, kXR_open (read).
+    let mut proto = [0u8; 24];
+    proto[2..4].copy_from_slice(&3006u16.to_be_bytes());
+    proto[4..8].copy_from_slice(&0x500i32.to_be_bytes());
+    s.write_all(&handshake_then(&proto)).unwrap();
+    let mut first = [0u8; 16];
+    s.read_exact(&mut first).unwrap();
+    let reply = |s: &mut std::net::TcpStream| -> ([u8; 2], u16, Vec<u8>) {
+        let mut h = [0u8; 8];
+        s.read_exact(&mut h).unwrap();
+        let mut b = vec![0u8; u32::from_be_bytes(h[4..8].try_into().unwrap()) as usize];
+        s.read_exact(&mut b).unwrap();
+        ([h[0], h[1]], u16::from_be_bytes([h[2], h[3]]), b)
+    };
+    assert_eq!(reply(&mut s).1, 0);
+    let mut login = [0u8; 24];
+    login[2..4].copy_from_slice(&3007u16.to_be_bytes());
+    login[8..12].copy_from_slice(b"test");
+    s.write_all(&login).unwrap();
+    assert_eq!(reply(&mut s).1, 0);
+    let path = b"/p/big";
+    let mut open = vec![0u8; 24];
+    open[2..4].copy_from_slice(&3010u16.to_be_bytes());
+    open[6..8].copy_from_slice(&0x0010u16.to_be_bytes()); // kXR_open_read
+    open[20..24].copy_from_slice(&(path.len() as i32).to_be_bytes());
+    open.extend_from_slice(path);
+    s.write_all(&open).unwrap();
+    let (_, st, b) = reply(&mut s);
+    assert_eq!(st, 0, "{}", String::from_utf8_lossy(&b));
+    let fh: [u8; 4] = b[..4].try_into().unwrap();
+    // 200 reads of 8 MiB (1.6 GB asked for), not one reply taken.
+    const N: u16 = 200;
+    let mut reqs = Vec::new();
+    for i in 1..=N {
+        let mut r = [0u8; 24];
+        r[0..2].copy_from_slice(&i.to_be_bytes());
+        r[2..4].copy_from_slice(&3013u16.to_be_bytes());
+        r[4..8].copy_from_slice(&fh);
+        r[8..16].copy_from_slice(&(u64::from(i % 2) << 23).to_be_bytes());
+        r[16..20].copy_from_slice(&(8i32 << 20).to_be_bytes());
+        reqs.extend_from_slice(&r);
+    }
+    s.write_all(&reqs).unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let held = in_flight();
+    assert!((1..=8).contains(&held), "{held} requests in flight");
+    // Other connections are served meanwhile.
+    e.ok("xrdfs", &[&e.url, "stat", "/p/big"]);
+    // Now take the replies: every read answered in full, right bytes.
+    let mut got: std::collections::HashMap<u16, Vec<u8>> = Default::default();
+    let mut done = 0;
+    while done < N {
+        let (sid, st, b) = reply(&mut s);
+        let sid = u16::from_be_bytes(sid);
+        assert!(st == 0 || st == 4000, "stream {sid}: status {st}");
+        got.entry(sid).or_default().extend_from_slice(&b);
+        if st == 0 {
+            done += 1;
+        }
+    }
+    for i in 1..=N {
+        let off = usize::from(i % 2) << 23;
+        assert!(got[&i] == body[off..off + (8 << 20)], "read {i}");
+    }
+    drop(s);
+    for _ in 0..100 {
+        if in_flight() == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(in_flight(), 0);
+}
+
 /// The XRootD handshake (`0 0 0 4 2012`) followed by `first`.
 fn handshake_then(first: &[u8]) -> Vec<u8> {
     let mut hs = vec![0u8; 12];

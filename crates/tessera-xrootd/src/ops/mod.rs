@@ -22,10 +22,35 @@ use crate::error::XrdError;
 use crate::proto::{err, req, Header};
 use crate::reply::Out;
 use crate::session::Session;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// Route one request. Returns false when the connection must close.
-pub async fn dispatch(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>) -> bool {
+/// One of a connection's request slots (see `XrootdConfig::max_in_flight`),
+/// held while its request is served; counted in `Stats::in_flight`.
+pub struct Slot {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    stats: Arc<crate::Stats>,
+}
+
+impl Slot {
+    pub fn new(permit: tokio::sync::OwnedSemaphorePermit, stats: &Arc<crate::Stats>) -> Slot {
+        stats.in_flight.fetch_add(1, Ordering::Relaxed);
+        Slot {
+            _permit: permit,
+            stats: Arc::clone(stats),
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.stats.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Route one request, holding `slot` until it is answered. Returns false
+/// when the connection must close.
+pub async fn dispatch(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>, slot: Slot) -> bool {
     let st = h.stream;
     // Before login only the session requests are allowed.
     if !s.logged_in() && !matches!(h.code, req::PROTOCOL | req::LOGIN | req::PING) {
@@ -85,7 +110,10 @@ pub async fn dispatch(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>) -> boo
         }
         _ => {
             let (s, out) = (Arc::clone(s), out.clone());
-            tokio::spawn(async move { serve(&s, &out, h, p).await });
+            tokio::spawn(async move {
+                serve(&s, &out, h, p).await;
+                drop(slot);
+            });
             true
         }
     }
