@@ -6,7 +6,7 @@ use crate::ops::write::WriteOp;
 use crate::XrootdConfig;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use tessera_core::{Core, ReadSession};
 use tessera_types::{Identity, NsPath};
@@ -14,6 +14,9 @@ use tokio::sync::mpsc;
 
 /// At most this many files open at once on one connection.
 pub const MAX_HANDLES: usize = 16384;
+/// Bytes of out-of-order writes held on one connection, all its files
+/// together (each file may hold up to `write::MAX_HELD`).
+pub const MAX_HELD_PER_CONNECTION: usize = 256 << 20;
 
 /// A file open for reading: concurrent reads share it.
 pub struct OpenRead {
@@ -53,6 +56,8 @@ pub struct Session {
     logged_in: RwLock<bool>,
     handles: Mutex<HashMap<u32, Handle>>,
     next: AtomicU32,
+    /// Out-of-order write bytes held by this connection's files.
+    pub held: Arc<AtomicUsize>,
 }
 
 impl Session {
@@ -74,6 +79,7 @@ impl Session {
             logged_in: RwLock::new(false),
             handles: Mutex::new(HashMap::new()),
             next: AtomicU32::new(1),
+            held: Arc::default(),
         }
     }
 

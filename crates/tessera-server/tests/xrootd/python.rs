@@ -73,3 +73,51 @@ fn python_bindings() {
         assert!(out.contains("python ok"), "{url}: {out}");
     }
 }
+
+const HELD: &str = r#"
+import sys
+from XRootD import client
+from XRootD.client.flags import OpenFlags
+url = sys.argv[1]
+chunk = b"h" * (60 << 20)
+def open_new(name):
+    f = client.File()
+    st, _ = f.open(url + "//held/" + name, OpenFlags.NEW | OpenFlags.MAKEPATH); assert st.ok, st
+    return f
+# One file: at most 64 MiB held out of order.
+f = open_new("one")
+st, _ = f.write(chunk, 1); assert st.ok, st
+st, _ = f.write(b"x" * (8 << 20), (100 << 20)); assert not st.ok and st.errno == 3013, st
+st, _ = f.close(); assert not st.ok, st
+# One connection (XrdCl shares it between files): at most 256 MiB held.
+files = [open_new("f%d" % i) for i in range(5)]
+for i, f in enumerate(files[:4]):
+    st, _ = f.write(chunk, 1); assert st.ok, (i, st)
+st, _ = files[4].write(chunk, 1); assert not st.ok and st.errno == 3013, st
+for f in files[:4]:
+    st, _ = f.write(b"z", 0); assert st.ok, st
+    st, _ = f.close(); assert st.ok, st
+st, _ = files[4].close(); assert not st.ok
+# Released: a new file may hold again.
+g = open_new("again")
+st, _ = g.write(chunk, 1); assert st.ok, st
+st, _ = g.write(b"z", 0); assert st.ok, st
+st, _ = g.close(); assert st.ok, st
+st, info = client.FileSystem(url).stat("/held/again"); assert st.ok and info.size == len(chunk) + 1, info
+print("held ok")
+"#;
+
+/// Out-of-order writes are held within bounds: 64 MiB per file, 256 MiB
+/// per connection; past them the write fails (kXR_Unsupported) and only
+/// that file is aborted; what a file held is released when it ends.
+#[test]
+fn out_of_order_writes_are_bounded() {
+    let e = Env::start();
+    let script = e.local("held.py");
+    std::fs::write(&script, HELD).unwrap();
+    let out = e.ok("/usr/bin/python3", &[script.to_str().unwrap(), &e.url]);
+    assert!(out.contains("held ok"), "{out}");
+    let root = Env::root();
+    let gone = e.rt.block_on(e.core().stat(&root, Env::path("/held/f4")));
+    assert!(gone.is_err(), "the refused file is not visible");
+}

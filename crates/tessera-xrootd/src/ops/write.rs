@@ -3,15 +3,17 @@
 //! Each file open for writing has one task that owns its write session and
 //! applies these in arrival order. Writes must extend the file: a write at
 //! the current end is applied at once, one further on is held (up to
-//! [`MAX_HELD`] bytes) until the gap is filled, and a gap still open at
+//! [`MAX_HELD`] bytes per file, `MAX_HELD_PER_CONNECTION` for all files of
+//! a connection) until the gap is filled, and a gap still open at
 //! close reads as zeros. Rewriting bytes already written is refused. Any
 //! failure aborts the file: nothing of it becomes visible.
 
 use crate::error::XrdError;
 use crate::proto::{err, req, Header};
 use crate::reply::Out;
-use crate::session::{Handle, OpenWrite, Session};
+use crate::session::{Handle, OpenWrite, Session, MAX_HELD_PER_CONNECTION};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tessera_core::WriteSession;
 use tokio::sync::mpsc;
@@ -111,15 +113,20 @@ pub fn register(
         &s.cfg.names,
     );
     let path = ws.path().clone();
-    let ops = spawn_writer(ws, out.clone());
+    let ops = spawn_writer(ws, out.clone(), Arc::clone(&s.held));
     let fh = s.add(Handle::Write(Arc::new(OpenWrite { ops, path })))?;
     Ok((fh, stat))
 }
 
-/// Start the task that owns `ws`; returns its queue.
-pub fn spawn_writer(ws: WriteSession, out: Out) -> mpsc::Sender<WriteOp> {
+/// Start the task that owns `ws`; returns its queue. `conn_held` counts
+/// the out-of-order bytes held by all files of the connection.
+pub fn spawn_writer(
+    ws: WriteSession,
+    out: Out,
+    conn_held: Arc<AtomicUsize>,
+) -> mpsc::Sender<WriteOp> {
     let (tx, rx) = mpsc::channel(QUEUE);
-    tokio::spawn(run(ws, rx, out));
+    tokio::spawn(run(ws, rx, out, conn_held));
     tx
 }
 
@@ -127,10 +134,24 @@ struct State {
     ws: Option<WriteSession>,
     held: BTreeMap<u64, Vec<u8>>,
     held_bytes: usize,
+    conn_held: Arc<AtomicUsize>,
     failed: Option<XrdError>,
 }
 
+impl Drop for State {
+    fn drop(&mut self) {
+        self.release_held();
+    }
+}
+
 impl State {
+    /// Drop the out-of-order writes held (the file failed or is gone).
+    fn release_held(&mut self) {
+        self.conn_held.fetch_sub(self.held_bytes, Ordering::Relaxed);
+        self.held_bytes = 0;
+        self.held.clear();
+    }
+
     /// A write at the end of the file that only lands in memory (applied in
     /// line, without a trip to the blocking pool).
     fn in_memory(&self, offset: u64, len: usize) -> bool {
@@ -157,13 +178,19 @@ impl State {
             ));
         }
         if offset > end {
-            if self.held_bytes + data.len() > MAX_HELD || self.held.contains_key(&offset) {
+            let n = data.len();
+            let conn = self.conn_held.fetch_add(n, Ordering::Relaxed) + n;
+            if self.held_bytes + n > MAX_HELD
+                || conn > MAX_HELD_PER_CONNECTION
+                || self.held.contains_key(&offset)
+            {
+                self.conn_held.fetch_sub(n, Ordering::Relaxed);
                 return Err(XrdError::new(
                     err::UNSUPPORTED,
                     format!("writes too far out of order (offset {offset}, file at {end})"),
                 ));
             }
-            self.held_bytes += data.len();
+            self.held_bytes += n;
             self.held.insert(offset, data);
             return Ok(());
         }
@@ -191,6 +218,7 @@ impl State {
             }
             let data = self.held.remove(&off).expect("present");
             self.held_bytes -= data.len();
+            self.conn_held.fetch_sub(data.len(), Ordering::Relaxed);
             ws.write(&data)?;
         }
         Ok(())
@@ -246,11 +274,17 @@ fn in_memory(state: &Mutex<State>, op: WriteOp) -> Result<Result<(), XrdError>, 
     }
 }
 
-async fn run(ws: WriteSession, mut rx: mpsc::Receiver<WriteOp>, out: Out) {
+async fn run(
+    ws: WriteSession,
+    mut rx: mpsc::Receiver<WriteOp>,
+    out: Out,
+    conn_held: Arc<AtomicUsize>,
+) {
     let state = Arc::new(Mutex::new(State {
         ws: Some(ws),
         held: BTreeMap::new(),
         held_bytes: 0,
+        conn_held,
         failed: None,
     }));
     while let Some(op) = rx.recv().await {
@@ -285,6 +319,7 @@ async fn run(ws: WriteSession, mut rx: mpsc::Receiver<WriteOp>, out: Out) {
                     // stripes); later requests on the handle get this error.
                     s.failed = Some(e.clone());
                     s.ws = None;
+                    s.release_held();
                 }
             }
             r
