@@ -432,6 +432,16 @@ fn check_forced(name: &[u8], value: &[u8]) -> Result<(), CoreError> {
         b"sys.forced.blocksize" => tessera_data::Layout::from_eos("plain", None, Some(v()?))
             .map(|_| ())
             .map_err(bad),
+        n if n == crate::STALL_ATTR.as_bytes() => {
+            let s = v()?;
+            match s.trim().parse::<u32>() {
+                Ok(_) => Ok(()),
+                _ => Err(CoreError::Invalid(format!(
+                    "{} must be a number of seconds, not {s:?}",
+                    crate::STALL_ATTR
+                ))),
+            }
+        }
         _ => Ok(()),
     }
 }

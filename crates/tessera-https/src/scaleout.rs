@@ -107,7 +107,10 @@ pub async fn mgm_redirect(
             .await
             .map_err(|e| HttpError::new(500, e.to_string()))?;
         match found {
-            Ok(i) => Capability::read(&p, &ctx.who, &i, *cap_ttl),
+            Ok(i) => match ctx.core.stall_unavailable(&i) {
+                Some(secs) => return Ok(Some(crate::ops::get::stalled(&p, secs))),
+                None => Capability::read(&p, &ctx.who, &i, *cap_ttl),
+            },
             // A directory is listed here.
             Err(e) if e.kind() == ErrorKind::IsADirectory => return Ok(None),
             Err(e) => return Err(e.into()),

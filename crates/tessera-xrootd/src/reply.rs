@@ -108,6 +108,14 @@ impl Out {
             .await
     }
 
+    /// `kXR_wait`: the client sends the request again after `secs`.
+    pub async fn wait(&self, stream: [u8; 2], secs: u32, why: &str) -> bool {
+        let mut b = (secs as i32).to_be_bytes().to_vec();
+        b.extend_from_slice(why.as_bytes());
+        self.pieces(stream, status::WAIT, vec![Piece::Bytes(b)])
+            .await
+    }
+
     /// `Ok(body)` or the error.
     pub async fn result(&self, stream: [u8; 2], r: Result<Vec<u8>, XrdError>) -> bool {
         match r {

@@ -28,17 +28,38 @@ pub async fn get(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
     let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
     // One trip to the blocking pool: open (which resolves the path), and a
     // small file is read whole right away and served from memory.
-    let opened = tokio::task::spawn_blocking(move || with_small_body(core.open_read(&who, &p2)?))
-        .await
-        .map_err(|e| HttpError::new(500, e.to_string()))?;
+    let opened = tokio::task::spawn_blocking(move || {
+        let rs = core.open_read(&who, &p2)?;
+        match core.stall_unavailable(rs.inode()) {
+            Some(secs) => Ok(Err(secs)),
+            None => with_small_body(rs).map(Ok),
+        }
+    })
+    .await
+    .map_err(|e| HttpError::new(500, e.to_string()))?;
     let (rs, whole) = match opened {
-        Ok(o) => o,
+        Ok(Ok(o)) => o,
+        Ok(Err(secs)) => return Ok(stalled(&p, secs)),
         Err(e) if e.kind() == tessera_types::ErrorKind::IsADirectory => {
             return listing(ctx, &p, head).await
         }
         Err(e) => return Err(e.into()),
     };
     Ok(respond(rs, whole, req.headers(), head))
+}
+
+/// `sys.stall.unavailable`: the file's data cannot be read now; 503 with
+/// `Retry-After` (the HTTP form of XRootD's `kXR_wait`).
+pub fn stalled(p: &tessera_types::NsPath, secs: u32) -> Response<Body> {
+    let mut r = crate::error_response(&HttpError::new(
+        503,
+        format!(
+            "{} is unavailable now (filesystems down): retry in {secs} s",
+            p.display()
+        ),
+    ));
+    super::set(&mut r, "Retry-After", &secs.to_string());
+    r
 }
 
 /// An open file, with its bytes when it is small enough to serve from

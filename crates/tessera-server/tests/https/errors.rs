@@ -159,3 +159,45 @@ fn short_put(e: &Env, path: &str, max_time: &str) -> String {
     );
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
+
+/// EOS's `sys.stall.unavailable` over HTTPS: a file whose filesystem is
+/// off is a 503 with `Retry-After` when its directory asks for it (a 5xx
+/// failure of the read otherwise), and a 200 once the filesystem is back.
+#[test]
+fn unavailable_files_say_when_to_retry() {
+    let e = Env::start();
+    let root = Env::root();
+    let body = data(200_000, 9);
+    let src = e.local("src");
+    std::fs::write(&src, &body).unwrap();
+    let u = format!("{}/st/f", e.url);
+    assert_eq!(e.curl(&["-T", src.to_str().unwrap(), &u]).0, 201);
+    let core = e.core();
+    e.rt.block_on(core.xattr_set(
+        &root,
+        Env::path("/st"),
+        tessera_core::STALL_ATTR.as_bytes().to_vec(),
+        b"7".to_vec(),
+    ))
+    .unwrap();
+    let i = e.rt.block_on(core.stat(&root, Env::path("/st/f"))).unwrap();
+    let id = tessera_core::Placement::decode(&i.layout).unwrap().fsids[0];
+    let status = |st: tessera_core::FsConfigStatus| {
+        let c = tessera_core::FsChange {
+            label: None,
+            domain: None,
+            space: None,
+            status: Some(st),
+        };
+        e.rt.block_on(core.fs_set(&root, id, c)).unwrap();
+    };
+    status(tessera_core::FsConfigStatus::Off);
+    let hdrs = e.local("headers");
+    let (code, text) = e.curl(&["-D", hdrs.to_str().unwrap(), &u]);
+    assert_eq!(code, 503, "{}", String::from_utf8_lossy(&text));
+    let h = std::fs::read_to_string(&hdrs).unwrap().to_ascii_lowercase();
+    assert!(h.contains("retry-after: 7"), "{h}");
+    status(tessera_core::FsConfigStatus::Rw);
+    let (code, got) = e.curl(&[&u]);
+    assert_eq!((code, got == body), (200, true));
+}

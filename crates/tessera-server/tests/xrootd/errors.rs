@@ -330,6 +330,91 @@ fn pipelined_reads_are_bounded_per_connection() {
     assert_eq!(in_flight(), 0);
 }
 
+/// EOS's `sys.stall.unavailable`: a file whose filesystem is off is
+/// answered with `kXR_wait` when its directory asks for it, and xrdcp
+/// gets it once the filesystem is back; elsewhere the read fails at once.
+#[test]
+fn unavailable_files_stall_when_the_directory_asks() {
+    let e = Env::start();
+    let root = Env::root();
+    let body = data(100_000, 5);
+    let f = e.dir.path().join("f");
+    write_file(&f, &body);
+    for d in ["st", "nost"] {
+        e.ok(
+            "xrdcp",
+            &[
+                "--nopbar",
+                f.to_str().unwrap(),
+                &format!("{}//{d}/f", e.url),
+            ],
+        );
+    }
+    let core = e.core();
+    let set = |name: &str, value: &str| {
+        e.rt.block_on(core.xattr_set(
+            &root,
+            Env::path("/st"),
+            name.as_bytes().to_vec(),
+            value.as_bytes().to_vec(),
+        ))
+    };
+    assert!(
+        set(tessera_core::STALL_ATTR, "soon").is_err(),
+        "seconds only"
+    );
+    set(tessera_core::STALL_ATTR, "2").unwrap();
+    let fsid_of = |p: &str| {
+        let i = e.rt.block_on(core.stat(&root, Env::path(p))).unwrap();
+        tessera_core::Placement::decode(&i.layout).unwrap().fsids[0]
+    };
+    let status = |id: u32, st: tessera_core::FsConfigStatus| {
+        let c = tessera_core::FsChange {
+            label: None,
+            domain: None,
+            space: None,
+            status: Some(st),
+        };
+        e.rt.block_on(core.fs_set(&root, id, c)).unwrap();
+    };
+    let out = e.dir.path().join("out");
+    // Without the attribute: an error, at once.
+    let id = fsid_of("/nost/f");
+    status(id, tessera_core::FsConfigStatus::Off);
+    let t = std::time::Instant::now();
+    e.fails(
+        "xrdcp",
+        &[
+            "-f",
+            "--nopbar",
+            &format!("{}//nost/f", e.url),
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(t.elapsed() < std::time::Duration::from_secs(10));
+    status(id, tessera_core::FsConfigStatus::Rw);
+    // With it: the client waits, and reads once the filesystem is back.
+    let id = fsid_of("/st/f");
+    status(id, tessera_core::FsConfigStatus::Off);
+    let t = std::time::Instant::now();
+    let mut cp = e
+        .cmd("xrdcp")
+        .args([
+            "-f",
+            "--nopbar",
+            &format!("{}//st/f", e.url),
+            out.to_str().unwrap(),
+        ])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(3000));
+    assert!(cp.try_wait().unwrap().is_none(), "xrdcp waits");
+    status(id, tessera_core::FsConfigStatus::Rw);
+    assert!(cp.wait().unwrap().success());
+    assert!(t.elapsed() >= std::time::Duration::from_secs(3));
+    assert_eq!(std::fs::read(&out).unwrap(), body);
+}
+
 /// The XRootD handshake (`0 0 0 4 2012`) followed by `first`.
 fn handshake_then(first: &[u8]) -> Vec<u8> {
     let mut hs = vec![0u8; 12];

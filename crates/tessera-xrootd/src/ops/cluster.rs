@@ -37,8 +37,9 @@ pub async fn to_mgm(s: &Session, out: &Out, h: &Header) -> bool {
     out.redirect(h.stream, &host, port, "").await
 }
 
-/// On the metadata service: the redirect for an open, or `None` to serve
-/// it here (no live gateway).
+/// On the metadata service: answer an open with a redirect (or, for a
+/// file that cannot be read now, `sys.stall.unavailable`'s wait): true
+/// when that reply was sent, false to serve it here (no live gateway).
 pub async fn mgm_open(
     s: &Session,
     out: &Out,
@@ -67,6 +68,10 @@ pub async fn mgm_open(
     } else {
         // Check here what the gateway cannot: existence and permission.
         let i = core.readable_file(&who, &t.path)?;
+        if let Some(secs) = core.stall_unavailable(&i) {
+            crate::ops::open::stall(out, h, t, secs).await;
+            return Ok(true);
+        }
         Capability::read(&t.path, &who, &i, *cap_ttl)
     };
     let (host, port) = host_port(&gw);

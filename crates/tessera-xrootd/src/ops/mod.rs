@@ -141,7 +141,7 @@ async fn serve_as(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>) {
         req::STAT => stat::stat(s, &h, &p).await,
         req::STATX => stat::statx(s, &p).await,
         req::OPEN => match open::open(s, out, &h, &p).await {
-            Ok(open::Opened::Redirected) => return,
+            Ok(open::Opened::Sent) => return,
             Ok(open::Opened::Reply(b)) => Ok(b),
             Err(e) => Err(e),
         },
