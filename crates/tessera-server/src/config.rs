@@ -288,8 +288,9 @@ pub struct Xrootd {
     pub unix: UnixCfg,
     /// Answered to `xrdfs query config sitename`.
     pub site: String,
-    /// Seconds a request that has begun to arrive may stall before the
-    /// connection is closed (its open writes are aborted). Default 60.
+    /// Seconds a request that has begun to arrive, or a reply being sent
+    /// (1 MiB at a time), may stall before the connection is closed (its
+    /// open writes are aborted). Default 60.
     pub request_stall_s: Option<u64>,
     /// Requests served at once per connection; beyond it the connection is
     /// not read until one finishes. Default 64.

@@ -143,7 +143,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
 ) -> Result<(), ConnError> {
     let (max_write, stall) = (cfg.max_write, cfg.request_stall);
     let (rd, wr) = tokio::io::split(stream);
-    let out = Out::new(wr);
+    let out = Out::new(wr, stall);
     let sess = Arc::new(Session::new(core, cfg, local, peer, tls));
     let mut rd = BufReader::with_capacity(64 << 10, rd);
     let mut next = first;
@@ -151,12 +151,20 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     let result = loop {
         // A slot before the next request is read: at the limit, the
         // client waits (TCP) until one of its requests finishes.
-        let Ok(permit) = Arc::clone(&slots).acquire_owned().await else {
+        let permit = tokio::select! {
+            p = Arc::clone(&slots).acquire_owned() => p,
+            _ = out.gone() => break Ok(()),
+        };
+        let Ok(permit) = permit else {
             break Ok(());
         };
         let (h, payload) = match next.take() {
             Some(r) => r,
-            None => match read_request(&mut rd, Some(max_write), stall).await {
+            None => match tokio::select! {
+                r = read_request(&mut rd, Some(max_write), stall) => r,
+                // A reply stalled or failed: stop reading as well.
+                _ = out.gone() => break Ok(()),
+            } {
                 Ok(r) => r,
                 Err(ConnError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
                     break Ok(())

@@ -8,9 +8,10 @@ use crate::proto::{response_header, status};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tessera_core::ReadData;
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
-use tokio::sync::Mutex;
+use tokio::sync::{Mutex, Notify};
 
 type Sink = BufWriter<Pin<Box<dyn AsyncWrite + Send>>>;
 
@@ -41,14 +42,22 @@ pub struct Reply {
 pub struct Out {
     sink: Arc<Mutex<Sink>>,
     dead: Arc<AtomicBool>,
+    /// Told when the connection is given up (the reader stops too).
+    gone: Arc<Notify>,
+    /// A reply that makes no progress (1 MiB) for this long (a client
+    /// that stops reading) gives the connection up: what its requests
+    /// hold is freed.
+    stall: Duration,
 }
 
 impl Out {
-    pub fn new<W: AsyncWrite + Send + 'static>(w: W) -> Out {
+    pub fn new<W: AsyncWrite + Send + 'static>(w: W, stall: Duration) -> Out {
         let w: Pin<Box<dyn AsyncWrite + Send>> = Box::pin(w);
         Out {
             sink: Arc::new(Mutex::new(BufWriter::with_capacity(64 << 10, w))),
             dead: Arc::new(AtomicBool::new(false)),
+            gone: Arc::new(Notify::new()),
+            stall,
         }
     }
 
@@ -58,13 +67,34 @@ impl Out {
             return false;
         }
         let mut w = self.sink.lock().await;
-        let ok = write_one(&mut w, &r).await.is_ok() && w.flush().await.is_ok();
+        let ok = !self.dead.load(Ordering::Relaxed)
+            && write_one(&mut w, &r, self.stall).await.is_ok()
+            && matches!(
+                tokio::time::timeout(self.stall, w.flush()).await,
+                Ok(Ok(()))
+            );
         drop(w);
         drop(r); // buffers back to the pool
         if !ok {
-            self.dead.store(true, Ordering::Relaxed);
+            self.give_up();
         }
         ok
+    }
+
+    fn give_up(&self) {
+        if !self.dead.swap(true, Ordering::Relaxed) {
+            self.gone.notify_waiters();
+        }
+    }
+
+    /// Resolves once the connection has been given up (a reply failed or
+    /// stalled).
+    pub async fn gone(&self) {
+        let n = self.gone.notified();
+        if self.dead.load(Ordering::Relaxed) {
+            return;
+        }
+        n.await
     }
 
     /// Flush and close the write half (the connection ends).
@@ -137,18 +167,29 @@ pub fn error_reply(stream: [u8; 2], e: &XrdError) -> Reply {
     }
 }
 
-async fn write_one(w: &mut Sink, r: &Reply) -> std::io::Result<()> {
+/// A reply's bytes must move at least this much per `stall`.
+const PROGRESS: usize = 1 << 20;
+
+async fn write_one(w: &mut Sink, r: &Reply, stall: Duration) -> std::io::Result<()> {
     let len: usize = r.body.iter().map(Piece::len).sum();
-    w.write_all(&response_header(r.stream, r.status, len))
-        .await?;
+    let hdr = response_header(r.stream, r.status, len);
+    let mut slices: Vec<&[u8]> = vec![&hdr];
     for p in &r.body {
         match p {
-            Piece::Bytes(b) => w.write_all(b).await?,
-            Piece::Data(d) => {
-                for s in d.slices() {
-                    w.write_all(s).await?;
-                }
-            }
+            Piece::Bytes(b) => slices.push(b),
+            Piece::Data(d) => slices.extend(d.slices()),
+        }
+    }
+    for s in slices {
+        for chunk in s.chunks(PROGRESS) {
+            tokio::time::timeout(stall, w.write_all(chunk))
+                .await
+                .map_err(|_| {
+                    std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("the client took no reply bytes for {stall:?}"),
+                    )
+                })??;
         }
     }
     Ok(())

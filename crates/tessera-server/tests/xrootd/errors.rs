@@ -415,6 +415,98 @@ fn unavailable_files_stall_when_the_directory_asks() {
     assert_eq!(std::fs::read(&out).unwrap(), body);
 }
 
+/// A client that stops taking replies is given up after `request_stall_s`
+/// without progress: its connection closes and what its requests held is
+/// freed; other connections are served throughout.
+#[test]
+fn a_client_that_stops_reading_is_given_up() {
+    let e = Env::start_with(|c| c.xrootd.request_stall_s = Some(2));
+    let body = data(16 << 20, 22);
+    let f = e.dir.path().join("big");
+    write_file(&f, &body);
+    e.ok(
+        "xrdcp",
+        &[
+            "--nopbar",
+            f.to_str().unwrap(),
+            &format!("{}//p/big", e.url),
+        ],
+    );
+    let stats = std::sync::Arc::clone(
+        e.server
+            .as_ref()
+            .unwrap()
+            .xrootd_stats
+            .as_ref()
+            .expect("xrootd"),
+    );
+    let in_flight = || stats.in_flight.load(std::sync::atomic::Ordering::Relaxed);
+    let addr = e.url.trim_start_matches("root://").to_string();
+    let mut s = std::net::TcpStream::connect(&addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let mut proto = [0u8; 24];
+    proto[2..4].copy_from_slice(&3006u16.to_be_bytes());
+    proto[4..8].copy_from_slice(&0x500i32.to_be_bytes());
+    s.write_all(&handshake_then(&proto)).unwrap();
+    let mut first = [0u8; 16];
+    s.read_exact(&mut first).unwrap();
+    let reply = |s: &mut std::net::TcpStream| -> u16 {
+        let mut h = [0u8; 8];
+        s.read_exact(&mut h).unwrap();
+        let mut b = vec![0u8; u32::from_be_bytes(h[4..8].try_into().unwrap()) as usize];
+        s.read_exact(&mut b).unwrap();
+        u16::from_be_bytes([h[2], h[3]])
+    };
+    assert_eq!(reply(&mut s), 0);
+    let mut login = [0u8; 24];
+    login[2..4].copy_from_slice(&3007u16.to_be_bytes());
+    login[8..12].copy_from_slice(b"test");
+    s.write_all(&login).unwrap();
+    assert_eq!(reply(&mut s), 0);
+    let path = b"/p/big";
+    let mut open = vec![0u8; 24];
+    open[2..4].copy_from_slice(&3010u16.to_be_bytes());
+    open[6..8].copy_from_slice(&0x0010u16.to_be_bytes());
+    open[20..24].copy_from_slice(&(path.len() as i32).to_be_bytes());
+    open.extend_from_slice(path);
+    s.write_all(&open).unwrap();
+    let mut h = [0u8; 8];
+    s.read_exact(&mut h).unwrap();
+    let mut b = vec![0u8; u32::from_be_bytes(h[4..8].try_into().unwrap()) as usize];
+    s.read_exact(&mut b).unwrap();
+    let fh: [u8; 4] = b[..4].try_into().unwrap();
+    let mut reqs = Vec::new();
+    for i in 1..=20u16 {
+        let mut r = [0u8; 24];
+        r[0..2].copy_from_slice(&i.to_be_bytes());
+        r[2..4].copy_from_slice(&3013u16.to_be_bytes());
+        r[4..8].copy_from_slice(&fh);
+        r[16..20].copy_from_slice(&(8i32 << 20).to_be_bytes());
+        reqs.extend_from_slice(&r);
+    }
+    s.write_all(&reqs).unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert!(in_flight() > 0, "reads held while the client does not read");
+    // Given up within a few seconds of no progress.
+    let t = std::time::Instant::now();
+    while in_flight() > 0 && t.elapsed() < std::time::Duration::from_secs(20) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(in_flight(), 0, "requests still held");
+    e.ok("xrdfs", &[&e.url, "stat", "/p/big"]);
+    // The connection is closed: reading it to the end ends (EOF or reset).
+    let mut sink = Vec::new();
+    let r = s.read_to_end(&mut sink);
+    assert!(
+        r.is_ok()
+            || r.as_ref()
+                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+        "{r:?}"
+    );
+    assert!(sink.len() < 20 * (8 << 20), "not every reply was sent");
+}
+
 /// The XRootD handshake (`0 0 0 4 2012`) followed by `first`.
 fn handshake_then(first: &[u8]) -> Vec<u8> {
     let mut hs = vec![0u8; 12];
