@@ -148,12 +148,17 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     let mut rd = BufReader::with_capacity(64 << 10, rd);
     let mut next = first;
     let slots = Arc::new(tokio::sync::Semaphore::new(sess.cfg.max_in_flight.max(1)));
+    // One waiter for the whole connection (registering one per request
+    // cost more than the stat it served).
+    let gone = out.gone();
+    tokio::pin!(gone);
     let result = loop {
         // A slot before the next request is read: at the limit, the
         // client waits (TCP) until one of its requests finishes.
         let permit = tokio::select! {
+            biased;
             p = Arc::clone(&slots).acquire_owned() => p,
-            _ = out.gone() => break Ok(()),
+            _ = &mut gone => break Ok(()),
         };
         let Ok(permit) = permit else {
             break Ok(());
@@ -161,9 +166,10 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
         let (h, payload) = match next.take() {
             Some(r) => r,
             None => match tokio::select! {
+                biased;
                 r = read_request(&mut rd, Some(max_write), stall) => r,
                 // A reply stalled or failed: stop reading as well.
-                _ = out.gone() => break Ok(()),
+                _ = &mut gone => break Ok(()),
             } {
                 Ok(r) => r,
                 Err(ConnError::Io(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => {

@@ -47,17 +47,40 @@ impl Default for Names {
     }
 }
 
+/// Ids hash to themselves (scrambled): a lookup runs for every stat, and
+/// SipHash cost more than the rest of it.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 << 8 | u64::from(*b)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+type IdMap = HashMap<u32, String, std::hash::BuildHasherDefault<IdHasher>>;
+
 struct Table {
     path: PathBuf,
     /// Names by id, and when the file was last read (`None`: never).
-    map: RwLock<(HashMap<u32, String>, Option<Instant>)>,
+    map: RwLock<(IdMap, Option<Instant>)>,
 }
 
 impl Table {
     fn new(path: PathBuf) -> Table {
         Table {
             path,
-            map: RwLock::new((HashMap::new(), None)),
+            map: RwLock::new((IdMap::default(), None)),
         }
     }
 
@@ -87,8 +110,8 @@ impl Table {
 
 /// `name:x:id:...` lines: id to name (the first name of an id wins, as
 /// `getpwuid` answers). An unreadable file gives no names.
-fn read_ids(path: &Path) -> HashMap<u32, String> {
-    let mut m = HashMap::new();
+fn read_ids(path: &Path) -> IdMap {
+    let mut m = IdMap::default();
     let Ok(text) = std::fs::read_to_string(path) else {
         return m;
     };

@@ -69,10 +69,7 @@ impl Out {
         let mut w = self.sink.lock().await;
         let ok = !self.dead.load(Ordering::Relaxed)
             && write_one(&mut w, &r, self.stall).await.is_ok()
-            && matches!(
-                tokio::time::timeout(self.stall, w.flush()).await,
-                Ok(Ok(()))
-            );
+            && within(self.stall, w.flush()).await.is_ok();
         drop(w);
         drop(r); // buffers back to the pool
         if !ok {
@@ -172,25 +169,47 @@ const PROGRESS: usize = 1 << 20;
 
 async fn write_one(w: &mut Sink, r: &Reply, stall: Duration) -> std::io::Result<()> {
     let len: usize = r.body.iter().map(Piece::len).sum();
-    let hdr = response_header(r.stream, r.status, len);
-    let mut slices: Vec<&[u8]> = vec![&hdr];
+    within(
+        stall,
+        w.write_all(&response_header(r.stream, r.status, len)),
+    )
+    .await?;
     for p in &r.body {
         match p {
-            Piece::Bytes(b) => slices.push(b),
-            Piece::Data(d) => slices.extend(d.slices()),
-        }
-    }
-    for s in slices {
-        for chunk in s.chunks(PROGRESS) {
-            tokio::time::timeout(stall, w.write_all(chunk))
-                .await
-                .map_err(|_| {
-                    std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        format!("the client took no reply bytes for {stall:?}"),
-                    )
-                })??;
+            Piece::Bytes(b) => write_slice(w, b, stall).await?,
+            Piece::Data(d) => {
+                for s in d.slices() {
+                    write_slice(w, s, stall).await?;
+                }
+            }
         }
     }
     Ok(())
+}
+
+async fn write_slice(w: &mut Sink, s: &[u8], stall: Duration) -> std::io::Result<()> {
+    for chunk in s.chunks(PROGRESS) {
+        within(stall, w.write_all(chunk)).await?;
+    }
+    Ok(())
+}
+
+/// `f`, failed if it makes no progress for `stall`. Most writes finish
+/// on their first poll (room in the buffer or the socket): those need no
+/// timer.
+async fn within<F>(stall: Duration, f: F) -> std::io::Result<()>
+where
+    F: std::future::Future<Output = std::io::Result<()>>,
+{
+    tokio::pin!(f);
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(f.as_mut().poll(cx))).await;
+    if let std::task::Poll::Ready(r) = first {
+        return r;
+    }
+    tokio::time::timeout(stall, f).await.map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("the client took no reply bytes for {stall:?}"),
+        )
+    })?
 }
