@@ -27,3 +27,30 @@ pub fn adler32(b: &[u8]) -> String {
     }
     format!("{:08x}", (s << 16) | a)
 }
+
+/// The filesystem holding the first stripe of the file at `path`.
+pub fn first_fsid(rt: &tokio::runtime::Runtime, core: &tessera_core::Core, path: &str) -> u32 {
+    let root = tessera_types::Identity::root("test");
+    let p = tessera_types::NsPath::parse(path).expect("path");
+    let i = rt.block_on(core.stat(&root, p)).expect("stat");
+    tessera_core::Placement::decode(&i.layout)
+        .expect("placement")
+        .fsids[0]
+}
+
+/// Set filesystem `id` to `status`, as an admin would.
+pub fn set_fs_status(
+    rt: &tokio::runtime::Runtime,
+    core: &tessera_core::Core,
+    id: u32,
+    status: tessera_core::FsConfigStatus,
+) {
+    let c = tessera_core::FsChange {
+        label: None,
+        domain: None,
+        space: None,
+        status: Some(status),
+    };
+    let root = tessera_types::Identity::root("test");
+    rt.block_on(core.fs_set(&root, id, c)).expect("fs set");
+}

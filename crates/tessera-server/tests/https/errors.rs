@@ -1,7 +1,7 @@
 //! Bad input and failures: the right status, bounded work, nothing partial
 //! left behind, and the connection usable afterwards.
 
-use crate::{data, Env};
+use crate::{data, first_fsid, set_fs_status, Env};
 use std::io::{Read, Write};
 use tessera_core::QuotaTarget;
 
@@ -180,17 +180,8 @@ fn unavailable_files_say_when_to_retry() {
         b"7".to_vec(),
     ))
     .unwrap();
-    let i = e.rt.block_on(core.stat(&root, Env::path("/st/f"))).unwrap();
-    let id = tessera_core::Placement::decode(&i.layout).unwrap().fsids[0];
-    let status = |st: tessera_core::FsConfigStatus| {
-        let c = tessera_core::FsChange {
-            label: None,
-            domain: None,
-            space: None,
-            status: Some(st),
-        };
-        e.rt.block_on(core.fs_set(&root, id, c)).unwrap();
-    };
+    let id = first_fsid(&e.rt, core, "/st/f");
+    let status = |st: tessera_core::FsConfigStatus| set_fs_status(&e.rt, core, id, st);
     status(tessera_core::FsConfigStatus::Off);
     let hdrs = e.local("headers");
     let (code, text) = e.curl(&["-D", hdrs.to_str().unwrap(), &u]);

@@ -14,7 +14,7 @@ mod tpc;
 
 #[path = "../common/mod.rs"]
 mod common;
-pub use common::{adler32, data};
+pub use common::{adler32, data, first_fsid, set_fs_status};
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -2,7 +2,7 @@
 //! permission denied, over quota (nothing left behind), is a directory,
 //! exists; and a malformed request closes only its own connection.
 
-use crate::{data, write_file, Env};
+use crate::{data, first_fsid, set_fs_status, write_file, Env};
 use std::io::{Read, Write};
 use tessera_core::{QuotaTarget, SetAttr};
 
@@ -225,111 +225,6 @@ fn a_request_that_stalls_halfway_closes_its_connection() {
     e.ok("xrdfs", &[&e.url, "ls", "/"]);
 }
 
-/// A client that pipelines reads and never takes the replies holds at
-/// most `max_in_flight` requests on the server (the connection is not
-/// read beyond that), other connections go on, and once the client reads,
-/// every request is answered in full.
-#[test]
-fn pipelined_reads_are_bounded_per_connection() {
-    let e = Env::start_with(|c| c.xrootd.max_in_flight = Some(8));
-    let body = data(16 << 20, 21);
-    let f = e.dir.path().join("big");
-    write_file(&f, &body);
-    e.ok(
-        "xrdcp",
-        &[
-            "--nopbar",
-            f.to_str().unwrap(),
-            &format!("{}//p/big", e.url),
-        ],
-    );
-    let stats = std::sync::Arc::clone(
-        e.server
-            .as_ref()
-            .unwrap()
-            .xrootd_stats
-            .as_ref()
-            .expect("xrootd"),
-    );
-    let in_flight = || stats.in_flight.load(std::sync::atomic::Ordering::Relaxed);
-    let addr = e.url.trim_start_matches("root://").to_string();
-    let mut s = std::net::TcpStream::connect(&addr).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
-        .unwrap();
-    // kXR_protocol, kXR_login, kXR_open (read).
-    let mut proto = [0u8; 24];
-    proto[2..4].copy_from_slice(&3006u16.to_be_bytes());
-    proto[4..8].copy_from_slice(&0x500i32.to_be_bytes());
-    s.write_all(&handshake_then(&proto)).unwrap();
-    let mut first = [0u8; 16];
-    s.read_exact(&mut first).unwrap();
-    let reply = |s: &mut std::net::TcpStream| -> ([u8; 2], u16, Vec<u8>) {
-        let mut h = [0u8; 8];
-        s.read_exact(&mut h).unwrap();
-        let mut b = vec![0u8; u32::from_be_bytes(h[4..8].try_into().unwrap()) as usize];
-        s.read_exact(&mut b).unwrap();
-        ([h[0], h[1]], u16::from_be_bytes([h[2], h[3]]), b)
-    };
-    assert_eq!(reply(&mut s).1, 0);
-    let mut login = [0u8; 24];
-    login[2..4].copy_from_slice(&3007u16.to_be_bytes());
-    login[8..12].copy_from_slice(b"test");
-    s.write_all(&login).unwrap();
-    assert_eq!(reply(&mut s).1, 0);
-    let path = b"/p/big";
-    let mut open = vec![0u8; 24];
-    open[2..4].copy_from_slice(&3010u16.to_be_bytes());
-    open[6..8].copy_from_slice(&0x0010u16.to_be_bytes()); // kXR_open_read
-    open[20..24].copy_from_slice(&(path.len() as i32).to_be_bytes());
-    open.extend_from_slice(path);
-    s.write_all(&open).unwrap();
-    let (_, st, b) = reply(&mut s);
-    assert_eq!(st, 0, "{}", String::from_utf8_lossy(&b));
-    let fh: [u8; 4] = b[..4].try_into().unwrap();
-    // 200 reads of 8 MiB (1.6 GB asked for), not one reply taken.
-    const N: u16 = 200;
-    let mut reqs = Vec::new();
-    for i in 1..=N {
-        let mut r = [0u8; 24];
-        r[0..2].copy_from_slice(&i.to_be_bytes());
-        r[2..4].copy_from_slice(&3013u16.to_be_bytes());
-        r[4..8].copy_from_slice(&fh);
-        r[8..16].copy_from_slice(&(u64::from(i % 2) << 23).to_be_bytes());
-        r[16..20].copy_from_slice(&(8i32 << 20).to_be_bytes());
-        reqs.extend_from_slice(&r);
-    }
-    s.write_all(&reqs).unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(2));
-    let held = in_flight();
-    assert!((1..=8).contains(&held), "{held} requests in flight");
-    // Other connections are served meanwhile.
-    e.ok("xrdfs", &[&e.url, "stat", "/p/big"]);
-    // Now take the replies: every read answered in full, right bytes.
-    let mut got: std::collections::HashMap<u16, Vec<u8>> = Default::default();
-    let mut done = 0;
-    while done < N {
-        let (sid, st, b) = reply(&mut s);
-        let sid = u16::from_be_bytes(sid);
-        assert!(st == 0 || st == 4000, "stream {sid}: status {st}");
-        got.entry(sid).or_default().extend_from_slice(&b);
-        if st == 0 {
-            done += 1;
-        }
-    }
-    for i in 1..=N {
-        let off = usize::from(i % 2) << 23;
-        assert!(got[&i] == body[off..off + (8 << 20)], "read {i}");
-    }
-    drop(s);
-    for _ in 0..100 {
-        if in_flight() == 0 {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    assert_eq!(in_flight(), 0);
-}
-
 /// EOS's `sys.stall.unavailable`: a file whose filesystem is off is
 /// answered with `kXR_wait` when its directory asks for it, and xrdcp
 /// gets it once the filesystem is back; elsewhere the read fails at once.
@@ -364,19 +259,8 @@ fn unavailable_files_stall_when_the_directory_asks() {
         "seconds only"
     );
     set(tessera_core::STALL_ATTR, "2").unwrap();
-    let fsid_of = |p: &str| {
-        let i = e.rt.block_on(core.stat(&root, Env::path(p))).unwrap();
-        tessera_core::Placement::decode(&i.layout).unwrap().fsids[0]
-    };
-    let status = |id: u32, st: tessera_core::FsConfigStatus| {
-        let c = tessera_core::FsChange {
-            label: None,
-            domain: None,
-            space: None,
-            status: Some(st),
-        };
-        e.rt.block_on(core.fs_set(&root, id, c)).unwrap();
-    };
+    let fsid_of = |p: &str| first_fsid(&e.rt, core, p);
+    let status = |id: u32, st: tessera_core::FsConfigStatus| set_fs_status(&e.rt, core, id, st);
     let out = e.dir.path().join("out");
     // Without the attribute: an error, at once.
     let id = fsid_of("/nost/f");
@@ -415,100 +299,8 @@ fn unavailable_files_stall_when_the_directory_asks() {
     assert_eq!(std::fs::read(&out).unwrap(), body);
 }
 
-/// A client that stops taking replies is given up after `request_stall_s`
-/// without progress: its connection closes and what its requests held is
-/// freed; other connections are served throughout.
-#[test]
-fn a_client_that_stops_reading_is_given_up() {
-    let e = Env::start_with(|c| c.xrootd.request_stall_s = Some(2));
-    let body = data(16 << 20, 22);
-    let f = e.dir.path().join("big");
-    write_file(&f, &body);
-    e.ok(
-        "xrdcp",
-        &[
-            "--nopbar",
-            f.to_str().unwrap(),
-            &format!("{}//p/big", e.url),
-        ],
-    );
-    let stats = std::sync::Arc::clone(
-        e.server
-            .as_ref()
-            .unwrap()
-            .xrootd_stats
-            .as_ref()
-            .expect("xrootd"),
-    );
-    let in_flight = || stats.in_flight.load(std::sync::atomic::Ordering::Relaxed);
-    let addr = e.url.trim_start_matches("root://").to_string();
-    let mut s = std::net::TcpStream::connect(&addr).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(30)))
-        .unwrap();
-    let mut proto = [0u8; 24];
-    proto[2..4].copy_from_slice(&3006u16.to_be_bytes());
-    proto[4..8].copy_from_slice(&0x500i32.to_be_bytes());
-    s.write_all(&handshake_then(&proto)).unwrap();
-    let mut first = [0u8; 16];
-    s.read_exact(&mut first).unwrap();
-    let reply = |s: &mut std::net::TcpStream| -> u16 {
-        let mut h = [0u8; 8];
-        s.read_exact(&mut h).unwrap();
-        let mut b = vec![0u8; u32::from_be_bytes(h[4..8].try_into().unwrap()) as usize];
-        s.read_exact(&mut b).unwrap();
-        u16::from_be_bytes([h[2], h[3]])
-    };
-    assert_eq!(reply(&mut s), 0);
-    let mut login = [0u8; 24];
-    login[2..4].copy_from_slice(&3007u16.to_be_bytes());
-    login[8..12].copy_from_slice(b"test");
-    s.write_all(&login).unwrap();
-    assert_eq!(reply(&mut s), 0);
-    let path = b"/p/big";
-    let mut open = vec![0u8; 24];
-    open[2..4].copy_from_slice(&3010u16.to_be_bytes());
-    open[6..8].copy_from_slice(&0x0010u16.to_be_bytes());
-    open[20..24].copy_from_slice(&(path.len() as i32).to_be_bytes());
-    open.extend_from_slice(path);
-    s.write_all(&open).unwrap();
-    let mut h = [0u8; 8];
-    s.read_exact(&mut h).unwrap();
-    let mut b = vec![0u8; u32::from_be_bytes(h[4..8].try_into().unwrap()) as usize];
-    s.read_exact(&mut b).unwrap();
-    let fh: [u8; 4] = b[..4].try_into().unwrap();
-    let mut reqs = Vec::new();
-    for i in 1..=20u16 {
-        let mut r = [0u8; 24];
-        r[0..2].copy_from_slice(&i.to_be_bytes());
-        r[2..4].copy_from_slice(&3013u16.to_be_bytes());
-        r[4..8].copy_from_slice(&fh);
-        r[16..20].copy_from_slice(&(8i32 << 20).to_be_bytes());
-        reqs.extend_from_slice(&r);
-    }
-    s.write_all(&reqs).unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(1));
-    assert!(in_flight() > 0, "reads held while the client does not read");
-    // Given up within a few seconds of no progress.
-    let t = std::time::Instant::now();
-    while in_flight() > 0 && t.elapsed() < std::time::Duration::from_secs(20) {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    assert_eq!(in_flight(), 0, "requests still held");
-    e.ok("xrdfs", &[&e.url, "stat", "/p/big"]);
-    // The connection is closed: reading it to the end ends (EOF or reset).
-    let mut sink = Vec::new();
-    let r = s.read_to_end(&mut sink);
-    assert!(
-        r.is_ok()
-            || r.as_ref()
-                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
-        "{r:?}"
-    );
-    assert!(sink.len() < 20 * (8 << 20), "not every reply was sent");
-}
-
 /// The XRootD handshake (`0 0 0 4 2012`) followed by `first`.
-fn handshake_then(first: &[u8]) -> Vec<u8> {
+pub fn handshake_then(first: &[u8]) -> Vec<u8> {
     let mut hs = vec![0u8; 12];
     hs.extend_from_slice(&4i32.to_be_bytes());
     hs.extend_from_slice(&2012i32.to_be_bytes());

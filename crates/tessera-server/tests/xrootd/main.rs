@@ -3,6 +3,7 @@
 //! `xrootd-client` and `python3-xrootd` packages (`scripts/test` installs
 //! them); without them these tests fail with a clear message.
 
+mod bounds;
 mod clients;
 mod errors;
 mod python;
@@ -11,7 +12,7 @@ mod tokens;
 
 #[path = "../common/mod.rs"]
 mod common;
-pub use common::{adler32, data};
+pub use common::{adler32, data, first_fsid, set_fs_status};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
