@@ -3,7 +3,7 @@
 
 use crate::error::MetaError;
 use crate::keys::*;
-use crate::readcache::{Kind, ReadCache};
+use crate::readcache::ReadCache;
 use crate::records::*;
 use crate::store::{MetaStore, NsStats, ROOT_INO};
 use crate::txn::{Cf, Txn};
@@ -14,6 +14,14 @@ use tessera_types::NsPath;
 pub(crate) trait Get {
     fn get_raw(&self, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>, MetaError>;
     fn db(&self) -> &DB;
+
+    /// Inode `ino`, decoded.
+    fn inode(&self, ino: u64) -> Result<Option<Inode>, MetaError> {
+        match self.get_raw(Cf::Inode, &ino_key(ino))? {
+            Some(raw) => Ok(Some(decode_inode(ino, &raw)?)),
+            None => Ok(None),
+        }
+    }
 }
 
 /// Committed state, through the reader cache (inode and directory-entry
@@ -23,26 +31,42 @@ pub(crate) struct DbGet<'a>(pub &'a DB, pub Option<&'a ReadCache>);
 impl Get for DbGet<'_> {
     fn get_raw(&self, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>, MetaError> {
         let h = || self.0.cf_handle(cf.name()).expect("cf exists");
-        let kind = match cf {
-            Cf::Inode => Some(Kind::Inode),
-            Cf::Dentry => Some(Kind::Dentry),
-            _ => None,
-        };
-        let (Some(cache), Some(kind)) = (self.1, kind) else {
+        let (Some(cache), Cf::Dentry) = (self.1, cf) else {
             return Ok(self.0.get_cf(h(), key)?);
         };
-        if let Some(v) = cache.get(kind, key) {
+        if let Some(v) = cache.dentry(key) {
             return Ok(Some(v));
         }
         let seq = cache.seq();
         let v = self.0.get_cf(h(), key)?;
         if let Some(v) = &v {
-            cache.fill(seq, kind, key, v);
+            cache.fill_dentry(seq, key, v);
         }
         Ok(v)
     }
+
     fn db(&self) -> &DB {
         self.0
+    }
+
+    fn inode(&self, ino: u64) -> Result<Option<Inode>, MetaError> {
+        let Some(cache) = self.1 else {
+            return match self.get_raw(Cf::Inode, &ino_key(ino))? {
+                Some(raw) => Ok(Some(decode_inode(ino, &raw)?)),
+                None => Ok(None),
+            };
+        };
+        if let Some(i) = cache.inode(ino) {
+            return Ok(Some(i));
+        }
+        let seq = cache.seq();
+        let h = self.0.cf_handle(Cf::Inode.name()).expect("cf exists");
+        let Some(raw) = self.0.get_cf(h, ino_key(ino))? else {
+            return Ok(None);
+        };
+        let i = decode_inode(ino, &raw)?;
+        cache.fill_inode(seq, &i);
+        Ok(Some(i))
     }
 }
 
@@ -56,10 +80,7 @@ impl Get for Txn<'_> {
 }
 
 pub(crate) fn inode<G: Get>(g: &G, ino: u64) -> Result<Option<Inode>, MetaError> {
-    match g.get_raw(Cf::Inode, &ino_key(ino))? {
-        Some(raw) => Ok(Some(decode_inode(ino, &raw)?)),
-        None => Ok(None),
-    }
+    g.inode(ino)
 }
 
 pub(crate) fn must_inode<G: Get>(g: &G, ino: u64) -> Result<Inode, MetaError> {

@@ -1,6 +1,7 @@
-//! Reader-side cache of committed inode and directory-entry records (raw
+//! Reader-side cache of committed inode records (decoded: decoding one
+//! cost more than the rest of a stat) and directory-entry records (raw
 //! values, as RocksDB holds them), so that a stat of a hot path costs no
-//! RocksDB lookups.
+//! RocksDB lookups and no decoding.
 //!
 //! Every change to those two column families goes through a `Txn`, one at
 //! a time (the writer lock). A commit brackets its batch write with
@@ -17,6 +18,7 @@
 //! begins: a hit is always the committed value (a reader may still see the
 //! old value until the commit's batch is written, as without the cache).
 
+use crate::records::Inode;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockWriteGuard};
@@ -34,22 +36,28 @@ pub(crate) enum Kind {
 
 #[derive(Default)]
 struct Maps {
-    inodes: HashMap<Box<[u8]>, Box<[u8]>>,
+    inodes: HashMap<u64, Inode>,
     dentries: HashMap<Box<[u8]>, Box<[u8]>>,
 }
 
 impl Maps {
-    fn get(&self, kind: Kind) -> &HashMap<Box<[u8]>, Box<[u8]>> {
-        match kind {
-            Kind::Inode => &self.inodes,
-            Kind::Dentry => &self.dentries,
-        }
+    fn len(&self) -> usize {
+        self.inodes.len() + self.dentries.len()
     }
 
-    fn of(&mut self, kind: Kind) -> &mut HashMap<Box<[u8]>, Box<[u8]>> {
+    /// Forget the record under RocksDB key `k` of `kind`.
+    fn remove(&mut self, kind: Kind, k: &[u8]) {
         match kind {
-            Kind::Inode => &mut self.inodes,
-            Kind::Dentry => &mut self.dentries,
+            Kind::Inode => match <[u8; 8]>::try_from(k) {
+                Ok(b) => {
+                    self.inodes.remove(&u64::from_be_bytes(b));
+                }
+                // Not an inode key: forget every inode, to be safe.
+                Err(_) => self.inodes.clear(),
+            },
+            Kind::Dentry => {
+                self.dentries.remove(k);
+            }
         }
     }
 }
@@ -73,14 +81,33 @@ impl ReadCache {
         self.seq.load(Ordering::Acquire)
     }
 
-    pub fn get(&self, kind: Kind, key: &[u8]) -> Option<Vec<u8>> {
+    pub fn dentry(&self, key: &[u8]) -> Option<Vec<u8>> {
         let m = self.maps.read().unwrap_or_else(|p| p.into_inner());
-        m.get(kind).get(key).map(|v| v.to_vec())
+        m.dentries.get(key).map(|v| v.to_vec())
     }
 
-    /// Remember `value`, read from RocksDB after [`ReadCache::seq`] gave
-    /// `seq`, unless a commit began since.
-    pub fn fill(&self, seq: u64, kind: Kind, key: &[u8], value: &[u8]) {
+    pub fn inode(&self, ino: u64) -> Option<Inode> {
+        let m = self.maps.read().unwrap_or_else(|p| p.into_inner());
+        m.inodes.get(&ino).cloned()
+    }
+
+    /// Remember a directory entry's `value`, read from RocksDB after
+    /// [`ReadCache::seq`] gave `seq`, unless a commit began since.
+    pub fn fill_dentry(&self, seq: u64, key: &[u8], value: &[u8]) {
+        self.fill(seq, |m| {
+            m.dentries.insert(key.into(), value.into());
+        })
+    }
+
+    /// Remember inode `i`, read from RocksDB after [`ReadCache::seq`]
+    /// gave `seq`, unless a commit began since.
+    pub fn fill_inode(&self, seq: u64, i: &Inode) {
+        self.fill(seq, |m| {
+            m.inodes.insert(i.ino, i.clone());
+        })
+    }
+
+    fn fill(&self, seq: u64, put: impl FnOnce(&mut Maps)) {
         if seq % 2 == 1 {
             return;
         }
@@ -88,10 +115,10 @@ impl ReadCache {
         if self.seq.load(Ordering::Acquire) != seq {
             return;
         }
-        if m.inodes.len() + m.dentries.len() >= MAX_ENTRIES {
+        if m.len() >= MAX_ENTRIES {
             *m = Maps::default();
         }
-        m.of(kind).insert(key.into(), value.into());
+        put(&mut m);
     }
 
     /// A commit touching `keys` is about to write its batch.
@@ -99,7 +126,7 @@ impl ReadCache {
         let mut m = self.lock();
         self.seq.fetch_add(1, Ordering::AcqRel);
         for (kind, k) in keys {
-            m.of(kind).remove(k);
+            m.remove(kind, k);
         }
     }
 
@@ -109,7 +136,7 @@ impl ReadCache {
         let mut m = self.lock();
         if ok {
             for (kind, k) in keys {
-                m.of(kind).remove(k);
+                m.remove(kind, k);
             }
         } else {
             *m = Maps::default();
@@ -126,53 +153,80 @@ impl ReadCache {
 mod tests {
     use super::*;
 
+    fn ino(n: u64) -> Inode {
+        Inode {
+            ino: n,
+            kind: crate::records::EntryKind::File,
+            parent: 1,
+            name: b"f".to_vec(),
+            uid: 0,
+            gid: 0,
+            mode: 0o644,
+            ctime_ns: 0,
+            mtime_ns: n as i64,
+            size: n,
+            checksum: None,
+            crc32c: None,
+            layout: Vec::new(),
+            quota_node: false,
+            nchildren: 0,
+        }
+    }
+
     #[test]
     fn hits_after_fill_and_misses_after_a_commit_touches_the_key() {
         let c = ReadCache::new();
         let s = c.seq();
-        c.fill(s, Kind::Inode, b"k1", b"v1");
-        c.fill(s, Kind::Dentry, b"k1", b"d1");
-        assert_eq!(c.get(Kind::Inode, b"k1").as_deref(), Some(&b"v1"[..]));
-        assert_eq!(c.get(Kind::Dentry, b"k1").as_deref(), Some(&b"d1"[..]));
-        let touched = [(Kind::Inode, &b"k1"[..])];
+        c.fill_inode(s, &ino(7));
+        c.fill_dentry(s, b"k1", b"d1");
+        assert_eq!(c.inode(7), Some(ino(7)));
+        assert_eq!(c.dentry(b"k1").as_deref(), Some(&b"d1"[..]));
+        let key = 7u64.to_be_bytes();
+        let touched = [(Kind::Inode, &key[..])];
         c.begin_write(touched.iter().copied());
-        assert_eq!(c.get(Kind::Inode, b"k1"), None);
-        // Another kind's entry under the same key bytes is untouched.
-        assert_eq!(c.get(Kind::Dentry, b"k1").as_deref(), Some(&b"d1"[..]));
+        assert_eq!(c.inode(7), None);
+        assert_eq!(c.dentry(b"k1").as_deref(), Some(&b"d1"[..]));
         c.end_write(touched.iter().copied(), true);
-        assert_eq!(c.get(Kind::Inode, b"k1"), None);
+        assert_eq!(c.inode(7), None);
+        let touched = [(Kind::Dentry, &b"k1"[..])];
+        c.begin_write(touched.iter().copied());
+        assert_eq!(c.dentry(b"k1"), None);
+        c.end_write(touched.iter().copied(), true);
     }
 
     #[test]
     fn a_read_overlapping_a_commit_is_not_kept() {
         let c = ReadCache::new();
-        let touched = [(Kind::Inode, &b"k"[..])];
+        let key = 5u64.to_be_bytes();
+        let touched = [(Kind::Inode, &key[..])];
         // Read began before the commit, finished during it.
         let before = c.seq();
         c.begin_write(touched.iter().copied());
-        c.fill(before, Kind::Inode, b"k", b"old");
-        assert_eq!(c.get(Kind::Inode, b"k"), None);
+        c.fill_inode(before, &ino(5));
+        assert_eq!(c.inode(5), None);
         // Read began during the commit, finished after it.
         let during = c.seq();
-        c.fill(during, Kind::Inode, b"k", b"old");
+        c.fill_inode(during, &ino(5));
         c.end_write(touched.iter().copied(), true);
-        c.fill(during, Kind::Inode, b"k", b"old");
-        assert_eq!(c.get(Kind::Inode, b"k"), None);
+        c.fill_inode(during, &ino(5));
+        assert_eq!(c.inode(5), None);
         // A read that began after it is kept.
         let after = c.seq();
-        c.fill(after, Kind::Inode, b"k", b"new");
-        assert_eq!(c.get(Kind::Inode, b"k").as_deref(), Some(&b"new"[..]));
+        let mut new = ino(5);
+        new.size = 99;
+        c.fill_inode(after, &new);
+        assert_eq!(c.inode(5).map(|i| i.size), Some(99));
     }
 
     #[test]
     fn a_failed_commit_forgets_everything() {
         let c = ReadCache::new();
         let s = c.seq();
-        c.fill(s, Kind::Inode, b"a", b"1");
-        c.fill(s, Kind::Dentry, b"b", b"2");
+        c.fill_inode(s, &ino(1));
+        c.fill_dentry(s, b"b", b"2");
         c.begin_write(std::iter::empty());
         c.end_write(std::iter::empty(), false);
-        assert_eq!(c.get(Kind::Inode, b"a"), None);
-        assert_eq!(c.get(Kind::Dentry, b"b"), None);
+        assert_eq!(c.inode(1), None);
+        assert_eq!(c.dentry(b"b"), None);
     }
 }
