@@ -42,3 +42,11 @@ impl CoreError {
         }
     }
 }
+
+/// How a result is logged and counted: its status word and errno.
+pub(crate) fn outcome<T>(res: &Result<T, CoreError>) -> (&'static str, i32) {
+    match res {
+        Ok(_) => ("ok", 0),
+        Err(e) => (e.kind().as_str(), e.kind().errno()),
+    }
+}

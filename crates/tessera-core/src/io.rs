@@ -587,13 +587,24 @@ impl Core {
     /// Open a file for reading (blocking).
     pub fn open_read(&self, who: &Identity, path: &NsPath) -> Result<ReadSession, CoreError> {
         let start = std::time::Instant::now();
-        let data = self.data();
-        let mut r = self
+        let r = self
             .readable_file(who, path)
-            .and_then(|inode| data.open_inode(inode));
+            .and_then(|inode| self.data().open_inode(inode));
+        self.log_open_read(who, path, start, r)
+    }
+
+    /// Log an open for reading begun at `start`; the session logs its close.
+    pub(crate) fn log_open_read(
+        &self,
+        who: &Identity,
+        path: &NsPath,
+        start: std::time::Instant,
+        mut r: Result<ReadSession, CoreError>,
+    ) -> Result<ReadSession, CoreError> {
         self.finish("open_read", who, &path.display(), start, &r);
-        if let (Ok(rs), Some(l)) = (&mut r, data.session_log(who, path, start)) {
-            rs.set_log(l);
+        if let Ok(rs) = &mut r {
+            let (m, a) = (Arc::clone(&self.metrics), Arc::clone(&self.access));
+            rs.set_log(SessionLog::new(m, a, who, path, start));
         }
         r
     }

@@ -21,7 +21,7 @@ pub use fsck::{DrainReport, FileIssue, FsckReport, Orphan, RepairReport};
 pub use io::{DataPath, Expect, Ledger, ReadSession, WritePlan, WriteSession, DEFAULT_SPACE};
 pub use service::{Core, RemoveReport};
 pub use sessionlog::SessionLog;
-pub use stall::STALL_ATTR;
+pub use stall::{ReadOpen, Stall, STALL_ATTR};
 pub use tessera_data::StripeState;
 pub use tessera_data::{BufPool, Layout, Placement, ReadData, ReadEvent};
 pub use tessera_meta::{may, FsConfigStatus, FsRecord};

@@ -93,10 +93,7 @@ impl Core {
         res: &Result<T, CoreError>,
     ) {
         let secs = start.elapsed().as_secs_f64();
-        let (status, errno) = match res {
-            Ok(_) => ("ok", 0),
-            Err(e) => (e.kind().as_str(), e.kind().errno()),
-        };
+        let (status, errno) = crate::error::outcome(res);
         self.metrics.observe(who.protocol, op, status, secs);
         self.access.record(&AccessRecord {
             protocol: who.protocol,

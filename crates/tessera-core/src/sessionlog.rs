@@ -48,10 +48,7 @@ impl SessionLog {
 
     /// A write closed with `res` after `bytes`.
     pub(crate) fn write_closed<T>(&self, bytes: u64, res: &Result<T, CoreError>) {
-        let (status, errno) = match res {
-            Ok(_) => ("ok", 0),
-            Err(e) => (e.kind().as_str(), e.kind().errno()),
-        };
+        let (status, errno) = crate::error::outcome(res);
         self.record(true, bytes, status, errno);
     }
 

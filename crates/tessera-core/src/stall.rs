@@ -6,19 +6,62 @@
 //! failing: a disk server or a Ceph cluster being restarted then delays
 //! jobs rather than failing them. Without the attribute nothing changes.
 
-use crate::Core;
+use crate::{Core, CoreError, ReadSession};
 use tessera_data::{LayoutKind, Placement};
 use tessera_meta::Inode;
+use tessera_types::{Identity, NsPath};
 
 /// The attribute (EOS's name).
 pub const STALL_ATTR: &str = "sys.stall.unavailable";
 /// Longest wait handed out, whatever the attribute says.
 const MAX_STALL_S: u32 = 3600;
 
+/// A client told to come back after `secs`, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stall {
+    pub secs: u32,
+    pub why: String,
+}
+
+/// An open for reading: the file, or a stall.
+#[allow(clippy::large_enum_variant)] // returned once per open, matched at once
+pub enum ReadOpen {
+    File(ReadSession),
+    Stall(Stall),
+}
+
 impl Core {
-    /// Seconds a client opening `inode` should wait and retry, when its
-    /// data cannot be read now and its directory asks for stalls.
-    pub fn stall_unavailable(&self, inode: &Inode) -> Option<u32> {
+    /// Open a file for reading (blocking), unless its data cannot be read
+    /// now and its directory asks for stalls: then no session is opened
+    /// and the client is to come back later.
+    pub fn open_read_or_stall(&self, who: &Identity, path: &NsPath) -> Result<ReadOpen, CoreError> {
+        let start = std::time::Instant::now();
+        let inode = match self.readable_file(who, path) {
+            Ok(i) => i,
+            Err(e) => {
+                return self
+                    .log_open_read(who, path, start, Err(e))
+                    .map(ReadOpen::File)
+            }
+        };
+        if let Some(s) = self.stall_unavailable(&inode, path) {
+            self.finish(
+                "open_read",
+                who,
+                &path.display(),
+                start,
+                &Ok::<(), CoreError>(()),
+            );
+            return Ok(ReadOpen::Stall(s));
+        }
+        let rs = self.data().open_inode(inode);
+        self.log_open_read(who, path, start, rs).map(ReadOpen::File)
+    }
+
+    /// How long a client opening `inode` (at `path`) should wait and
+    /// retry, when its data cannot be read now and its directory asks
+    /// for stalls.
+    pub fn stall_unavailable(&self, inode: &Inode, path: &NsPath) -> Option<Stall> {
         if inode.layout.is_empty() {
             return None; // no stripes: nothing to wait for
         }
@@ -38,6 +81,13 @@ impl Core {
         let attrs = self.meta.xattr_list_of(inode.parent).ok()?;
         let (_, v) = attrs.iter().find(|(n, _)| n == STALL_ATTR.as_bytes())?;
         let secs: u32 = std::str::from_utf8(v).ok()?.trim().parse().ok()?;
-        (secs > 0).then_some(secs.min(MAX_STALL_S))
+        let secs = (secs > 0).then_some(secs.min(MAX_STALL_S))?;
+        Some(Stall {
+            secs,
+            why: format!(
+                "{} is unavailable now (filesystems down): retry in {secs} s",
+                path.display()
+            ),
+        })
     }
 }

@@ -107,8 +107,8 @@ pub async fn mgm_redirect(
             .await
             .map_err(|e| HttpError::new(500, e.to_string()))?;
         match found {
-            Ok(i) => match ctx.core.stall_unavailable(&i) {
-                Some(secs) => return Ok(Some(crate::ops::get::stalled(&p, secs))),
+            Ok(i) => match ctx.core.stall_unavailable(&i, &p) {
+                Some(st) => return Ok(Some(crate::ops::get::stalled(&st))),
                 None => Capability::read(&p, &ctx.who, &i, *cap_ttl),
             },
             // A directory is listed here.

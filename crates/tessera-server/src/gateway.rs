@@ -3,7 +3,7 @@
 //! capability the metadata service signed, reserves and commits writes
 //! through the internal API, and redirects everything else back.
 
-use crate::config::{Config, UnixCfg};
+use crate::config::Config;
 use crate::{dev, tls, Running};
 use anyhow::Context;
 use std::net::SocketAddr;
@@ -89,26 +89,16 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
     )
     .await
     .with_context(|| format!("registering with the metadata service at {mgm}"))?;
+    let mode = tessera_xrootd::Mode::Gateway {
+        data,
+        client,
+        key: tessera_cluster::CapKey::new(secret.as_bytes()),
+        mgm: mgm_xrootd,
+        advertise: advertise.clone(),
+    };
     let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
-        mode: tessera_xrootd::Mode::Gateway {
-            data,
-            client,
-            key: tessera_cluster::CapKey::new(secret.as_bytes()),
-            mgm: mgm_xrootd,
-            advertise: advertise.clone(),
-        },
-        stats: Arc::clone(&stats),
-        tls,
-        unix: match cfg.xrootd.unix {
-            UnixCfg::Trust => tessera_xrootd::UnixPolicy::Trust,
-            UnixCfg::Anonymous => tessera_xrootd::UnixPolicy::Anonymous,
-            UnixCfg::ReadOnly => tessera_xrootd::UnixPolicy::ReadOnly,
-            UnixCfg::Owner => tessera_xrootd::UnixPolicy::Owner(crate::owner_identity().uid),
-        },
         site: c.site.clone(),
-        request_stall: cfg.xrootd.request_stall(),
-        max_in_flight: cfg.xrootd.max_in_flight(),
-        ..tessera_xrootd::XrootdConfig::default()
+        ..crate::xrootd_config(cfg, mode, Arc::clone(&stats), tls)
     });
     let metrics_l = TcpListener::bind(cfg.listen.metrics)
         .await

@@ -131,6 +131,30 @@ pub(crate) fn access_log(cfg: &Config) -> anyhow::Result<AccessLog> {
     })
 }
 
+/// The XRootD endpoint's settings from `[xrootd]`, for `mode`.
+pub(crate) fn xrootd_config(
+    cfg: &Config,
+    mode: tessera_xrootd::Mode,
+    stats: Arc<tessera_xrootd::Stats>,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+) -> tessera_xrootd::XrootdConfig {
+    tessera_xrootd::XrootdConfig {
+        mode,
+        stats,
+        tls,
+        unix: match cfg.xrootd.unix {
+            config::UnixCfg::Trust => tessera_xrootd::UnixPolicy::Trust,
+            config::UnixCfg::Anonymous => tessera_xrootd::UnixPolicy::Anonymous,
+            config::UnixCfg::ReadOnly => tessera_xrootd::UnixPolicy::ReadOnly,
+            config::UnixCfg::Owner => tessera_xrootd::UnixPolicy::Owner(owner_identity().uid),
+        },
+        site: cfg.xrootd.site.clone(),
+        request_stall: cfg.xrootd.request_stall(),
+        max_in_flight: cfg.xrootd.max_in_flight(),
+        ..tessera_xrootd::XrootdConfig::default()
+    }
+}
+
 /// Open the namespace and start every listener of the configured roles.
 pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running> {
     if cfg.role == config::Role::Gateway {
@@ -313,20 +337,8 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         let stats = Arc::new(tessera_xrootd::Stats::default());
         xrootd_stats = Some(Arc::clone(&stats));
         let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
-            mode: xrootd_mode,
-            stats,
-            tls: tls.clone(),
-            unix: match cfg.xrootd.unix {
-                config::UnixCfg::Trust => tessera_xrootd::UnixPolicy::Trust,
-                config::UnixCfg::Anonymous => tessera_xrootd::UnixPolicy::Anonymous,
-                config::UnixCfg::ReadOnly => tessera_xrootd::UnixPolicy::ReadOnly,
-                config::UnixCfg::Owner => tessera_xrootd::UnixPolicy::Owner(owner_identity().uid),
-            },
-            site: cfg.xrootd.site.clone(),
             tokens: validator.clone(),
-            request_stall: cfg.xrootd.request_stall(),
-            max_in_flight: cfg.xrootd.max_in_flight(),
-            ..tessera_xrootd::XrootdConfig::default()
+            ..xrootd_config(cfg, xrootd_mode, stats, tls.clone())
         });
         tasks.push(tokio::spawn(tessera_xrootd::serve(
             l,

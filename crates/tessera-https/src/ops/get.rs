@@ -13,7 +13,7 @@ use hyper::body::Bytes;
 use hyper::Response;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tessera_core::ReadSession;
+use tessera_core::{ReadOpen, ReadSession, Stall};
 use tokio::sync::mpsc;
 
 /// Bytes read per storage request while streaming.
@@ -28,18 +28,15 @@ pub async fn get(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
     let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
     // One trip to the blocking pool: open (which resolves the path), and a
     // small file is read whole right away and served from memory.
-    let opened = tokio::task::spawn_blocking(move || {
-        let rs = core.open_read(&who, &p2)?;
-        match core.stall_unavailable(rs.inode()) {
-            Some(secs) => Ok(Err(secs)),
-            None => with_small_body(rs).map(Ok),
-        }
+    let opened = tokio::task::spawn_blocking(move || match core.open_read_or_stall(&who, &p2)? {
+        ReadOpen::File(rs) => with_small_body(rs).map(Ok),
+        ReadOpen::Stall(st) => Ok(Err(st)),
     })
     .await
     .map_err(|e| HttpError::new(500, e.to_string()))?;
     let (rs, whole) = match opened {
         Ok(Ok(o)) => o,
-        Ok(Err(secs)) => return Ok(stalled(&p, secs)),
+        Ok(Err(st)) => return Ok(stalled(&st)),
         Err(e) if e.kind() == tessera_types::ErrorKind::IsADirectory => {
             return listing(ctx, &p, head).await
         }
@@ -50,15 +47,9 @@ pub async fn get(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
 
 /// `sys.stall.unavailable`: the file's data cannot be read now; 503 with
 /// `Retry-After` (the HTTP form of XRootD's `kXR_wait`).
-pub fn stalled(p: &tessera_types::NsPath, secs: u32) -> Response<Body> {
-    let mut r = crate::error_response(&HttpError::new(
-        503,
-        format!(
-            "{} is unavailable now (filesystems down): retry in {secs} s",
-            p.display()
-        ),
-    ));
-    super::set(&mut r, "Retry-After", &secs.to_string());
+pub fn stalled(st: &Stall) -> Response<Body> {
+    let mut r = crate::error_response(&HttpError::new(503, st.why.clone()));
+    set(&mut r, "Retry-After", &st.secs.to_string());
     r
 }
 

@@ -68,8 +68,8 @@ pub async fn mgm_open(
     } else {
         // Check here what the gateway cannot: existence and permission.
         let i = core.readable_file(&who, &t.path)?;
-        if let Some(secs) = core.stall_unavailable(&i) {
-            crate::ops::open::stall(out, h, t, secs).await;
+        if let Some(st) = core.stall_unavailable(&i, &t.path) {
+            out.wait(h.stream, st.secs, &st.why).await;
             return Ok(true);
         }
         Capability::read(&t.path, &who, &i, *cap_ttl)

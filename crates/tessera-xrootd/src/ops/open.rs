@@ -9,6 +9,7 @@ use crate::reply::Out;
 use crate::session::{Handle, OpenRead, Session, Target};
 use crate::statfmt::stat_string;
 use std::sync::Arc;
+use tessera_core::ReadOpen;
 
 pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<Opened, XrdError> {
     let t = Target::parse(p)?;
@@ -51,14 +52,16 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<O
         write::register(s, out, ws, mode, (who.uid, who.gid))?
     } else {
         let (core, path, w2) = (s.core()?.clone(), t.path.clone(), who.clone());
-        let core2 = core.clone();
-        let rs = tokio::task::spawn_blocking(move || core.open_read(&w2, &path))
+        let opened = tokio::task::spawn_blocking(move || core.open_read_or_stall(&w2, &path))
             .await
             .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
-        if let Some(secs) = core2.stall_unavailable(rs.inode()) {
-            stall(out, h, &t, secs).await;
-            return Ok(Opened::Sent);
-        }
+        let rs = match opened {
+            ReadOpen::File(rs) => rs,
+            ReadOpen::Stall(st) => {
+                out.wait(h.stream, st.secs, &st.why).await;
+                return Ok(Opened::Sent);
+            }
+        };
         let stat = stat_string(rs.inode(), &who, &s.cfg.names);
         let fh = s.add(Handle::Read(Arc::new(OpenRead { rs, path: t.path })))?;
         (fh, stat)
@@ -72,16 +75,6 @@ pub enum Opened {
     Reply(Vec<u8>),
     /// A redirect or a wait was sent; nothing more to say.
     Sent,
-}
-
-/// `sys.stall.unavailable`: the file's data cannot be read now; the
-/// client is told to open it again after `secs` (`kXR_wait`).
-pub async fn stall(out: &Out, h: &Header, t: &Target, secs: u32) {
-    let why = format!(
-        "{} is unavailable now (filesystems down): retry in {secs} s",
-        t.path.display()
-    );
-    out.wait(h.stream, secs, &why).await;
 }
 
 fn reply(fh: [u8; 4], opts: u16, stat: &str) -> Vec<u8> {
