@@ -17,10 +17,15 @@ pub(crate) trait Get {
 
     /// Inode `ino`, decoded.
     fn inode(&self, ino: u64) -> Result<Option<Inode>, MetaError> {
-        match self.get_raw(Cf::Inode, &ino_key(ino))? {
-            Some(raw) => Ok(Some(decode_inode(ino, &raw)?)),
-            None => Ok(None),
-        }
+        read_inode(self, ino)
+    }
+}
+
+/// Inode `ino` read through `get_raw` and decoded.
+fn read_inode<G: Get + ?Sized>(g: &G, ino: u64) -> Result<Option<Inode>, MetaError> {
+    match g.get_raw(Cf::Inode, &ino_key(ino))? {
+        Some(raw) => Ok(Some(decode_inode(ino, &raw)?)),
+        None => Ok(None),
     }
 }
 
@@ -51,10 +56,7 @@ impl Get for DbGet<'_> {
 
     fn inode(&self, ino: u64) -> Result<Option<Inode>, MetaError> {
         let Some(cache) = self.1 else {
-            return match self.get_raw(Cf::Inode, &ino_key(ino))? {
-                Some(raw) => Ok(Some(decode_inode(ino, &raw)?)),
-                None => Ok(None),
-            };
+            return read_inode(self, ino);
         };
         if let Some(i) = cache.inode(ino) {
             return Ok(Some(i));
