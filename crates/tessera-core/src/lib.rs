@@ -6,6 +6,7 @@
 //! Token scopes are checked here before the store is touched
 //! (`scopes.rs`); mode bits are the store's own check.
 
+mod budget;
 mod error;
 mod fs;
 mod fsck;
@@ -15,6 +16,7 @@ mod service;
 mod sessionlog;
 mod stall;
 
+pub use budget::{Budget, Lease, DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_WAIT};
 pub use error::CoreError;
 pub use fs::{FsChange, FsView, SpaceView};
 pub use fsck::{DrainReport, FileIssue, FsckReport, Orphan, RepairReport};

@@ -59,6 +59,9 @@ pub struct HttpsConfig {
     pub tokens: Option<Arc<tessera_auth::Validator>>,
     /// The development issuer served here: (issuer URL, JWKS document).
     pub dev_issuer: Option<(String, String)>,
+    /// The process's memory budget: a GET holds each part it streams
+    /// from it until the part is sent.
+    pub buffers: tessera_core::Budget,
 }
 
 /// See [`HttpsConfig::body_timeout`].
@@ -78,6 +81,7 @@ impl Default for HttpsConfig {
             http2: false,
             tokens: None,
             dev_issuer: None,
+            buffers: tessera_core::Budget::default(),
         }
     }
 }

@@ -195,7 +195,13 @@ async fn gateway_data(
                 get::with_small_body(rs)
             })
             .await?;
-            get::respond(rs, whole, req.headers(), head)
+            get::respond(
+                rs,
+                whole,
+                req.headers(),
+                head,
+                get::Leases::new(&cfg.buffers),
+            )
         }
         (Access::Write, true) => {
             let hint = put::size_hint(req.headers());

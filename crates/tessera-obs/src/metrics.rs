@@ -74,6 +74,9 @@ pub struct Metrics {
     pub namespace_bytes: Gauge<u64, AtomicU64>,
     pub quota_nodes: Gauge<u64, AtomicU64>,
     pub open_writes: Gauge<u64, AtomicU64>,
+    /// The memory budget for request data (set per scrape).
+    pub buffers_in_use: Gauge<u64, AtomicU64>,
+    pub buffers_limit: Gauge<u64, AtomicU64>,
     pub quota_used_bytes: Family<QuotaLabels, Gauge<u64, AtomicU64>>,
     pub quota_used_inodes: Family<QuotaLabels, Gauge<u64, AtomicU64>>,
     pub quota_limit_bytes: Family<QuotaLabels, Gauge<u64, AtomicU64>>,
@@ -137,6 +140,20 @@ impl Metrics {
             "Writes holding a quota reservation",
             open_writes.clone(),
         );
+        let buffers_in_use = Gauge::<u64, AtomicU64>::default();
+        r.register_with_unit(
+            "buffers_in_use",
+            "Request data held in memory now (XRootD payloads and replies, HTTP GET parts)",
+            prometheus_client::registry::Unit::Bytes,
+            buffers_in_use.clone(),
+        );
+        let buffers_limit = Gauge::<u64, AtomicU64>::default();
+        r.register_with_unit(
+            "buffers_limit",
+            "The memory budget for request data ([buffers] max_mib)",
+            prometheus_client::registry::Unit::Bytes,
+            buffers_limit.clone(),
+        );
         let g = Family::<QuotaLabels, Gauge<u64, AtomicU64>>::default;
         let (qub, qui, qlb, qli) = (g(), g(), g(), g());
         let bytes = prometheus_client::registry::Unit::Bytes;
@@ -178,6 +195,8 @@ impl Metrics {
             namespace_bytes,
             quota_nodes,
             open_writes,
+            buffers_in_use,
+            buffers_limit,
             quota_used_bytes: qub,
             quota_used_inodes: qui,
             quota_limit_bytes: qlb,

@@ -56,6 +56,7 @@ pub struct Config {
     pub tls: Tls,
     pub xrootd: Xrootd,
     pub https: Https,
+    pub buffers: Buffers,
     pub cluster: Cluster,
     pub fsck: Fsck,
     pub auth: Auth,
@@ -322,6 +323,33 @@ impl Xrootd {
     }
 }
 
+/// The memory all connections together may hold in request data (XRootD
+/// write payloads and read replies, HTTP GET parts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+pub struct Buffers {
+    /// MiB; default 2048.
+    pub max_mib: Option<u64>,
+    /// Milliseconds a request waits for its bytes before it is refused
+    /// (`kXR_NoMemory`, HTTP 503); default 5000.
+    pub wait_ms: Option<u64>,
+}
+
+impl Buffers {
+    /// A new budget with these settings (one per process: every endpoint
+    /// shares it).
+    pub fn budget(&self) -> tessera_core::Budget {
+        tessera_core::Budget::new(
+            self.max_mib
+                .map_or(tessera_core::DEFAULT_BUDGET_BYTES, |m| m.max(1) << 20),
+            self.wait_ms.map_or(
+                tessera_core::DEFAULT_BUDGET_WAIT,
+                std::time::Duration::from_millis,
+            ),
+        )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Meta {
@@ -361,6 +389,7 @@ impl Default for Config {
             tls: Tls::default(),
             xrootd: Xrootd::default(),
             https: Https::default(),
+            buffers: Buffers::default(),
             cluster: Cluster::default(),
             fsck: Fsck::default(),
             auth: Auth::default(),

@@ -35,6 +35,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
         data = data.buffered();
     }
     let stats = Arc::new(tessera_xrootd::Stats::default());
+    let buffers = cfg.buffers.budget();
     let tls = match (&cfg.tls.cert, &cfg.tls.key) {
         (Some(c), Some(k)) => Some(tls::server_config(c, k)?),
         _ => None,
@@ -69,6 +70,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
                 },
                 http2: cfg.https.http2,
                 body_timeout: cfg.https.body_timeout(),
+                buffers: buffers.clone(),
                 ..tessera_https::HttpsConfig::default()
             });
             Some((l, local, adv, hcfg))
@@ -98,7 +100,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
     };
     let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
         site: c.site.clone(),
-        ..crate::xrootd_config(cfg, mode, Arc::clone(&stats), tls)
+        ..crate::xrootd_config(cfg, mode, Arc::clone(&stats), tls, buffers.clone())
     });
     let metrics_l = TcpListener::bind(cfg.listen.metrics)
         .await
@@ -112,6 +114,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
             metrics,
             data: data_for_health,
         },
+        buffers.clone(),
         stop_rx.clone(),
     ));
     let mut tasks = vec![serve, http];
@@ -136,6 +139,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
         https_addr,
         xrootd_stats: Some(stats),
         https_stats,
+        buffers,
         stop,
         tasks: {
             tasks.push(keepalive);

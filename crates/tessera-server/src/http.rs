@@ -24,7 +24,13 @@ pub enum Source {
     },
 }
 
-pub async fn serve(listener: TcpListener, source: Source, mut stop: watch::Receiver<bool>) {
+/// `buffers`: the process's memory budget, reported with the metrics.
+pub async fn serve(
+    listener: TcpListener,
+    source: Source,
+    buffers: tessera_core::Budget,
+    mut stop: watch::Receiver<bool>,
+) {
     loop {
         let (stream, _) = tokio::select! {
             r = listener.accept() => match r {
@@ -36,9 +42,10 @@ pub async fn serve(listener: TcpListener, source: Source, mut stop: watch::Recei
             },
             _ = stop.changed() => return,
         };
-        let source = source.clone();
+        let (source, buffers) = (source.clone(), buffers.clone());
         tokio::spawn(async move {
-            let svc = hyper::service::service_fn(move |req| handle(req, source.clone()));
+            let svc =
+                hyper::service::service_fn(move |req| handle(req, source.clone(), buffers.clone()));
             let conn = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), svc);
             if let Err(e) = conn.await {
@@ -51,8 +58,15 @@ pub async fn serve(listener: TcpListener, source: Source, mut stop: watch::Recei
 async fn handle(
     req: Request<Incoming>,
     source: Source,
+    buffers: tessera_core::Budget,
 ) -> Result<Response<Full<Bytes>>, hyper::Error> {
     const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+    let m: &Metrics = match &source {
+        Source::Core(core) => core.metrics(),
+        Source::Gateway { metrics, .. } => metrics,
+    };
+    m.buffers_in_use.set(buffers.in_use());
+    m.buffers_limit.set(buffers.size());
     let (status, ctype, body) = match (req.uri().path(), &source) {
         ("/metrics", Source::Core(core)) => match core.refresh_gauges().await {
             Ok(()) => (StatusCode::OK, OPENMETRICS, core.metrics().encode()),

@@ -35,6 +35,8 @@ pub struct Running {
     pub xrootd_stats: Option<Arc<tessera_xrootd::Stats>>,
     /// The HTTPS gateway's counters, when it runs.
     pub https_stats: Option<Arc<tessera_https::Stats>>,
+    /// The memory budget every endpoint of this process shares.
+    pub buffers: tessera_core::Budget,
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
     /// None on a data gateway (it has no namespace).
@@ -137,6 +139,7 @@ pub(crate) fn xrootd_config(
     mode: tessera_xrootd::Mode,
     stats: Arc<tessera_xrootd::Stats>,
     tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    buffers: tessera_core::Budget,
 ) -> tessera_xrootd::XrootdConfig {
     tessera_xrootd::XrootdConfig {
         mode,
@@ -151,6 +154,7 @@ pub(crate) fn xrootd_config(
         site: cfg.xrootd.site.clone(),
         request_stall: cfg.xrootd.request_stall(),
         max_in_flight: cfg.xrootd.max_in_flight(),
+        buffers,
         ..tessera_xrootd::XrootdConfig::default()
     }
 }
@@ -264,9 +268,12 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
             tracing::error!("admin API stopped: {e}");
         }
     });
+    // One memory budget for every endpoint of this process.
+    let buffers = cfg.buffers.budget();
     let http = tokio::spawn(http::serve(
         metrics_l,
         http::Source::Core(core.clone()),
+        buffers.clone(),
         stop_rx.clone(),
     ));
     let mut tasks = vec![grpc, http];
@@ -317,6 +324,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
             body_timeout: cfg.https.body_timeout(),
             tokens: validator.clone(),
             dev_issuer: dev_issuer.clone(),
+            buffers: buffers.clone(),
             ..tessera_https::HttpsConfig::default()
         });
         https_stats = Some(Arc::clone(&hcfg.stats));
@@ -338,7 +346,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         xrootd_stats = Some(Arc::clone(&stats));
         let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
             tokens: validator.clone(),
-            ..xrootd_config(cfg, xrootd_mode, stats, tls.clone())
+            ..xrootd_config(cfg, xrootd_mode, stats, tls.clone(), buffers.clone())
         });
         tasks.push(tokio::spawn(tessera_xrootd::serve(
             l,
@@ -355,6 +363,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         https_addr,
         xrootd_stats,
         https_stats,
+        buffers,
         stop,
         tasks,
         core: Some(core),

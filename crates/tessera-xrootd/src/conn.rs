@@ -11,7 +11,7 @@ use crate::session::Session;
 use crate::XrootdConfig;
 use std::sync::Arc;
 use std::time::Duration;
-use tessera_core::Core;
+use tessera_core::{Budget, Core, Lease};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
@@ -90,17 +90,31 @@ pub async fn serve_connection(
     }
 }
 
+/// A request's payload, and what it holds of the memory budget (writes of
+/// [`LEASED_FROM`] bytes or more); `refused`: the budget could not take
+/// the write in time, its bytes were read and dropped.
+pub(crate) struct Payload {
+    pub bytes: Vec<u8>,
+    pub lease: Lease,
+    pub refused: bool,
+}
+
+/// Payloads at least this long take their bytes from the memory budget
+/// (shorter ones are bounded per connection by `max_in_flight`).
+const LEASED_FROM: usize = 64 << 10;
+
 /// Read one request: header, then its payload (bounded: writes up to the
-/// configured maximum, everything else up to 1 MiB). Waiting for its first
+/// configured maximum, everything else up to 1 MiB; with a `budget`, a
+/// long payload first takes its bytes from it). Waiting for its first
 /// byte has no limit (a client may keep an idle connection); once it has
 /// begun, the rest of the header must come within `stall`, and every read
 /// of the payload must bring bytes within `stall`, or the connection is
 /// given up (a client that stops mid-request holds nothing for long).
 async fn read_request<R: AsyncRead + Unpin>(
     r: &mut R,
-    max_write: Option<usize>,
+    limits: Option<(usize, &Budget)>,
     stall: Duration,
-) -> Result<(Header, Vec<u8>), ConnError> {
+) -> Result<(Header, Payload), ConnError> {
     let mut hb = [0u8; HEADER_LEN];
     if r.read(&mut hb[..1]).await? == 0 {
         return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into()));
@@ -115,8 +129,25 @@ async fn read_request<R: AsyncRead + Unpin>(
         .await
         .map_err(|_| stalled())??;
     let h = Header::parse(&hb);
-    let n = decode::check_len(&h, max_write.unwrap_or(decode::MAX_PAYLOAD))
+    let n = decode::check_len(&h, limits.map_or(decode::MAX_PAYLOAD, |l| l.0))
         .map_err(ConnError::Protocol)?;
+    let mut lease = Lease::default();
+    if let Some((_, budget)) = limits.filter(|_| n >= LEASED_FROM && h.code == req::WRITE) {
+        match budget.lease(n).await {
+            Some(l) => lease = l,
+            None => {
+                drain(r, n, stall).await?;
+                return Ok((
+                    h,
+                    Payload {
+                        bytes: Vec::new(),
+                        lease,
+                        refused: true,
+                    },
+                ));
+            }
+        }
+    }
     let mut payload = Vec::with_capacity(n);
     while payload.len() < n {
         let want = (n - payload.len()) as u64;
@@ -128,7 +159,39 @@ async fn read_request<R: AsyncRead + Unpin>(
             }
         }
     }
-    Ok((h, payload))
+    Ok((
+        h,
+        Payload {
+            bytes: payload,
+            lease,
+            refused: false,
+        },
+    ))
+}
+
+/// Read and drop `n` payload bytes (a request refused before its payload
+/// was taken), each read bringing bytes within `stall`.
+async fn drain<R: AsyncRead + Unpin>(
+    r: &mut R,
+    n: usize,
+    stall: Duration,
+) -> Result<(), ConnError> {
+    let mut scratch = vec![0u8; n.min(64 << 10)];
+    let mut left = n;
+    while left > 0 {
+        let k = left.min(scratch.len());
+        match tokio::time::timeout(stall, r.read(&mut scratch[..k])).await {
+            Err(_) => {
+                return Err(ConnError::Io(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("request stalled for {stall:?}"),
+                )))
+            }
+            Ok(Ok(0)) => return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into())),
+            Ok(r) => left -= r?,
+        }
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -139,9 +202,10 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     local: std::net::SocketAddr,
     peer: std::net::SocketAddr,
     tls: bool,
-    first: Option<(Header, Vec<u8>)>,
+    first: Option<(Header, Payload)>,
 ) -> Result<(), ConnError> {
     let (max_write, stall) = (cfg.max_write, cfg.request_stall);
+    let budget = cfg.buffers.clone();
     let (rd, wr) = tokio::io::split(stream);
     let out = Out::new(wr, stall);
     let sess = Arc::new(Session::new(core, cfg, local, peer, tls));
@@ -167,7 +231,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
             Some(r) => r,
             None => match tokio::select! {
                 biased;
-                r = read_request(&mut rd, Some(max_write), stall) => r,
+                r = read_request(&mut rd, Some((max_write, &budget)), stall) => r,
                 // A reply stalled or failed: stop reading as well.
                 _ = &mut gone => break Ok(()),
             } {
@@ -188,8 +252,21 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
                 Err(e) => break Err(e),
             },
         };
+        if payload.refused {
+            // The file fails as a whole (a hole in it must never be
+            // committed as zeros).
+            let msg = format!(
+                "insufficient memory to take a write of {} bytes now (errno 12)",
+                h.dlen
+            );
+            let e = XrdError::new(err::NO_MEMORY, msg);
+            if !ops::write::refuse(&sess, &out, &h, e).await {
+                break Ok(());
+            }
+            continue;
+        }
         let slot = ops::Slot::new(permit, &sess.cfg.stats);
-        if !ops::dispatch(&sess, &out, h, payload, slot).await {
+        if !ops::dispatch(&sess, &out, h, payload.bytes, payload.lease, slot).await {
             break Ok(());
         }
     };

@@ -91,6 +91,9 @@ pub struct XrootdConfig {
     /// so a client that pipelines reads without taking the replies holds
     /// at most this many read parts in memory.
     pub max_in_flight: usize,
+    /// The process's memory budget for write payloads and read replies,
+    /// shared by all connections (and with the HTTPS gateway).
+    pub buffers: tessera_core::Budget,
 }
 
 /// See [`XrootdConfig::max_in_flight`]: xrdcp keeps up to 4 chunks of a
@@ -113,6 +116,7 @@ impl Default for XrootdConfig {
             request_stall: DEFAULT_REQUEST_STALL,
             names: Arc::default(),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
+            buffers: tessera_core::Budget::default(),
         }
     }
 }

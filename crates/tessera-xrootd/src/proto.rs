@@ -63,6 +63,7 @@ pub mod err {
     pub const FS_ERROR: i32 = 3005;
     pub const INVALID_REQUEST: i32 = 3006;
     pub const IO_ERROR: i32 = 3007;
+    pub const NO_MEMORY: i32 = 3008;
     pub const NO_SPACE: i32 = 3009;
     pub const NOT_AUTHORIZED: i32 = 3010;
     pub const NOT_FOUND: i32 = 3011;

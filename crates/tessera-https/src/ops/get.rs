@@ -13,7 +13,7 @@ use hyper::body::Bytes;
 use hyper::Response;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use tessera_core::{ReadOpen, ReadSession, Stall};
+use tessera_core::{Budget, Lease, ReadOpen, ReadSession, Stall};
 use tokio::sync::mpsc;
 
 /// Bytes read per storage request while streaming.
@@ -42,7 +42,46 @@ pub async fn get(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
         }
         Err(e) => return Err(e.into()),
     };
-    Ok(respond(rs, whole, req.headers(), head))
+    let mut leases = Leases::new(&ctx.cfg.buffers);
+    if whole.is_none() && !head {
+        // The first part's bytes before the answer: with none to be had,
+        // a 503 says to come back rather than a body that breaks off.
+        match ctx.cfg.buffers.lease(PART.min(rs.size() as usize)).await {
+            Some(l) => leases.first = Some(l),
+            None => {
+                let mut r = crate::error_response(&HttpError::new(
+                    503,
+                    "insufficient memory to read the file now".to_string(),
+                ));
+                set(&mut r, "Retry-After", "5");
+                return Ok(r);
+            }
+        }
+    }
+    Ok(respond(rs, whole, req.headers(), head, leases))
+}
+
+/// Where a streamed body takes each part's bytes of the memory budget:
+/// the first part may have taken its lease already.
+pub struct Leases {
+    budget: Budget,
+    pub first: Option<Lease>,
+}
+
+impl Leases {
+    pub fn new(budget: &Budget) -> Leases {
+        Leases {
+            budget: budget.clone(),
+            first: None,
+        }
+    }
+
+    async fn next(&mut self, n: usize) -> Option<Lease> {
+        match self.first.take() {
+            Some(l) => Some(l),
+            None => self.budget.lease(n).await,
+        }
+    }
 }
 
 /// `sys.stall.unavailable`: the file's data cannot be read now; 503 with
@@ -76,6 +115,7 @@ pub fn respond(
     whole: Option<Bytes>,
     h: &hyper::HeaderMap,
     head: bool,
+    leases: Leases,
 ) -> Response<Body> {
     let i = rs.inode().clone();
     let size = i.size;
@@ -112,7 +152,7 @@ pub fn respond(
             if !head {
                 *r.body_mut() = match &whole {
                     Some(b) => Body::bytes(b.clone()),
-                    None => stream_file(rs, vec![(None, 0, size)], None),
+                    None => stream_file(rs, vec![(None, 0, size)], None, leases),
                 };
             }
         }
@@ -125,7 +165,7 @@ pub fn respond(
             if !head {
                 *r.body_mut() = match &whole {
                     Some(b) => Body::bytes(b.slice(f as usize..=l as usize)),
-                    None => stream_file(rs, vec![(None, f, l + 1)], None),
+                    None => stream_file(rs, vec![(None, f, l + 1)], None, leases),
                 };
             }
         }
@@ -161,7 +201,7 @@ pub fn respond(
                         }
                         Body::bytes(all)
                     }
-                    None => stream_file(rs, parts, None),
+                    None => stream_file(rs, parts, None, leases),
                 };
             }
         }
@@ -169,12 +209,15 @@ pub fn respond(
     r
 }
 
-/// Stream `(preamble, from, to)` pieces of the file, a part at a time;
+/// Stream `(preamble, from, to)` pieces of the file, a part at a time,
+/// each holding its bytes of `buffers` until it is sent (a part the budget
+/// cannot take in time ends the body early: the client sees a short read);
 /// `sent`, when given, counts the file bytes handed on (TPC markers).
 pub fn stream_file(
     rs: Arc<ReadSession>,
     pieces: Vec<(Option<Bytes>, u64, u64)>,
     sent: Option<Arc<AtomicU64>>,
+    mut leases: Leases,
 ) -> Body {
     let (tx, rx) = mpsc::channel(2);
     tokio::spawn(async move {
@@ -186,10 +229,15 @@ pub fn stream_file(
             }
             while pos < end {
                 let n = PART.min((end - pos) as usize);
+                let Some(lease) = leases.next(n).await else {
+                    let e = std::io::Error::other("insufficient memory to read the file now");
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                };
                 let r2 = Arc::clone(&rs);
                 let got = tokio::task::spawn_blocking(move || r2.read(pos, n)).await;
                 let chunks = match got {
-                    Ok(Ok(Some(d))) if d.len() == n => Ok(frames(d)),
+                    Ok(Ok(Some(d))) if d.len() == n => Ok(frames(d, lease)),
                     Ok(Ok(_)) => Err(std::io::Error::other("file shorter than its size")),
                     Ok(Err(e)) => Err(std::io::Error::other(e.to_string())),
                     Err(e) => Err(std::io::Error::other(e.to_string())),
@@ -220,12 +268,13 @@ pub fn stream_file(
 }
 
 /// A read's bytes as body frames, without copying them: each frame is a
-/// slice of a stripe buffer, which goes back to the read pool when the
-/// last frame over it is sent.
-fn frames(d: tessera_core::ReadData) -> Vec<Bytes> {
+/// slice of a stripe buffer, which goes back to the read pool (and its
+/// bytes to the memory budget) when the last frame over it is sent.
+fn frames(d: tessera_core::ReadData, lease: Lease) -> Vec<Bytes> {
     struct Pooled {
         buf: Vec<u8>,
         pool: Arc<tessera_core::BufPool>,
+        _lease: Arc<Lease>,
     }
     impl AsRef<[u8]> for Pooled {
         fn as_ref(&self) -> &[u8] {
@@ -238,12 +287,14 @@ fn frames(d: tessera_core::ReadData) -> Vec<Bytes> {
         }
     }
     let (bufs, parts, pool) = d.into_parts();
+    let lease = Arc::new(lease);
     let owners: Vec<Bytes> = bufs
         .into_iter()
         .map(|buf| {
             Bytes::from_owner(Pooled {
                 buf,
                 pool: Arc::clone(&pool),
+                _lease: Arc::clone(&lease),
             })
         })
         .collect();

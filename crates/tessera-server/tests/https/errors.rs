@@ -192,3 +192,44 @@ fn unavailable_files_say_when_to_retry() {
     let (code, got) = e.curl(&[&u]);
     assert_eq!((code, got == body), (200, true));
 }
+
+/// GETs take their parts from the process's memory budget: while none of
+/// it is free, a GET of a file too large to serve from memory is a 503
+/// with `Retry-After` (after the budget's wait), a small file is still
+/// served, and once the budget is free again the GET is served in full.
+#[test]
+fn a_get_without_memory_is_told_to_come_back() {
+    let e = Env::start_with(|c| {
+        c.buffers.max_mib = Some(16);
+        c.buffers.wait_ms = Some(300);
+    });
+    let big = data(6 << 20, 3);
+    let small = data(100_000, 4);
+    for (name, body) in [("big", &big), ("small", &small)] {
+        let src = e.local(name);
+        std::fs::write(&src, body).unwrap();
+        let u = format!("{}/mem/{name}", e.url);
+        assert_eq!(e.curl(&["-T", src.to_str().unwrap(), &u]).0, 201);
+    }
+    let buffers = e.server.as_ref().unwrap().buffers.clone();
+    let all =
+        e.rt.block_on(buffers.lease(16 << 20))
+            .expect("the whole budget");
+    let hdrs = e.local("headers");
+    let u = format!("{}/mem/big", e.url);
+    let (code, text) = e.curl(&["-D", hdrs.to_str().unwrap(), &u]);
+    assert_eq!(code, 503, "{}", String::from_utf8_lossy(&text));
+    let h = std::fs::read_to_string(&hdrs).unwrap().to_ascii_lowercase();
+    assert!(h.contains("retry-after: 5"), "{h}");
+    let (code, got) = e.curl(&[&format!("{}/mem/small", e.url)]);
+    assert_eq!((code, got == small), (200, true));
+    drop(all);
+    let (code, got) = e.curl(&[&u]);
+    assert_eq!((code, got == big), (200, true));
+    // Every part's bytes go back once sent.
+    let t = std::time::Instant::now();
+    while buffers.in_use() > 0 && t.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(buffers.in_use(), 0);
+}

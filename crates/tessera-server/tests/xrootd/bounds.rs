@@ -17,6 +17,15 @@ struct Raw {
 
 impl Raw {
     fn open(e: &Env, path: &str) -> Raw {
+        Raw::open_with(e, path, 0x0010, 0) // kXR_open_read
+    }
+
+    /// A new file open for writing (kXR_new | kXR_open_updt | kXR_mkpath).
+    fn create(e: &Env, path: &str) -> Raw {
+        Raw::open_with(e, path, 0x0008 | 0x0020 | 0x0100, 0o644)
+    }
+
+    fn open_with(e: &Env, path: &str, options: u16, mode: u16) -> Raw {
         let addr = e.url.trim_start_matches("root://").to_string();
         let s = TcpStream::connect(&addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
@@ -33,9 +42,21 @@ impl Raw {
         login[8..12].copy_from_slice(b"test");
         r.s.write_all(&login).unwrap();
         assert_eq!(r.reply().1, 0, "kXR_login");
+        // unix credentials of the server's own user (the dev mode trusts
+        // only it).
+        let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
+        let cred = format!("unix\0{user}\0");
+        let mut auth = vec![0u8; 24];
+        auth[2..4].copy_from_slice(&3000u16.to_be_bytes());
+        auth[16..20].copy_from_slice(b"unix");
+        auth[20..24].copy_from_slice(&(cred.len() as i32).to_be_bytes());
+        auth.extend_from_slice(cred.as_bytes());
+        r.s.write_all(&auth).unwrap();
+        assert_eq!(r.reply().1, 0, "kXR_auth");
         let mut open = vec![0u8; 24];
         open[2..4].copy_from_slice(&3010u16.to_be_bytes());
-        open[6..8].copy_from_slice(&0x0010u16.to_be_bytes()); // kXR_open_read
+        open[4..6].copy_from_slice(&mode.to_be_bytes());
+        open[6..8].copy_from_slice(&options.to_be_bytes());
         open[20..24].copy_from_slice(&(path.len() as i32).to_be_bytes());
         open.extend_from_slice(path.as_bytes());
         r.s.write_all(&open).unwrap();
@@ -56,6 +77,30 @@ impl Raw {
             u16::from_be_bytes([h[2], h[3]]),
             b,
         )
+    }
+
+    /// One request on the open file (stream id 1): its reply's status and
+    /// body (a long read's `kXR_oksofar` parts joined).
+    fn call(&mut self, code: u16, offset: u64, len: i32, payload: &[u8]) -> (u16, Vec<u8>) {
+        let mut r = vec![0u8; 24];
+        r[0..2].copy_from_slice(&1u16.to_be_bytes());
+        r[2..4].copy_from_slice(&code.to_be_bytes());
+        r[4..8].copy_from_slice(&self.fh);
+        r[8..16].copy_from_slice(&offset.to_be_bytes());
+        if code == 3013 {
+            r[16..20].copy_from_slice(&len.to_be_bytes());
+        }
+        r[20..24].copy_from_slice(&(payload.len() as i32).to_be_bytes());
+        r.extend_from_slice(payload);
+        self.s.write_all(&r).unwrap();
+        let mut body = Vec::new();
+        loop {
+            let (_, st, b) = self.reply();
+            body.extend_from_slice(&b);
+            if st != 4000 {
+                return (st, body);
+            }
+        }
     }
 
     /// Send `n` reads of 8 MiB (stream ids 1..=n; odd ones at 8 MiB,
@@ -169,4 +214,109 @@ fn a_client_that_stops_reading_is_given_up() {
         "{r:?}"
     );
     assert!(sink.len() < 20 * (8 << 20), "not every reply was sent");
+}
+
+/// The `kXR_error` number of an error reply's body.
+fn errnum(body: &[u8]) -> i32 {
+    i32::from_be_bytes(body[..4].try_into().unwrap())
+}
+
+fn budget_in_use(e: &Env) -> u64 {
+    e.server.as_ref().unwrap().buffers.in_use()
+}
+
+/// One memory budget for all connections: while one client holds it all
+/// (reads it does not take), a read on another connection is refused
+/// with kXR_NoMemory after the budget's wait, and a write on a third is
+/// refused too and fails its file (nothing of it becomes visible). Once
+/// the first client reads its replies, the budget is free again and
+/// reads are served.
+#[test]
+fn one_memory_budget_across_connections() {
+    let e = Env::start_with(|c| {
+        c.buffers.max_mib = Some(16);
+        c.buffers.wait_ms = Some(300);
+    });
+    let body = big_file(&e);
+    let mut hog = Raw::open(&e, "/p/big");
+    hog.pipeline_reads(8);
+    let t = std::time::Instant::now();
+    while budget_in_use(&e) < 16 << 20 && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(budget_in_use(&e), 16 << 20, "the hog holds the budget");
+    let m = e.ok(
+        "curl",
+        &[
+            "-sf",
+            &format!("http://{}/metrics", e.server.as_ref().unwrap().metrics_addr),
+        ],
+    );
+    for line in [
+        "tessera_buffers_in_use_bytes 16777216",
+        "tessera_buffers_limit_bytes 16777216",
+    ] {
+        assert!(m.lines().any(|l| l == line), "{line} in\n{m}");
+    }
+
+    let mut reader = Raw::open(&e, "/p/big");
+    let (st, b) = reader.call(3013, 0, 1 << 20, &[]);
+    assert_eq!(
+        (st, errnum(&b)),
+        (4003, 3008),
+        "{}",
+        String::from_utf8_lossy(&b)
+    );
+
+    let mut writer = Raw::create(&e, "/p/refused");
+    let (st, b) = writer.call(3019, 0, 0, &vec![7u8; 1 << 20]);
+    assert_eq!(
+        (st, errnum(&b)),
+        (4003, 3008),
+        "{}",
+        String::from_utf8_lossy(&b)
+    );
+
+    // The hog takes its replies: every byte it asked for, or kXR_NoMemory
+    // for reads that waited too long; then the budget is all free.
+    let mut got: std::collections::HashMap<u16, Vec<u8>> = Default::default();
+    let mut done = 0;
+    while done < 8 {
+        let (sid, st, b) = hog.reply();
+        if st == 4003 {
+            assert_eq!(errnum(&b), 3008);
+            got.remove(&sid);
+            done += 1;
+            continue;
+        }
+        assert!(st == 0 || st == 4000, "stream {sid}: status {st}");
+        got.entry(sid).or_default().extend_from_slice(&b);
+        if st == 0 {
+            let off = usize::from(sid % 2) << 23;
+            assert!(got[&sid] == body[off..off + (8 << 20)], "read {sid}");
+            done += 1;
+        }
+    }
+    assert!(!got.is_empty(), "some reads were served");
+    drop(hog);
+    let t = std::time::Instant::now();
+    while budget_in_use(&e) > 0 && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(budget_in_use(&e), 0);
+
+    // Reads go on; the refused file stays failed and never appears.
+    let (st, b) = reader.call(3013, 1 << 20, 1 << 20, &[]);
+    assert_eq!(st, 0);
+    assert!(b == body[1 << 20..2 << 20]);
+    let (st, b) = writer.call(3019, 1 << 20, 0, &vec![7u8; 1 << 20]);
+    assert_eq!(st, 4003, "a failed file takes no more writes");
+    assert_eq!(errnum(&b), 3008);
+    let (st, _) = writer.call(3003, 0, 0, &[]);
+    assert_eq!(st, 4003, "close of a failed file fails");
+    let out = std::process::Command::new("xrdfs")
+        .args([&e.url, "stat", "/p/refused"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a refused write left a file behind");
 }

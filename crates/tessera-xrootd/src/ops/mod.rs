@@ -50,7 +50,14 @@ impl Drop for Slot {
 
 /// Route one request, holding `slot` until it is answered. Returns false
 /// when the connection must close.
-pub async fn dispatch(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>, slot: Slot) -> bool {
+pub async fn dispatch(
+    s: &Arc<Session>,
+    out: &Out,
+    h: Header,
+    p: Vec<u8>,
+    lease: tessera_core::Lease,
+    slot: Slot,
+) -> bool {
     let st = h.stream;
     // Before login only the session requests are allowed.
     if !s.logged_in() && !matches!(h.code, req::PROTOCOL | req::LOGIN | req::PING) {
@@ -83,8 +90,8 @@ pub async fn dispatch(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>, slot: 
         req::LOGIN => out.result(st, login::login(s, &h, &p)).await,
         req::AUTH => out.result(st, login::auth(s, &h, &p).await).await,
         req::PING | req::ENDSESS | req::SET | req::PREPARE => out.ok(st, Vec::new()).await,
-        req::WRITE | req::SYNC | req::CLOSE => write::queue(s, out, &h, p).await,
-        req::TRUNCATE if p.is_empty() => write::queue(s, out, &h, p).await,
+        req::WRITE | req::SYNC | req::CLOSE => write::queue(s, out, &h, p, lease).await,
+        req::TRUNCATE if p.is_empty() => write::queue(s, out, &h, p, lease).await,
         req::FATTR
         | req::BIND
         | req::PGREAD

@@ -35,6 +35,11 @@ pub async fn read(s: &Session, out: &Out, h: &Header) {
     let (mut pos, end) = (offset as u64, offset as u64 + len as u64);
     loop {
         let n = PART.min((end - pos) as usize);
+        // Held until the part is sent.
+        let Some(_lease) = lease(s, n).await else {
+            out.error(st, &no_memory()).await;
+            return;
+        };
         match fetch(&r, pos, n).await {
             Err(e) => {
                 out.error(st, &e).await;
@@ -52,6 +57,22 @@ pub async fn read(s: &Session, out: &Out, h: &Header) {
             }
         }
     }
+}
+
+/// `n` bytes of the memory budget for a reply (`None`: not in time).
+pub async fn lease(s: &Session, n: usize) -> Option<tessera_core::Lease> {
+    if n == 0 {
+        return Some(tessera_core::Lease::default());
+    }
+    s.cfg.buffers.lease(n).await
+}
+
+/// What a read the memory budget could not take is answered with.
+pub fn no_memory() -> XrdError {
+    XrdError::new(
+        err::NO_MEMORY,
+        "insufficient memory to read file now (errno 12)",
+    )
 }
 
 /// Read `n` bytes at `pos` on the blocking pool (`None`: empty file).

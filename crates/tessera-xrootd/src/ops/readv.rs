@@ -67,6 +67,8 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
     }
     let mut part: Vec<Piece> = Vec::new();
     let mut part_bytes = 0usize;
+    // The memory budget's bytes the part holds until it is sent.
+    let mut leases = Vec::new();
     for (fh, len, off) in elements {
         let r = match s.get(fh) {
             Ok(Handle::Read(r)) => r,
@@ -83,6 +85,13 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
                 return;
             }
         };
+        match read::lease(s, len).await {
+            Some(l) => leases.push(l),
+            None => {
+                out.error(stream, &read::no_memory()).await;
+                return;
+            }
+        }
         let d = match fetch(&r, off, len).await {
             Ok(d) => d,
             Err(e) => {
@@ -107,6 +116,7 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
                 return;
             }
             part_bytes = 0;
+            leases.clear();
         }
     }
     out.pieces(stream, status::OK, part).await;

@@ -15,7 +15,7 @@ use crate::session::{Handle, OpenWrite, Session, MAX_HELD_PER_CONNECTION};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use tessera_core::WriteSession;
+use tessera_core::{Lease, WriteSession};
 use tokio::sync::mpsc;
 
 /// Bytes of out-of-order writes held per file.
@@ -28,6 +28,13 @@ pub enum WriteOp {
         stream: [u8; 2],
         offset: u64,
         data: Vec<u8>,
+        /// The memory budget's bytes `data` holds.
+        lease: Lease,
+    },
+    /// A write the gateway could not take: the file fails with this.
+    Fail {
+        stream: [u8; 2],
+        error: XrdError,
     },
     Sync {
         stream: [u8; 2],
@@ -43,7 +50,7 @@ pub enum WriteOp {
 
 /// Route a handle request: queued for a file being written; answered here
 /// for a file open for reading.
-pub async fn queue(s: &Arc<Session>, out: &Out, h: &Header, p: Vec<u8>) -> bool {
+pub async fn queue(s: &Arc<Session>, out: &Out, h: &Header, p: Vec<u8>, lease: Lease) -> bool {
     let st = h.stream;
     let fh = h.fhandle();
     let handle = if h.code == req::CLOSE {
@@ -74,6 +81,7 @@ pub async fn queue(s: &Arc<Session>, out: &Out, h: &Header, p: Vec<u8>) -> bool 
             stream: st,
             offset: offset as u64,
             data: p,
+            lease,
         },
         req::SYNC => WriteOp::Sync { stream: st },
         req::TRUNCATE => WriteOp::Truncate {
@@ -88,6 +96,24 @@ pub async fn queue(s: &Arc<Session>, out: &Out, h: &Header, p: Vec<u8>) -> bool 
             .await;
     }
     true
+}
+
+/// Answer a write that was not taken with `error`; a file open for
+/// writing fails with it (aborted: nothing of it becomes visible).
+pub async fn refuse(s: &Session, out: &Out, h: &Header, error: XrdError) -> bool {
+    match s.get(h.fhandle()) {
+        Ok(Handle::Write(w)) => {
+            let op = WriteOp::Fail {
+                stream: h.stream,
+                error: error.clone(),
+            };
+            if w.ops.send(op).await.is_ok() {
+                return true;
+            }
+            out.error(h.stream, &error).await
+        }
+        _ => out.error(h.stream, &error).await,
+    }
 }
 
 /// Register a new write session on the connection: its task, its handle,
@@ -132,7 +158,7 @@ pub fn spawn_writer(
 
 struct State {
     ws: Option<WriteSession>,
-    held: BTreeMap<u64, Vec<u8>>,
+    held: BTreeMap<u64, (Vec<u8>, Lease)>,
     held_bytes: usize,
     conn_held: Arc<AtomicUsize>,
     failed: Option<XrdError>,
@@ -163,7 +189,7 @@ impl State {
                 .is_some_and(|ws| ws.written() == offset && ws.write_is_buffered(len))
     }
 
-    fn write(&mut self, offset: u64, data: Vec<u8>) -> Result<(), XrdError> {
+    fn write(&mut self, offset: u64, data: Vec<u8>, lease: Lease) -> Result<(), XrdError> {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
@@ -191,10 +217,11 @@ impl State {
                 ));
             }
             self.held_bytes += n;
-            self.held.insert(offset, data);
+            self.held.insert(offset, (data, lease));
             return Ok(());
         }
         ws.write(&data)?;
+        drop((data, lease));
         self.drain(false)
     }
 
@@ -216,7 +243,7 @@ impl State {
                 }
                 zeros(ws, off - end)?;
             }
-            let data = self.held.remove(&off).expect("present");
+            let (data, _lease) = self.held.remove(&off).expect("present");
             self.held_bytes -= data.len();
             self.conn_held.fetch_sub(data.len(), Ordering::Relaxed);
             ws.write(&data)?;
@@ -267,9 +294,12 @@ fn zeros(ws: &mut WriteSession, mut n: u64) -> Result<(), XrdError> {
 fn in_memory(state: &Mutex<State>, op: WriteOp) -> Result<Result<(), XrdError>, WriteOp> {
     let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
     match op {
-        WriteOp::Write { offset, data, .. } if s.in_memory(offset, data.len()) => {
-            Ok(s.write(offset, data))
-        }
+        WriteOp::Write {
+            offset,
+            data,
+            lease,
+            ..
+        } if s.in_memory(offset, data.len()) => Ok(s.write(offset, data, lease)),
         op => Err(op),
     }
 }
@@ -291,6 +321,7 @@ async fn run(
         let st = Arc::clone(&state);
         let (stream, last) = match &op {
             WriteOp::Write { stream, .. }
+            | WriteOp::Fail { stream, .. }
             | WriteOp::Sync { stream }
             | WriteOp::Truncate { stream, .. } => (*stream, false),
             WriteOp::Close { stream } => (*stream, true),
@@ -305,7 +336,13 @@ async fn run(
         let r = tokio::task::spawn_blocking(move || {
             let mut s = st.lock().unwrap_or_else(|p| p.into_inner());
             let r = match op {
-                WriteOp::Write { offset, data, .. } => s.write(offset, data),
+                WriteOp::Write {
+                    offset,
+                    data,
+                    lease,
+                    ..
+                } => s.write(offset, data, lease),
+                WriteOp::Fail { error, .. } => Err(error),
                 WriteOp::Sync { .. } => match &s.failed {
                     Some(e) => Err(e.clone()),
                     None => Ok(()),
