@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Bytes are counted in units of this size (a lease rounds up).
-const UNIT: u64 = 64 << 10;
+const UNIT: u64 = 4 << 10;
 
 /// Default budget: 2 GiB.
 pub const DEFAULT_BUDGET_BYTES: u64 = 2 << 30;

@@ -123,6 +123,12 @@ impl ReadData {
         self.len == 0
     }
 
+    /// Memory the buffers hold: whole verified blocks, so a short read
+    /// holds far more than it returns.
+    pub fn held(&self) -> usize {
+        self.bufs.iter().map(Vec::capacity).sum()
+    }
+
     /// The bytes in file order.
     pub fn slices(&self) -> impl Iterator<Item = &[u8]> + '_ {
         self.parts.iter().map(|&(b, s, e)| &self.bufs[b][s..e])

@@ -103,9 +103,22 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
         let mut hdr = fh.to_vec();
         hdr.extend_from_slice(&(got as i32).to_be_bytes());
         hdr.extend_from_slice(&off.to_be_bytes());
-        part.push(Piece::Bytes(hdr));
-        if let Some(d) = d {
-            part.push(Piece::Data(d));
+        match d {
+            // A short element holds whole blocks (1 MiB each by default)
+            // for a few bytes: copied out, the blocks go back to the pool
+            // at once, so a part holds at most a few times what it sends
+            // (1,024 elements of a few bytes would otherwise hold 1 GiB).
+            Some(d) if d.held() > 4 * got => {
+                for sl in d.slices() {
+                    hdr.extend_from_slice(sl);
+                }
+                part.push(Piece::Bytes(hdr));
+            }
+            Some(d) => {
+                part.push(Piece::Bytes(hdr));
+                part.push(Piece::Data(d));
+            }
+            None => part.push(Piece::Bytes(hdr)),
         }
         part_bytes += 16 + got;
         if part_bytes >= read::PART {
