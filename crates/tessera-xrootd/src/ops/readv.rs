@@ -69,8 +69,8 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
     let mut part_bytes = 0usize;
     // The memory budget's bytes the part holds until it is sent.
     let mut leases = Vec::new();
-    for (fh, len, off) in elements {
-        let r = match s.get(fh) {
+    for run in runs(&elements) {
+        let r = match s.get(run.fh) {
             Ok(Handle::Read(r)) => r,
             Ok(Handle::Write(_)) => {
                 out.error(
@@ -85,42 +85,49 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
                 return;
             }
         };
-        match read::lease(s, len).await {
+        let span = (run.end - run.start) as usize;
+        match read::lease(s, span).await {
             Some(l) => leases.push(l),
             None => {
                 out.error(stream, &read::no_memory()).await;
                 return;
             }
         }
-        let d = match fetch(&r, off, len).await {
+        let d = match fetch(&r, run.start, span).await {
             Ok(d) => d,
             Err(e) => {
                 out.error(stream, &e).await;
                 return;
             }
         };
-        let got = d.as_ref().map_or(0, |d| d.len());
-        let mut hdr = fh.to_vec();
-        hdr.extend_from_slice(&(got as i32).to_be_bytes());
-        hdr.extend_from_slice(&off.to_be_bytes());
+        let one = &elements[run.first];
         match d {
-            // A short element holds whole blocks (1 MiB each by default)
-            // for a few bytes: copied out, the blocks go back to the pool
-            // at once, so a part holds at most a few times what it sends
-            // (1,024 elements of a few bytes would otherwise hold 1 GiB).
-            Some(d) if d.held() > 4 * got => {
-                for sl in d.slices() {
-                    hdr.extend_from_slice(sl);
-                }
-                part.push(Piece::Bytes(hdr));
-            }
-            Some(d) => {
-                part.push(Piece::Bytes(hdr));
+            // One element, which holds about what it sends: sent straight
+            // from the stripe buffers.
+            Some(d) if run.count == 1 && d.held() <= 4 * d.len() => {
+                part.push(Piece::Bytes(element_header(one, d.len())));
+                part_bytes += 16 + d.len();
                 part.push(Piece::Data(d));
             }
-            None => part.push(Piece::Bytes(hdr)),
+            // Short elements read together (or one that holds whole
+            // blocks for a few bytes): copied out, so the blocks go back
+            // to the pool at once and a part holds what it sends.
+            Some(d) => {
+                for e in &elements[run.first..run.first + run.count] {
+                    let mut b = element_header(e, e.1);
+                    let got = copy_range(&d, e.2 - run.start, e.1, &mut b);
+                    b[4..8].copy_from_slice(&(got as i32).to_be_bytes());
+                    part_bytes += b.len();
+                    part.push(Piece::Bytes(b));
+                }
+            }
+            None => {
+                for e in &elements[run.first..run.first + run.count] {
+                    part_bytes += 16;
+                    part.push(Piece::Bytes(element_header(e, 0)));
+                }
+            }
         }
-        part_bytes += 16 + got;
         if part_bytes >= read::PART {
             if !out
                 .pieces(stream, status::OKSOFAR, std::mem::take(&mut part))
@@ -135,9 +142,136 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
     out.pieces(stream, status::OK, part).await;
 }
 
+/// Elements shorter than this are read together with their neighbours.
+const MERGE_BELOW: usize = 256 << 10;
+/// Neighbours at most this far apart are read together (a block read
+/// anyway, as each element reads its whole verified block).
+const MERGE_GAP: u64 = 1 << 20;
+
+/// Consecutive elements read with one storage read: `elements[first..
+/// first + count]`, all of handle `fh`, within `start..end`.
+#[derive(Debug, PartialEq, Eq)]
+struct Run {
+    fh: [u8; 4],
+    start: u64,
+    end: u64,
+    first: usize,
+    count: usize,
+    /// Every element is shorter than [`MERGE_BELOW`].
+    short: bool,
+}
+
+/// Group the elements, in request order, into runs: a short element
+/// joins the run before it when it is on the same file, starts at or
+/// after the run's start and within [`MERGE_GAP`] of its end, and the run
+/// stays within one reply part. ROOT's readv asks for many short baskets
+/// of the same region: each block is then read and verified once per run
+/// rather than once per element.
+fn runs(elements: &[Element]) -> Vec<Run> {
+    let mut out: Vec<Run> = Vec::new();
+    for (i, &(fh, len, off)) in elements.iter().enumerate() {
+        let end = off + len as u64;
+        if let Some(r) = out.last_mut() {
+            if r.short
+                && len < MERGE_BELOW
+                && r.fh == fh
+                && off >= r.start
+                && off <= r.end + MERGE_GAP
+                && end.max(r.end) - r.start <= read::PART as u64
+            {
+                r.end = r.end.max(end);
+                r.count += 1;
+                continue;
+            }
+        }
+        out.push(Run {
+            fh,
+            start: off,
+            end,
+            first: i,
+            count: 1,
+            short: len < MERGE_BELOW,
+        });
+    }
+    out
+}
+
+fn element_header(e: &Element, got: usize) -> Vec<u8> {
+    let mut hdr = Vec::with_capacity(16 + got);
+    hdr.extend_from_slice(&e.0);
+    hdr.extend_from_slice(&(got as i32).to_be_bytes());
+    hdr.extend_from_slice(&e.2.to_be_bytes());
+    hdr
+}
+
+/// Append `len` bytes of `d` from `at` to `out` (fewer if `d` ends
+/// first); returns how many.
+fn copy_range(d: &tessera_core::ReadData, mut at: u64, len: usize, out: &mut Vec<u8>) -> usize {
+    let (want, mut len) = (len, len);
+    for sl in d.slices() {
+        if len == 0 {
+            break;
+        }
+        let n = sl.len() as u64;
+        if at >= n {
+            at -= n;
+            continue;
+        }
+        let take = len.min((n - at) as usize);
+        out.extend_from_slice(&sl[at as usize..at as usize + take]);
+        len -= take;
+        at = 0;
+    }
+    want - len
+}
+
 fn past_end(len: usize, off: u64) -> XrdError {
     XrdError::new(
         err::FS_ERROR,
         format!("readv of {len} bytes at {off} reaches past the end of the file; illegal seek (errno 29)"),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: [u8; 4] = [0, 0, 0, 1];
+    const B: [u8; 4] = [0, 0, 0, 2];
+
+    fn spans(e: &[Element]) -> Vec<(u64, u64, usize, usize)> {
+        runs(e)
+            .into_iter()
+            .map(|r| (r.start, r.end, r.first, r.count))
+            .collect()
+    }
+
+    #[test]
+    fn short_neighbours_are_read_together() {
+        let k = 1024;
+        // Ascending and close: one run.
+        let e = [(A, k, 0), (A, k, 5000), (A, k, 900_000), (A, k, 1_900_000)];
+        assert_eq!(spans(&e), vec![(0, 1_900_000 + 1024, 0, 4)]);
+        // Overlapping elements join too.
+        assert_eq!(spans(&[(A, k, 100), (A, k, 200)]), vec![(100, 1224, 0, 2)]);
+        // Too far apart, backwards, another file, or a long element: apart.
+        let e = [
+            (A, k, 0),
+            (A, k, 3 << 20),
+            (A, k, 1 << 20),
+            (B, k, 1 << 20),
+            (B, 300 << 10, 1 << 20),
+            (B, k, 1 << 20),
+        ];
+        assert_eq!(runs(&e).len(), 6);
+        // A run stays within one reply part.
+        let e: Vec<Element> = (0..20).map(|i| (A, k, i << 20)).collect();
+        let r = spans(&e);
+        assert!(
+            r.iter().all(|&(s, e, _, _)| e - s <= read::PART as u64),
+            "{r:?}"
+        );
+        assert_eq!(r.iter().map(|x| x.3).sum::<usize>(), 20);
+        assert_eq!(r.len(), 3);
+    }
 }
