@@ -1,14 +1,19 @@
-//! PROPFIND, depth 0 or 1: a 207 multistatus with the properties davix and
-//! gfal2 read, the target itself first. `Depth: infinity` is refused as RFC
-//! 4918 §9.1 lets a server refuse it (403 with `propfind-finite-depth`);
-//! a request without a Depth header is answered as depth 1 (lenient, for
-//! hand-written requests), any other depth is a 400. The request body is read (bounded) but not parsed: every request
-//! is answered as `allprop`, which is what davix's requests amount to — so
-//! no XML parser ever sees client input.
+//! PROPFIND, depth 0 or 1: a 207 multistatus, the target itself first
+//! (davix takes the first response as the directory). `Depth: infinity` is
+//! refused as RFC 4918 §9.1 lets a server refuse it (403 with
+//! `propfind-finite-depth`); a request without a Depth header is answered
+//! as depth 1 (lenient, for hand-written requests), any other depth is a
+//! 400. The body (at most 64 KiB; `davxml.rs`, no DTDs) asks for
+//! `allprop` (also an empty body), `propname` or a `prop` list: properties
+//! we have come back in a 200 propstat, the others by name in a 404
+//! propstat (RFC 4918 §9.1); a body that is not well-formed is a 400.
+//! Beyond the DAV: properties, `LCGDM:mode` (octal `st_mode`), `owner`
+//! and `group` (numeric), which davix reads for `gfal-ls -l`.
 
 use super::{header, secs, set, status};
 use crate::body::Body;
 use crate::date::{http_date, iso8601};
+use crate::davxml::{self, PropName, Propfind};
 use crate::error::HttpError;
 use crate::path;
 use crate::Ctx;
@@ -59,13 +64,18 @@ pub async fn propfind(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Http
             ))
         }
     };
-    // Drain the body within bounds (keeps the connection usable).
+    // Read the body within bounds (beyond them it is drained, which keeps
+    // the connection usable).
     let mut body = req.into_body();
     let mut seen = 0usize;
+    let mut text = Vec::new();
     while let Some(f) = body.frame().await {
         let f = f.map_err(|e| HttpError::new(400, format!("request body: {e}")))?;
         if let Ok(d) = f.into_data() {
             seen += d.len();
+            if seen <= MAX_BODY {
+                text.extend_from_slice(&d);
+            }
             if seen > DISCARD_UP_TO {
                 break;
             }
@@ -80,11 +90,14 @@ pub async fn propfind(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Http
     if depth == Depth::Infinity {
         return Ok(finite_depth_only());
     }
+    let want =
+        davxml::parse(&text).map_err(|e| HttpError::new(400, format!("PROPFIND body: {e}")))?;
     let me = ctx.core.stat(&ctx.who, p.clone()).await?;
     let mut xml = String::from(
-        "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<D:multistatus xmlns:D=\"DAV:\">\n",
+        "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n\
+         <D:multistatus xmlns:D=\"DAV:\" xmlns:L=\"LCGDM:\">\n",
     );
-    entry(&mut xml, &p, &me);
+    entry(&mut xml, &p, &me, &want);
     if depth == Depth::One && me.is_dir() {
         let mut after: Option<Vec<u8>> = None;
         loop {
@@ -98,7 +111,7 @@ pub async fn propfind(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Http
                 let child = p
                     .join(&e.name)
                     .map_err(|e| HttpError::new(500, e.to_string()))?;
-                entry(&mut xml, &child, e);
+                entry(&mut xml, &child, e, &want);
             }
             if page.len() < PAGE {
                 break;
@@ -114,30 +127,96 @@ pub async fn propfind(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Http
     Ok(r)
 }
 
-fn entry(xml: &mut String, p: &NsPath, i: &Inode) {
+/// The properties we have, by namespace, name and how each is written.
+const PROPS: &[(&str, &str)] = &[
+    ("DAV:", "displayname"),
+    ("DAV:", "getcontentlength"),
+    ("DAV:", "getlastmodified"),
+    ("DAV:", "creationdate"),
+    ("DAV:", "getetag"),
+    ("DAV:", "resourcetype"),
+    ("LCGDM:", "mode"),
+    ("LCGDM:", "owner"),
+    ("LCGDM:", "group"),
+];
+
+/// Property `(ns, local)` of `i` at `p`, written out; `None`: not one we have.
+fn value(ns: &str, local: &str, p: &NsPath, i: &Inode) -> Option<String> {
+    let prefix = match ns {
+        "DAV:" => "D",
+        "LCGDM:" => "L",
+        _ => return None,
+    };
+    let v = match (ns, local) {
+        ("DAV:", "displayname") => escape(&String::from_utf8_lossy(p.name().unwrap_or(b"/"))),
+        ("DAV:", "getcontentlength") => (if i.is_dir() { 0 } else { i.size }).to_string(),
+        ("DAV:", "getlastmodified") => http_date(secs(i.mtime_ns)),
+        ("DAV:", "creationdate") => iso8601(secs(i.ctime_ns)),
+        ("DAV:", "getetag") => escape(&super::etag(i)),
+        ("DAV:", "resourcetype") if i.is_dir() => "<D:collection/>".into(),
+        ("DAV:", "resourcetype") => return Some("<D:resourcetype/>".into()),
+        ("LCGDM:", "mode") => {
+            let kind = if i.is_dir() { 0o040000 } else { 0o100000 };
+            format!("{:o}", kind | (i.mode & 0o7777))
+        }
+        ("LCGDM:", "owner") => i.uid.to_string(),
+        ("LCGDM:", "group") => i.gid.to_string(),
+        _ => return None,
+    };
+    Some(format!("<{prefix}:{local}>{v}</{prefix}:{local}>"))
+}
+
+/// An empty element naming property `(ns, local)`.
+fn named(ns: &str, local: &str) -> String {
+    match ns {
+        "DAV:" => format!("<D:{local}/>"),
+        "LCGDM:" => format!("<L:{local}/>"),
+        _ => format!("<{local} xmlns=\"{}\"/>", escape(ns)),
+    }
+}
+
+fn entry(xml: &mut String, p: &NsPath, i: &Inode, want: &Propfind) {
     let mut href = path::encode(p.as_bytes());
     if i.is_dir() && !href.ends_with('/') {
         href.push('/');
     }
-    let name = escape(&String::from_utf8_lossy(p.name().unwrap_or(b"/")));
-    let (kind, len) = if i.is_dir() {
-        ("<D:resourcetype><D:collection/></D:resourcetype>", 0)
-    } else {
-        ("<D:resourcetype/>", i.size)
-    };
+    let (mut found, mut missing) = (String::new(), String::new());
+    match want {
+        Propfind::AllProp => {
+            for (ns, local) in PROPS {
+                found.extend(value(ns, local, p, i));
+            }
+        }
+        Propfind::PropName => {
+            for (ns, local) in PROPS {
+                found.push_str(&named(ns, local));
+            }
+        }
+        Propfind::Prop(names) => {
+            for (ns, local) in names
+                .iter()
+                .map(|n: &PropName| (n.0.as_str(), n.1.as_str()))
+            {
+                match value(ns, local, p, i) {
+                    Some(v) => found.push_str(&v),
+                    None => missing.push_str(&named(ns, local)),
+                }
+            }
+        }
+    }
+    xml.push_str(&format!("<D:response><D:href>{href}</D:href>"));
+    // The 200 propstat comes first, also when empty: davix keeps the
+    // properties of a response's propstats with a status below 400.
     xml.push_str(&format!(
-        "<D:response><D:href>{href}</D:href><D:propstat><D:prop>\
-<D:displayname>{name}</D:displayname>\
-<D:getcontentlength>{len}</D:getcontentlength>\
-<D:getlastmodified>{}</D:getlastmodified>\
-<D:creationdate>{}</D:creationdate>\
-<D:getetag>{}</D:getetag>\
-{kind}\
-</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat></D:response>\n",
-        http_date(secs(i.mtime_ns)),
-        iso8601(secs(i.ctime_ns)),
-        escape(&super::etag(i)),
+        "<D:propstat><D:prop>{found}</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>"
     ));
+    if !missing.is_empty() {
+        xml.push_str(&format!(
+            "<D:propstat><D:prop>{missing}</D:prop>\
+             <D:status>HTTP/1.1 404 Not Found</D:status></D:propstat>"
+        ));
+    }
+    xml.push_str("</D:response>\n");
 }
 
 /// XML text escaping.

@@ -285,3 +285,109 @@ fn b64(b: &[u8]) -> String {
         .expect("python3");
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
+
+/// PROPFIND bodies: a `prop` list gets what it names (unknown properties in
+/// a 404 propstat), `propname` gets names only, `allprop` (and no body)
+/// everything; LCGDM's mode, owner and group, which davix reads, so that
+/// `gfal-ls -l` and `gfal-stat` show the real permissions. Bodies that are
+/// not well-formed, or carry a DTD (XML bombs), are a 400.
+#[test]
+fn propfind_bodies() {
+    let e = Env::start();
+    let f = e.local("a.txt");
+    std::fs::write(&f, b"hello").unwrap();
+    let u = format!("{}/pf/a.txt", e.url);
+    assert_eq!(e.curl(&["-T", f.to_str().unwrap(), &u]).0, 201);
+    assert_eq!(e.curl(&["-X", "MKCOL", &format!("{}/pf/d", e.url)]).0, 201);
+    let dir = format!("{}/pf/", e.url);
+    let find = |depth: &str, body: &str, url: &str| {
+        let (code, xml) = e.curl(&[
+            "-X",
+            "PROPFIND",
+            "-H",
+            &format!("Depth: {depth}"),
+            "-H",
+            "Content-Type: application/xml",
+            "--data-binary",
+            body,
+            url,
+        ]);
+        (code, String::from_utf8_lossy(&xml).into_owned())
+    };
+    // davix's listing body.
+    let davix = r#"<?xml version="1.0" encoding="utf-8" ?><D:propfind xmlns:D="DAV:" xmlns:L="LCGDM:"><D:prop><D:displayname/><D:getlastmodified/><D:creationdate/><D:getcontentlength/><D:quota-used-bytes/><D:resourcetype/><L:mode/><L:owner/><L:group/></D:prop></D:propfind>"#;
+    let (code, xml) = find("1", davix, &dir);
+    assert_eq!(code, 207, "{xml}");
+    let core = e.core();
+    let stat = |p: &str| {
+        e.rt.block_on(core.stat(&Env::root(), Env::path(p)))
+            .unwrap()
+    };
+    let (fi, di) = (stat("/pf/a.txt"), stat("/pf/d"));
+    assert!(xml.find("<D:href>/pf/</D:href>") < xml.find("<D:href>/pf/a.txt</D:href>"));
+    let fmode = format!("<L:mode>{:o}</L:mode>", 0o100000 | fi.mode);
+    let dmode = format!("<L:mode>{:o}</L:mode>", 0o040000 | di.mode);
+    assert!(xml.contains(&fmode) && xml.contains(&dmode), "{xml}");
+    assert!(
+        xml.contains(&format!("<L:owner>{}</L:owner>", fi.uid)),
+        "{xml}"
+    );
+    assert!(xml.contains("<D:getcontentlength>5</D:getcontentlength>"));
+    // What we do not have is named in a 404 propstat, once per response.
+    assert_eq!(
+        xml.matches("<D:quota-used-bytes/></D:prop><D:status>HTTP/1.1 404 Not Found")
+            .count(),
+        3,
+        "{xml}"
+    );
+    // Only what is asked for.
+    let one = r#"<propfind xmlns="DAV:"><prop><getcontentlength/><x:color xmlns:x="urn:x"/></prop></propfind>"#;
+    let (code, xml) = find("0", one, &u);
+    assert_eq!(code, 207);
+    assert!(
+        xml.contains("<D:getcontentlength>5</D:getcontentlength>"),
+        "{xml}"
+    );
+    assert!(!xml.contains("getlastmodified"), "{xml}");
+    assert!(xml.contains(r#"<color xmlns="urn:x"/>"#), "{xml}");
+    // Names only.
+    let names = r#"<D:propfind xmlns:D="DAV:"><D:propname/></D:propfind>"#;
+    let (code, xml) = find("0", names, &u);
+    assert_eq!(code, 207);
+    assert!(
+        xml.contains("<D:getcontentlength/>") && xml.contains("<L:mode/>"),
+        "{xml}"
+    );
+    assert!(!xml.contains("<D:getcontentlength>"), "{xml}");
+    // Not well-formed, or a DTD: 400, with the reason.
+    for bad in [
+        "<propfind xmlns=\"DAV:\"><prop></propfind>",
+        "<!DOCTYPE lolz [<!ENTITY lol \"lol\"><!ENTITY lol2 \"&lol;&lol;&lol;\">]><propfind xmlns=\"DAV:\"><prop>&lol2;</prop></propfind>",
+        "<D:propfind><D:allprop/></D:propfind>",
+        "hello",
+    ] {
+        let (code, text) = find("0", bad, &u);
+        assert_eq!(code, 400, "{bad}: {text}");
+        assert!(text.contains("PROPFIND body"), "{text}");
+    }
+    // gfal2 (through davix) shows the permissions and owner we store.
+    let st = e.ok("gfal-stat", &[&u]);
+    assert!(st.contains(&format!("Access: ({:04o}/", fi.mode)), "{st}");
+    let ls = e.ok("gfal-ls", &["-l", &dir]);
+    let line = ls
+        .lines()
+        .find(|l| l.trim_end().ends_with("a.txt"))
+        .expect(&ls);
+    let rwx: String = (0..9)
+        .map(|b| match (fi.mode >> (8 - b)) & 1 {
+            0 => '-',
+            _ => ['r', 'w', 'x'][b % 3],
+        })
+        .collect();
+    assert!(line.starts_with(&format!("-{rwx}")), "{rwx}: {ls}");
+    let line = ls
+        .lines()
+        .find(|l| l.trim_end().ends_with(" d"))
+        .expect(&ls);
+    assert!(line.starts_with('d'), "{ls}");
+}
