@@ -195,13 +195,10 @@ async fn gateway_data(
                 get::with_small_body(rs)
             })
             .await?;
-            get::respond(
-                rs,
-                whole,
-                req.headers(),
-                head,
-                get::Leases::new(&cfg.buffers),
-            )
+            match get::Leases::first_part(&cfg.buffers, &rs, &whole, head).await {
+                Ok(leases) => get::respond(rs, whole, req.headers(), head, leases),
+                Err(busy) => busy,
+            }
         }
         (Access::Write, true) => {
             let hint = put::size_hint(req.headers());

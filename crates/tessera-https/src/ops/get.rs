@@ -42,23 +42,12 @@ pub async fn get(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
         }
         Err(e) => return Err(e.into()),
     };
-    let mut leases = Leases::new(&ctx.cfg.buffers);
-    if whole.is_none() && !head {
-        // The first part's bytes before the answer: with none to be had,
-        // a 503 says to come back rather than a body that breaks off.
-        match ctx.cfg.buffers.lease(PART.min(rs.size() as usize)).await {
-            Some(l) => leases.first = Some(l),
-            None => {
-                let mut r = crate::error_response(&HttpError::new(
-                    503,
-                    "insufficient memory to read the file now".to_string(),
-                ));
-                set(&mut r, "Retry-After", "5");
-                return Ok(r);
-            }
-        }
-    }
-    Ok(respond(rs, whole, req.headers(), head, leases))
+    Ok(
+        match Leases::first_part(&ctx.cfg.buffers, &rs, &whole, head).await {
+            Ok(leases) => respond(rs, whole, req.headers(), head, leases),
+            Err(busy) => busy,
+        },
+    )
 }
 
 /// Where a streamed body takes each part's bytes of the memory budget:
@@ -74,6 +63,33 @@ impl Leases {
             budget: budget.clone(),
             first: None,
         }
+    }
+
+    /// For a GET that will stream `rs` (not `head`, no `whole` body read
+    /// already): the first part's bytes before the answer. With none to be
+    /// had, the answer is a 503 saying when to come back, rather than a
+    /// body that breaks off.
+    pub async fn first_part(
+        budget: &Budget,
+        rs: &ReadSession,
+        whole: &Option<Bytes>,
+        head: bool,
+    ) -> Result<Leases, Response<Body>> {
+        let mut leases = Leases::new(budget);
+        if whole.is_none() && !head {
+            match budget.lease(PART.min(rs.size() as usize)).await {
+                Some(l) => leases.first = Some(l),
+                None => {
+                    let mut r = crate::error_response(&HttpError::new(
+                        503,
+                        "insufficient memory to read the file now".to_string(),
+                    ));
+                    set(&mut r, "Retry-After", "5");
+                    return Err(r);
+                }
+            }
+        }
+        Ok(leases)
     }
 
     async fn next(&mut self, n: usize) -> Option<Lease> {
