@@ -345,6 +345,15 @@ impl ReadSession {
         }
     }
 
+    /// The same, only when the bytes are in the blocks an earlier short
+    /// read kept: no storage read, so it need not leave the runtime
+    /// (`None`: read with [`ReadSession::read`]).
+    pub fn read_kept(&self, offset: u64, len: usize) -> Option<ReadData> {
+        let d = self.reader.as_ref()?.read_kept(offset, len)?;
+        self.count(d.len());
+        Some(d)
+    }
+
     /// Stripes that failed during this session (degraded reads).
     pub fn events(&self) -> Vec<ReadEvent> {
         self.reader.as_ref().map(|r| r.events()).unwrap_or_default()

@@ -10,6 +10,7 @@
 use crate::layout::Placement;
 use crate::readdata::{BufPool, ReadData};
 use crate::reader::{ReadEvent, Striped};
+use crate::recent::{self, Recent};
 use crate::DataError;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -83,6 +84,8 @@ pub struct AheadStats {
     pub issued: AtomicU64,
     /// Requests served from a range read ahead.
     pub hits: AtomicU64,
+    /// Short requests served from the blocks of an earlier one.
+    pub kept_hits: AtomicU64,
 }
 
 /// Reads a file's stripes: any range, each block's CRC checked, damaged
@@ -92,6 +95,8 @@ pub struct FileReader {
     ahead: Mutex<Ahead>,
     read_ahead: bool,
     stats: AheadStats,
+    /// The blocks of the last short read.
+    recent: Recent,
 }
 
 impl FileReader {
@@ -107,6 +112,7 @@ impl FileReader {
             ahead: Mutex::new(Ahead::default()),
             read_ahead: true,
             stats: AheadStats::default(),
+            recent: Recent::default(),
         })
     }
 
@@ -164,6 +170,9 @@ impl FileReader {
     /// group-by-group degraded reads.
     pub fn read(&self, offset: u64, len: usize) -> Result<ReadData, DataError> {
         let size = self.size();
+        if len > 0 && len < recent::SHORT && offset < size {
+            return self.short(offset, len);
+        }
         let hit = {
             let mut st = self.state();
             let hit = match st.pending.take() {
@@ -203,6 +212,35 @@ impl FileReader {
             st.serving.swap_remove(i);
         }
         r
+    }
+
+    /// A short read answered from the blocks the last short read kept;
+    /// `None` when they do not hold it (nothing is read from storage).
+    pub fn read_kept(&self, offset: u64, len: usize) -> Option<ReadData> {
+        if len == 0 || len >= recent::SHORT {
+            return None;
+        }
+        let d = self.recent.serve(offset, len, self.striped.pool())?;
+        self.stats.kept_hits.fetch_add(1, Ordering::Relaxed);
+        Some(d)
+    }
+
+    /// A short read: from the blocks the last short read kept, or by
+    /// reading the whole blocks it touches (what verifying it reads
+    /// anyway) and keeping them for the next (`recent.rs`).
+    fn short(&self, offset: u64, len: usize) -> Result<ReadData, DataError> {
+        let pool = Arc::clone(self.striped.pool());
+        if let Some(d) = self.recent.serve(offset, len, &pool) {
+            self.stats.kept_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(d);
+        }
+        let end = self.size().min(offset + len as u64);
+        let (from, _) = self.striped.block_of(offset);
+        let (_, to) = self.striped.block_of(end - 1);
+        let wide = self.striped.read(from, (to - from) as usize)?;
+        let d = recent::part(&wide, offset - from, (end - offset) as usize, &pool);
+        self.recent.keep(from, wide, &pool.kept);
+        Ok(d)
     }
 
     /// Start reading `len` bytes at `off` in the background.

@@ -16,6 +16,7 @@ mod layout;
 mod placement;
 mod readdata;
 mod reader;
+mod recent;
 mod writer;
 
 pub use ahead::{AheadStats, FileReader, READ_AHEAD_MIN};

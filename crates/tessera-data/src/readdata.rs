@@ -5,6 +5,7 @@
 //! fresh memory each time.
 
 use std::io::IoSlice;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 
 /// Reads up to this size may reuse an idle buffer up to this size.
@@ -18,6 +19,8 @@ const MAX_IDLE: usize = 256;
 pub struct BufPool {
     free: Mutex<Vec<Vec<u8>>>,
     max_bytes: usize,
+    /// Bytes its readers keep for short reads (`recent.rs`).
+    pub(crate) kept: Arc<AtomicUsize>,
 }
 
 impl BufPool {
@@ -25,6 +28,7 @@ impl BufPool {
         Arc::new(BufPool {
             free: Mutex::new(Vec::new()),
             max_bytes,
+            kept: Arc::default(),
         })
     }
 

@@ -197,6 +197,20 @@ impl Striped {
         self.geo.size
     }
 
+    pub(crate) fn pool(&self) -> &Arc<BufPool> {
+        &self.s.pool
+    }
+
+    /// The file bytes of the block that holds file byte `pos` (< size).
+    pub(crate) fn block_of(&self, pos: u64) -> (u64, u64) {
+        let gb = self.placement.layout.group_bytes();
+        let g = pos / gb;
+        let start = self.geo.group_start(g);
+        let bl = self.geo.block_len(g) as u64;
+        let from = start + (pos - start) / bl * bl;
+        (from, (from + bl).min(start + gb).min(self.geo.size))
+    }
+
     /// What went wrong so far (degraded reads).
     pub fn events(&self) -> Vec<ReadEvent> {
         self.events
@@ -262,8 +276,16 @@ impl Striped {
                         }
                     }
                 }
-                // Nothing else can serve it: wait for a slow copy.
-                for i in self.slow_stripes() {
+                // Nothing else can serve it: wait for a slow copy, then ask
+                // the copies that failed on an earlier group again (a bad
+                // block there says nothing of this one; with a single copy,
+                // one bad block would otherwise fail the rest of the file).
+                let slow = self.slow_stripes();
+                let retry = slow
+                    .iter()
+                    .copied()
+                    .chain((0..n).filter(|i| !slow.contains(i)));
+                for i in retry {
                     if let Ok(b) = self.s.block(i, g) {
                         return Ok(vec![b]);
                     }

@@ -75,8 +75,12 @@ pub fn no_memory() -> XrdError {
     )
 }
 
-/// Read `n` bytes at `pos` on the blocking pool (`None`: empty file).
+/// Read `n` bytes at `pos` on the blocking pool (`None`: empty file);
+/// bytes of blocks a short read kept are copied right here.
 pub async fn fetch(r: &Arc<OpenRead>, pos: u64, n: usize) -> Result<Option<ReadData>, XrdError> {
+    if let Some(d) = r.rs.read_kept(pos, n) {
+        return Ok(Some(d));
+    }
     let r = Arc::clone(r);
     tokio::task::spawn_blocking(move || r.rs.read(pos, n))
         .await

@@ -1,0 +1,159 @@
+//! Short reads keep the verified blocks they read, and the reads that
+//! follow inside them are answered from those: the right bytes for every
+//! layout and range, a block read once per run of short reads rather than
+//! once per read, and damage still found when a block is first read.
+
+mod common;
+use common::data;
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tessera_backend::{Backend, FolderBackend, StripeName};
+use tessera_data::*;
+
+struct File {
+    dir: tempfile::TempDir,
+    targets: Vec<(u32, Arc<dyn Backend>)>,
+    written: WrittenFile,
+    bytes: Vec<u8>,
+}
+
+fn file(layout: Layout, len: usize) -> File {
+    let dir = tempfile::tempdir().expect("tmp");
+    let targets: Vec<(u32, Arc<dyn Backend>)> = (0..layout.stripes())
+        .map(|i| {
+            let b: Arc<dyn Backend> =
+                Arc::new(FolderBackend::new(dir.path().join(format!("fs{i}"))).expect("backend"));
+            (i as u32 + 1, b)
+        })
+        .collect();
+    let bytes = data(len, 11);
+    let mut w = FileWriter::create(layout, 3, 1, &targets).expect("create");
+    w.write(&bytes).expect("write");
+    let written = w.finish().expect("finish");
+    File {
+        dir,
+        targets,
+        written,
+        bytes,
+    }
+}
+
+impl File {
+    fn reader(&self) -> FileReader {
+        FileReader::new(
+            self.written.placement.clone(),
+            3,
+            self.written.size,
+            self.targets.iter().map(|(_, b)| Some(b.clone())).collect(),
+        )
+        .expect("reader")
+    }
+
+    /// Flip a byte of block `g` of stripe `i`.
+    fn flip(&self, i: usize, g: u64, block: u64) {
+        let n = StripeName::new(3, i as u8);
+        let p = self
+            .dir
+            .path()
+            .join(format!("fs{i}"))
+            .join(n.dir())
+            .join(n.file());
+        let mut all = std::fs::read(&p).expect("stripe");
+        all[HEADER_LEN + (g * (block + 4)) as usize + 100] ^= 0x01;
+        std::fs::write(&p, all).expect("write");
+    }
+}
+
+fn kept_hits(r: &FileReader) -> u64 {
+    r.read_ahead_stats().kept_hits.load(Ordering::Relaxed)
+}
+
+#[test]
+fn short_reads_are_exact_and_read_each_block_once() {
+    let bs = 64u64 << 10;
+    for layout in [
+        Layout::plain().with_block_size(bs).expect("bs"),
+        Layout::rain(4, 2)
+            .expect("rain")
+            .with_block_size(bs)
+            .expect("bs"),
+    ] {
+        // Ends in a short last group.
+        let f = file(layout, 20 * bs as usize + 12_345);
+        let r = f.reader();
+        // Sequential 4 KiB reads: one in 16 reads its block.
+        let mut off = 0usize;
+        let mut reads = 0u64;
+        while off < f.bytes.len() {
+            let d = r.read(off as u64, 4096).expect("read");
+            let end = f.bytes.len().min(off + 4096);
+            assert!(
+                d.to_vec() == f.bytes[off..end],
+                "{} at {off}",
+                layout.name()
+            );
+            off = end;
+            reads += 1;
+        }
+        // Every read but the first of each block (the short last group
+        // has more, smaller blocks).
+        assert!(
+            kept_hits(&r) >= reads - reads / 10,
+            "{}: {} of {reads} reads from kept blocks",
+            layout.name(),
+            kept_hits(&r)
+        );
+        // Short reads anywhere, across block and group edges, and past
+        // the end.
+        let mut x = 7u64;
+        for _ in 0..500 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let off = (x >> 20) as usize % (f.bytes.len() + 100);
+            let len = 1 + (x >> 44) as usize % 200_000;
+            let d = r.read(off as u64, len).expect("read");
+            let want: &[u8] = if off >= f.bytes.len() {
+                &[]
+            } else {
+                &f.bytes[off..f.bytes.len().min(off + len)]
+            };
+            assert!(d.to_vec() == want, "{} {off}+{len}", layout.name());
+        }
+    }
+}
+
+#[test]
+fn damage_is_still_found_when_a_block_is_first_read() {
+    let bs = 64u64 << 10;
+    // Plain: nothing to rebuild from, so the damaged block is an error,
+    // never wrong bytes; the blocks around it read on.
+    let f = file(
+        Layout::plain().with_block_size(bs).expect("bs"),
+        8 * bs as usize,
+    );
+    f.flip(0, 3, bs);
+    let r = f.reader();
+    assert!(r.read(2 * bs, 4096).expect("block 2").to_vec() == f.bytes[2 * bs as usize..][..4096]);
+    assert!(r.read(3 * bs + 10, 4096).is_err(), "a damaged block");
+    assert!(r.read(3 * bs + 5000, 10).is_err(), "still damaged");
+    assert!(r.read(4 * bs, 100).expect("block 4").to_vec() == f.bytes[4 * bs as usize..][..100]);
+    // RAIN: rebuilt from parity, the right bytes.
+    let f = file(
+        Layout::rain(4, 2)
+            .expect("rain")
+            .with_block_size(bs)
+            .expect("bs"),
+        16 * bs as usize,
+    );
+    f.flip(1, 2, bs);
+    let r = f.reader();
+    // Group 2, block 1 of the file: bytes from (2 * 4 + 1) * bs.
+    let at = 9 * bs as usize;
+    for k in 0..20 {
+        let o = at + k * 3000;
+        assert!(r.read(o as u64, 3000).expect("degraded").to_vec() == f.bytes[o..o + 3000]);
+    }
+    assert!(!r.events().is_empty(), "the damage was recorded");
+}
