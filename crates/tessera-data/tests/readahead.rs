@@ -4,56 +4,18 @@
 //! ahead is read around like any other.
 
 mod common;
-use common::data;
+use common::TestFile;
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use tessera_backend::{Backend, FolderBackend};
 use tessera_data::*;
 
-struct File {
-    _dir: tempfile::TempDir,
-    targets: Vec<(u32, Arc<dyn Backend>)>,
-    written: WrittenFile,
-    bytes: Vec<u8>,
-}
-
 /// A RAIN 4+2 file with 64 KiB blocks (256 KiB per group).
-fn rain_file(len: usize) -> File {
-    let dir = tempfile::tempdir().expect("tmp");
-    let targets: Vec<(u32, Arc<dyn Backend>)> = (0..6)
-        .map(|i| {
-            let b: Arc<dyn Backend> =
-                Arc::new(FolderBackend::new(dir.path().join(format!("fs{i}"))).expect("backend"));
-            (i as u32 + 1, b)
-        })
-        .collect();
+fn rain_file(len: usize) -> TestFile {
     let layout = Layout::rain(4, 2)
         .expect("layout")
         .with_block_size(64 << 10)
         .expect("block size");
-    let bytes = data(len, 5);
-    let mut w = FileWriter::create(layout, 1, 1, &targets).expect("create");
-    w.write(&bytes).expect("write");
-    let written = w.finish().expect("finish");
-    File {
-        _dir: dir,
-        targets,
-        written,
-        bytes,
-    }
-}
-
-impl File {
-    fn reader(&self) -> FileReader {
-        FileReader::new(
-            self.written.placement.clone(),
-            1,
-            self.written.size,
-            self.targets.iter().map(|(_, b)| Some(b.clone())).collect(),
-        )
-        .expect("reader")
-    }
+    TestFile::write(layout, len, 5, 1)
 }
 
 const CHUNK: usize = 1 << 20;
@@ -141,8 +103,7 @@ fn several_requests_in_flight_read_the_right_bytes() {
 fn damage_met_by_read_ahead_is_read_around_and_reported() {
     let f = rain_file(6 * CHUNK);
     // Corrupt a block of stripe 2 in the last megabyte's groups.
-    let n = tessera_backend::StripeName::new(1, 2);
-    let p = f._dir.path().join("fs2").join(n.dir()).join(n.file());
+    let p = f.stripe_path(2);
     let mut raw = std::fs::read(&p).expect("stripe");
     let at = raw.len() - 70_000;
     raw[at] ^= 0x20;

@@ -4,65 +4,21 @@
 //! once per read, and damage still found when a block is first read.
 
 mod common;
-use common::data;
+use common::TestFile;
 
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use tessera_backend::{Backend, FolderBackend, StripeName};
 use tessera_data::*;
 
-struct File {
-    dir: tempfile::TempDir,
-    targets: Vec<(u32, Arc<dyn Backend>)>,
-    written: WrittenFile,
-    bytes: Vec<u8>,
+fn file(layout: Layout, len: usize) -> TestFile {
+    TestFile::write(layout, len, 11, 3)
 }
 
-fn file(layout: Layout, len: usize) -> File {
-    let dir = tempfile::tempdir().expect("tmp");
-    let targets: Vec<(u32, Arc<dyn Backend>)> = (0..layout.stripes())
-        .map(|i| {
-            let b: Arc<dyn Backend> =
-                Arc::new(FolderBackend::new(dir.path().join(format!("fs{i}"))).expect("backend"));
-            (i as u32 + 1, b)
-        })
-        .collect();
-    let bytes = data(len, 11);
-    let mut w = FileWriter::create(layout, 3, 1, &targets).expect("create");
-    w.write(&bytes).expect("write");
-    let written = w.finish().expect("finish");
-    File {
-        dir,
-        targets,
-        written,
-        bytes,
-    }
-}
-
-impl File {
-    fn reader(&self) -> FileReader {
-        FileReader::new(
-            self.written.placement.clone(),
-            3,
-            self.written.size,
-            self.targets.iter().map(|(_, b)| Some(b.clone())).collect(),
-        )
-        .expect("reader")
-    }
-
-    /// Flip a byte of block `g` of stripe `i`.
-    fn flip(&self, i: usize, g: u64, block: u64) {
-        let n = StripeName::new(3, i as u8);
-        let p = self
-            .dir
-            .path()
-            .join(format!("fs{i}"))
-            .join(n.dir())
-            .join(n.file());
-        let mut all = std::fs::read(&p).expect("stripe");
-        all[HEADER_LEN + (g * (block + 4)) as usize + 100] ^= 0x01;
-        std::fs::write(&p, all).expect("write");
-    }
+/// Flip a byte of block `g` of stripe `i` (blocks of `block` bytes).
+fn flip(f: &TestFile, i: usize, g: u64, block: u64) {
+    let p = f.stripe_path(i);
+    let mut all = std::fs::read(&p).expect("stripe");
+    all[HEADER_LEN + (g * (block + 4)) as usize + 100] ^= 0x01;
+    std::fs::write(&p, all).expect("write");
 }
 
 fn kept_hits(r: &FileReader) -> u64 {
@@ -133,7 +89,7 @@ fn damage_is_still_found_when_a_block_is_first_read() {
         Layout::plain().with_block_size(bs).expect("bs"),
         8 * bs as usize,
     );
-    f.flip(0, 3, bs);
+    flip(&f, 0, 3, bs);
     let r = f.reader();
     assert!(r.read(2 * bs, 4096).expect("block 2").to_vec() == f.bytes[2 * bs as usize..][..4096]);
     assert!(r.read(3 * bs + 10, 4096).is_err(), "a damaged block");
@@ -147,7 +103,7 @@ fn damage_is_still_found_when_a_block_is_first_read() {
             .expect("bs"),
         16 * bs as usize,
     );
-    f.flip(1, 2, bs);
+    flip(&f, 1, 2, bs);
     let r = f.reader();
     // Group 2, block 1 of the file: bytes from (2 * 4 + 1) * bs.
     let at = 9 * bs as usize;

@@ -12,3 +12,65 @@ pub fn data(len: usize, seed: u64) -> Vec<u8> {
         })
         .collect()
 }
+
+use std::sync::Arc;
+use tessera_backend::{Backend, FolderBackend, StripeName};
+use tessera_data::{FileReader, FileWriter, Layout, WrittenFile};
+
+/// A file written with `layout` into one folder backend per stripe
+/// (`fs0`, `fs1`, … under a temporary directory), and its bytes.
+#[allow(dead_code)]
+pub struct TestFile {
+    pub dir: tempfile::TempDir,
+    pub targets: Vec<(u32, Arc<dyn Backend>)>,
+    pub written: WrittenFile,
+    pub bytes: Vec<u8>,
+    pub fid: u64,
+}
+
+#[allow(dead_code)]
+impl TestFile {
+    /// `len` bytes of `data(len, seed)` written as file `fid`.
+    pub fn write(layout: Layout, len: usize, seed: u64, fid: u64) -> TestFile {
+        let dir = tempfile::tempdir().expect("tmp");
+        let targets: Vec<(u32, Arc<dyn Backend>)> = (0..layout.stripes())
+            .map(|i| {
+                let b: Arc<dyn Backend> = Arc::new(
+                    FolderBackend::new(dir.path().join(format!("fs{i}"))).expect("backend"),
+                );
+                (i as u32 + 1, b)
+            })
+            .collect();
+        let bytes = data(len, seed);
+        let mut w = FileWriter::create(layout, fid, 1, &targets).expect("create");
+        w.write(&bytes).expect("write");
+        let written = w.finish().expect("finish");
+        TestFile {
+            dir,
+            targets,
+            written,
+            bytes,
+            fid,
+        }
+    }
+
+    pub fn reader(&self) -> FileReader {
+        FileReader::new(
+            self.written.placement.clone(),
+            self.fid,
+            self.written.size,
+            self.targets.iter().map(|(_, b)| Some(b.clone())).collect(),
+        )
+        .expect("reader")
+    }
+
+    /// Where stripe `i` is.
+    pub fn stripe_path(&self, i: usize) -> std::path::PathBuf {
+        let n = StripeName::new(self.fid, i as u8);
+        self.dir
+            .path()
+            .join(format!("fs{i}"))
+            .join(n.dir())
+            .join(n.file())
+    }
+}
