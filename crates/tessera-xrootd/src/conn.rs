@@ -119,12 +119,7 @@ async fn read_request<R: AsyncRead + Unpin>(
     if r.read(&mut hb[..1]).await? == 0 {
         return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into()));
     }
-    let stalled = || {
-        ConnError::Io(std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            format!("request stalled for {stall:?}"),
-        ))
-    };
+    let stalled = || stalled(stall);
     tokio::time::timeout(stall, r.read_exact(&mut hb[1..]))
         .await
         .map_err(|_| stalled())??;
@@ -169,6 +164,14 @@ async fn read_request<R: AsyncRead + Unpin>(
     ))
 }
 
+/// A request that brought no bytes for `stall`.
+fn stalled(stall: Duration) -> ConnError {
+    ConnError::Io(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("request stalled for {stall:?}"),
+    ))
+}
+
 /// Read and drop `n` payload bytes (a request refused before its payload
 /// was taken), each read bringing bytes within `stall`.
 async fn drain<R: AsyncRead + Unpin>(
@@ -181,12 +184,7 @@ async fn drain<R: AsyncRead + Unpin>(
     while left > 0 {
         let k = left.min(scratch.len());
         match tokio::time::timeout(stall, r.read(&mut scratch[..k])).await {
-            Err(_) => {
-                return Err(ConnError::Io(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!("request stalled for {stall:?}"),
-                )))
-            }
+            Err(_) => return Err(stalled(stall)),
             Ok(Ok(0)) => return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into())),
             Ok(r) => left -= r?,
         }
