@@ -250,8 +250,14 @@ pub fn stream_file(
                     let _ = tx.send(Err(e)).await;
                     return;
                 };
-                let r2 = Arc::clone(&rs);
-                let got = tokio::task::spawn_blocking(move || r2.read(pos, n)).await;
+                // Bytes of blocks a short read kept are copied right here.
+                let got = match rs.read_kept(pos, n) {
+                    Some(d) => Ok(Ok(Some(d))),
+                    None => {
+                        let r2 = Arc::clone(&rs);
+                        tokio::task::spawn_blocking(move || r2.read(pos, n)).await
+                    }
+                };
                 let chunks = match got {
                     Ok(Ok(Some(d))) if d.len() == n => Ok(frames(d, lease)),
                     Ok(Ok(_)) => Err(std::io::Error::other("file shorter than its size")),
