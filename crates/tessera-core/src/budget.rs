@@ -31,13 +31,6 @@ pub struct Lease {
     _permit: Option<OwnedSemaphorePermit>,
 }
 
-impl std::fmt::Debug for Lease {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let units = self._permit.as_ref().map_or(0, |p| p.num_permits());
-        write!(f, "Lease({} bytes)", units as u64 * UNIT)
-    }
-}
-
 impl Budget {
     /// A budget of `bytes` (at least one unit); a lease waits at most
     /// `wait` for its bytes.

@@ -229,11 +229,10 @@ impl FileReader {
     /// reading the whole blocks it touches (what verifying it reads
     /// anyway) and keeping them for the next (`recent.rs`).
     fn short(&self, offset: u64, len: usize) -> Result<ReadData, DataError> {
-        let pool = Arc::clone(self.striped.pool());
-        if let Some(d) = self.recent.serve(offset, len, &pool) {
-            self.stats.kept_hits.fetch_add(1, Ordering::Relaxed);
+        if let Some(d) = self.read_kept(offset, len) {
             return Ok(d);
         }
+        let pool = Arc::clone(self.striped.pool());
         let end = self.size().min(offset + len as u64);
         let (from, _) = self.striped.block_of(offset);
         let (_, to) = self.striped.block_of(end - 1);

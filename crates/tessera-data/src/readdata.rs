@@ -145,12 +145,28 @@ impl ReadData {
 
     /// Copy into `out` (which must hold `len()` bytes); returns `len()`.
     pub fn copy_to(&self, out: &mut [u8]) -> usize {
-        let mut at = 0;
+        self.copy_from(0, out)
+    }
+
+    /// Copy the bytes from `at` (counted from the start of this read) into
+    /// `out`, as many as fit or are there; returns how many.
+    pub fn copy_from(&self, mut at: u64, out: &mut [u8]) -> usize {
+        let mut filled = 0;
         for s in self.slices() {
-            out[at..at + s.len()].copy_from_slice(s);
-            at += s.len();
+            if filled == out.len() {
+                break;
+            }
+            let n = s.len() as u64;
+            if at >= n {
+                at -= n;
+                continue;
+            }
+            let take = (out.len() - filled).min((n - at) as usize);
+            out[filled..filled + take].copy_from_slice(&s[at as usize..at as usize + take]);
+            filled += take;
+            at = 0;
         }
-        at
+        filled
     }
 
     /// Take the buffers apart: the buffers, the parts `(buffer, start,

@@ -81,42 +81,23 @@ impl Recent {
     }
 
     /// Keep `data` (file bytes from `from`) if the pool's bound allows;
-    /// returns whether it was kept. What was kept before is dropped.
-    pub fn keep(&self, from: u64, data: ReadData, kept: &Arc<AtomicUsize>) -> bool {
+    /// what was kept before is dropped either way.
+    pub fn keep(&self, from: u64, data: ReadData, kept: &Arc<AtomicUsize>) {
         let mut g = self.kept.lock().unwrap_or_else(|p| p.into_inner());
         *g = None;
-        let Some(charge) = Charge::take(kept, data.held()) else {
-            return false;
-        };
-        *g = Some(Kept {
+        *g = Charge::take(kept, data.held()).map(|charge| Kept {
             from,
             to: from + data.len() as u64,
             data,
             _charge: charge,
         });
-        true
     }
 }
 
 /// `len` bytes of `d` from `at`, copied into a buffer of `pool`.
 pub(crate) fn part(d: &ReadData, at: u64, len: usize, pool: &Arc<BufPool>) -> ReadData {
     let mut buf = pool.take(len);
-    let mut filled = 0;
-    let mut skip = at;
-    for s in d.slices() {
-        if filled == len {
-            break;
-        }
-        let n = s.len() as u64;
-        if skip >= n {
-            skip -= n;
-            continue;
-        }
-        let take = (len - filled).min((n - skip) as usize);
-        buf[filled..filled + take].copy_from_slice(&s[skip as usize..skip as usize + take]);
-        filled += take;
-        skip = 0;
-    }
+    let filled = d.copy_from(at, &mut buf);
     buf.truncate(filled);
     let mut out = ReadData::new(Arc::clone(pool));
     let id = out.adopt(buf);

@@ -54,7 +54,7 @@ pub async fn get(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
 /// the first part may have taken its lease already.
 pub struct Leases {
     budget: Budget,
-    pub first: Option<Lease>,
+    first: Option<Lease>,
 }
 
 impl Leases {
@@ -79,14 +79,7 @@ impl Leases {
         if whole.is_none() && !head {
             match budget.lease(PART.min(rs.size() as usize)).await {
                 Some(l) => leases.first = Some(l),
-                None => {
-                    let mut r = crate::error_response(&HttpError::new(
-                        503,
-                        "insufficient memory to read the file now".to_string(),
-                    ));
-                    set(&mut r, "Retry-After", "5");
-                    return Err(r);
-                }
+                None => return Err(retry_after(5, "insufficient memory to read the file now")),
             }
         }
         Ok(leases)
@@ -103,8 +96,13 @@ impl Leases {
 /// `sys.stall.unavailable`: the file's data cannot be read now; 503 with
 /// `Retry-After` (the HTTP form of XRootD's `kXR_wait`).
 pub fn stalled(st: &Stall) -> Response<Body> {
-    let mut r = crate::error_response(&HttpError::new(503, st.why.clone()));
-    set(&mut r, "Retry-After", &st.secs.to_string());
+    retry_after(st.secs, &st.why)
+}
+
+/// 503 with `Retry-After: secs` and `why` as its text.
+fn retry_after(secs: u32, why: &str) -> Response<Body> {
+    let mut r = crate::error_response(&HttpError::new(503, why.to_string()));
+    set(&mut r, "Retry-After", &secs.to_string());
     r
 }
 
@@ -226,7 +224,7 @@ pub fn respond(
 }
 
 /// Stream `(preamble, from, to)` pieces of the file, a part at a time,
-/// each holding its bytes of `buffers` until it is sent (a part the budget
+/// each holding its bytes of the memory budget until it is sent (a part the budget
 /// cannot take in time ends the body early: the client sees a short read);
 /// `sent`, when given, counts the file bytes handed on (TPC markers).
 pub fn stream_file(

@@ -127,7 +127,8 @@ pub async fn propfind(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Http
     Ok(r)
 }
 
-/// The properties we have, by namespace, name and how each is written.
+/// The properties we have (namespace, local name), in answer order; their
+/// values come from [`value`].
 const PROPS: &[(&str, &str)] = &[
     ("DAV:", "displayname"),
     ("DAV:", "getcontentlength"),

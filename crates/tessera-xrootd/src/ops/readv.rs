@@ -115,7 +115,9 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
             Some(d) => {
                 for e in &elements[run.first..run.first + run.count] {
                     let mut b = element_header(e, e.1);
-                    let got = copy_range(&d, e.2 - run.start, e.1, &mut b);
+                    b.resize(16 + e.1, 0);
+                    let got = d.copy_from(e.2 - run.start, &mut b[16..]);
+                    b.truncate(16 + got);
                     b[4..8].copy_from_slice(&(got as i32).to_be_bytes());
                     part_bytes += b.len();
                     part.push(Piece::Bytes(b));
@@ -202,27 +204,6 @@ fn element_header(e: &Element, got: usize) -> Vec<u8> {
     hdr.extend_from_slice(&(got as i32).to_be_bytes());
     hdr.extend_from_slice(&e.2.to_be_bytes());
     hdr
-}
-
-/// Append `len` bytes of `d` from `at` to `out` (fewer if `d` ends
-/// first); returns how many.
-fn copy_range(d: &tessera_core::ReadData, mut at: u64, len: usize, out: &mut Vec<u8>) -> usize {
-    let (want, mut len) = (len, len);
-    for sl in d.slices() {
-        if len == 0 {
-            break;
-        }
-        let n = sl.len() as u64;
-        if at >= n {
-            at -= n;
-            continue;
-        }
-        let take = len.min((n - at) as usize);
-        out.extend_from_slice(&sl[at as usize..at as usize + take]);
-        len -= take;
-        at = 0;
-    }
-    want - len
 }
 
 fn past_end(len: usize, off: u64) -> XrdError {
