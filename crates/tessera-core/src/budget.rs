@@ -74,6 +74,15 @@ impl Budget {
     }
 }
 
+impl Lease {
+    /// Bytes of the budget this lease holds (whole units).
+    pub fn bytes(&self) -> usize {
+        self._permit
+            .as_ref()
+            .map_or(0, |p| p.num_permits() * UNIT as usize)
+    }
+}
+
 impl Default for Budget {
     fn default() -> Budget {
         Budget::new(DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_WAIT)
@@ -92,6 +101,8 @@ mod tests {
         // One byte rounds up to a unit; the fourth unit is free.
         let one = b.lease(1).await.expect("one unit left");
         assert_eq!(b.in_use(), 4 * UNIT);
+        assert_eq!((a.bytes(), one.bytes()), (3 * UNIT as usize, UNIT as usize));
+        assert_eq!(Lease::default().bytes(), 0);
         // Nothing left: refused after the wait.
         let t = std::time::Instant::now();
         assert!(b.lease(1).await.is_none());

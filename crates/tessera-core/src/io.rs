@@ -14,6 +14,9 @@ use tessera_types::{Identity, NsPath};
 
 /// How much quota a write reserves at a time beyond what it has written.
 const RESERVE_STEP: u64 = 64 << 20;
+/// Memory a write session leases first; a longer file leases its
+/// writer's whole ceiling.
+pub const FIRST_LEASE: u64 = 64 << 10;
 /// The space used when a directory names none.
 pub const DEFAULT_SPACE: &str = "default";
 
@@ -116,6 +119,9 @@ pub struct WriteSession {
     path: NsPath,
     /// Where the close is logged (`close_write`).
     log: Option<SessionLog>,
+    /// Memory budget its buffers hold (see [`WriteSession::memory_wanted`]).
+    memory: Vec<crate::Lease>,
+    leased: usize,
 }
 
 impl WriteSession {
@@ -144,6 +150,31 @@ impl WriteSession {
         self.writer
             .as_ref()
             .is_some_and(|w| w.buffers(len) && w.size() + len as u64 <= self.reserved)
+    }
+
+    /// How many more bytes of the process's memory budget the session
+    /// must hold before `len` more bytes are appended (0: it holds enough).
+    /// The group buffer grows with the file: a file of up to
+    /// [`FIRST_LEASE`] bytes takes that much, a longer one the writer's
+    /// whole ceiling (a group and its parity). Front-ends lease this from
+    /// the budget before they append, and hand it over with
+    /// [`WriteSession::hold_memory`]; it goes back when the session ends.
+    pub fn memory_wanted(&self, len: u64) -> usize {
+        let Some(w) = &self.writer else { return 0 };
+        let ceiling = w.memory_ceiling() as u64;
+        let after = w.pending() as u64 + len;
+        let target = if after <= FIRST_LEASE {
+            FIRST_LEASE.min(ceiling)
+        } else {
+            ceiling
+        };
+        target.saturating_sub(self.leased as u64) as usize
+    }
+
+    /// Keep `lease` (`bytes` of the memory budget) until the session ends.
+    pub fn hold_memory(&mut self, lease: crate::Lease, bytes: usize) {
+        self.memory.push(lease);
+        self.leased += bytes;
     }
 
     /// Append bytes (quota is extended as the file grows).
@@ -469,6 +500,8 @@ impl DataPath {
             writer: Some(writer),
             path,
             log: None,
+            memory: Vec::new(),
+            leased: 0,
         })
     }
 

@@ -20,7 +20,9 @@ pub use budget::{Budget, Lease, DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_WAIT};
 pub use error::CoreError;
 pub use fs::{FsChange, FsView, SpaceView};
 pub use fsck::{DrainReport, FileIssue, FsckReport, Orphan, RepairReport};
-pub use io::{DataPath, Expect, Ledger, ReadSession, WritePlan, WriteSession, DEFAULT_SPACE};
+pub use io::{
+    DataPath, Expect, Ledger, ReadSession, WritePlan, WriteSession, DEFAULT_SPACE, FIRST_LEASE,
+};
 pub use service::{Core, RemoveReport};
 pub use sessionlog::SessionLog;
 pub use stall::{ReadOpen, Stall, STALL_ATTR};

@@ -158,6 +158,26 @@ impl FileWriter {
         self.buf.len() + len < self.layout.group_bytes() as usize
     }
 
+    /// Bytes waiting in the group being filled.
+    pub fn pending(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The most memory this writer's buffers ever hold: a full group (and
+    /// the few bytes its last block may be padded by) plus the parity
+    /// blocks. While [`FileWriter::pending`] is at most `n` bytes, the
+    /// group buffer holds at most `n.next_power_of_two()` (it grows in
+    /// powers of two up to the group).
+    pub fn memory_ceiling(&self) -> usize {
+        self.group_cap() + self.parity.len() * self.layout.block_size as usize
+    }
+
+    /// Capacity of the group buffer when full: the group, and room for
+    /// the last group's padding to whole blocks (never a reallocation).
+    fn group_cap(&self) -> usize {
+        self.layout.group_bytes() as usize + self.layout.k as usize
+    }
+
     /// Append data. On error the writer must be aborted.
     pub fn write(&mut self, mut data: &[u8]) -> Result<(), DataError> {
         self.adler.write(data);
@@ -165,6 +185,13 @@ impl FileWriter {
         let cap = self.layout.group_bytes() as usize;
         while !data.is_empty() {
             let take = (cap - self.buf.len()).min(data.len());
+            let want = self.buf.len() + take;
+            if want > self.buf.capacity() {
+                // Powers of two up to the group: what is held stays within
+                // what `memory_ceiling` promises the caller's budget.
+                let to = want.next_power_of_two().min(self.group_cap());
+                self.buf.reserve_exact(to - self.buf.len());
+            }
             self.buf.extend_from_slice(&data[..take]);
             data = &data[take..];
             if self.buf.len() == cap {
@@ -178,6 +205,8 @@ impl FileWriter {
     fn flush_group(&mut self, len: usize) -> Result<(), DataError> {
         let k = self.layout.k as usize;
         let data_len = self.buf.len();
+        self.buf
+            .reserve_exact((k * len).saturating_sub(self.buf.len()));
         self.buf.resize(k * len, 0);
         if let Some(codec) = &self.codec {
             let data: Vec<&[u8]> = self.buf.chunks(len).collect();

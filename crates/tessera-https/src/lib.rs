@@ -295,5 +295,13 @@ pub fn error_response(e: &HttpError) -> Response<Body> {
         hyper::header::CONTENT_TYPE,
         hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
     );
+    if e.status == 503 {
+        // Short of something for now (memory, a filesystem): a client
+        // that retries is told when (a caller may set its own).
+        r.headers_mut().insert(
+            hyper::header::RETRY_AFTER,
+            hyper::header::HeaderValue::from_static("5"),
+        );
+    }
     r
 }

@@ -212,7 +212,7 @@ async fn gateway_data(
             if let Some(l) = log {
                 ws.set_log(l);
             }
-            let inode = put::receive(ws, req.into_body(), cfg.body_timeout).await?;
+            let inode = put::receive(ws, req.into_body(), cfg.body_timeout, &cfg.buffers).await?;
             put::created(&inode, true)
         }
         _ => return Err(denied("the capability is for another access".into())),

@@ -324,7 +324,8 @@ impl Xrootd {
 }
 
 /// The memory all connections together may hold in request data (XRootD
-/// write payloads and read replies, HTTP GET parts).
+/// write payloads and read replies, HTTP GET parts, the group buffers of
+/// files being written).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields, default)]
 pub struct Buffers {

@@ -13,7 +13,7 @@ use http_body_util::BodyExt;
 use hyper::body::Bytes;
 use hyper::Response;
 use std::sync::{Arc, Mutex};
-use tessera_core::WriteSession;
+use tessera_core::{Budget, WriteSession};
 use tessera_types::ErrorKind;
 
 pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
@@ -23,7 +23,7 @@ pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
     let existed = ctx.core.stat(&ctx.who, p.clone()).await.is_ok();
     let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
     let ws = blocking(move || core.open_write(&who, &p2, 0o644, true, hint)).await?;
-    let inode = receive(ws, req.into_body(), ctx.cfg.body_timeout).await?;
+    let inode = receive(ws, req.into_body(), ctx.cfg.body_timeout, &ctx.cfg.buffers).await?;
     Ok(created(&inode, !existed))
 }
 
@@ -73,6 +73,7 @@ pub async fn receive(
     ws: WriteSession,
     mut body: crate::ReqBody,
     idle: std::time::Duration,
+    budget: &Budget,
 ) -> Result<tessera_core::Inode, HttpError> {
     let ws: Arc<Mutex<Option<WriteSession>>> = Arc::new(Mutex::new(Some(ws)));
     loop {
@@ -85,7 +86,7 @@ pub async fn receive(
         let Some(frame) = next else { break };
         let frame = frame.map_err(|e| HttpError::new(400, format!("upload interrupted: {e}")))?;
         if let Ok(data) = frame.into_data() {
-            feed(&ws, data).await?;
+            feed(&ws, data, budget).await?;
         }
     }
     let w2 = Arc::clone(&ws);
@@ -111,7 +112,12 @@ pub fn created(inode: &tessera_core::Inode, new: bool) -> Response<Body> {
 /// extend), else handed to the blocking pool (which then writes the full
 /// group out). No batch buffer in between: each byte is copied once, into
 /// the group. A failure aborts the session.
-pub async fn feed(ws: &Arc<Mutex<Option<WriteSession>>>, data: Bytes) -> Result<(), HttpError> {
+pub async fn feed(
+    ws: &Arc<Mutex<Option<WriteSession>>>,
+    data: Bytes,
+    budget: &Budget,
+) -> Result<(), HttpError> {
+    take_memory(ws, data.len(), budget).await?;
     {
         let mut g = ws.lock().unwrap_or_else(|p| p.into_inner());
         match g.as_mut() {
@@ -126,7 +132,7 @@ pub async fn feed(ws: &Arc<Mutex<Option<WriteSession>>>, data: Bytes) -> Result<
             None => return Err(HttpError::new(500, "write after failure")),
         }
     }
-    write(ws, data).await
+    write(ws, data, budget).await
 }
 
 /// Append to a shared write session on the blocking pool; a failure
@@ -134,7 +140,9 @@ pub async fn feed(ws: &Arc<Mutex<Option<WriteSession>>>, data: Bytes) -> Result<
 pub async fn write(
     ws: &Arc<Mutex<Option<WriteSession>>>,
     data: impl AsRef<[u8]> + Send + 'static,
+    budget: &Budget,
 ) -> Result<(), HttpError> {
+    take_memory(ws, data.as_ref().len(), budget).await?;
     let w = Arc::clone(ws);
     blocking(move || {
         let mut g = w.lock().unwrap_or_else(|p| p.into_inner());
@@ -152,4 +160,38 @@ pub async fn write(
         }
     })
     .await
+}
+
+/// Lease from `budget` what appending `len` bytes makes the session's
+/// buffers hold. Not granted within the budget's wait: the session is
+/// aborted (nothing visible) and the request answered 503 (the server is
+/// short of memory for now; `Retry-After` says when to come back).
+async fn take_memory(
+    ws: &Arc<Mutex<Option<WriteSession>>>,
+    len: usize,
+    budget: &Budget,
+) -> Result<(), HttpError> {
+    let need = match ws.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        Some(s) => s.memory_wanted(len as u64),
+        None => return Err(HttpError::new(500, "write after failure")),
+    };
+    if need == 0 {
+        return Ok(());
+    }
+    let lease = budget.lease(need).await;
+    let mut g = ws.lock().unwrap_or_else(|p| p.into_inner());
+    match (lease, g.as_mut()) {
+        (Some(l), Some(s)) => {
+            s.hold_memory(l, need);
+            Ok(())
+        }
+        (None, Some(_)) => {
+            *g = None; // abort now: release the reservation
+            Err(HttpError::new(
+                503,
+                "insufficient memory to take the upload now: it is aborted, send it again later",
+            ))
+        }
+        (_, None) => Err(HttpError::new(500, "write after failure")),
+    }
 }

@@ -58,6 +58,7 @@ pub async fn pull(ctx: &Ctx, req: crate::Req, source: &str) -> Result<Response<B
     let (tx, rx) = mpsc::channel(4);
     let tls = ctx.cfg.tpc_tls.clone();
     let copy_headers = Arc::new(h.clone());
+    let budget = ctx.cfg.buffers.clone();
     tokio::spawn(async move {
         let how = How {
             remote: Arc::new(remote),
@@ -65,6 +66,7 @@ pub async fn pull(ctx: &Ctx, req: crate::Req, source: &str) -> Result<Response<B
             get,
             copy_headers,
             streams,
+            budget,
         };
         let line = match transfer(how, ws, &tx).await {
             Ok(()) => "success: Created\n".to_string(),
@@ -134,6 +136,8 @@ struct How {
     /// The COPY's headers (`TransferHeader*` forwarded on every request).
     copy_headers: Arc<hyper::HeaderMap>,
     streams: usize,
+    /// The process's memory budget (the file's buffers are leased from it).
+    budget: tessera_core::Budget,
 }
 
 /// Fetch the source into `ws` (several streams when asked for and the
@@ -160,13 +164,19 @@ async fn transfer(
                     Arc::clone(&how.copy_headers),
                     size,
                     how.streams,
-                    &ws,
-                    &moved,
+                    streams::Sink {
+                        ws: &ws,
+                        budget: &how.budget,
+                        moved: &moved,
+                    },
                 )
                 .await?;
                 Ok(want)
             }
-            _ => one_stream(&how.remote, how.tls.as_ref(), how.get, &ws, &moved).await,
+            _ => {
+                let src = (&*how.remote, how.tls.as_ref());
+                one_stream(src, how.get, &ws, &moved, &how.budget).await
+            }
         }
     };
     tokio::pin!(fetch);
@@ -208,11 +218,11 @@ async fn transfer(
 /// GET the whole source on one connection into `ws`; the digests the
 /// source announced.
 async fn one_stream(
-    remote: &Remote,
-    tls: Option<&Arc<tokio_rustls::rustls::ClientConfig>>,
+    (remote, tls): (&Remote, Option<&Arc<tokio_rustls::rustls::ClientConfig>>),
     get: Request<Body>,
     ws: &Arc<Mutex<Option<WriteSession>>>,
     moved: &AtomicU64,
+    budget: &tessera_core::Budget,
 ) -> Result<Expect, String> {
     let resp = client::send(remote, tls, get).await?;
     if !resp.status().is_success() {
@@ -224,7 +234,7 @@ async fn one_stream(
         let f = f.map_err(|e| format!("reading the source: {e}"))?;
         if let Ok(d) = f.into_data() {
             let n = d.len() as u64;
-            put::feed(ws, d).await.map_err(|e| e.msg)?;
+            put::feed(ws, d, budget).await.map_err(|e| e.msg)?;
             moved.fetch_add(n, Ordering::Relaxed);
         }
     }

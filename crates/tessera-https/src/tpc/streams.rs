@@ -13,7 +13,7 @@ use hyper::{HeaderMap, Request};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tessera_core::WriteSession;
+use tessera_core::{Budget, WriteSession};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::rustls::ClientConfig;
 
@@ -48,17 +48,24 @@ pub async fn source_size(
     Some((size, super::pull::announced_by(resp.headers())))
 }
 
-/// Pull `size` bytes with `n` streams into `ws`; `moved` counts the bytes
-/// written (for the markers). Any error ends every stream; the caller
-/// drops the session (nothing visible).
+/// Where a pull's bytes go.
+pub struct Sink<'a> {
+    pub ws: &'a Arc<Mutex<Option<WriteSession>>>,
+    /// The process's memory budget (the file's buffers are leased from it).
+    pub budget: &'a Budget,
+    /// Bytes written (for the markers).
+    pub moved: &'a AtomicU64,
+}
+
+/// Pull `size` bytes with `n` streams into `to`. Any error ends every
+/// stream; the caller drops the session (nothing visible).
 pub async fn pull(
     remote: Arc<Remote>,
     tls: Option<Arc<ClientConfig>>,
     copy_headers: Arc<HeaderMap>,
     size: u64,
     n: usize,
-    ws: &Arc<Mutex<Option<WriteSession>>>,
-    moved: &AtomicU64,
+    to: Sink<'_>,
 ) -> Result<(), String> {
     let pieces = size.div_ceil(PIECE);
     let next = Arc::new(AtomicU64::new(0));
@@ -86,9 +93,11 @@ pub async fn pull(
         held.insert(i, (data, permit));
         while let Some((data, permit)) = held.remove(&written) {
             let len = data.len() as u64;
-            put::write(ws, data).await.map_err(|e| e.msg)?;
+            put::write(to.ws, data, to.budget)
+                .await
+                .map_err(|e| e.msg)?;
             drop(permit);
-            moved.fetch_add(len, Ordering::Relaxed);
+            to.moved.fetch_add(len, Ordering::Relaxed);
             written += 1;
         }
     }

@@ -233,3 +233,44 @@ fn a_get_without_memory_is_told_to_come_back() {
     }
     assert_eq!(buffers.in_use(), 0);
 }
+
+/// A PUT's group buffer comes from the same budget: with none of it free,
+/// an upload past its first 64 KiB is a 503 with `Retry-After` and leaves
+/// nothing behind (not even a small file's name); with the budget free
+/// again the same upload is stored whole, and its memory goes back.
+#[test]
+fn a_put_without_memory_is_told_to_come_back() {
+    let e = Env::start_with(|c| {
+        c.buffers.max_mib = Some(16);
+        c.buffers.wait_ms = Some(300);
+    });
+    let body = data(3 << 20, 8);
+    let src = e.local("up");
+    std::fs::write(&src, &body).unwrap();
+    let u = format!("{}/mem/up", e.url);
+    let buffers = e.server.as_ref().unwrap().buffers.clone();
+    let all =
+        e.rt.block_on(buffers.lease(16 << 20))
+            .expect("the whole budget");
+    let hdrs = e.local("headers");
+    let (code, text) = e.curl(&[
+        "-D",
+        hdrs.to_str().unwrap(),
+        "-T",
+        src.to_str().unwrap(),
+        &u,
+    ]);
+    assert_eq!(code, 503, "{}", String::from_utf8_lossy(&text));
+    let h = std::fs::read_to_string(&hdrs).unwrap().to_ascii_lowercase();
+    assert!(h.contains("retry-after: 5"), "{h}");
+    assert_eq!(e.curl(&["-I", &u]).0, 404, "a refused upload left a file");
+    drop(all);
+    assert_eq!(e.curl(&["-T", src.to_str().unwrap(), &u]).0, 201);
+    let (code, got) = e.curl(&[&u]);
+    assert_eq!((code, got == body), (200, true));
+    let t = std::time::Instant::now();
+    while buffers.in_use() > 0 && t.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(buffers.in_use(), 0);
+}

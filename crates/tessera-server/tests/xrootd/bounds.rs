@@ -401,3 +401,76 @@ for (o, n), c in zip(chunks, vr.chunks):
         "peak {before} kB -> {after} kB across the readv"
     );
 }
+
+/// Files being written hold their group buffers under the same budget: a
+/// client that opens file after file and leaves each with a partial group
+/// (here 256 KiB of a RAIN 4+2 group of 4 MiB data and 2 MiB parity) gets
+/// `kXR_NoMemory` once the budget is spent, instead of the server growing
+/// with every file. The refused file is aborted and never appears; closing
+/// a file gives its memory back, and the next file is taken.
+#[test]
+fn files_being_written_hold_their_buffers_under_the_budget() {
+    let e = Env::start_with(|c| {
+        c.buffers.max_mib = Some(24);
+        c.buffers.wait_ms = Some(300);
+    });
+    e.rain_dir("/w");
+    let chunk = data(256 << 10, 5);
+    let mut open: Vec<(String, Raw)> = Vec::new();
+    let refused = loop {
+        assert!(open.len() < 16, "24 MiB never ran out");
+        let path = format!("/w/f{}", open.len());
+        let mut w = Raw::create(&e, &path);
+        let (st, b) = w.call(3019, 0, 0, &chunk);
+        if st != 0 {
+            assert_eq!(
+                (st, errnum(&b)),
+                (4003, 3008),
+                "{}",
+                String::from_utf8_lossy(&b)
+            );
+            break (path, w);
+        }
+        open.push((path, w));
+    };
+    // Each file past its first 64 KiB holds its writer's whole ceiling
+    // (6 MiB and a few bytes): three fit in 24 MiB, the fourth does not.
+    assert_eq!(open.len(), 3, "files taken before the budget ran out");
+    let used = budget_in_use(&e);
+    assert!(
+        used > 18 << 20 && used <= 24 << 20,
+        "budget in use: {used} bytes"
+    );
+    let (path, mut w) = refused;
+    let (st, b) = w.call(3003, 0, 0, &[]);
+    assert_eq!((st, errnum(&b)), (4003, 3008), "close of the refused file");
+    let stat = |p: &str| {
+        std::process::Command::new("xrdfs")
+            .args([&e.url, "stat", p])
+            .output()
+            .unwrap()
+    };
+    assert!(!stat(&path).status.success(), "{path} appeared");
+
+    // A closed file gives its memory back (and is whole); the next file
+    // is then taken.
+    let (done, mut first) = open.remove(0);
+    assert_eq!(first.call(3003, 0, 0, &[]).0, 0, "close {done}");
+    let out = stat(&done);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(&format!("Size:   {}", 256 << 10)),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let mut next = Raw::create(&e, "/w/next");
+    assert_eq!(next.call(3019, 0, 0, &chunk).0, 0, "a write after a close");
+    assert_eq!(next.call(3003, 0, 0, &[]).0, 0);
+    for (p, mut w) in open {
+        assert_eq!(w.call(3003, 0, 0, &[]).0, 0, "close {p}");
+    }
+    let t = std::time::Instant::now();
+    while budget_in_use(&e) > 0 && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(budget_in_use(&e), 0, "every file gave its memory back");
+}

@@ -15,7 +15,7 @@ use crate::session::{Handle, OpenWrite, Session, MAX_HELD_PER_CONNECTION};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use tessera_core::{Lease, WriteSession};
+use tessera_core::{Budget, Lease, WriteSession};
 use tokio::sync::mpsc;
 
 /// Bytes of out-of-order writes held per file.
@@ -139,20 +139,22 @@ pub fn register(
         &s.cfg.names,
     );
     let path = ws.path().clone();
-    let ops = spawn_writer(ws, out.clone(), Arc::clone(&s.held));
+    let ops = spawn_writer(ws, out.clone(), Arc::clone(&s.held), s.cfg.buffers.clone());
     let fh = s.add(Handle::Write(Arc::new(OpenWrite { ops, path })))?;
     Ok((fh, stat))
 }
 
 /// Start the task that owns `ws`; returns its queue. `conn_held` counts
-/// the out-of-order bytes held by all files of the connection.
+/// the out-of-order bytes held by all files of the connection; the file's
+/// buffers are leased from `budget` as it grows.
 pub fn spawn_writer(
     ws: WriteSession,
     out: Out,
     conn_held: Arc<AtomicUsize>,
+    budget: Budget,
 ) -> mpsc::Sender<WriteOp> {
     let (tx, rx) = mpsc::channel(QUEUE);
-    tokio::spawn(run(ws, rx, out, conn_held));
+    tokio::spawn(run(ws, rx, out, conn_held, budget));
     tx
 }
 
@@ -187,6 +189,27 @@ impl State {
                 .ws
                 .as_ref()
                 .is_some_and(|ws| ws.written() == offset && ws.write_is_buffered(len))
+    }
+
+    /// Bytes of the memory budget the file's buffers need before `op`
+    /// is applied: what it appends, and the held writes it lets in.
+    fn memory_wanted(&self, op: &WriteOp) -> usize {
+        let Some(ws) = self.ws.as_ref().filter(|_| self.failed.is_none()) else {
+            return 0;
+        };
+        let end = ws.written();
+        let held_end = self
+            .held
+            .iter()
+            .next_back()
+            .map_or(0, |(off, (d, _))| off + d.len() as u64);
+        let upto = match op {
+            WriteOp::Write { offset, data, .. } if *offset == end => offset + data.len() as u64,
+            WriteOp::Truncate { size, .. } => *size,
+            WriteOp::Close { .. } => end,
+            _ => return 0,
+        };
+        ws.memory_wanted(upto.max(held_end).saturating_sub(end))
     }
 
     fn write(&mut self, offset: u64, data: Vec<u8>, lease: Lease) -> Result<(), XrdError> {
@@ -304,11 +327,64 @@ fn in_memory(state: &Mutex<State>, op: WriteOp) -> Result<Result<(), XrdError>, 
     }
 }
 
+/// Lease what applying `op` makes the file's buffers hold; not granted
+/// within the budget's wait, `op` becomes the file's failure
+/// (`kXR_NoMemory`: it is aborted, nothing of it becomes visible).
+/// A write's own payload lease is handed to the file first: its bytes move
+/// into the group buffer, so the file never waits on memory its own
+/// queued payloads hold (that would wait out the budget's whole wait).
+async fn take_memory(state: &Mutex<State>, mut op: WriteOp, budget: &Budget) -> WriteOp {
+    let mut need = state
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .memory_wanted(&op);
+    if need == 0 {
+        return op;
+    }
+    if let WriteOp::Write { lease, .. } = &mut op {
+        let have = lease.bytes();
+        if have > 0 {
+            let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(ws) = s.ws.as_mut() {
+                ws.hold_memory(std::mem::take(lease), have);
+                need = need.saturating_sub(have);
+            }
+        }
+        if need == 0 {
+            return op;
+        }
+    }
+    match budget.lease(need).await {
+        Some(lease) => {
+            let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(ws) = s.ws.as_mut() {
+                ws.hold_memory(lease, need);
+            }
+            op
+        }
+        None => {
+            let stream = match &op {
+                WriteOp::Write { stream, .. }
+                | WriteOp::Fail { stream, .. }
+                | WriteOp::Sync { stream }
+                | WriteOp::Truncate { stream, .. }
+                | WriteOp::Close { stream } => *stream,
+            };
+            let error = XrdError::new(
+                err::NO_MEMORY,
+                "insufficient memory to take more of this file now: the write is aborted (errno 12)",
+            );
+            WriteOp::Fail { stream, error }
+        }
+    }
+}
+
 async fn run(
     ws: WriteSession,
     mut rx: mpsc::Receiver<WriteOp>,
     out: Out,
     conn_held: Arc<AtomicUsize>,
+    budget: Budget,
 ) {
     let state = Arc::new(Mutex::new(State {
         ws: Some(ws),
@@ -326,6 +402,7 @@ async fn run(
             | WriteOp::Truncate { stream, .. } => (*stream, false),
             WriteOp::Close { stream } => (*stream, true),
         };
+        let op = take_memory(&state, op, &budget).await;
         let op = match in_memory(&state, op) {
             Ok(r) => {
                 out.result(stream, r.map(|()| Vec::new())).await;
