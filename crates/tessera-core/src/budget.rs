@@ -81,6 +81,21 @@ impl Lease {
             .as_ref()
             .map_or(0, |p| p.num_permits() * UNIT as usize)
     }
+
+    /// Take `bytes` (rounded up to whole units, at most all it holds) out
+    /// of this lease into a new one.
+    pub fn split(&mut self, bytes: usize) -> Lease {
+        let units = (bytes as u64).div_ceil(UNIT) as usize;
+        let Some(p) = self._permit.as_mut() else {
+            return Lease::default();
+        };
+        if units >= p.num_permits() {
+            return std::mem::take(self);
+        }
+        Lease {
+            _permit: p.split(units),
+        }
+    }
 }
 
 impl Default for Budget {
@@ -119,6 +134,26 @@ mod tests {
         let all = b.lease(100 * UNIT as usize).await.expect("clamped");
         assert_eq!(b.in_use(), b.size());
         drop(all);
+        assert_eq!(b.in_use(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_lease_splits_into_parts_that_each_give_back_their_own() {
+        let b = Budget::new(4 * UNIT, Duration::from_millis(100));
+        let mut a = b.lease(3 * UNIT as usize).await.expect("fits");
+        let part = a.split(UNIT as usize + 1);
+        assert_eq!(
+            (part.bytes(), a.bytes()),
+            (2 * UNIT as usize, UNIT as usize)
+        );
+        assert_eq!(b.in_use(), 3 * UNIT);
+        drop(part);
+        assert_eq!(b.in_use(), UNIT);
+        // More than it holds: all of it.
+        let rest = a.split(100 * UNIT as usize);
+        assert_eq!((rest.bytes(), a.bytes()), (UNIT as usize, 0));
+        assert_eq!(Lease::default().split(UNIT as usize).bytes(), 0);
+        drop(rest);
         assert_eq!(b.in_use(), 0);
     }
 }

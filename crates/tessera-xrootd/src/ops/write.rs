@@ -342,11 +342,12 @@ async fn take_memory(state: &Mutex<State>, mut op: WriteOp, budget: &Budget) -> 
         return op;
     }
     if let WriteOp::Write { lease, .. } = &mut op {
-        let have = lease.bytes();
+        let part = lease.split(need);
+        let have = part.bytes();
         if have > 0 {
             let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(ws) = s.ws.as_mut() {
-                ws.hold_memory(std::mem::take(lease), have);
+                ws.hold_memory(part, have);
                 need = need.saturating_sub(have);
             }
         }
