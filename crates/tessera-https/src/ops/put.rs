@@ -13,7 +13,7 @@ use http_body_util::BodyExt;
 use hyper::body::Bytes;
 use hyper::Response;
 use std::sync::{Arc, Mutex};
-use tessera_core::{Budget, WriteSession};
+use tessera_core::{Budget, Lease, WriteSession};
 use tessera_types::ErrorKind;
 
 pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
@@ -117,7 +117,7 @@ pub async fn feed(
     data: Bytes,
     budget: &Budget,
 ) -> Result<(), HttpError> {
-    take_memory(ws, data.len(), budget).await?;
+    take_memory(ws, data.len(), budget, None).await?;
     {
         let mut g = ws.lock().unwrap_or_else(|p| p.into_inner());
         match g.as_mut() {
@@ -132,17 +132,20 @@ pub async fn feed(
             None => return Err(HttpError::new(500, "write after failure")),
         }
     }
-    write(ws, data, budget).await
+    write(ws, data, budget, None).await
 }
 
 /// Append to a shared write session on the blocking pool; a failure
 /// aborts the session (reservation released, nothing visible).
+/// `held`: the budget's bytes `data` holds; what the session needs is
+/// taken from it first (the bytes move from `data` into the group).
 pub async fn write(
     ws: &Arc<Mutex<Option<WriteSession>>>,
     data: impl AsRef<[u8]> + Send + 'static,
     budget: &Budget,
+    held: Option<&mut Lease>,
 ) -> Result<(), HttpError> {
-    take_memory(ws, data.as_ref().len(), budget).await?;
+    take_memory(ws, data.as_ref().len(), budget, held).await?;
     let w = Arc::clone(ws);
     blocking(move || {
         let mut g = w.lock().unwrap_or_else(|p| p.into_inner());
@@ -163,18 +166,28 @@ pub async fn write(
 }
 
 /// Lease from `budget` what appending `len` bytes makes the session's
-/// buffers hold. Not granted within the budget's wait: the session is
-/// aborted (nothing visible) and the request answered 503 (the server is
-/// short of memory for now; `Retry-After` says when to come back).
+/// buffers hold (taken from `held` first, when the bytes already hold some).
+/// Not granted within the budget's wait: the session is aborted (nothing
+/// visible) and the request answered 503 (the server is short of memory
+/// for now; `Retry-After` says when to come back).
 async fn take_memory(
     ws: &Arc<Mutex<Option<WriteSession>>>,
     len: usize,
     budget: &Budget,
+    held: Option<&mut Lease>,
 ) -> Result<(), HttpError> {
-    let need = match ws.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+    let mut need = match ws.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
         Some(s) => s.memory_wanted(len as u64),
         None => return Err(HttpError::new(500, "write after failure")),
     };
+    if let Some(h) = held.filter(|_| need > 0) {
+        let part = h.split(need);
+        let have = part.bytes();
+        if let Some(s) = ws.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            s.hold_memory(part, have);
+            need = need.saturating_sub(have);
+        }
+    }
     if need == 0 {
         return Ok(());
     }

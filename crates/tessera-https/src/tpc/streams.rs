@@ -2,7 +2,9 @@
 //! comes from a HEAD; then n connections each GET 8 MiB ranges in turn,
 //! and the pieces are written in file order. At most 2n pieces are held
 //! (a piece is handed out only with a window slot, and the lowest one
-//! not yet written always has one), so memory stays at 16n MiB.
+//! not yet written always has one), so memory stays at 16n MiB, and each
+//! piece takes its bytes from the process's memory budget before it is
+//! fetched (not granted within the budget's wait: the pull fails).
 
 use super::client::{self, Remote};
 use crate::body::Body;
@@ -13,12 +15,13 @@ use hyper::{HeaderMap, Request};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use tessera_core::{Budget, WriteSession};
+use tessera_core::{Budget, Lease, WriteSession};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::rustls::ClientConfig;
 
-/// A fetched piece (index, bytes, its window slot), or why a stream stopped.
-type Piece = Result<(u64, Vec<u8>, OwnedSemaphorePermit), String>;
+/// A fetched piece (index, bytes, its window slot, the budget's bytes it
+/// holds), or why a stream stopped.
+type Piece = Result<(u64, Vec<u8>, OwnedSemaphorePermit, Lease), String>;
 
 /// Bytes per range request.
 pub const PIECE: u64 = 8 << 20;
@@ -75,28 +78,30 @@ pub async fn pull(
     for _ in 0..n.min(pieces as usize) {
         let (remote, tls, h) = (Arc::clone(&remote), tls.clone(), Arc::clone(&copy_headers));
         let (next, window, tx) = (Arc::clone(&next), Arc::clone(&window), tx.clone());
+        let budget = to.budget.clone();
         streams.spawn(async move {
-            let r = stream(&remote, tls.as_ref(), &h, size, pieces, &next, &window, &tx).await;
+            let slots = (&window, &budget);
+            let r = stream(&remote, tls.as_ref(), &h, size, pieces, &next, slots, &tx).await;
             if let Err(e) = r {
                 let _ = tx.send(Err(e)).await;
             }
         });
     }
     drop(tx);
-    let mut held: BTreeMap<u64, (Vec<u8>, OwnedSemaphorePermit)> = BTreeMap::new();
+    let mut held: BTreeMap<u64, (Vec<u8>, OwnedSemaphorePermit, Lease)> = BTreeMap::new();
     let mut written = 0u64;
     while written < pieces {
         let Some(got) = rx.recv().await else {
             return Err("a source stream ended early".into());
         };
-        let (i, data, permit) = got?;
-        held.insert(i, (data, permit));
-        while let Some((data, permit)) = held.remove(&written) {
+        let (i, data, permit, lease) = got?;
+        held.insert(i, (data, permit, lease));
+        while let Some((data, permit, mut lease)) = held.remove(&written) {
             let len = data.len() as u64;
-            put::write(to.ws, data, to.budget)
+            put::write(to.ws, data, to.budget, Some(&mut lease))
                 .await
                 .map_err(|e| e.msg)?;
-            drop(permit);
+            drop((permit, lease));
             to.moved.fetch_add(len, Ordering::Relaxed);
             written += 1;
         }
@@ -115,7 +120,7 @@ async fn stream(
     size: u64,
     pieces: u64,
     next: &AtomicU64,
-    window: &Arc<Semaphore>,
+    (window, budget): (&Arc<Semaphore>, &Budget),
     tx: &mpsc::Sender<Piece>,
 ) -> Result<(), String> {
     let mut conn = client::connect(remote, tls).await?;
@@ -124,6 +129,12 @@ async fn stream(
             .acquire_owned()
             .await
             .map_err(|e| e.to_string())?;
+        // Memory before a piece is taken, as the window slot: every piece
+        // handed out holds its bytes, so the lowest one never waits on
+        // memory that later ones hold.
+        let Some(lease) = budget.lease(PIECE as usize).await else {
+            return Err("insufficient memory to hold a piece of the source now".into());
+        };
         let i = next.fetch_add(1, Ordering::Relaxed);
         if i >= pieces {
             return Ok(());
@@ -154,7 +165,11 @@ async fn stream(
                 body.len()
             ));
         }
-        if tx.send(Ok((i, Vec::from(body), permit))).await.is_err() {
+        if tx
+            .send(Ok((i, Vec::from(body), permit, lease)))
+            .await
+            .is_err()
+        {
             return Ok(()); // the writer stopped
         }
     }

@@ -385,3 +385,76 @@ fn owner_only_file(e: &Env, body: &[u8]) {
     w.write(body).unwrap();
     w.close().unwrap();
 }
+
+/// A multi-stream pull's pieces come from the process's memory budget:
+/// four streams into a server with 16 MiB (room for two 8 MiB pieces) still
+/// copy a 30 MB file whole, and give every byte back; with none of the
+/// budget free the pull fails and leaves nothing.
+#[test]
+fn multi_stream_pull_holds_its_pieces_under_the_budget() {
+    let a = Env::start();
+    let a_ca = a.ca.clone();
+    let b = Env::start_with(move |c| {
+        c.https.tpc_ca_files.push(a_ca);
+        c.buffers.max_mib = Some(16);
+        c.buffers.wait_ms = Some(300);
+    });
+    let body = data(30_000_017, 9);
+    let f = a.local("src");
+    std::fs::write(&f, &body).unwrap();
+    let src = format!("{}/mb/src.bin", a.url);
+    assert_eq!(a.curl(&["-T", f.to_str().unwrap(), &src]).0, 201);
+    assert_eq!(b.curl(&["-X", "MKCOL", &format!("{}/mb", b.url)]).0, 201);
+    let pull = |dst: &str| {
+        b.copy(
+            &format!("{}/mb/{dst}", b.url),
+            &[
+                &format!("Source: {src}"),
+                "Credential: none",
+                "X-Number-Of-Streams: 4",
+            ],
+        )
+    };
+    let buffers = b.server.as_ref().unwrap().buffers.clone();
+    // The most the budget held while the pull ran (sampled).
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let (buffers, done) = (buffers.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut most = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                most = most.max(buffers.in_use());
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            most
+        })
+    };
+    let (code, out) = pull("dst.bin");
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let most = sampler.join().unwrap();
+    assert_eq!(code, 201, "{out}");
+    assert_eq!(out.lines().last(), Some("success: Created"), "{out}");
+    assert!(b.curl(&[&format!("{}/mb/dst.bin", b.url)]).1 == body);
+    assert!(
+        (8 << 20..=16 << 20).contains(&most),
+        "pieces held {most} bytes of the budget at most"
+    );
+    let t = std::time::Instant::now();
+    while buffers.in_use() > 0 && t.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert_eq!(buffers.in_use(), 0, "every piece gave its bytes back");
+
+    let all =
+        b.rt.block_on(buffers.lease(16 << 20))
+            .expect("the whole budget");
+    let (code, out) = pull("refused.bin");
+    assert_eq!(code, 201, "{out}");
+    let last = out.lines().last().unwrap_or_default().to_string();
+    assert!(
+        last.starts_with("failure: ") && last.contains("memory"),
+        "{out}"
+    );
+    drop(all);
+    assert_eq!(b.curl(&[&format!("{}/mb/refused.bin", b.url)]).0, 404);
+}
