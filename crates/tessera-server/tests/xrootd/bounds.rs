@@ -474,3 +474,36 @@ fn files_being_written_hold_their_buffers_under_the_budget() {
     }
     assert_eq!(budget_in_use(&e), 0, "every file gave its memory back");
 }
+
+/// A truncate by path rewrites the file on the server (copy buffer and
+/// group): it takes its memory from the budget too, so with none free it
+/// is refused with `kXR_NoMemory` and the file is left as it was.
+#[test]
+fn a_truncate_by_path_holds_its_memory_under_the_budget() {
+    let e = Env::start_with(|c| {
+        c.buffers.max_mib = Some(32);
+        c.buffers.wait_ms = Some(300);
+    });
+    let f = e.dir.path().join("t");
+    write_file(&f, &data(100_000, 6));
+    e.ok(
+        "xrdcp",
+        &["--nopbar", f.to_str().unwrap(), &format!("{}//p/t", e.url)],
+    );
+    let buffers = e.server.as_ref().unwrap().buffers.clone();
+    let all =
+        e.rt.block_on(buffers.lease(32 << 20))
+            .expect("the whole budget");
+    let out = e.run("xrdfs", &[&e.url, "truncate", "/p/t", "1000"]);
+    assert!(!out.status.success(), "truncate without memory succeeded");
+    let msg =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(msg.contains("3008"), "{msg}");
+    let st = e.ok("xrdfs", &[&e.url, "stat", "/p/t"]);
+    assert!(st.contains("Size:   100000"), "{st}");
+    drop(all);
+    e.ok("xrdfs", &[&e.url, "truncate", "/p/t", "1000"]);
+    let st = e.ok("xrdfs", &[&e.url, "stat", "/p/t"]);
+    assert!(st.contains("Size:   1000"), "{st}");
+    assert_eq!(budget_in_use(&e), 0);
+}

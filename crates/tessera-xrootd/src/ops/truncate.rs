@@ -4,15 +4,30 @@ use crate::error::XrdError;
 use crate::proto::{err, Header};
 use crate::session::{Session, Target};
 
+/// Bytes of the memory budget a truncate by path holds while it runs: its
+/// 8 MiB copy buffer and a group of the rewritten file (RAIN 4+2: 6 MiB).
+/// It bounds how many rewrites run at once across all connections.
+pub const REWRITE_MEMORY: usize = 16 << 20;
+
 pub async fn by_path(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     let t = Target::parse(p)?;
     let size = h.i64_at(8);
     if size < 0 {
         return Err(XrdError::invalid("negative size"));
     }
+    let Some(lease) = s.cfg.buffers.lease(REWRITE_MEMORY).await else {
+        return Err(XrdError::new(
+            err::NO_MEMORY,
+            "insufficient memory to rewrite the file now (errno 12)",
+        ));
+    };
     let (core, who) = (s.core()?.clone(), s.who());
-    tokio::task::spawn_blocking(move || core.truncate(&who, &t.path, size as u64))
-        .await
-        .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
+    tokio::task::spawn_blocking(move || {
+        let r = core.truncate(&who, &t.path, size as u64);
+        drop(lease);
+        r
+    })
+    .await
+    .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
     Ok(Vec::new())
 }
