@@ -359,3 +359,52 @@ async fn closes_are_logged_with_their_bytes() {
         "{m}"
     );
 }
+
+/// What a write session asks of the memory budget: 64 KiB while the file
+/// fits in it, then its writer's ceiling (a RAIN 4+2 group of 64 KiB blocks
+/// and its parity: 6 × 64 KiB and the padding room), nothing once it holds
+/// that, whatever else is appended.
+#[tokio::test]
+async fn a_write_session_asks_for_its_group_in_two_steps() {
+    let e = env().await;
+    let c = &e.core;
+    c.mkdir(&e.root, p("/m"), 0o777, false)
+        .await
+        .expect("mkdir");
+    for (k, v) in [
+        ("sys.forced.layout", "raiddp"),
+        ("sys.forced.blocksize", "64k"),
+    ] {
+        c.xattr_set(&e.root, p("/m"), k.into(), v.into())
+            .await
+            .expect("attr");
+    }
+    let (c2, root) = (c.clone(), e.root.clone());
+    tokio::task::spawn_blocking(move || {
+        let budget = Budget::new(64 << 20, std::time::Duration::from_millis(10));
+        let rt = tokio::runtime::Handle::current();
+        let mut ws = c2
+            .open_write(&root, &p("/m/f"), 0o644, false, 0)
+            .expect("open");
+        assert_eq!(ws.memory_wanted(1000), FIRST_LEASE as usize);
+        let l = rt
+            .block_on(budget.lease(FIRST_LEASE as usize))
+            .expect("lease");
+        ws.hold_memory(l, FIRST_LEASE as usize);
+        assert_eq!(ws.memory_wanted(1000), 0);
+        ws.write(&bytes(60_000, 1)).expect("write");
+        let ceiling = 4 * (64 << 10) + 4 + 2 * (64 << 10);
+        assert_eq!(ws.memory_wanted(10_000), ceiling - FIRST_LEASE as usize);
+        let l = rt
+            .block_on(budget.lease(ceiling - FIRST_LEASE as usize))
+            .expect("lease");
+        ws.hold_memory(l, ceiling - FIRST_LEASE as usize);
+        ws.write(&bytes(1 << 20, 2)).expect("write");
+        assert_eq!(ws.memory_wanted(64 << 20), 0);
+        assert!(budget.in_use() > 0);
+        ws.close().expect("close");
+        assert_eq!(budget.in_use(), 0, "the session's leases went back with it");
+    })
+    .await
+    .expect("join");
+}
