@@ -28,7 +28,7 @@ pub struct Budget {
 /// Bytes taken from a [`Budget`]; they go back when this is dropped.
 #[derive(Default)]
 pub struct Lease {
-    _permit: Option<OwnedSemaphorePermit>,
+    permit: Option<OwnedSemaphorePermit>,
 }
 
 impl Budget {
@@ -55,12 +55,24 @@ impl Budget {
     pub async fn lease(&self, bytes: usize) -> Option<Lease> {
         let n = self.units_for(bytes);
         if let Ok(p) = Arc::clone(&self.sem).try_acquire_many_owned(n) {
-            return Some(Lease { _permit: Some(p) });
+            return Some(Lease { permit: Some(p) });
         }
         match tokio::time::timeout(self.wait, Arc::clone(&self.sem).acquire_many_owned(n)).await {
-            Ok(Ok(p)) => Some(Lease { _permit: Some(p) }),
+            Ok(Ok(p)) => Some(Lease { permit: Some(p) }),
             _ => None,
         }
+    }
+
+    /// `bytes` of the budget, taken first out of `held` (bytes the data
+    /// being handed over already holds: they move with it), the rest
+    /// leased as [`Budget::lease`] does. `None`: not granted in time.
+    pub async fn lease_from(&self, bytes: usize, held: Option<&mut Lease>) -> Option<Lease> {
+        let mut part = held.map(|h| h.split(bytes)).unwrap_or_default();
+        let have = part.bytes();
+        if have < bytes {
+            part.merge(self.lease(bytes - have).await?);
+        }
+        Some(part)
     }
 
     /// Bytes of the budget in use now.
@@ -77,23 +89,32 @@ impl Budget {
 impl Lease {
     /// Bytes of the budget this lease holds (whole units).
     pub fn bytes(&self) -> usize {
-        self._permit
+        self.permit
             .as_ref()
             .map_or(0, |p| p.num_permits() * UNIT as usize)
+    }
+
+    /// Hold `other`'s bytes too.
+    pub fn merge(&mut self, other: Lease) {
+        match (self.permit.as_mut(), other.permit) {
+            (Some(p), Some(o)) => p.merge(o),
+            (None, o) => self.permit = o,
+            (Some(_), None) => {}
+        }
     }
 
     /// Take `bytes` (rounded up to whole units, at most all it holds) out
     /// of this lease into a new one.
     pub fn split(&mut self, bytes: usize) -> Lease {
         let units = (bytes as u64).div_ceil(UNIT) as usize;
-        let Some(p) = self._permit.as_mut() else {
+        let Some(p) = self.permit.as_mut() else {
             return Lease::default();
         };
         if units >= p.num_permits() {
             return std::mem::take(self);
         }
         Lease {
-            _permit: p.split(units),
+            permit: p.split(units),
         }
     }
 }
@@ -154,6 +175,16 @@ mod tests {
         assert_eq!((rest.bytes(), a.bytes()), (UNIT as usize, 0));
         assert_eq!(Lease::default().split(UNIT as usize).bytes(), 0);
         drop(rest);
+        assert_eq!(b.in_use(), 0);
+        // From held bytes first, the rest leased; merged into one.
+        let mut held = b.lease(2 * UNIT as usize).await.expect("fits");
+        let got = b
+            .lease_from(3 * UNIT as usize, Some(&mut held))
+            .await
+            .expect("fits");
+        assert_eq!((got.bytes(), held.bytes()), (3 * UNIT as usize, 0));
+        assert_eq!(b.in_use(), 3 * UNIT);
+        drop(got);
         assert_eq!(b.in_use(), 0);
     }
 }

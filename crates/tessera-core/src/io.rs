@@ -120,7 +120,7 @@ pub struct WriteSession {
     /// Where the close is logged (`close_write`).
     log: Option<SessionLog>,
     /// Memory budget its buffers hold (see [`WriteSession::memory_wanted`]).
-    memory: Vec<crate::Lease>,
+    memory: crate::Lease,
     leased: usize,
 }
 
@@ -171,10 +171,10 @@ impl WriteSession {
         target.saturating_sub(self.leased as u64) as usize
     }
 
-    /// Keep `lease` (`bytes` of the memory budget) until the session ends.
-    pub fn hold_memory(&mut self, lease: crate::Lease, bytes: usize) {
-        self.memory.push(lease);
-        self.leased += bytes;
+    /// Keep `lease` (bytes of the memory budget) until the session ends.
+    pub fn hold_memory(&mut self, lease: crate::Lease) {
+        self.leased += lease.bytes();
+        self.memory.merge(lease);
     }
 
     /// Append bytes (quota is extended as the file grows).
@@ -500,7 +500,7 @@ impl DataPath {
             writer: Some(writer),
             path,
             log: None,
-            memory: Vec::new(),
+            memory: crate::Lease::default(),
             leased: 0,
         })
     }

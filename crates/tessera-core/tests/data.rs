@@ -390,7 +390,7 @@ async fn a_write_session_asks_for_its_group_in_two_steps() {
         let l = rt
             .block_on(budget.lease(FIRST_LEASE as usize))
             .expect("lease");
-        ws.hold_memory(l, FIRST_LEASE as usize);
+        ws.hold_memory(l);
         assert_eq!(ws.memory_wanted(1000), 0);
         ws.write(&bytes(60_000, 1)).expect("write");
         let ceiling = 4 * (64 << 10) + 4 + 2 * (64 << 10);
@@ -398,7 +398,7 @@ async fn a_write_session_asks_for_its_group_in_two_steps() {
         let l = rt
             .block_on(budget.lease(ceiling - FIRST_LEASE as usize))
             .expect("lease");
-        ws.hold_memory(l, ceiling - FIRST_LEASE as usize);
+        ws.hold_memory(l);
         ws.write(&bytes(1 << 20, 2)).expect("write");
         assert_eq!(ws.memory_wanted(64 << 20), 0);
         assert!(budget.in_use() > 0);

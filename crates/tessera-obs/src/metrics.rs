@@ -143,7 +143,7 @@ impl Metrics {
         let buffers_in_use = Gauge::<u64, AtomicU64>::default();
         r.register_with_unit(
             "buffers_in_use",
-            "Request data held in memory now (XRootD payloads and replies, HTTP GET parts)",
+            "Request data held in memory now (XRootD payloads and replies, HTTP GET parts, buffers of files being written)",
             prometheus_client::registry::Unit::Bytes,
             buffers_in_use.clone(),
         );

@@ -176,26 +176,18 @@ async fn take_memory(
     budget: &Budget,
     held: Option<&mut Lease>,
 ) -> Result<(), HttpError> {
-    let mut need = match ws.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+    let need = match ws.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
         Some(s) => s.memory_wanted(len as u64),
         None => return Err(HttpError::new(500, "write after failure")),
     };
-    if let Some(h) = held.filter(|_| need > 0) {
-        let part = h.split(need);
-        let have = part.bytes();
-        if let Some(s) = ws.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
-            s.hold_memory(part, have);
-            need = need.saturating_sub(have);
-        }
-    }
     if need == 0 {
         return Ok(());
     }
-    let lease = budget.lease(need).await;
+    let lease = budget.lease_from(need, held).await;
     let mut g = ws.lock().unwrap_or_else(|p| p.into_inner());
     match (lease, g.as_mut()) {
         (Some(l), Some(s)) => {
-            s.hold_memory(l, need);
+            s.hold_memory(l);
             Ok(())
         }
         (None, Some(_)) => {

@@ -333,44 +333,32 @@ fn in_memory(state: &Mutex<State>, op: WriteOp) -> Result<Result<(), XrdError>, 
 /// A write's own payload lease is handed to the file first: its bytes move
 /// into the group buffer, so the file never waits on memory its own
 /// queued payloads hold (that would wait out the budget's whole wait).
-async fn take_memory(state: &Mutex<State>, mut op: WriteOp, budget: &Budget) -> WriteOp {
-    let mut need = state
+async fn take_memory(
+    state: &Mutex<State>,
+    mut op: WriteOp,
+    stream: [u8; 2],
+    budget: &Budget,
+) -> WriteOp {
+    let need = state
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .memory_wanted(&op);
     if need == 0 {
         return op;
     }
-    if let WriteOp::Write { lease, .. } = &mut op {
-        let part = lease.split(need);
-        let have = part.bytes();
-        if have > 0 {
-            let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(ws) = s.ws.as_mut() {
-                ws.hold_memory(part, have);
-                need = need.saturating_sub(have);
-            }
-        }
-        if need == 0 {
-            return op;
-        }
-    }
-    match budget.lease(need).await {
+    let held = match &mut op {
+        WriteOp::Write { lease, .. } => Some(lease),
+        _ => None,
+    };
+    match budget.lease_from(need, held).await {
         Some(lease) => {
             let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
             if let Some(ws) = s.ws.as_mut() {
-                ws.hold_memory(lease, need);
+                ws.hold_memory(lease);
             }
             op
         }
         None => {
-            let stream = match &op {
-                WriteOp::Write { stream, .. }
-                | WriteOp::Fail { stream, .. }
-                | WriteOp::Sync { stream }
-                | WriteOp::Truncate { stream, .. }
-                | WriteOp::Close { stream } => *stream,
-            };
             let error = XrdError::new(
                 err::NO_MEMORY,
                 "insufficient memory to take more of this file now: the write is aborted (errno 12)",
@@ -403,7 +391,7 @@ async fn run(
             | WriteOp::Truncate { stream, .. } => (*stream, false),
             WriteOp::Close { stream } => (*stream, true),
         };
-        let op = take_memory(&state, op, &budget).await;
+        let op = take_memory(&state, op, stream, &budget).await;
         let op = match in_memory(&state, op) {
             Ok(r) => {
                 out.result(stream, r.map(|()| Vec::new())).await;
