@@ -162,6 +162,36 @@ impl Backend for FolderBackend {
         }))
     }
 
+    fn open_cached(&self, name: &StripeName) -> Option<Box<dyn StripeRead>> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        // A network file system (CephFS, FUSE) may wait for its servers in
+        // the open itself, whatever the kernel's caches hold.
+        if !local_fs(&self.root) {
+            return None;
+        }
+        let p = self.path(name);
+        let open = |noatime| {
+            rustix::fs::openat2(
+                rustix::fs::CWD,
+                &p,
+                OFlags::RDONLY | OFlags::CLOEXEC | noatime,
+                Mode::empty(),
+                ResolveFlags::CACHED,
+            )
+        };
+        // No access-time update, which could wait for the journal (allowed
+        // to the files' owner only).
+        let fd = match open(OFlags::NOATIME) {
+            Err(rustix::io::Errno::PERM) => open(OFlags::empty()),
+            r => r,
+        }
+        .ok()?;
+        Some(Box::new(FolderRead {
+            file: File::from(fd),
+            what: p.display().to_string(),
+        }))
+    }
+
     fn remove(&self, name: &StripeName, write_id: Option<u64>) -> Result<(), BackendError> {
         let p = match write_id {
             Some(w) => self.root.join(name.dir()).join(name.temp_file(w)),
@@ -258,12 +288,45 @@ impl StripeRead for FolderRead {
         Ok(done)
     }
 
+    fn read_cached(&self, offset: u64, buf: &mut [u8]) -> Option<usize> {
+        use rustix::io::{Errno, ReadWriteFlags};
+        let mut done = 0;
+        // RWF_NOWAIT: EAGAIN rather than a wait for the disk; a short
+        // count is what was cached, and the rest is asked for again (0 at
+        // the end of the file).
+        while done < buf.len() {
+            let mut iov = [std::io::IoSliceMut::new(&mut buf[done..])];
+            match rustix::io::preadv2(
+                &self.file,
+                &mut iov,
+                offset + done as u64,
+                ReadWriteFlags::NOWAIT,
+            ) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(Errno::INTR) => {}
+                Err(_) => return None,
+            }
+        }
+        Some(done)
+    }
+
     fn len(&self) -> Result<u64, BackendError> {
         self.file
             .metadata()
             .map(|m| m.len())
             .map_err(|e| BackendError::io(&self.what, e))
     }
+}
+
+/// Whether `root` is on a local disk file system, where an open or read
+/// that finds everything in the kernel's caches does not wait.
+fn local_fs(root: &Path) -> bool {
+    const EXT4: u32 = 0xEF53;
+    const XFS: u32 = 0x5846_5342;
+    const BTRFS: u32 = 0x9123_683E;
+    const TMPFS: u32 = 0x0102_1994;
+    rustix::fs::statfs(root).is_ok_and(|s| [EXT4, XFS, BTRFS, TMPFS].contains(&(s.f_type as u32)))
 }
 
 #[cfg(test)]
@@ -301,5 +364,40 @@ mod tests {
         w2.abort();
         b.remove(&n, None).expect("remove");
         assert!(b.list().expect("list").is_empty());
+    }
+}
+
+#[cfg(test)]
+mod cached_tests {
+    use super::*;
+
+    /// What an async caller may do in line: open and read a stripe the
+    /// kernel holds in memory; anything that would wait steps aside.
+    #[test]
+    fn opens_and_reads_from_memory_or_steps_aside() {
+        let d = tempfile::tempdir().expect("tmp");
+        let b = FolderBackend::new(d.path().join("fs1")).expect("backend");
+        let n = StripeName::new(7, 0);
+        let data: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let mut w = b.create(&n, 1).expect("create");
+        w.write_at(0, &data).expect("write");
+        w.seal().expect("seal");
+        // Just written: path and pages are cached.
+        let r = b.open_cached(&n).expect("cached open");
+        let mut buf = vec![0u8; 400_000];
+        assert_eq!(r.read_cached(1000, &mut buf), Some(data.len() - 1000));
+        assert_eq!(&buf[..data.len() - 1000], &data[1000..]);
+        // A stripe that is not there: the ordinary open says what is wrong.
+        assert!(b.open_cached(&StripeName::new(8, 0)).is_none());
+        // Pages dropped from the page cache (clean: the seal synced them):
+        // the read steps aside instead of waiting for the disk.
+        let f = File::open(b.path(&n)).expect("open");
+        rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).expect("fadvise");
+        assert_eq!(r.read_cached(0, &mut buf[..4096]), None);
+        assert_eq!(r.read_at(0, &mut buf[..4096]).expect("read"), 4096);
+        assert_eq!(&buf[..4096], &data[..4096]);
+        // A network file system is never tried (here: not a local one).
+        assert!(local_fs(d.path()));
+        assert!(!local_fs(Path::new("/proc")));
     }
 }

@@ -182,6 +182,14 @@ pub trait Backend: Send + Sync {
     ) -> Result<Box<dyn StripeWrite>, BackendError>;
     /// Open a sealed stripe for reading.
     fn open(&self, name: &StripeName) -> Result<Box<dyn StripeRead>, BackendError>;
+    /// Open a sealed stripe only if that cannot wait for a disk or a
+    /// network (a local file system with the whole path in the kernel's
+    /// caches): `None` otherwise, or on any doubt; then `open` is the way.
+    /// For callers on an async runtime's threads. By default never tries.
+    fn open_cached(&self, name: &StripeName) -> Option<Box<dyn StripeRead>> {
+        let _ = name;
+        None
+    }
     /// Remove a sealed stripe (or, with `write_id`, a temporary one).
     fn remove(&self, name: &StripeName, write_id: Option<u64>) -> Result<(), BackendError>;
     /// Every stripe and temporary stripe on the backend.
@@ -212,6 +220,13 @@ pub trait StripeWrite: Send {
 pub trait StripeRead: Send + Sync {
     /// Read up to `buf.len()` bytes at `offset`; short only at the end.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, BackendError>;
+    /// Read as `read_at` does, only from memory (the page cache):
+    /// `None` when any of it would have to come from storage, or on any
+    /// doubt (then `read_at` is the way). By default never tries.
+    fn read_cached(&self, offset: u64, buf: &mut [u8]) -> Option<usize> {
+        let _ = (offset, buf);
+        None
+    }
     fn len(&self) -> Result<u64, BackendError>;
     fn is_empty(&self) -> Result<bool, BackendError> {
         Ok(self.len()? == 0)

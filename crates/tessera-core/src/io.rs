@@ -376,11 +376,12 @@ impl ReadSession {
         }
     }
 
-    /// The same, only when the bytes are in the blocks an earlier short
-    /// read kept: no storage read, so it need not leave the runtime
-    /// (`None`: read with [`ReadSession::read`]).
-    pub fn read_kept(&self, offset: u64, len: usize) -> Option<ReadData> {
-        let d = self.reader.as_ref()?.read_kept(offset, len)?;
+    /// A short read (under 512 KiB) from memory only, so that an async
+    /// caller can do it without leaving its thread: `None` when it would
+    /// wait for storage (or needs a degraded read, or the file has no
+    /// stripes): then [`ReadSession::read`].
+    pub fn read_cached(&self, offset: u64, len: usize) -> Option<ReadData> {
+        let d = self.reader.as_ref()?.read_cached(offset, len)?;
         self.count(d.len());
         Some(d)
     }
@@ -654,17 +655,55 @@ impl Core {
     /// The inode of a file `who` may read (a point read, no I/O on data):
     /// EISDIR for a directory, EACCES without read permission.
     pub fn readable_file(&self, who: &Identity, path: &NsPath) -> Result<Inode, CoreError> {
+        self.readable_with(
+            who,
+            path,
+            |p| self.meta.stat(p).map(Some),
+            |i| self.meta.may_read(who, i).map(Some),
+        )?
+        .ok_or_else(|| CoreError::Task("a namespace read from storage gave no answer".into()))
+    }
+
+    /// `readable_file` from memory only (see `MetaStore::stat_nowait`):
+    /// `None` when the answer needs a read from storage.
+    pub fn readable_file_nowait(
+        &self,
+        who: &Identity,
+        path: &NsPath,
+    ) -> Result<Option<Inode>, CoreError> {
+        self.readable_with(
+            who,
+            path,
+            |p| self.meta.stat_nowait(p),
+            |i| self.meta.may_read_nowait(who, i),
+        )
+    }
+
+    /// `readable_file` with the namespace reads given (`None`: no answer
+    /// without storage).
+    fn readable_with(
+        &self,
+        who: &Identity,
+        path: &NsPath,
+        stat: impl FnOnce(&NsPath) -> Result<Option<Inode>, tessera_meta::MetaError>,
+        may_read: impl FnOnce(&Inode) -> Result<Option<bool>, tessera_meta::MetaError>,
+    ) -> Result<Option<Inode>, CoreError> {
         // A token that may look at the path learns that nothing is there
         // (ENOENT, as a stat tells it) before the read scope is asked
         // for: gfal2 checks a copy's destination this way with a token
         // that may only create there.
         crate::scopes::look(who, path)?;
-        let inode = self.meta.stat(path)?;
+        let Some(inode) = stat(path)? else {
+            return Ok(None);
+        };
         crate::scopes::read(who, path)?;
         if inode.is_dir() {
             return Err(tessera_meta::MetaError::IsADirectory(path.display()).into());
         }
-        if !self.meta.may_read(who, &inode)? {
+        let Some(may) = may_read(&inode)? else {
+            return Ok(None);
+        };
+        if !may {
             return Err(tessera_meta::MetaError::PermissionDenied(format!(
                 "{} may not read {} (uid {} gid {}, mode {:o}, or its directory's ACL)",
                 who.name,
@@ -675,7 +714,7 @@ impl Core {
             ))
             .into());
         }
-        Ok(inode)
+        Ok(Some(inode))
     }
 }
 

@@ -36,7 +36,35 @@ impl Core {
     /// and the client is to come back later.
     pub fn open_read_or_stall(&self, who: &Identity, path: &NsPath) -> Result<ReadOpen, CoreError> {
         let start = std::time::Instant::now();
-        let inode = match self.readable_file(who, path) {
+        self.open_readable(who, path, start, self.readable_file(who, path))
+    }
+
+    /// `open_read_or_stall` from memory only, so that an async caller
+    /// can do it without leaving its thread (opening a session reads no
+    /// data): `None` when the namespace has to be read from storage.
+    pub fn open_read_or_stall_nowait(
+        &self,
+        who: &Identity,
+        path: &NsPath,
+    ) -> Result<Option<ReadOpen>, CoreError> {
+        let start = std::time::Instant::now();
+        let inode = match self.readable_file_nowait(who, path) {
+            Ok(None) => return Ok(None),
+            Ok(Some(i)) => Ok(i),
+            Err(e) => Err(e),
+        };
+        self.open_readable(who, path, start, inode).map(Some)
+    }
+
+    /// The open of a file found readable (or not) since `start`.
+    fn open_readable(
+        &self,
+        who: &Identity,
+        path: &NsPath,
+        start: std::time::Instant,
+        inode: Result<Inode, CoreError>,
+    ) -> Result<ReadOpen, CoreError> {
+        let inode = match inode {
             Ok(i) => i,
             Err(e) => {
                 return self

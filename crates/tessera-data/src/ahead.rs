@@ -225,21 +225,47 @@ impl FileReader {
         Some(d)
     }
 
+    /// A short read (up to `recent::SHORT`) from memory only, on the
+    /// caller's thread: from the blocks kept, or from stripes the kernel
+    /// holds in its page cache. `None` when it would wait for storage, is
+    /// longer, or needs a degraded read: then [`FileReader::read`].
+    pub fn read_cached(&self, offset: u64, len: usize) -> Option<ReadData> {
+        if len == 0 || len >= recent::SHORT || offset >= self.size() {
+            return None;
+        }
+        self.short_from(offset, len, |from, n| Ok(self.striped.read_cached(from, n)))
+            .ok()
+            .flatten()
+    }
+
     /// A short read: from the blocks the last short read kept, or by
     /// reading the whole blocks it touches (what verifying it reads
     /// anyway) and keeping them for the next (`recent.rs`).
     fn short(&self, offset: u64, len: usize) -> Result<ReadData, DataError> {
+        self.short_from(offset, len, |from, n| self.striped.read(from, n).map(Some))?
+            .ok_or_else(|| DataError::Layout("a read from storage gave no answer".into()))
+    }
+
+    /// `short`, the blocks read with `read` (`None`: not now).
+    fn short_from(
+        &self,
+        offset: u64,
+        len: usize,
+        read: impl FnOnce(u64, usize) -> Result<Option<ReadData>, DataError>,
+    ) -> Result<Option<ReadData>, DataError> {
         if let Some(d) = self.read_kept(offset, len) {
-            return Ok(d);
+            return Ok(Some(d));
         }
         let pool = Arc::clone(self.striped.pool());
         let end = self.size().min(offset + len as u64);
         let (from, _) = self.striped.block_of(offset);
         let (_, to) = self.striped.block_of(end - 1);
-        let wide = self.striped.read(from, (to - from) as usize)?;
+        let Some(wide) = read(from, (to - from) as usize)? else {
+            return Ok(None);
+        };
         let d = recent::part(&wide, offset - from, (end - offset) as usize, &pool);
         self.recent.keep(from, wide, &pool.kept);
-        Ok(d)
+        Ok(Some(d))
     }
 
     /// Start reading `len` bytes at `off` in the background.

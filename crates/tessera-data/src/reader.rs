@@ -35,6 +35,32 @@ impl Stripes {
         }
     }
 
+    /// Stripe `i`, only if it is open already or opens without waiting
+    /// (see `Backend::open_cached`).
+    fn stripe_cached(&self, i: usize) -> Option<&dyn StripeRead> {
+        if self.opened[i].get().is_none() {
+            let s = self.backends[i]
+                .as_ref()?
+                .open_cached(&StripeName::new(self.fid, i as u8))?;
+            // Another reader may have opened it meanwhile: either will do.
+            let _ = self.opened[i].set(Ok(s));
+        }
+        match self.opened[i].get()? {
+            Ok(s) => Some(s.as_ref()),
+            Err(_) => None,
+        }
+    }
+
+    /// Whether every block of groups `ga..=gb` in `buf` (which holds a
+    /// stripe's bytes from offset `from`) matches its CRC-32C.
+    fn verified(&self, buf: &[u8], from: u64, ga: u64, gb: u64) -> bool {
+        (ga..=gb).all(|g| {
+            let off = (self.geo.block_offset(g) - from) as usize;
+            let len = self.geo.block_len(g);
+            crc32c::crc32c(&buf[off..off + len]).to_le_bytes() == buf[off + len..off + len + 4]
+        })
+    }
+
     /// Block `g` of stripe `i`, verified.
     fn block(&self, i: usize, g: u64) -> Result<Vec<u8>, String> {
         let len = self.geo.block_len(g);
@@ -400,14 +426,8 @@ impl Striped {
                 Ok(r) => return Err(format!("short read: {r} of {want}")),
                 Err(e) => return Err(e.to_string()),
             }
-            for g in ga..=gb {
-                let off = (s.geo.block_offset(g) - from) as usize;
-                let len = s.geo.block_len(g);
-                if crc32c::crc32c(&buf[off..off + len]).to_le_bytes()
-                    != buf[off + len..off + len + 4]
-                {
-                    return Err("block checksum mismatch".into());
-                }
+            if !s.verified(&buf, from, ga, gb) {
+                return Err("block checksum mismatch".into());
             }
             Ok(buf)
         });
@@ -425,16 +445,59 @@ impl Striped {
             .collect()
     }
 
+    /// `span` from memory only, on the caller's thread: `None` when a
+    /// stripe would have to wait for storage, or anything is missing or
+    /// corrupt (the ordinary read then deals with it and records it).
+    fn span_cached(&self, g0: u64, g1: u64, j0: usize, j1: usize) -> Option<Vec<Span>> {
+        let from = self.geo.block_offset(g0);
+        let to = self.geo.block_offset(g1) + self.geo.block_len(g1) as u64 + 4;
+        let want = (to - from) as usize;
+        let mut spans = Vec::with_capacity(j1 - j0 + 1);
+        for j in j0..=j1 {
+            let st = self.s.stripe_cached(j)?;
+            let mut buf = self.s.pool.take(want);
+            if st.read_cached(from, &mut buf)? != want || !self.s.verified(&buf, from, g0, g1) {
+                return None;
+            }
+            spans.push(Span {
+                stripe: j,
+                first: g0,
+                last: g1,
+                buf,
+            });
+        }
+        Some(spans)
+    }
+
     /// Read up to `len` bytes at `offset`, left in the stripe buffers
     /// (see [`ReadData`]); short only at end of file. Whatever the range
     /// covers of a group is read with one request per stripe, a range over
     /// several groups too (up to 64 MiB at a time); damage falls back to
     /// group-by-group degraded reads.
     pub fn read(&self, offset: u64, len: usize) -> Result<ReadData, DataError> {
+        self.read_from(offset, len, false)?
+            .ok_or_else(|| DataError::Layout("a read from storage gave no answer".into()))
+    }
+
+    /// `read` from memory only, on the caller's thread (see
+    /// `Backend::open_cached`, `StripeRead::read_cached`): `None` when any
+    /// of it would wait for storage or needs more than the stripes hold
+    /// (a degraded read).
+    pub fn read_cached(&self, offset: u64, len: usize) -> Option<ReadData> {
+        self.read_from(offset, len, true).ok().flatten()
+    }
+
+    /// `read`, or with `cached` `read_cached`.
+    fn read_from(
+        &self,
+        offset: u64,
+        len: usize,
+        cached: bool,
+    ) -> Result<Option<ReadData>, DataError> {
         let mut out = ReadData::new(Arc::clone(&self.s.pool));
         let size = self.geo.size;
         if offset >= size || len == 0 {
-            return Ok(out);
+            return Ok(Some(out));
         }
         let end = size.min(offset + len as u64);
         let l = self.placement.layout;
@@ -460,7 +523,12 @@ impl Striped {
                     ((gend - 1 - start) / bl) as usize,
                 )
             };
-            if let Some(spans) = self.span(g0, g1, j0, j1) {
+            let spans = if cached {
+                self.span_cached(g0, g1, j0, j1)
+            } else {
+                self.span(g0, g1, j0, j1)
+            };
+            if let Some(spans) = spans {
                 let ids: Vec<(usize, usize, u64, u64, u64)> = spans
                     .into_iter()
                     .map(|sp| {
@@ -491,9 +559,12 @@ impl Striped {
                 }
                 continue;
             }
+            if cached {
+                return Ok(None);
+            }
             pos = self.read_group(g0, pos, end, &mut out)?;
         }
-        Ok(out)
+        Ok(Some(out))
     }
 
     /// Append the part of group `g` in `[pos, end)` to `out`, rebuilding

@@ -113,3 +113,64 @@ fn damage_is_still_found_when_a_block_is_first_read() {
     }
     assert!(!r.events().is_empty(), "the damage was recorded");
 }
+
+/// Short reads from memory only (what an async caller does on its own
+/// thread): the right bytes when the kernel holds the stripes, and `None`,
+/// never wrong bytes and nothing recorded, when a stripe would have to be
+/// read from the disk or a block does not match its checksum; the ordinary
+/// read then serves it.
+#[test]
+fn reads_from_memory_are_exact_or_step_aside() {
+    let bs = 64u64 << 10;
+    for layout in [
+        Layout::plain().with_block_size(bs).expect("bs"),
+        Layout::rain(4, 2)
+            .expect("rain")
+            .with_block_size(bs)
+            .expect("bs"),
+    ] {
+        let f = file(layout, 20 * bs as usize + 12_345);
+        let r = f.reader();
+        let size = f.bytes.len() as u64;
+        for (o, n) in [
+            (0, 1),
+            (0, 4096),
+            (bs - 10, 20),
+            (5 * bs + 7, 300_000),
+            (size - 100, 4096),
+        ] {
+            let d = r.read_cached(o, n).expect("in the page cache");
+            let end = size.min(o + n as u64) as usize;
+            assert!(d.to_vec() == f.bytes[o as usize..end], "{o}+{n}");
+        }
+        assert!(r.read_cached(0, 1 << 20).is_none(), "only short reads");
+        assert!(r.read_cached(size, 10).is_none(), "past the end");
+        // Out of the page cache (the stripes were synced: clean pages).
+        for i in 0..layout.stripes() {
+            let s = std::fs::File::open(f.stripe_path(i)).expect("stripe");
+            rustix::fs::fadvise(&s, 0, None, rustix::fs::Advice::DontNeed).expect("fadvise");
+        }
+        let r = f.reader();
+        assert!(
+            r.read_cached(3 * bs, 4096).is_none(),
+            "would wait for the disk"
+        );
+        assert!(r.read(3 * bs, 4096).expect("read").to_vec() == f.bytes[3 * bs as usize..][..4096]);
+    }
+    // A damaged block: not served from memory, not recorded there; the
+    // ordinary read rebuilds it and records the damage.
+    let f = file(
+        Layout::rain(4, 2)
+            .expect("rain")
+            .with_block_size(bs)
+            .expect("bs"),
+        16 * bs as usize,
+    );
+    flip(&f, 1, 2, bs);
+    let r = f.reader();
+    let at = 9 * bs;
+    assert!(r.read_cached(at, 3000).is_none());
+    assert!(r.events().is_empty());
+    assert!(r.read(at, 3000).expect("degraded").to_vec() == f.bytes[at as usize..][..3000]);
+    assert!(!r.events().is_empty(), "the damage was recorded");
+}

@@ -186,15 +186,16 @@ async fn gateway_data(
                 .as_ref()
                 .and_then(|f| f.inode(p.name().map(<[u8]>::to_vec).unwrap_or_default()))
                 .ok_or_else(|| denied("read capability without a file".into()))?;
-            let data = data.clone();
-            let (rs, whole) = blocking(move || {
-                let mut rs = data.open_inode(inode)?;
-                if let Some(l) = log {
-                    rs.set_log(l);
-                }
-                get::with_small_body(rs)
-            })
-            .await?;
+            // Opening reads nothing; a small file's bytes are read in line
+            // when the kernel holds them, else on the blocking pool.
+            let mut rs = data.open_inode(inode)?;
+            if let Some(l) = log {
+                rs.set_log(l);
+            }
+            let (rs, whole) = match get::small_body_cached(&rs) {
+                Some(whole) => (Arc::new(rs), whole),
+                None => blocking(move || get::with_small_body(rs)).await?,
+            };
             match get::Leases::first_part(&cfg.buffers, &rs, &whole, head).await {
                 Ok(leases) => get::respond(rs, whole, req.headers(), head, leases),
                 Err(busy) => busy,

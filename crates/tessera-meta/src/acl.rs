@@ -17,8 +17,9 @@
 
 use crate::error::MetaError;
 use crate::keys::xattr_key;
+use crate::read::Get;
 use crate::records::decode_xattr;
-use crate::txn::{Cf, Txn};
+use crate::txn::Cf;
 use tessera_types::Identity;
 
 /// What a request wants to do, as an ACL sees it.
@@ -164,8 +165,8 @@ impl Acl {
     }
 }
 
-fn xattr(txn: &Txn<'_>, ino: u64, name: &[u8]) -> Result<Option<String>, MetaError> {
-    match txn.get(Cf::Xattr, &xattr_key(ino, name))? {
+fn xattr<G: Get>(g: &G, ino: u64, name: &[u8]) -> Result<Option<String>, MetaError> {
+    match g.get_raw(Cf::Xattr, &xattr_key(ino, name))? {
         Some(raw) => Ok(Some(
             String::from_utf8_lossy(&decode_xattr(&raw)?).into_owned(),
         )),
@@ -175,7 +176,7 @@ fn xattr(txn: &Txn<'_>, ino: u64, name: &[u8]) -> Result<Option<String>, MetaErr
 
 /// The lists in force on directory `dir` (`sys.acl`, plus `user.acl` when
 /// `sys.eval.useracl` is set); `None` when it has none.
-pub(crate) fn of_dir(txn: &Txn<'_>, dir: u64) -> Result<Option<Acl>, MetaError> {
+pub(crate) fn of_dir<G: Get>(txn: &G, dir: u64) -> Result<Option<Acl>, MetaError> {
     let mut acl: Option<Acl> = None;
     if let Some(s) = xattr(txn, dir, b"sys.acl")? {
         acl = Some(parse(&s)?);
@@ -192,16 +193,27 @@ impl crate::store::MetaStore {
     /// May `who` read file `f`: its directory's ACL (`r`), else the mode
     /// bits.
     pub fn may_read(&self, who: &Identity, f: &crate::Inode) -> Result<bool, MetaError> {
-        self.may_by(who, f.parent, f, Action::Read, 4)
+        self.may_by(&self.reader(), who, f.parent, f, Action::Read, 4)
+    }
+
+    /// `may_read` from memory only: `Ok(None)` when the answer needs a
+    /// read from storage (see [`crate::MetaStore::stat_nowait`]).
+    pub fn may_read_nowait(
+        &self,
+        who: &Identity,
+        f: &crate::Inode,
+    ) -> Result<Option<bool>, MetaError> {
+        crate::read::nowait(self.may_by(&self.reader_nowait(), who, f.parent, f, Action::Read, 4))
     }
 
     /// May `who` list directory `d`: its own ACL (`x`), else the mode bits.
     pub fn may_list(&self, who: &Identity, d: &crate::Inode) -> Result<bool, MetaError> {
-        self.may_by(who, d.ino, d, Action::Browse, 4)
+        self.may_by(&self.reader(), who, d.ino, d, Action::Browse, 4)
     }
 
-    fn may_by(
+    fn may_by<G: Get>(
         &self,
+        g: &G,
         who: &Identity,
         dir: u64,
         i: &crate::Inode,
@@ -211,8 +223,7 @@ impl crate::store::MetaStore {
         if who.is_root() {
             return Ok(true);
         }
-        let txn = self.txn();
-        if let Some(d) = of_dir(&txn, dir)?.and_then(|l| l.decide(who, a)) {
+        if let Some(d) = of_dir(g, dir)?.and_then(|l| l.decide(who, a)) {
             return Ok(d);
         }
         Ok(crate::may(who, i, want))

@@ -30,20 +30,63 @@ fn read_inode<G: Get + ?Sized>(g: &G, ino: u64) -> Result<Option<Inode>, MetaErr
 }
 
 /// Committed state, through the reader cache (inode and directory-entry
-/// records) when one is given.
-pub(crate) struct DbGet<'a>(pub &'a DB, pub Option<&'a ReadCache>);
+/// records) when one is given; with `Reach::Memory`, a read that would need
+/// storage fails with RocksDB's `Incomplete` (see [`nowait`]).
+pub(crate) struct DbGet<'a>(pub &'a DB, pub Option<&'a ReadCache>, pub Reach);
+
+/// Where a point read may look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reach {
+    /// Anywhere, storage included.
+    Storage,
+    /// RocksDB's memtables and block cache only.
+    Memory,
+}
+
+impl DbGet<'_> {
+    fn point(&self, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>, MetaError> {
+        let h = self.0.cf_handle(cf.name()).expect("cf exists");
+        Ok(match self.2 {
+            Reach::Storage => self.0.get_cf(h, key)?,
+            Reach::Memory => self.0.get_cf_opt(h, key, &memory_only())?,
+        })
+    }
+}
+
+/// Read options for RocksDB's `kBlockCacheTier`: memtables and block cache,
+/// `Incomplete` where storage would have to be read.
+#[allow(unsafe_code)] // the crate (pinned) does not export its ReadTier type
+#[allow(clippy::missing_transmute_annotations)] // the type cannot be named
+fn memory_only() -> rocksdb::ReadOptions {
+    let mut ro = rocksdb::ReadOptions::default();
+    // SAFETY: `set_read_tier` takes rocksdb 0.20.1's `ReadTier`, a
+    // `#[repr(i32)]` enum whose variant `BlockCache` is 1 (the workspace
+    // pins that version); the type is inferred from the argument and
+    // `transmute` checks that the sizes match.
+    ro.set_read_tier(unsafe { std::mem::transmute::<i32, _>(1) });
+    ro
+}
+
+/// The answer of a read from memory only (`Reach::Memory`): `None` when it
+/// needs a read from storage.
+pub(crate) fn nowait<T>(r: Result<T, MetaError>) -> Result<Option<T>, MetaError> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(MetaError::Db(e)) if e.kind() == rocksdb::ErrorKind::Incomplete => Ok(None),
+        Err(e) => Err(e),
+    }
+}
 
 impl Get for DbGet<'_> {
     fn get_raw(&self, cf: Cf, key: &[u8]) -> Result<Option<Vec<u8>>, MetaError> {
-        let h = || self.0.cf_handle(cf.name()).expect("cf exists");
         let (Some(cache), Cf::Dentry) = (self.1, cf) else {
-            return Ok(self.0.get_cf(h(), key)?);
+            return self.point(cf, key);
         };
         if let Some(v) = cache.dentry(key) {
             return Ok(Some(v));
         }
         let seq = cache.seq();
-        let v = self.0.get_cf(h(), key)?;
+        let v = self.point(cf, key)?;
         if let Some(v) = &v {
             cache.fill_dentry(seq, key, v);
         }
@@ -62,8 +105,7 @@ impl Get for DbGet<'_> {
             return Ok(Some(i));
         }
         let seq = cache.seq();
-        let h = self.0.cf_handle(Cf::Inode.name()).expect("cf exists");
-        let Some(raw) = self.0.get_cf(h, ino_key(ino))? else {
+        let Some(raw) = self.point(Cf::Inode, &ino_key(ino))? else {
             return Ok(None);
         };
         let i = decode_inode(ino, &raw)?;
@@ -245,6 +287,17 @@ impl MetaStore {
 
     pub fn stat(&self, path: &NsPath) -> Result<Inode, MetaError> {
         self.resolve_read(path)
+    }
+
+    /// `stat` from memory only (the reader caches, RocksDB's memtables and
+    /// block cache), so that it never waits for a disk: `Ok(None)` when
+    /// the answer needs a read from storage (then `stat` gives it).
+    pub fn stat_nowait(&self, path: &NsPath) -> Result<Option<Inode>, MetaError> {
+        nowait(resolve_with(
+            &self.reader_nowait(),
+            path,
+            Some(&self.dircache),
+        ))
     }
 
     /// `stat` straight from RocksDB, without the directory and reader

@@ -4,6 +4,7 @@ use crate::dircache::DirCache;
 use crate::error::MetaError;
 use crate::keys::*;
 use crate::quota::{QuotaTarget, Reservation};
+use crate::read::Reach;
 use crate::readcache::ReadCache;
 use crate::records::*;
 use crate::txn::{Txn, WriterCache};
@@ -236,7 +237,13 @@ impl MetaStore {
     /// Point reads of committed state, through the reader cache.
     pub(crate) fn reader(&self) -> crate::read::DbGet<'_> {
         perf_counters_off();
-        crate::read::DbGet(&self.db, Some(&self.readcache))
+        crate::read::DbGet(&self.db, Some(&self.readcache), Reach::Storage)
+    }
+
+    /// The same, from memory only (see [`crate::read::nowait`]).
+    pub(crate) fn reader_nowait(&self) -> crate::read::DbGet<'_> {
+        perf_counters_off();
+        crate::read::DbGet(&self.db, Some(&self.readcache), Reach::Memory)
     }
 
     /// Point reads straight from RocksDB: for walks over a whole tree
@@ -244,7 +251,7 @@ impl MetaStore {
     /// for tests that compare with the cached reads.
     pub(crate) fn uncached(&self) -> crate::read::DbGet<'_> {
         perf_counters_off();
-        crate::read::DbGet(&self.db, None)
+        crate::read::DbGet(&self.db, None, Reach::Storage)
     }
 
     /// Apply a transaction atomically, then wait for durability (outside the

@@ -500,3 +500,38 @@ fn synced_commits_do_not_grow_the_rocksdb_log() {
     assert!(!log.contains("FlushWAL"), "a line per commit");
     assert!(!log.contains("[DEBUG]"), "debug lines");
 }
+
+/// Reads from memory only (what a request may do without leaving its
+/// thread) answer from the caches and RocksDB's memtables and block cache,
+/// and step aside (`None`) where a record would have to be read from
+/// storage; where they answer, they agree with the ordinary reads.
+#[test]
+fn reads_from_memory_answer_or_step_aside() {
+    let d = tempfile::tempdir().unwrap();
+    let bob = Identity::user(1000, 100, "bob", "t");
+    {
+        let m = open(d.path());
+        m.mkdir(&p("/d"), &root(), 0o700, false).unwrap();
+        let w = m.begin_write(&p("/d/f"), &root(), 0o600, true, 10).unwrap();
+        m.commit_write(w.id, CommitWrite::default()).unwrap();
+        m.xattr_set(&p("/d"), &root(), b"sys.acl", b"u:1000:r")
+            .unwrap();
+        m.flush().unwrap();
+    }
+    // Reopened: every record is in a table file, no cache holds any.
+    let m = open(d.path());
+    assert_eq!(m.stat_nowait(&p("/d/f")).unwrap(), None);
+    let f = m.stat(&p("/d/f")).unwrap();
+    assert_eq!(m.stat_nowait(&p("/d/f")).unwrap(), Some(f.clone()));
+    // Not there is an answer too, once the blocks that say so are read.
+    let e = m.stat_nowait(&p("/d/g")).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotFound);
+    // The directory's ACL lets bob read (the file's mode 0600 would not).
+    assert!(!may(&bob, &f, 4));
+    assert_eq!(m.may_read_nowait(&bob, &f).unwrap(), None);
+    assert!(m.may_read(&bob, &f).unwrap());
+    assert_eq!(m.may_read_nowait(&bob, &f).unwrap(), Some(true));
+    // A change is seen at once (the memtable is memory).
+    write(&m, "/d/g", &root(), 5).unwrap();
+    assert_eq!(m.stat_nowait(&p("/d/g")).unwrap().map(|i| i.size), Some(5));
+}

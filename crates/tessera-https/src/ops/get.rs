@@ -25,15 +25,25 @@ const BOUNDARY: &str = "tessera-byteranges-7d5f1a";
 pub async fn get(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
     let head = req.method() == hyper::Method::HEAD;
     let p = path::decode(req.uri().path())?;
-    let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
-    // One trip to the blocking pool: open (which resolves the path), and a
-    // small file is read whole right away and served from memory.
-    let opened = tokio::task::spawn_blocking(move || match core.open_read_or_stall(&who, &p2)? {
-        ReadOpen::File(rs) => with_small_body(rs).map(Ok),
-        ReadOpen::Stall(st) => Ok(Err(st)),
-    })
-    .await
-    .map_err(|e| HttpError::new(500, e.to_string()))?;
+    // The open, and a small file's bytes, in line when nothing has to
+    // wait for storage (namespace records and data in memory); else one
+    // trip to the blocking pool for what is left.
+    let opened = match ctx.core.open_read_or_stall_nowait(&ctx.who, &p) {
+        Ok(Some(ReadOpen::File(rs))) => match small_body_cached(&rs) {
+            Some(whole) => Ok(Ok((Arc::new(rs), whole))),
+            None => on_pool(move || with_small_body(rs).map(Ok)).await?,
+        },
+        Ok(Some(ReadOpen::Stall(st))) => Ok(Err(st)),
+        Err(e) => Err(e),
+        Ok(None) => {
+            let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
+            on_pool(move || match core.open_read_or_stall(&who, &p2)? {
+                ReadOpen::File(rs) => with_small_body(rs).map(Ok),
+                ReadOpen::Stall(st) => Ok(Err(st)),
+            })
+            .await?
+        }
+    };
     let (rs, whole) = match opened {
         Ok(Ok(o)) => o,
         Ok(Err(st)) => return Ok(stalled(&st)),
@@ -104,6 +114,29 @@ fn retry_after(secs: u32, why: &str) -> Response<Body> {
     let mut r = crate::error_response(&HttpError::new(503, why.to_string()));
     set(&mut r, "Retry-After", &secs.to_string());
     r
+}
+
+/// `f` on the blocking pool (its own errors left to the caller).
+async fn on_pool<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, HttpError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| HttpError::new(500, e.to_string()))
+}
+
+/// What `with_small_body` would give as the body, when reading it needs
+/// no wait for storage (no bytes to read, or a file under 512 KiB whose
+/// stripes the kernel holds in memory); `None`: use `with_small_body`.
+pub fn small_body_cached(rs: &ReadSession) -> Option<Option<Bytes>> {
+    if rs.size() > SMALL {
+        return Some(None);
+    }
+    if rs.size() == 0 {
+        return Some(Some(Bytes::new()));
+    }
+    let d = rs.read_cached(0, rs.size() as usize)?;
+    Some(Some(Bytes::from(d.to_vec())))
 }
 
 /// An open file, with its bytes when it is small enough to serve from
@@ -248,8 +281,9 @@ pub fn stream_file(
                     let _ = tx.send(Err(e)).await;
                     return;
                 };
-                // Bytes of blocks a short read kept are copied right here.
-                let got = match rs.read_kept(pos, n) {
+                // A short part the kernel (or the blocks an earlier short
+                // read kept) holds in memory is copied right here.
+                let got = match rs.read_cached(pos, n) {
                     Some(d) => Ok(Ok(Some(d))),
                     None => {
                         let r2 = Arc::clone(&rs);

@@ -51,10 +51,18 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<O
                 .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
         write::register(s, out, ws, mode, (who.uid, who.gid))?
     } else {
-        let (core, path, w2) = (s.core()?.clone(), t.path.clone(), who.clone());
-        let opened = tokio::task::spawn_blocking(move || core.open_read_or_stall(&w2, &path))
-            .await
-            .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
+        // In line when the namespace records are in memory (opening reads
+        // no data); else on the blocking pool.
+        let core = s.core()?;
+        let opened = match core.open_read_or_stall_nowait(&who, &t.path)? {
+            Some(o) => o,
+            None => {
+                let (core, path, w2) = (core.clone(), t.path.clone(), who.clone());
+                tokio::task::spawn_blocking(move || core.open_read_or_stall(&w2, &path))
+                    .await
+                    .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??
+            }
+        };
         let rs = match opened {
             ReadOpen::File(rs) => rs,
             ReadOpen::Stall(st) => {

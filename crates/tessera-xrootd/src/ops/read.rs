@@ -75,10 +75,11 @@ pub fn no_memory() -> XrdError {
     )
 }
 
-/// Read `n` bytes at `pos` on the blocking pool (`None`: empty file);
-/// bytes of blocks a short read kept are copied right here.
+/// Read `n` bytes at `pos` on the blocking pool (`None`: empty file); a
+/// short read the kernel (or the blocks an earlier short read kept) holds
+/// in memory is copied right here.
 pub async fn fetch(r: &Arc<OpenRead>, pos: u64, n: usize) -> Result<Option<ReadData>, XrdError> {
-    if let Some(d) = r.rs.read_kept(pos, n) {
+    if let Some(d) = r.rs.read_cached(pos, n) {
         return Ok(Some(d));
     }
     let r = Arc::clone(r);
