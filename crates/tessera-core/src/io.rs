@@ -299,6 +299,8 @@ pub struct ReadSession {
     /// Where the close is logged (`close_read`), with the bytes read.
     log: Option<SessionLog>,
     read_bytes: AtomicU64,
+    /// Reads served by `read_cached` (for the metrics).
+    reads_in_line: AtomicU64,
 }
 
 impl Drop for ReadSession {
@@ -306,7 +308,7 @@ impl Drop for ReadSession {
     /// first thing that went wrong with it).
     fn drop(&mut self) {
         if let Some(l) = self.log.take() {
-            l.read_closed(*self.read_bytes.get_mut());
+            l.read_closed(*self.read_bytes.get_mut(), *self.reads_in_line.get_mut());
         }
         let Some(r) = &self.reader else { return };
         let mut per: Vec<(u8, u32, String)> = Vec::new();
@@ -383,6 +385,7 @@ impl ReadSession {
     pub fn read_cached(&self, offset: u64, len: usize) -> Option<ReadData> {
         let d = self.reader.as_ref()?.read_cached(offset, len)?;
         self.count(d.len());
+        self.reads_in_line.fetch_add(1, Ordering::Relaxed);
         Some(d)
     }
 
@@ -507,6 +510,8 @@ impl DataPath {
     }
 
     /// Open a file whose inode the caller has (and has checked access to).
+    /// Reads nothing (its stripes are opened at the first read), so an
+    /// async caller may do it on its own thread.
     pub fn open_inode(&self, inode: Inode) -> Result<ReadSession, CoreError> {
         let (reader, fsids) = if inode.layout.is_empty() {
             (None, Vec::new()) // created empty (touch): no stripes
@@ -525,6 +530,7 @@ impl DataPath {
             fsids,
             log: None,
             read_bytes: AtomicU64::new(0),
+            reads_in_line: AtomicU64::new(0),
         })
     }
 }
@@ -662,6 +668,18 @@ impl Core {
             |i| self.meta.may_read(who, i).map(Some),
         )?
         .ok_or_else(|| CoreError::Task("a namespace read from storage gave no answer".into()))
+    }
+
+    /// `readable_file` for an async caller: from memory right here, else
+    /// on the blocking pool (never waits for storage on its thread).
+    pub async fn readable(&self, who: &Identity, path: &NsPath) -> Result<Inode, CoreError> {
+        if let Some(i) = self.readable_file_nowait(who, path)? {
+            return Ok(i);
+        }
+        let (core, who, path) = (self.clone(), who.clone(), path.clone());
+        tokio::task::spawn_blocking(move || core.readable_file(&who, &path))
+            .await
+            .map_err(|e| CoreError::Task(e.to_string()))?
     }
 
     /// `readable_file` from memory only (see `MetaStore::stat_nowait`):

@@ -69,17 +69,34 @@ impl Core {
         res
     }
 
-    /// Run a short read inline: point reads take microseconds, cheaper
-    /// than a hop to the blocking pool.
-    fn read<T>(
+    /// A short read: `in_memory` right here (point reads from memory take
+    /// microseconds, less than a hop to the blocking pool), or, when it
+    /// has no answer without storage (`None`), `from_storage` on the
+    /// blocking pool.
+    async fn read<T, F>(
         &self,
         op: &'static str,
         who: &Identity,
         path: &NsPath,
-        f: impl FnOnce(&MetaStore) -> Result<T, MetaError>,
-    ) -> Result<T, CoreError> {
+        in_memory: impl FnOnce(&MetaStore) -> Result<Option<T>, MetaError>,
+        from_storage: F,
+    ) -> Result<T, CoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&MetaStore) -> Result<T, MetaError> + Send + 'static,
+    {
         let start = Instant::now();
-        let res = f(&self.meta).map_err(CoreError::from);
+        let res = match in_memory(&self.meta) {
+            Ok(Some(v)) => Ok(v),
+            Err(e) => Err(CoreError::from(e)),
+            Ok(None) => {
+                let meta = Arc::clone(&self.meta);
+                match tokio::task::spawn_blocking(move || from_storage(&meta)).await {
+                    Ok(r) => r.map_err(CoreError::from),
+                    Err(e) => Err(CoreError::Task(e.to_string())),
+                }
+            }
+        };
         self.finish(op, who, &path.display(), start, &res);
         res
     }
@@ -115,10 +132,18 @@ impl Core {
     }
 
     pub async fn stat(&self, who: &Identity, path: NsPath) -> Result<Inode, CoreError> {
-        self.read("stat", who, &path, |m| {
-            crate::scopes::look(who, &path)?;
-            m.stat(&path)
-        })
+        let p2 = path.clone();
+        self.read(
+            "stat",
+            who,
+            &path,
+            |m| {
+                crate::scopes::look(who, &path)?;
+                m.stat_nowait(&path)
+            },
+            move |m| m.stat(&p2),
+        )
+        .await
     }
 
     pub async fn list(
@@ -273,10 +298,12 @@ impl Core {
         who: &Identity,
         path: NsPath,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>, CoreError> {
-        self.read("attr_ls", who, &path, |m| {
-            crate::scopes::look(who, &path)?;
+        let w = who.clone();
+        self.run("attr_ls", who, path.display(), move |m| {
+            crate::scopes::look(&w, &path)?;
             m.xattr_list(&path)
         })
+        .await
     }
 
     pub async fn xattr_rm(

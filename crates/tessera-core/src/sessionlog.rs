@@ -57,8 +57,10 @@ impl SessionLog {
         self.record(true, bytes, ABORTED, ECANCELED);
     }
 
-    /// A read session closed after reading `bytes`.
-    pub(crate) fn read_closed(&self, bytes: u64) {
+    /// A read session closed after reading `bytes`, `in_line` of its
+    /// reads served from memory on the request's own thread.
+    pub(crate) fn read_closed(&self, bytes: u64, in_line: u64) {
+        self.metrics.read_in_line(self.protocol, in_line);
         self.record(false, bytes, "ok", 0);
     }
 

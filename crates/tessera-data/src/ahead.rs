@@ -230,7 +230,10 @@ impl FileReader {
     /// holds in its page cache. `None` when it would wait for storage, is
     /// longer, or needs a degraded read: then [`FileReader::read`].
     pub fn read_cached(&self, offset: u64, len: usize) -> Option<ReadData> {
-        if len == 0 || len >= recent::SHORT || offset >= self.size() {
+        // What is there to read (a client asks for more than a small file
+        // holds: xrdcp asks for 8 MiB).
+        let len = len.min(self.size().saturating_sub(offset) as usize);
+        if len == 0 || len >= recent::SHORT {
             return None;
         }
         self.short_from(offset, len, |from, n| Ok(self.striped.read_cached(from, n)))

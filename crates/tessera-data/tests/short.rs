@@ -145,6 +145,11 @@ fn reads_from_memory_are_exact_or_step_aside() {
         }
         assert!(r.read_cached(0, 1 << 20).is_none(), "only short reads");
         assert!(r.read_cached(size, 10).is_none(), "past the end");
+        // Asked for more than is left: what is left.
+        let d = r
+            .read_cached(size - 1000, 8 << 20)
+            .expect("the last 1000 bytes");
+        assert!(d.to_vec() == f.bytes[size as usize - 1000..]);
         // Out of the page cache (the stripes were synced: clean pages).
         for i in 0..layout.stripes() {
             let s = std::fs::File::open(f.stripe_path(i)).expect("stripe");

@@ -102,11 +102,7 @@ pub async fn mgm_redirect(
         put::make_parents(ctx, &p).await?;
         Capability::write(&p, &ctx.who, 0o644, true, *cap_ttl)
     } else {
-        let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
-        let found = tokio::task::spawn_blocking(move || core.readable_file(&who, &p2))
-            .await
-            .map_err(|e| HttpError::new(500, e.to_string()))?;
-        match found {
+        match ctx.core.readable(&ctx.who, &p).await {
             Ok(i) => match ctx.core.stall_unavailable(&i, &p) {
                 Some(st) => return Ok(Some(crate::ops::get::stalled(&st))),
                 None => Capability::read(&p, &ctx.who, &i, *cap_ttl),

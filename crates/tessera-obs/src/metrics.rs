@@ -70,6 +70,8 @@ pub struct Metrics {
     pub read_bytes: Family<ProtocolLabels, Counter>,
     /// File bytes of closed write sessions (committed or not).
     pub written_bytes: Family<ProtocolLabels, Counter>,
+    /// Reads served from memory on the request's own thread.
+    pub reads_in_line: Family<ProtocolLabels, Counter>,
     pub namespace_inodes: Gauge<u64, AtomicU64>,
     pub namespace_bytes: Gauge<u64, AtomicU64>,
     pub quota_nodes: Gauge<u64, AtomicU64>,
@@ -107,6 +109,12 @@ impl Metrics {
             "File bytes read, counted when a read session closes",
             prometheus_client::registry::Unit::Bytes,
             read_bytes.clone(),
+        );
+        let reads_in_line = Family::<ProtocolLabels, Counter>::default();
+        r.register(
+            "reads_in_line",
+            "Reads of file data served from memory (page cache, kept blocks) on the request's own thread, without a trip to the blocking pool; counted when a read session closes",
+            reads_in_line.clone(),
         );
         let written_bytes = Family::<ProtocolLabels, Counter>::default();
         r.register_with_unit(
@@ -191,6 +199,7 @@ impl Metrics {
             duration,
             read_bytes,
             written_bytes,
+            reads_in_line,
             namespace_inodes,
             namespace_bytes,
             quota_nodes,
@@ -266,6 +275,17 @@ impl Metrics {
             protocol: protocol.to_string(),
         })
         .inc_by(bytes);
+    }
+
+    /// `n` reads served in line (see `reads_in_line`).
+    pub fn read_in_line(&self, protocol: &str, n: u64) {
+        if n > 0 {
+            self.reads_in_line
+                .get_or_create(&ProtocolLabels {
+                    protocol: protocol.to_string(),
+                })
+                .inc_by(n);
+        }
     }
 
     /// OpenMetrics text exposition.

@@ -54,3 +54,51 @@ pub fn set_fs_status(
     let root = tessera_types::Identity::root("test");
     rt.block_on(core.fs_set(&root, id, c)).expect("fs set");
 }
+
+/// Reads served from memory on the request's thread so far, for clients
+/// of `protocol` (counted as their read sessions close).
+#[allow(dead_code)]
+pub fn reads_in_line(core: &tessera_core::Core, protocol: &str) -> u64 {
+    core.metrics()
+        .reads_in_line
+        .get_or_create(&tessera_obs::ProtocolLabels {
+            protocol: protocol.into(),
+        })
+        .get()
+}
+
+/// Wait (up to 5 s) until `reads_in_line` reaches `n`, then a little more
+/// for anything late, and return what it is.
+#[allow(dead_code)]
+pub fn reads_in_line_after(core: &tessera_core::Core, protocol: &str, n: u64) -> u64 {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while reads_in_line(core, protocol) < n && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    reads_in_line(core, protocol)
+}
+
+/// Drop every file under `dir` from the kernel's page cache (the stripes
+/// are synced: clean pages go), as if memory had been needed elsewhere.
+#[allow(dead_code)]
+pub fn evict_page_cache(dir: &std::path::Path) {
+    let script = [
+        "import os, sys",
+        "for d, _, fs in os.walk(sys.argv[1]):",
+        "    for f in fs:",
+        "        p = os.path.join(d, f)",
+        "        if os.path.isfile(p) and not os.path.islink(p):",
+        "            fd = os.open(p, os.O_RDONLY)",
+        "            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)",
+        "            os.close(fd)",
+    ]
+    .join("\n");
+    let ok = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", &script])
+        .arg(dir)
+        .status()
+        .expect("python3")
+        .success();
+    assert!(ok, "fadvise over {}", dir.display());
+}

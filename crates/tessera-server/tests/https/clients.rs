@@ -1,6 +1,6 @@
 //! curl, davix and gfal2 against the gateway.
 
-use crate::{adler32, data, Env};
+use crate::{adler32, data, evict_page_cache, reads_in_line, reads_in_line_after, Env};
 
 #[test]
 fn curl_methods_and_ranges() {
@@ -390,4 +390,28 @@ fn propfind_bodies() {
         .find(|l| l.trim_end().ends_with(" d"))
         .expect(&ls);
     assert!(line.starts_with('d'), "{ls}");
+}
+
+/// A GET of a file the kernel holds in memory is served on the request's
+/// own thread; with its stripe out of the page cache it goes to the
+/// blocking pool (the same bytes), and is in memory for the next GET.
+#[test]
+fn gets_of_files_in_memory_are_served_in_line() {
+    let e = Env::start();
+    let body = data(40_000, 4);
+    let f = e.local("up");
+    std::fs::write(&f, &body).unwrap();
+    let u = format!("{}/m/f", e.url);
+    assert_eq!(e.curl(&["-T", f.to_str().unwrap(), &u]).0, 201);
+    assert_eq!(reads_in_line(e.core(), "https"), 0);
+    assert!(e.curl(&[&u]).1 == body);
+    assert_eq!(reads_in_line_after(e.core(), "https", 1), 1);
+    // A range of it, in line too.
+    let (code, got) = e.curl(&["-r", "100-199", &u]);
+    assert_eq!((code, got.as_slice()), (206, &body[100..200]));
+    assert_eq!(reads_in_line_after(e.core(), "https", 2), 2);
+    evict_page_cache(&e.dir.path().join("data"));
+    assert!(e.curl(&[&u]).1 == body, "read from the disk");
+    assert!(e.curl(&[&u]).1 == body, "in memory again");
+    assert_eq!(reads_in_line_after(e.core(), "https", 3), 3);
 }

@@ -2,7 +2,7 @@
 //! overwrite rules, recursive and parallel copies, the namespace commands,
 //! RAIN files, and the same over roots://.
 
-use crate::{adler32, data, write_file, Env};
+use crate::{adler32, data, evict_page_cache, reads_in_line, reads_in_line_after, write_file, Env};
 
 fn roundtrip(e: &Env, remote: &str, bytes: &[u8], tag: &str) {
     let src = e.local(&format!("{tag}.up"));
@@ -348,4 +348,28 @@ fn a_corrupt_stripe_reads_right_and_is_repaired_in_the_background() {
         std::fs::read(victim).expect("stripe") == good,
         "stripe not rebuilt"
     );
+}
+
+/// A download of a small file the kernel holds in memory is read on the
+/// request's own thread; with its stripe out of the page cache the read
+/// goes to the blocking pool (the same bytes), and the next is in line.
+#[test]
+fn downloads_of_files_in_memory_are_read_in_line() {
+    let e = Env::start();
+    let body = data(40_000, 6);
+    let (src, back) = (e.local("m.up"), e.local("m.down"));
+    write_file(&src, &body);
+    let url = format!("{}//m/f", e.url);
+    e.ok("xrdcp", &["--nopbar", src.to_str().unwrap(), &url]);
+    assert_eq!(reads_in_line(e.core(), "xroot"), 0);
+    let down = |what: &str| {
+        e.ok("xrdcp", &["--nopbar", "-f", &url, back.to_str().unwrap()]);
+        assert!(std::fs::read(&back).expect("downloaded") == body, "{what}");
+    };
+    down("in memory");
+    assert_eq!(reads_in_line_after(e.core(), "xroot", 1), 1);
+    evict_page_cache(&e.dir.path().join("data"));
+    down("read from the disk");
+    down("in memory again");
+    assert_eq!(reads_in_line_after(e.core(), "xroot", 2), 2);
 }

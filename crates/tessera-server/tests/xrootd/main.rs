@@ -12,7 +12,9 @@ mod tokens;
 
 #[path = "../common/mod.rs"]
 mod common;
-pub use common::{adler32, data, first_fsid, set_fs_status};
+pub use common::{
+    adler32, data, evict_page_cache, first_fsid, reads_in_line, reads_in_line_after, set_fs_status,
+};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -67,7 +67,7 @@ pub async fn mgm_open(
         Capability::write(&t.path, &who, mode, opts & o::DELETE != 0, *cap_ttl)
     } else {
         // Check here what the gateway cannot: existence and permission.
-        let i = core.readable_file(&who, &t.path)?;
+        let i = core.readable(&who, &t.path).await?;
         if let Some(st) = core.stall_unavailable(&i, &t.path) {
             out.wait(h.stream, st.secs, &st.why).await;
             return Ok(true);
@@ -137,10 +137,8 @@ pub async fn gateway_open(
                 .ok_or_else(|| denied("bad file facts in capability".into()))?;
             let who = s.who();
             let stat = crate::statfmt::stat_string(&inode, &who, &s.cfg.names);
-            let data = data.clone();
-            let mut rs = tokio::task::spawn_blocking(move || data.open_inode(inode))
-                .await
-                .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
+            // Opening reads nothing (the stripes open at the first read).
+            let mut rs = data.open_inode(inode)?;
             if let Some(l) = log {
                 rs.set_log(l);
             }
