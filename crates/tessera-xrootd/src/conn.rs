@@ -263,7 +263,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
             }
             continue;
         }
-        let slot = ops::Slot::new(permit, &sess.cfg.stats);
+        let slot = ops::Slot::new(permit, sess.cfg.max_in_flight.max(1), &sess.cfg.stats);
         if !ops::dispatch(&sess, &out, h, payload.bytes, payload.lease, slot).await {
             break Ok(());
         }

@@ -1,7 +1,9 @@
 //! One module per request (or per small family of requests); `dispatch`
 //! routes a request to it. Requests that touch an open file being written
-//! are queued to that file's task in arrival order; everything else runs
-//! as its own task, so many requests are in flight per connection.
+//! are queued to that file's task in arrival order; namespace lookups, and
+//! a short read that is its connection's only request, are served in line;
+//! everything else runs as its own task, so many requests are in flight
+//! per connection.
 
 pub mod cluster;
 pub mod dirlist;
@@ -28,17 +30,30 @@ use std::sync::Arc;
 /// One of a connection's request slots (see `XrootdConfig::max_in_flight`),
 /// held while its request is served; counted in `Stats::in_flight`.
 pub struct Slot {
-    _permit: tokio::sync::OwnedSemaphorePermit,
+    permit: tokio::sync::OwnedSemaphorePermit,
+    /// The connection's number of slots.
+    slots: usize,
     stats: Arc<crate::Stats>,
 }
 
 impl Slot {
-    pub fn new(permit: tokio::sync::OwnedSemaphorePermit, stats: &Arc<crate::Stats>) -> Slot {
+    /// A slot of a connection with `slots` of them.
+    pub fn new(
+        permit: tokio::sync::OwnedSemaphorePermit,
+        slots: usize,
+        stats: &Arc<crate::Stats>,
+    ) -> Slot {
         stats.in_flight.fetch_add(1, Ordering::Relaxed);
         Slot {
-            _permit: permit,
+            permit,
+            slots,
             stats: Arc::clone(stats),
         }
+    }
+
+    /// Whether no other request of its connection is being served.
+    fn alone(&self) -> bool {
+        self.permit.semaphore().available_permits() + 1 >= self.slots
     }
 }
 
@@ -112,6 +127,15 @@ pub async fn dispatch(
         // Namespace lookups answer from the store's caches in microseconds:
         // served in line, they skip a task hand-off.
         req::STAT | req::LOCATE if !p.is_empty() => {
+            serve(s, out, h, p).await;
+            true
+        }
+        // A short read that is the connection's only request (a client
+        // reading one piece at a time, as the Python bindings and ROOT
+        // without its cache do) is served in line too: from memory it is
+        // done in microseconds, and nothing else of this client waits
+        // behind it. Several in flight (xrdcp), each runs as its own task.
+        req::READ if read::is_short(&h) && slot.alone() => {
             serve(s, out, h, p).await;
             true
         }

@@ -11,6 +11,15 @@ use tessera_core::ReadData;
 /// Largest part of a read reply (what one storage read fetches).
 pub const PART: usize = 8 << 20;
 
+/// Reads up to this long are short: served from memory in microseconds
+/// when the file's blocks are there (`ReadSession::read_cached`).
+pub const SHORT: i32 = 512 << 10;
+
+/// Whether `h` (a `kXR_read`) asks for a short read.
+pub fn is_short(h: &Header) -> bool {
+    (0..SHORT).contains(&h.i32_at(16))
+}
+
 pub async fn read(s: &Session, out: &Out, h: &Header) {
     let st = h.stream;
     let r = match s.get(h.fhandle()) {
