@@ -9,6 +9,14 @@ use common::TestFile;
 use std::sync::atomic::Ordering;
 use tessera_data::*;
 
+/// RAIN 4+2 with blocks of `bs` bytes.
+fn rain42(bs: u64) -> Layout {
+    Layout::rain(4, 2)
+        .expect("rain")
+        .with_block_size(bs)
+        .expect("bs")
+}
+
 fn file(layout: Layout, len: usize) -> TestFile {
     TestFile::write(layout, len, 11, 3)
 }
@@ -28,13 +36,7 @@ fn kept_hits(r: &FileReader) -> u64 {
 #[test]
 fn short_reads_are_exact_and_read_each_block_once() {
     let bs = 64u64 << 10;
-    for layout in [
-        Layout::plain().with_block_size(bs).expect("bs"),
-        Layout::rain(4, 2)
-            .expect("rain")
-            .with_block_size(bs)
-            .expect("bs"),
-    ] {
+    for layout in [Layout::plain().with_block_size(bs).expect("bs"), rain42(bs)] {
         // Ends in a short last group.
         let f = file(layout, 20 * bs as usize + 12_345);
         let r = f.reader();
@@ -96,13 +98,7 @@ fn damage_is_still_found_when_a_block_is_first_read() {
     assert!(r.read(3 * bs + 5000, 10).is_err(), "still damaged");
     assert!(r.read(4 * bs, 100).expect("block 4").to_vec() == f.bytes[4 * bs as usize..][..100]);
     // RAIN: rebuilt from parity, the right bytes.
-    let f = file(
-        Layout::rain(4, 2)
-            .expect("rain")
-            .with_block_size(bs)
-            .expect("bs"),
-        16 * bs as usize,
-    );
+    let f = file(rain42(bs), 16 * bs as usize);
     flip(&f, 1, 2, bs);
     let r = f.reader();
     // Group 2, block 1 of the file: bytes from (2 * 4 + 1) * bs.
@@ -122,13 +118,7 @@ fn damage_is_still_found_when_a_block_is_first_read() {
 #[test]
 fn reads_from_memory_are_exact_or_step_aside() {
     let bs = 64u64 << 10;
-    for layout in [
-        Layout::plain().with_block_size(bs).expect("bs"),
-        Layout::rain(4, 2)
-            .expect("rain")
-            .with_block_size(bs)
-            .expect("bs"),
-    ] {
+    for layout in [Layout::plain().with_block_size(bs).expect("bs"), rain42(bs)] {
         let f = file(layout, 20 * bs as usize + 12_345);
         let r = f.reader();
         let size = f.bytes.len() as u64;
@@ -164,13 +154,7 @@ fn reads_from_memory_are_exact_or_step_aside() {
     }
     // A damaged block: not served from memory, not recorded there; the
     // ordinary read rebuilds it and records the damage.
-    let f = file(
-        Layout::rain(4, 2)
-            .expect("rain")
-            .with_block_size(bs)
-            .expect("bs"),
-        16 * bs as usize,
-    );
+    let f = file(rain42(bs), 16 * bs as usize);
     flip(&f, 1, 2, bs);
     let r = f.reader();
     let at = 9 * bs;
