@@ -121,7 +121,6 @@ pub struct WriteSession {
     log: Option<SessionLog>,
     /// Memory budget its buffers hold (see [`WriteSession::memory_wanted`]).
     memory: crate::Lease,
-    leased: usize,
 }
 
 impl WriteSession {
@@ -168,12 +167,11 @@ impl WriteSession {
         } else {
             ceiling
         };
-        target.saturating_sub(self.leased as u64) as usize
+        target.saturating_sub(self.memory.bytes() as u64) as usize
     }
 
     /// Keep `lease` (bytes of the memory budget) until the session ends.
     pub fn hold_memory(&mut self, lease: crate::Lease) {
-        self.leased += lease.bytes();
         self.memory.merge(lease);
     }
 
@@ -505,7 +503,6 @@ impl DataPath {
             path,
             log: None,
             memory: crate::Lease::default(),
-            leased: 0,
         })
     }
 

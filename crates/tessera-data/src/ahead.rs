@@ -245,8 +245,9 @@ impl FileReader {
     /// reading the whole blocks it touches (what verifying it reads
     /// anyway) and keeping them for the next (`recent.rs`).
     fn short(&self, offset: u64, len: usize) -> Result<ReadData, DataError> {
-        self.short_from(offset, len, |from, n| self.striped.read(from, n).map(Some))?
-            .ok_or_else(|| DataError::Layout("a read from storage gave no answer".into()))
+        crate::reader::answered(
+            self.short_from(offset, len, |from, n| self.striped.read(from, n).map(Some)),
+        )
     }
 
     /// `short`, the blocks read with `read` (`None`: not now).

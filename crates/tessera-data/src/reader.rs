@@ -475,8 +475,7 @@ impl Striped {
     /// several groups too (up to 64 MiB at a time); damage falls back to
     /// group-by-group degraded reads.
     pub fn read(&self, offset: u64, len: usize) -> Result<ReadData, DataError> {
-        self.read_from(offset, len, false)?
-            .ok_or_else(|| DataError::Layout("a read from storage gave no answer".into()))
+        answered(self.read_from(offset, len, false))
     }
 
     /// `read` from memory only, on the caller's thread (see
@@ -487,7 +486,7 @@ impl Striped {
         self.read_from(offset, len, true).ok().flatten()
     }
 
-    /// `read`, or with `cached` `read_cached`.
+    /// `read`, or with `cached` `read_cached` (only that one answers `None`).
     fn read_from(
         &self,
         offset: u64,
@@ -598,4 +597,10 @@ impl Striped {
         }
         Ok(pos)
     }
+}
+
+/// The answer of a read allowed to wait for storage (which always gives
+/// one) out of the form the memory-only reads share.
+pub(crate) fn answered(r: Result<Option<ReadData>, DataError>) -> Result<ReadData, DataError> {
+    r?.ok_or_else(|| DataError::Layout("a read from storage gave no answer".into()))
 }

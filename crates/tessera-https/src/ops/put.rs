@@ -132,7 +132,7 @@ pub async fn feed(
             None => return Err(HttpError::new(500, "write after failure")),
         }
     }
-    write(ws, data, budget, None).await
+    append_on_pool(ws, data).await
 }
 
 /// Append to a shared write session on the blocking pool; a failure
@@ -146,6 +146,15 @@ pub async fn write(
     held: Option<&mut Lease>,
 ) -> Result<(), HttpError> {
     take_memory(ws, data.as_ref().len(), budget, held).await?;
+    append_on_pool(ws, data).await
+}
+
+/// Append on the blocking pool, the memory already taken; a failure
+/// aborts the session.
+async fn append_on_pool(
+    ws: &Arc<Mutex<Option<WriteSession>>>,
+    data: impl AsRef<[u8]> + Send + 'static,
+) -> Result<(), HttpError> {
     let w = Arc::clone(ws);
     blocking(move || {
         let mut g = w.lock().unwrap_or_else(|p| p.into_inner());

@@ -174,8 +174,8 @@ async fn transfer(
                 Ok(want)
             }
             _ => {
-                let src = (&*how.remote, how.tls.as_ref());
-                one_stream(src, how.get, &ws, &moved, &how.budget).await
+                let (remote, tls) = (&*how.remote, how.tls.as_ref());
+                one_stream(remote, tls, how.get, &ws, &moved, &how.budget).await
             }
         }
     };
@@ -218,7 +218,8 @@ async fn transfer(
 /// GET the whole source on one connection into `ws`; the digests the
 /// source announced.
 async fn one_stream(
-    (remote, tls): (&Remote, Option<&Arc<tokio_rustls::rustls::ClientConfig>>),
+    remote: &Remote,
+    tls: Option<&Arc<tokio_rustls::rustls::ClientConfig>>,
     get: Request<Body>,
     ws: &Arc<Mutex<Option<WriteSession>>>,
     moved: &AtomicU64,

@@ -71,18 +71,22 @@ pub async fn pull(
     to: Sink<'_>,
 ) -> Result<(), String> {
     let pieces = size.div_ceil(PIECE);
-    let next = Arc::new(AtomicU64::new(0));
-    let window = Arc::new(Semaphore::new(2 * n));
+    let shared = Arc::new(Shared {
+        remote,
+        tls,
+        copy_headers,
+        size,
+        pieces,
+        next: AtomicU64::new(0),
+        window: Arc::new(Semaphore::new(2 * n)),
+        budget: to.budget.clone(),
+    });
     let (tx, mut rx) = mpsc::channel::<Piece>(2 * n);
     let mut streams = tokio::task::JoinSet::new();
     for _ in 0..n.min(pieces as usize) {
-        let (remote, tls, h) = (Arc::clone(&remote), tls.clone(), Arc::clone(&copy_headers));
-        let (next, window, tx) = (Arc::clone(&next), Arc::clone(&window), tx.clone());
-        let budget = to.budget.clone();
+        let (shared, tx) = (Arc::clone(&shared), tx.clone());
         streams.spawn(async move {
-            let slots = (&window, &budget);
-            let r = stream(&remote, tls.as_ref(), &h, size, pieces, &next, slots, &tx).await;
-            if let Err(e) = r {
+            if let Err(e) = stream(&shared, &tx).await {
                 let _ = tx.send(Err(e)).await;
             }
         });
@@ -110,22 +114,28 @@ pub async fn pull(
     Ok(())
 }
 
-/// One stream: take the next piece (with a window slot), GET its range
-/// on this stream's connection, hand it to the writer.
-#[allow(clippy::too_many_arguments)]
-async fn stream(
-    remote: &Remote,
-    tls: Option<&Arc<ClientConfig>>,
-    copy_headers: &HeaderMap,
+/// What the streams of one pull share.
+struct Shared {
+    remote: Arc<Remote>,
+    tls: Option<Arc<ClientConfig>>,
+    /// The COPY's headers (`TransferHeader*` forwarded on every request).
+    copy_headers: Arc<HeaderMap>,
     size: u64,
     pieces: u64,
-    next: &AtomicU64,
-    (window, budget): (&Arc<Semaphore>, &Budget),
-    tx: &mpsc::Sender<Piece>,
-) -> Result<(), String> {
-    let mut conn = client::connect(remote, tls).await?;
+    /// The next piece to hand out.
+    next: AtomicU64,
+    /// Slots for the pieces fetched and not yet written.
+    window: Arc<Semaphore>,
+    budget: Budget,
+}
+
+/// One stream: take the next piece (with a window slot), GET its range
+/// on this stream's connection, hand it to the writer.
+async fn stream(sh: &Shared, tx: &mpsc::Sender<Piece>) -> Result<(), String> {
+    let (remote, size, budget) = (&*sh.remote, sh.size, &sh.budget);
+    let mut conn = client::connect(remote, sh.tls.as_ref()).await?;
     loop {
-        let permit = Arc::clone(window)
+        let permit = Arc::clone(&sh.window)
             .acquire_owned()
             .await
             .map_err(|e| e.to_string())?;
@@ -135,16 +145,19 @@ async fn stream(
         let Some(lease) = budget.lease(PIECE as usize).await else {
             return Err("insufficient memory to hold a piece of the source now".into());
         };
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        if i >= pieces {
+        let i = sh.next.fetch_add(1, Ordering::Relaxed);
+        if i >= sh.pieces {
             return Ok(());
         }
         let (from, to) = (i * PIECE, ((i + 1) * PIECE).min(size) - 1);
-        let get =
-            super::pull::forwarded(Request::get(remote.target.as_str()), remote, copy_headers)
-                .header("Range", format!("bytes={from}-{to}"))
-                .body(Body::Empty)
-                .map_err(|e| e.to_string())?;
+        let get = super::pull::forwarded(
+            Request::get(remote.target.as_str()),
+            remote,
+            &sh.copy_headers,
+        )
+        .header("Range", format!("bytes={from}-{to}"))
+        .body(Body::Empty)
+        .map_err(|e| e.to_string())?;
         conn.ready().await.map_err(|e| e.to_string())?;
         let resp = conn.send_request(get).await.map_err(|e| e.to_string())?;
         if resp.status() != hyper::StatusCode::PARTIAL_CONTENT {
