@@ -365,11 +365,6 @@ mod tests {
         b.remove(&n, None).expect("remove");
         assert!(b.list().expect("list").is_empty());
     }
-}
-
-#[cfg(test)]
-mod cached_tests {
-    use super::*;
 
     /// What an async caller may do in line: open and read a stripe the
     /// kernel holds in memory; anything that would wait steps aside.

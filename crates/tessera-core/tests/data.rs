@@ -24,6 +24,20 @@ async fn env() -> Env {
     }
 }
 
+/// Make directory `path` with the layout attributes `attrs`.
+async fn dir_with(e: &Env, path: &str, attrs: &[(&str, &str)]) {
+    e.core
+        .mkdir(&e.root, p(path), 0o777, false)
+        .await
+        .expect("mkdir");
+    for (k, v) in attrs {
+        e.core
+            .xattr_set(&e.root, p(path), (*k).into(), (*v).into())
+            .await
+            .expect("attr");
+    }
+}
+
 fn stripe_files(dir: &std::path::Path) -> usize {
     (1..=6).map(|i| walk(&dir.join(format!("fs{i}")))).sum()
 }
@@ -47,18 +61,12 @@ fn walk(d: &std::path::Path) -> usize {
 async fn raid6_files_round_trip_with_checksums_and_survive_two_lost_filesystems() {
     let e = env().await;
     let c = &e.core;
-    c.mkdir(&e.root, p("/data"), 0o777, false)
-        .await
-        .expect("mkdir");
-    for (k, v) in [
+    let attrs = [
         ("sys.forced.layout", "raid6"),
         ("sys.forced.nstripes", "6"),
         ("sys.forced.blocksize", "64k"),
-    ] {
-        c.xattr_set(&e.root, p("/data"), k.into(), v.into())
-            .await
-            .expect("attr");
-    }
+    ];
+    dir_with(&e, "/data", &attrs).await;
     let sizes = [0usize, 1, 65_535, 65_537, 4 * 65_536 + 3, 3_000_001];
     for (i, size) in sizes.iter().enumerate() {
         let data = bytes(*size, i as u64 + 1);
@@ -368,17 +376,11 @@ async fn closes_are_logged_with_their_bytes() {
 async fn a_write_session_asks_for_its_group_in_two_steps() {
     let e = env().await;
     let c = &e.core;
-    c.mkdir(&e.root, p("/m"), 0o777, false)
-        .await
-        .expect("mkdir");
-    for (k, v) in [
+    let attrs = [
         ("sys.forced.layout", "raiddp"),
         ("sys.forced.blocksize", "64k"),
-    ] {
-        c.xattr_set(&e.root, p("/m"), k.into(), v.into())
-            .await
-            .expect("attr");
-    }
+    ];
+    dir_with(&e, "/m", &attrs).await;
     let (c2, root) = (c.clone(), e.root.clone());
     tokio::task::spawn_blocking(move || {
         let budget = Budget::new(64 << 20, std::time::Duration::from_millis(10));
