@@ -1,6 +1,7 @@
 //! The active side's HTTP client: one request to a remote endpoint over
 //! TLS (trusting the configured CAs) or plain TCP, hyper's HTTP/1.1.
 
+use super::tail::TailApart;
 use crate::error::HttpError;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
@@ -59,6 +60,12 @@ pub type Conn = hyper::client::conn::http1::SendRequest<crate::Body>;
 
 /// Open a connection to `remote` (TLS trusting the configured CAs).
 pub async fn connect(remote: &Remote, tls: Option<&Arc<ClientConfig>>) -> Result<Conn, String> {
+    open(remote, tls, 0).await
+}
+
+/// Open a connection for one request with a `body`-byte body, whose last
+/// byte goes out alone (see `tail`).
+async fn open(remote: &Remote, tls: Option<&Arc<ClientConfig>>, body: u64) -> Result<Conn, String> {
     let tcp = tokio::time::timeout(
         Duration::from_secs(30),
         tokio::net::TcpStream::connect((remote.host.as_str(), remote.port)),
@@ -77,19 +84,25 @@ pub async fn connect(remote: &Remote, tls: Option<&Arc<ClientConfig>>) -> Result
         .await
         .map_err(|_| format!("TLS with {} timed out", remote.host))?
         .map_err(|e| format!("TLS with {}: {e}", remote.host))?;
-        handshake(TokioIo::new(s)).await
+        handshake(TokioIo::new(TailApart::new(s, body))).await
     } else {
-        handshake(TokioIo::new(tcp)).await
+        handshake(TokioIo::new(TailApart::new(tcp, body))).await
     }
 }
 
-/// Send `req` (its URI is the target) to `remote` on a new connection.
+/// Send `req` (its URI is the target) to `remote` on a new connection;
+/// a body's length is taken from its `Content-Length`.
 pub async fn send(
     remote: &Remote,
     tls: Option<&Arc<ClientConfig>>,
     req: Request<crate::Body>,
 ) -> Result<Response<Incoming>, String> {
-    let mut c = connect(remote, tls).await?;
+    let body = req
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse().ok())
+        .unwrap_or(0);
+    let mut c = open(remote, tls, body).await?;
     c.send_request(req).await.map_err(|e| e.to_string())
 }
 

@@ -303,3 +303,49 @@ fn third_party_copies_with_debian_xrootd_both_ways() {
     );
     same(&format!("{}/ref/d1.bin", e.url));
 }
+
+/// XrdHttp hangs on a PUT whose final TLS record straddles the end of its
+/// 1 MiB buffer (the record's rest waits in OpenSSL, unseen by its
+/// poller): pushes of k MiB + 1 bytes, the last byte sent alone, all end.
+#[test]
+fn pushes_just_past_a_mebibyte_reach_the_reference() {
+    let e = Env::start_with(|cfg| {
+        let ca = cfg.data_dir.join("dev").join("ca.pem");
+        cfg.https.tpc_ca_files.push(ca);
+    });
+    let x = Reference::start(&e);
+    let f = e.local("src");
+    for k in 1..=8u64 {
+        std::fs::write(&f, data((k << 20) as usize + 1, k)).unwrap();
+        let (code, _) = e.curl(&["-T", f.to_str().unwrap(), &format!("{}/s{k}", e.url)]);
+        assert_eq!(code, 201);
+    }
+    for round in 0..3 {
+        for k in 1..=8u64 {
+            let to = format!("Destination: {}/ref/p{round}-{k}", x.url);
+            let (code, out) = e.curl(&[
+                "-X",
+                "COPY",
+                "-m",
+                "60",
+                "-H",
+                &to,
+                "-H",
+                "Credential: none",
+                &format!("{}/s{k}", e.url),
+            ]);
+            let out = String::from_utf8_lossy(&out);
+            assert_eq!(
+                (code, out.lines().last()),
+                (201, Some("success: Created")),
+                "push {round} of {k} MiB + 1 B\n{}",
+                x.log_tail()
+            );
+        }
+    }
+    for k in 1..=8u64 {
+        let (code, got) = e.curl(&[&format!("{}/ref/p2-{k}", x.url)]);
+        assert_eq!(code, 200);
+        assert!(got == data((k << 20) as usize + 1, k), "p2-{k} differs");
+    }
+}
