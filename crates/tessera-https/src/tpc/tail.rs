@@ -119,6 +119,11 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for TailApart<S> {
         }
         let len: usize = bufs.iter().map(|b| b.len()).sum();
         let mut left = self.cap(&[], len);
+        if left == len {
+            let n = ready!(Pin::new(&mut self.inner).poll_write_vectored(cx, bufs))?;
+            self.written += n as u64;
+            return Poll::Ready(Ok(n));
+        }
         let mut cut = Vec::with_capacity(bufs.len());
         for b in bufs {
             if left == 0 {

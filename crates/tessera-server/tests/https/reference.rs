@@ -160,15 +160,20 @@ fn gfal_copy(e: &Env, x: &Reference, mode: &str, src: &str, dst: &str) {
     );
 }
 
-#[test]
-fn third_party_copies_with_debian_xrootd_both_ways() {
-    // tesserad trusts its own dev CA for the copies it drives (the
-    // reference uses the same certificate).
+/// tesserad, trusting its own dev CA for the copies it drives, and the
+/// reference (which uses the same certificate).
+fn both() -> (Env, Reference) {
     let e = Env::start_with(|cfg| {
         let ca = cfg.data_dir.join("dev").join("ca.pem");
         cfg.https.tpc_ca_files.push(ca);
     });
     let x = Reference::start(&e);
+    (e, x)
+}
+
+#[test]
+fn third_party_copies_with_debian_xrootd_both_ways() {
+    let (e, x) = both();
     let body = data(7_340_033, 12);
     let f = e.local("src");
     std::fs::write(&f, &body).unwrap();
@@ -309,11 +314,7 @@ fn third_party_copies_with_debian_xrootd_both_ways() {
 /// poller): pushes of k MiB + 1 bytes, the last byte sent alone, all end.
 #[test]
 fn pushes_just_past_a_mebibyte_reach_the_reference() {
-    let e = Env::start_with(|cfg| {
-        let ca = cfg.data_dir.join("dev").join("ca.pem");
-        cfg.https.tpc_ca_files.push(ca);
-    });
-    let x = Reference::start(&e);
+    let (e, x) = both();
     let f = e.local("src");
     for k in 1..=8u64 {
         std::fs::write(&f, data((k << 20) as usize + 1, k)).unwrap();
