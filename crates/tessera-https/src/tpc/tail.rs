@@ -64,6 +64,12 @@ impl<S> TailApart<S> {
         Err(k)
     }
 
+    /// The stream offset of the body's last byte, the head ending `end`
+    /// bytes after what was written so far.
+    fn last_byte(&self, end: usize) -> u64 {
+        self.written + end as u64 + self.body - 1
+    }
+
     /// How much of the next `len` bytes (the first of them `head`) may go
     /// in one write.
     fn cap(&self, head: &[u8], len: usize) -> usize {
@@ -73,7 +79,7 @@ impl<S> TailApart<S> {
         let last = match self.last {
             Some(l) => l,
             None => match self.scan(head) {
-                Ok(end) => self.written + end as u64 + self.body - 1,
+                Ok(end) => self.last_byte(end),
                 Err(_) => return len,
             },
         };
@@ -87,7 +93,7 @@ impl<S> TailApart<S> {
     fn advance(&mut self, bytes: &[u8]) {
         if self.last.is_none() && self.body > 0 {
             match self.scan(bytes) {
-                Ok(end) => self.last = Some(self.written + end as u64 + self.body - 1),
+                Ok(end) => self.last = Some(self.last_byte(end)),
                 Err(k) => self.matched = k,
             }
         }
@@ -119,21 +125,22 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for TailApart<S> {
         }
         let len: usize = bufs.iter().map(|b| b.len()).sum();
         let mut left = self.cap(&[], len);
-        if left == len {
-            let n = ready!(Pin::new(&mut self.inner).poll_write_vectored(cx, bufs))?;
-            self.written += n as u64;
-            return Poll::Ready(Ok(n));
-        }
-        let mut cut = Vec::with_capacity(bufs.len());
-        for b in bufs {
-            if left == 0 {
-                break;
-            }
-            let k = b.len().min(left);
-            cut.push(IoSlice::new(&b[..k]));
-            left -= k;
-        }
-        let n = ready!(Pin::new(&mut self.inner).poll_write_vectored(cx, &cut))?;
+        let cut: Vec<IoSlice<'_>>;
+        let bufs = if left == len {
+            bufs
+        } else {
+            cut = bufs
+                .iter()
+                .map(|b| {
+                    let k = b.len().min(left);
+                    left -= k;
+                    IoSlice::new(&b[..k])
+                })
+                .filter(|b| !b.is_empty())
+                .collect();
+            &cut
+        };
+        let n = ready!(Pin::new(&mut self.inner).poll_write_vectored(cx, bufs))?;
         self.written += n as u64;
         Poll::Ready(Ok(n))
     }
