@@ -23,7 +23,7 @@ pub use fsck::{DrainReport, FileIssue, FsckReport, Orphan, RepairReport};
 pub use io::{
     DataPath, Expect, Ledger, ReadSession, WritePlan, WriteSession, DEFAULT_SPACE, FIRST_LEASE,
 };
-pub use service::{Core, RemoveReport};
+pub use service::{Core, RemoveReport, Unlogged};
 pub use sessionlog::SessionLog;
 pub use stall::{ReadOpen, Stall, STALL_ATTR};
 pub use tessera_data::StripeState;

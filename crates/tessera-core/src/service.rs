@@ -13,6 +13,32 @@ pub struct RemoveReport {
     pub dirs: u64,
 }
 
+/// A request answered but not yet logged: its access-log record and
+/// metrics are made when this is dropped (its duration runs until then).
+pub struct Unlogged<'a> {
+    core: &'a Core,
+    op: &'static str,
+    who: &'a Identity,
+    path: String,
+    start: Instant,
+    status: &'static str,
+    errno: i32,
+}
+
+impl Drop for Unlogged<'_> {
+    fn drop(&mut self) {
+        let c = self.core;
+        c.log(
+            self.op,
+            self.who,
+            &self.path,
+            self.start,
+            self.status,
+            self.errno,
+        );
+    }
+}
+
 /// Idle read buffers kept for reuse across all open files.
 pub const READ_POOL_BYTES: usize = 256 << 20;
 
@@ -72,15 +98,15 @@ impl Core {
     /// A short read: `in_memory` right here (point reads from memory take
     /// microseconds, less than a hop to the blocking pool), or, when it
     /// has no answer without storage (`None`), `from_storage` on the
-    /// blocking pool.
-    async fn read<T, F>(
-        &self,
+    /// blocking pool. Logged when the returned [`Unlogged`] is dropped.
+    async fn read<'a, T, F>(
+        &'a self,
         op: &'static str,
-        who: &Identity,
+        who: &'a Identity,
         path: &NsPath,
         in_memory: impl FnOnce(&MetaStore) -> Result<Option<T>, MetaError>,
         from_storage: F,
-    ) -> Result<T, CoreError>
+    ) -> (Result<T, CoreError>, Unlogged<'a>)
     where
         T: Send + 'static,
         F: FnOnce(&MetaStore) -> Result<T, MetaError> + Send + 'static,
@@ -97,8 +123,17 @@ impl Core {
                 }
             }
         };
-        self.finish(op, who, &path.display(), start, &res);
-        res
+        let (status, errno) = crate::error::outcome(&res);
+        let done = Unlogged {
+            core: self,
+            op,
+            who,
+            path: path.display(),
+            start,
+            status,
+            errno,
+        };
+        (res, done)
     }
 
     pub(crate) fn finish<T>(
@@ -109,8 +144,20 @@ impl Core {
         start: Instant,
         res: &Result<T, CoreError>,
     ) {
-        let secs = start.elapsed().as_secs_f64();
         let (status, errno) = crate::error::outcome(res);
+        self.log(op, who, path, start, status, errno);
+    }
+
+    fn log(
+        &self,
+        op: &'static str,
+        who: &Identity,
+        path: &str,
+        start: Instant,
+        status: &'static str,
+        errno: i32,
+    ) {
+        let secs = start.elapsed().as_secs_f64();
         self.metrics.observe(who.protocol, op, status, secs);
         self.access.record(&AccessRecord {
             protocol: who.protocol,
@@ -132,6 +179,17 @@ impl Core {
     }
 
     pub async fn stat(&self, who: &Identity, path: NsPath) -> Result<Inode, CoreError> {
+        self.stat_log_later(who, path).await.0
+    }
+
+    /// [`Core::stat`], its access-log record and metrics made when the
+    /// returned [`Unlogged`] is dropped: a front end that drops it after
+    /// sending its reply does not make the client wait for them.
+    pub async fn stat_log_later<'a>(
+        &'a self,
+        who: &'a Identity,
+        path: NsPath,
+    ) -> (Result<Inode, CoreError>, Unlogged<'a>) {
         let p2 = path.clone();
         self.read(
             "stat",

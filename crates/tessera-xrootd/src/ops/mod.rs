@@ -169,7 +169,7 @@ async fn serve(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>) {
 async fn serve_as(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>) {
     let st = h.stream;
     let r = match h.code {
-        req::STAT => stat::stat(s, &h, &p).await,
+        req::STAT => return stat::stat(s, out, &h, &p).await,
         req::STATX => stat::statx(s, &p).await,
         req::OPEN => match open::open(s, out, &h, &p).await {
             Ok(open::Opened::Sent) => return,

@@ -2,31 +2,59 @@
 
 use crate::error::XrdError;
 use crate::proto::{err, sflags, Header};
+use crate::reply::Out;
 use crate::session::{Handle, Session, Target};
 use crate::statfmt::stat_string;
+use tessera_core::Inode;
+use tessera_types::Identity;
 
-pub async fn stat(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+/// Answer `kXR_stat`. A path's access-log record and metrics are made
+/// after the reply is sent (the client does not wait for them).
+pub async fn stat(s: &Session, out: &Out, h: &Header, p: &[u8]) {
     let who = s.who();
-    if h.u8_at(4) & 1 != 0 {
-        return vfs(s);
-    }
-    let inode = if p.is_empty() || p == b"\0" {
-        match s.get(h.at(16, 4).try_into().expect("4 bytes"))? {
-            Handle::Read(r) => r.rs.inode().clone(),
-            Handle::Write(w) => {
-                return Err(XrdError::new(
-                    err::UNSUPPORTED,
-                    format!("{} is being written; stat it after close", w.path.display()),
-                ))
-            }
-        }
+    let r = if h.u8_at(4) & 1 != 0 {
+        vfs(s)
+    } else if p.is_empty() || p == b"\0" {
+        by_handle(s, h, &who)
     } else {
-        let t = Target::parse(p)?;
-        s.core()?.stat(&who, t.path).await?
+        let core = match s.core() {
+            Ok(c) => c,
+            Err(e) => {
+                out.error(h.stream, &e).await;
+                return;
+            }
+        };
+        let t = match Target::parse(p) {
+            Ok(t) => t,
+            Err(e) => {
+                out.error(h.stream, &e).await;
+                return;
+            }
+        };
+        let (r, logged_when_dropped) = core.stat_log_later(&who, t.path).await;
+        let r = r.map(|i| reply(&i, s, &who)).map_err(XrdError::from);
+        out.result(h.stream, r).await;
+        drop(logged_when_dropped);
+        return;
     };
-    let mut b = stat_string(&inode, &who, &s.cfg.names).into_bytes();
+    out.result(h.stream, r).await;
+}
+
+fn by_handle(s: &Session, h: &Header, who: &Identity) -> Result<Vec<u8>, XrdError> {
+    match s.get(h.at(16, 4).try_into().expect("4 bytes"))? {
+        Handle::Read(r) => Ok(reply(r.rs.inode(), s, who)),
+        Handle::Write(w) => Err(XrdError::new(
+            err::UNSUPPORTED,
+            format!("{} is being written; stat it after close", w.path.display()),
+        )),
+    }
+}
+
+/// The stat string, NUL-terminated.
+fn reply(inode: &Inode, s: &Session, who: &Identity) -> Vec<u8> {
+    let mut b = stat_string(inode, who, &s.cfg.names).into_bytes();
     b.push(0);
-    Ok(b)
+    b
 }
 
 /// `kXR_stat` with `kXR_vfs` (`xrdfs statvfs`): "nrw frw urw nstg fstg
