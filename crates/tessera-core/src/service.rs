@@ -19,7 +19,7 @@ pub struct Unlogged<'a> {
     core: &'a Core,
     op: &'static str,
     who: &'a Identity,
-    path: String,
+    path: NsPath,
     start: Instant,
     status: &'static str,
     errno: i32,
@@ -31,7 +31,7 @@ impl Drop for Unlogged<'_> {
         c.log(
             self.op,
             self.who,
-            &self.path,
+            &self.path.display(),
             self.start,
             self.status,
             self.errno,
@@ -103,21 +103,21 @@ impl Core {
         &'a self,
         op: &'static str,
         who: &'a Identity,
-        path: &NsPath,
-        in_memory: impl FnOnce(&MetaStore) -> Result<Option<T>, MetaError>,
+        path: NsPath,
+        in_memory: impl FnOnce(&MetaStore, &NsPath) -> Result<Option<T>, MetaError>,
         from_storage: F,
     ) -> (Result<T, CoreError>, Unlogged<'a>)
     where
         T: Send + 'static,
-        F: FnOnce(&MetaStore) -> Result<T, MetaError> + Send + 'static,
+        F: FnOnce(&MetaStore, &NsPath) -> Result<T, MetaError> + Send + 'static,
     {
         let start = Instant::now();
-        let res = match in_memory(&self.meta) {
+        let res = match in_memory(&self.meta, &path) {
             Ok(Some(v)) => Ok(v),
             Err(e) => Err(CoreError::from(e)),
             Ok(None) => {
-                let meta = Arc::clone(&self.meta);
-                match tokio::task::spawn_blocking(move || from_storage(&meta)).await {
+                let (meta, p) = (Arc::clone(&self.meta), path.clone());
+                match tokio::task::spawn_blocking(move || from_storage(&meta, &p)).await {
                     Ok(r) => r.map_err(CoreError::from),
                     Err(e) => Err(CoreError::Task(e.to_string())),
                 }
@@ -128,7 +128,7 @@ impl Core {
             core: self,
             op,
             who,
-            path: path.display(),
+            path,
             start,
             status,
             errno,
@@ -190,16 +190,15 @@ impl Core {
         who: &'a Identity,
         path: NsPath,
     ) -> (Result<Inode, CoreError>, Unlogged<'a>) {
-        let p2 = path.clone();
         self.read(
             "stat",
             who,
-            &path,
-            |m| {
-                crate::scopes::look(who, &path)?;
-                m.stat_nowait(&path)
+            path,
+            |m, path| {
+                crate::scopes::look(who, path)?;
+                m.stat_nowait(path)
             },
-            move |m| m.stat(&p2),
+            |m, path| m.stat(path),
         )
         .await
     }

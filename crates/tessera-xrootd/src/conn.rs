@@ -6,7 +6,7 @@ use crate::decode;
 use crate::error::XrdError;
 use crate::ops;
 use crate::proto::{self, err, pflags, req, Header, HANDSHAKE_LEN, HEADER_LEN};
-use crate::reply::{error_reply, Out};
+use crate::reply::{error_reply, in_time, Out};
 use crate::session::Session;
 use crate::XrootdConfig;
 use std::sync::Arc;
@@ -120,9 +120,9 @@ async fn read_request<R: AsyncRead + Unpin>(
         return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into()));
     }
     let stalled = || stalled(stall);
-    tokio::time::timeout(stall, r.read_exact(&mut hb[1..]))
+    in_time(stall, r.read_exact(&mut hb[1..]))
         .await
-        .map_err(|_| stalled())??;
+        .ok_or_else(stalled)??;
     let h = Header::parse(&hb);
     let n = decode::check_len(&h, limits.map_or(decode::MAX_PAYLOAD, |l| l.0))
         .map_err(ConnError::Protocol)?;
@@ -146,10 +146,10 @@ async fn read_request<R: AsyncRead + Unpin>(
     let mut payload = Vec::with_capacity(n);
     while payload.len() < n {
         let want = (n - payload.len()) as u64;
-        match tokio::time::timeout(stall, (&mut *r).take(want).read_buf(&mut payload)).await {
-            Err(_) => return Err(stalled()),
-            Ok(Ok(0)) => return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into())),
-            Ok(r) => {
+        match in_time(stall, (&mut *r).take(want).read_buf(&mut payload)).await {
+            None => return Err(stalled()),
+            Some(Ok(0)) => return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into())),
+            Some(r) => {
                 r?;
             }
         }

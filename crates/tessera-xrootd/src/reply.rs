@@ -194,22 +194,28 @@ async fn write_slice(w: &mut Sink, s: &[u8], stall: Duration) -> std::io::Result
     Ok(())
 }
 
-/// `f`, failed if it makes no progress for `stall`. Most writes finish
-/// on their first poll (room in the buffer or the socket): those need no
-/// timer.
+/// `f`, failed if it makes no progress for `stall`.
 async fn within<F>(stall: Duration, f: F) -> std::io::Result<()>
 where
     F: std::future::Future<Output = std::io::Result<()>>,
 {
+    in_time(stall, f).await.unwrap_or_else(|| {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!("the client took no reply bytes for {stall:?}"),
+        ))
+    })
+}
+
+/// `f`'s output, or `None` if it is not done within `limit`. Most reads
+/// and writes finish on their first poll (bytes in the buffer, room in
+/// the socket): those start no timer (which costs a clock read and the
+/// runtime handle's lookup).
+pub(crate) async fn in_time<F: std::future::Future>(limit: Duration, f: F) -> Option<F::Output> {
     tokio::pin!(f);
     let first = std::future::poll_fn(|cx| std::task::Poll::Ready(f.as_mut().poll(cx))).await;
     if let std::task::Poll::Ready(r) = first {
-        return r;
+        return Some(r);
     }
-    tokio::time::timeout(stall, f).await.map_err(|_| {
-        std::io::Error::new(
-            std::io::ErrorKind::TimedOut,
-            format!("the client took no reply bytes for {stall:?}"),
-        )
-    })?
+    tokio::time::timeout(limit, f).await.ok()
 }
