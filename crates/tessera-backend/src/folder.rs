@@ -245,6 +245,31 @@ impl StripeWrite for FolderWrite {
         Ok(())
     }
 
+    fn write_parts_at(&mut self, offset: u64, parts: &[&[u8]]) -> Result<(), BackendError> {
+        let slices: Vec<std::io::IoSlice<'_>> =
+            parts.iter().map(|p| std::io::IoSlice::new(p)).collect();
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        let done = rustix::io::pwritev(&self.file, &slices, offset)
+            .map_err(|e| BackendError::io(self.temp.display().to_string(), e.into()))?;
+        // Short (rare): the rest part by part.
+        let mut skip = done;
+        let mut at = offset + done as u64;
+        for p in parts {
+            if skip >= p.len() {
+                skip -= p.len();
+                continue;
+            }
+            self.file
+                .write_all_at(&p[skip..], at)
+                .map_err(|e| BackendError::io(self.temp.display().to_string(), e))?;
+            at += (p.len() - skip) as u64;
+            skip = 0;
+        }
+        self.end = self.end.max(offset + total as u64);
+        self.start_write_out();
+        Ok(())
+    }
+
     fn buffered(&mut self) {
         self.early = false;
     }

@@ -202,6 +202,15 @@ pub trait Backend: Send + Sync {
 /// A stripe being written.
 pub trait StripeWrite: Send {
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), BackendError>;
+    /// Write `parts` one after another from `offset` (a backend that can
+    /// does it in one call).
+    fn write_parts_at(&mut self, mut offset: u64, parts: &[&[u8]]) -> Result<(), BackendError> {
+        for p in parts {
+            self.write_at(offset, p)?;
+            offset += p.len() as u64;
+        }
+        Ok(())
+    }
     /// The stripe will be sealed with `seal_buffered`: nothing needs to
     /// reach the disk before that.
     fn buffered(&mut self) {}

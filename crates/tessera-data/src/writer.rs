@@ -3,7 +3,7 @@
 //! block, adler32 of the whole file on the fly.
 
 use crate::crcjoin::Joiner;
-use crate::format::StripeHeader;
+use crate::format::{StripeHeader, HEADER_LEN};
 use crate::layout::{Layout, LayoutKind, Placement};
 use crate::DataError;
 use std::sync::Arc;
@@ -44,6 +44,10 @@ pub struct FileWriter {
     joiner: Option<Joiner>,
     /// Seal with fsync (default) or leave the data to the page cache.
     durable: bool,
+    /// The stripes' headers are written (with the first group).
+    headed: bool,
+    /// ... and they are the sealed ones (a file of one group).
+    sealed_with_data: bool,
 }
 
 impl FileWriter {
@@ -89,18 +93,8 @@ impl FileWriter {
                 stripes.push(None);
                 continue;
             };
-            let header = StripeHeader {
-                layout,
-                index: i as u8,
-                sealed: false,
-                fid,
-                size: 0,
-                blocks: 0,
-            };
-            let res = b
-                .create(&StripeName::new(fid, i as u8), write_id)
-                .and_then(|mut w| w.write_at(0, &header.encode()).map(|_| w));
-            match res {
+            // The header goes out with the first group (`flush_group`).
+            match b.create(&StripeName::new(fid, i as u8), write_id) {
                 Ok(w) => stripes.push(Some(w)),
                 Err(e) => {
                     for w in stripes.into_iter().flatten() {
@@ -135,6 +129,8 @@ impl FileWriter {
             crc: 0,
             joiner: None,
             durable: true,
+            headed: false,
+            sealed_with_data: false,
         })
     }
 
@@ -195,14 +191,30 @@ impl FileWriter {
             self.buf.extend_from_slice(&data[..take]);
             data = &data[take..];
             if self.buf.len() == cap {
-                self.flush_group(self.layout.block_size as usize)?;
+                self.flush_group(self.layout.block_size as usize, false)?;
             }
         }
         Ok(())
     }
 
-    /// Encode the buffered group with block length `len` and write it.
-    fn flush_group(&mut self, len: usize) -> Result<(), DataError> {
+    /// Stripe `i`'s header: sealed with the file's size and `blocks`, or
+    /// (while being written) empty.
+    fn header(&self, i: usize, sealed: bool, blocks: u64) -> [u8; HEADER_LEN] {
+        StripeHeader {
+            layout: self.layout,
+            index: i as u8,
+            sealed,
+            fid: self.fid,
+            size: if sealed { self.size } else { 0 },
+            blocks: if sealed { blocks } else { 0 },
+        }
+        .encode()
+    }
+
+    /// Encode the buffered group with block length `len` and write it,
+    /// with the stripes' headers if it is the first (the sealed ones if it
+    /// is the `last` too: a small file takes one write per stripe).
+    fn flush_group(&mut self, len: usize, last: bool) -> Result<(), DataError> {
         let k = self.layout.k as usize;
         let data_len = self.buf.len();
         self.buf
@@ -220,6 +232,15 @@ impl FileWriter {
         }
         let geo = self.layout.geometry(u64::MAX);
         let off = geo.block_offset(self.group);
+        let headers: Vec<[u8; HEADER_LEN]> = if self.headed {
+            Vec::new()
+        } else {
+            debug_assert_eq!(off, HEADER_LEN as u64);
+            (0..self.stripes.len())
+                .map(|i| self.header(i, last, self.group + 1))
+                .collect()
+        };
+        let headers = &headers;
         let buf = &self.buf;
         let parity = &self.parity;
         let kind = self.layout.kind;
@@ -256,9 +277,12 @@ impl FileWriter {
         }
         let crc_of = |i: usize| crcs[i.min(distinct - 1)];
         type Written = Vec<(usize, Result<(), tessera_backend::BackendError>)>;
-        let write_one = |w: &mut Box<dyn StripeWrite>, b: &[u8], crc: u32| {
-            w.write_at(off, b)?;
-            w.write_at(off + len as u64, &crc.to_le_bytes())
+        let write_one = |i: usize, w: &mut Box<dyn StripeWrite>, b: &[u8], crc: u32| {
+            let crc = crc.to_le_bytes();
+            match headers.get(i) {
+                Some(h) => w.write_parts_at(0, &[h, b, &crc]),
+                None => w.write_parts_at(off, &[b, &crc]),
+            }
         };
         let live = self.stripes.iter().filter(|w| w.is_some()).count();
         let results: Written = if live <= 1 {
@@ -266,7 +290,7 @@ impl FileWriter {
             let mut out = Vec::new();
             for (i, w) in self.stripes.iter_mut().enumerate() {
                 if let Some(w) = w {
-                    out.push((i, write_one(w, block(i), crc_of(i))));
+                    out.push((i, write_one(i, w, block(i), crc_of(i))));
                 }
             }
             out
@@ -279,7 +303,7 @@ impl FileWriter {
                     .filter_map(|(i, w)| w.as_mut().map(|w| (i, w)))
                     .map(|(i, w)| {
                         let (b, c) = (block(i), crc_of(i));
-                        let h = s.spawn(move || write_one(w, b, c));
+                        let h = s.spawn(move || write_one(i, w, b, c));
                         (i, h)
                     })
                     .collect();
@@ -297,6 +321,10 @@ impl FileWriter {
         }
         self.group += 1;
         self.buf.clear();
+        if !self.headed {
+            self.headed = true;
+            self.sealed_with_data = last;
+        }
         Ok(())
     }
 
@@ -306,25 +334,21 @@ impl FileWriter {
     pub fn finish(mut self) -> Result<WrittenFile, DataError> {
         if !self.buf.is_empty() {
             let len = self.buf.len().div_ceil(self.layout.k as usize);
-            if let Err(e) = self.flush_group(len) {
+            if let Err(e) = self.flush_group(len, true) {
                 self.abort();
                 return Err(e);
             }
         }
-        let header = |i: usize| {
-            StripeHeader {
-                layout: self.layout,
-                index: i as u8,
-                sealed: true,
-                fid: self.fid,
-                size: self.size,
-                blocks: self.group,
-            }
-            .encode()
+        let headers: Vec<[u8; HEADER_LEN]> = if self.sealed_with_data {
+            Vec::new()
+        } else {
+            (0..self.stripes.len())
+                .map(|i| self.header(i, true, self.group))
+                .collect()
         };
-        for (i, w) in self.stripes.iter_mut().enumerate() {
+        for ((i, w), h) in self.stripes.iter_mut().enumerate().zip(&headers) {
             let Some(w) = w else { continue };
-            if let Err(e) = w.write_at(0, &header(i)) {
+            if let Err(e) = w.write_at(0, h) {
                 let err = DataError::Backend {
                     index: i,
                     source: e,
