@@ -399,7 +399,11 @@ async fn run(
             }
             Err(op) => op,
         };
-        let r = tokio::task::spawn_blocking(move || {
+        let out2 = out.clone();
+        // The thread that did the work answers (no hand-back to a runtime
+        // thread before the client hears); the next operation on the file
+        // waits for it as before.
+        let done = tokio::task::spawn_blocking(move || {
             let mut s = st.lock().unwrap_or_else(|p| p.into_inner());
             let r = match op {
                 WriteOp::Write {
@@ -425,11 +429,15 @@ async fn run(
                     s.release_held();
                 }
             }
-            r
+            drop(s);
+            let answer = out2.result(stream, r.map(|()| Vec::new()));
+            tokio::runtime::Handle::current().block_on(answer);
         })
-        .await
-        .unwrap_or_else(|e| Err(XrdError::new(err::SERVER_ERROR, e.to_string())));
-        out.result(stream, r.map(|()| Vec::new())).await;
+        .await;
+        if let Err(e) = done {
+            let e = XrdError::new(err::SERVER_ERROR, e.to_string());
+            out.error(stream, &e).await;
+        }
         if last {
             return;
         }
