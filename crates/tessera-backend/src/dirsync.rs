@@ -1,8 +1,10 @@
 //! Group commit for directory fsyncs: a stripe made durable by a rename
-//! needs its directory synced, and many stripes land in the same fan-out
-//! directory at once. One fsync started after a rename covers it, so
-//! writers that renamed while another's fsync was running share the next
-//! one instead of each paying for their own.
+//! (or created under its final name) needs its directory synced, and many
+//! stripes land in the same fan-out directory at once. One fsync started
+//! after a rename or create covers it, so writers that changed the
+//! directory while another's fsync was running share the next one instead
+//! of each paying for their own; a stripe created at open is usually
+//! covered by another writer's fsync by the time it is sealed.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -27,9 +29,22 @@ pub(crate) struct DirSyncer {
     dirs: Mutex<HashMap<PathBuf, Slot>>,
 }
 
+/// A change to a directory (a rename into it, a file created in it) that
+/// a later [`DirSyncer::wait`] makes durable.
+pub(crate) struct Ticket {
+    dir: PathBuf,
+    slot: Slot,
+    n: u64,
+}
+
 impl DirSyncer {
     /// Make every rename into `dir` done before this call durable.
     pub(crate) fn sync(&self, dir: &Path) -> std::io::Result<()> {
+        self.wait(self.ticket(dir))
+    }
+
+    /// Register a change to `dir` made before this call.
+    pub(crate) fn ticket(&self, dir: &Path) -> Ticket {
         let slot = {
             let mut m = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
             if m.len() > 4096 {
@@ -38,10 +53,25 @@ impl DirSyncer {
             }
             Arc::clone(m.entry(dir.to_path_buf()).or_default())
         };
-        let (lock, cv) = &*slot;
+        let n = {
+            let mut st = slot.0.lock().unwrap_or_else(|p| p.into_inner());
+            st.requested += 1;
+            st.requested
+        };
+        Ticket {
+            dir: dir.to_path_buf(),
+            slot,
+            n,
+        }
+    }
+
+    /// Return once an fsync of the ticket's directory that started after
+    /// the ticket was taken has completed: at once if another writer's
+    /// already did, else leading one (or waiting for the one running).
+    pub(crate) fn wait(&self, t: Ticket) -> std::io::Result<()> {
+        let (lock, cv) = &*t.slot;
+        let ticket = t.n;
         let mut st = lock.lock().unwrap_or_else(|p| p.into_inner());
-        st.requested += 1;
-        let ticket = st.requested;
         loop {
             if st.synced >= ticket {
                 return Ok(());
@@ -56,7 +86,7 @@ impl DirSyncer {
                 st.running = true;
                 let upto = st.requested;
                 drop(st);
-                let r = File::open(dir).and_then(|d| d.sync_all());
+                let r = File::open(&t.dir).and_then(|d| d.sync_all());
                 st = lock.lock().unwrap_or_else(|p| p.into_inner());
                 st.running = false;
                 match &r {
@@ -92,5 +122,19 @@ mod tests {
             h.join().expect("thread").expect("sync");
         }
         assert!(s.sync(&d.path().join("missing")).is_err());
+    }
+
+    #[test]
+    fn a_ticket_covered_by_a_later_fsync_does_not_wait_for_another() {
+        let d = tempfile::tempdir().expect("tmp");
+        let s = DirSyncer::default();
+        let early = s.ticket(d.path());
+        // Another writer's sync, started after the early ticket, covers it.
+        s.sync(d.path()).expect("sync");
+        let slot = Arc::clone(&early.slot);
+        let synced = slot.0.lock().expect("lock").synced;
+        assert!(synced >= early.n);
+        s.wait(early).expect("covered");
+        assert_eq!(slot.0.lock().expect("lock").synced, synced, "no new fsync");
     }
 }

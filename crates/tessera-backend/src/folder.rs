@@ -1,7 +1,7 @@
 //! A backend that is a directory: a CephFS mount (ceph-fuse or the kernel
 //! client) or, in dev mode, a local folder.
 
-use crate::dirsync::DirSyncer;
+use crate::dirsync::{DirSyncer, Ticket};
 use crate::*;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -68,6 +68,54 @@ impl FolderBackend {
     fn path(&self, name: &StripeName) -> PathBuf {
         self.root.join(name.dir()).join(name.file())
     }
+
+    /// Create stripe `name`: under the temporary name of `write_id`, or
+    /// (`None`) under its final name.
+    fn create_as(
+        &self,
+        name: &StripeName,
+        write_id: Option<u64>,
+    ) -> Result<Box<dyn StripeWrite>, BackendError> {
+        let dir = self.root.join(name.dir());
+        let path = match write_id {
+            Some(w) => dir.join(name.temp_file(w)),
+            None => dir.join(name.file()),
+        };
+        let create = || OpenOptions::new().write(true).create_new(true).open(&path);
+        // The stripe's directory usually exists: try the file first and
+        // make the directory only when it is missing (saves a mkdir and
+        // two stats per stripe). Only then is the marker checked: a folder
+        // whose mount has gone is an empty directory without the stripe
+        // directories, and it must not get new ones.
+        let file = match create() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.check_marker()?;
+                std::fs::create_dir_all(&dir)
+                    .map_err(|e| BackendError::io(dir.display().to_string(), e))?;
+                // The new fan-out directory's own entry must last too.
+                File::open(&self.root)
+                    .and_then(|d| d.sync_all())
+                    .map_err(|e| BackendError::io(self.root.display().to_string(), e))?;
+                create()
+            }
+            r => r,
+        }
+        .map_err(|e| BackendError::io(path.display().to_string(), e))?;
+        let (dest, created) = match write_id {
+            Some(_) => (Some(self.path(name)), None),
+            None => (None, Some(self.dirsync.ticket(&dir))),
+        };
+        Ok(Box::new(FolderWrite {
+            file,
+            path,
+            dest,
+            created,
+            dirsync: Arc::clone(&self.dirsync),
+            early: true,
+            started: 0,
+            end: 0,
+        }))
+    }
 }
 
 /// A durable stripe's bytes are handed to the disk's write-out every this
@@ -78,8 +126,13 @@ const WRITE_OUT_STEP: u64 = 8 << 20;
 
 struct FolderWrite {
     file: File,
-    temp: PathBuf,
-    dest: PathBuf,
+    /// Where the stripe is being written.
+    path: PathBuf,
+    /// Its final name, when `path` is a temporary one.
+    dest: Option<PathBuf>,
+    /// Written under its final name: the creation, for the seal's
+    /// directory fsync.
+    created: Option<Ticket>,
     dirsync: Arc<DirSyncer>,
     /// Start write-out as the stripe grows (off for buffered stripes).
     early: bool,
@@ -124,33 +177,18 @@ impl Backend for FolderBackend {
         name: &StripeName,
         write_id: u64,
     ) -> Result<Box<dyn StripeWrite>, BackendError> {
-        let dir = self.root.join(name.dir());
-        let temp = dir.join(name.temp_file(write_id));
-        let create = || OpenOptions::new().write(true).create_new(true).open(&temp);
-        // The stripe's directory usually exists: try the file first and
-        // make the directory only when it is missing (saves a mkdir and
-        // two stats per stripe). Only then is the marker checked: a folder
-        // whose mount has gone is an empty directory without the stripe
-        // directories, and it must not get new ones.
-        let file = match create() {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                self.check_marker()?;
-                std::fs::create_dir_all(&dir)
-                    .map_err(|e| BackendError::io(dir.display().to_string(), e))?;
-                create()
-            }
-            r => r,
-        }
-        .map_err(|e| BackendError::io(temp.display().to_string(), e))?;
-        Ok(Box::new(FolderWrite {
-            file,
-            temp,
-            dest: self.path(name),
-            dirsync: Arc::clone(&self.dirsync),
-            early: true,
-            started: 0,
-            end: 0,
-        }))
+        self.create_as(name, Some(write_id))
+    }
+
+    /// A new file id's stripe goes straight to its final name: no rename
+    /// at the seal, and the directory fsync it needs is often another
+    /// writer's, done between its open and its seal.
+    fn create_new(
+        &self,
+        name: &StripeName,
+        _write_id: u64,
+    ) -> Result<Box<dyn StripeWrite>, BackendError> {
+        self.create_as(name, None)
     }
 
     fn open(&self, name: &StripeName) -> Result<Box<dyn StripeRead>, BackendError> {
@@ -239,7 +277,7 @@ impl StripeWrite for FolderWrite {
     fn write_at(&mut self, offset: u64, data: &[u8]) -> Result<(), BackendError> {
         self.file
             .write_all_at(data, offset)
-            .map_err(|e| BackendError::io(self.temp.display().to_string(), e))?;
+            .map_err(|e| BackendError::io(self.path.display().to_string(), e))?;
         self.end = self.end.max(offset + data.len() as u64);
         self.start_write_out();
         Ok(())
@@ -250,7 +288,7 @@ impl StripeWrite for FolderWrite {
             parts.iter().map(|p| std::io::IoSlice::new(p)).collect();
         let total: usize = parts.iter().map(|p| p.len()).sum();
         let done = rustix::io::pwritev(&self.file, &slices, offset)
-            .map_err(|e| BackendError::io(self.temp.display().to_string(), e.into()))?;
+            .map_err(|e| BackendError::io(self.path.display().to_string(), e.into()))?;
         // Short (rare): the rest part by part.
         let mut skip = done;
         let mut at = offset + done as u64;
@@ -261,7 +299,7 @@ impl StripeWrite for FolderWrite {
             }
             self.file
                 .write_all_at(&p[skip..], at)
-                .map_err(|e| BackendError::io(self.temp.display().to_string(), e))?;
+                .map_err(|e| BackendError::io(self.path.display().to_string(), e))?;
             at += (p.len() - skip) as u64;
             skip = 0;
         }
@@ -275,27 +313,36 @@ impl StripeWrite for FolderWrite {
     }
 
     fn seal(self: Box<Self>) -> Result<(), BackendError> {
-        let what = self.temp.display().to_string();
-        self.file
-            .sync_all()
-            .map_err(|e| BackendError::io(&what, e))?;
-        std::fs::rename(&self.temp, &self.dest).map_err(|e| BackendError::io(&what, e))?;
-        match self.dest.parent() {
-            Some(dir) => self
-                .dirsync
-                .sync(dir)
-                .map_err(|e| BackendError::io(dir.display().to_string(), e)),
-            None => Ok(()),
+        let w = *self;
+        let what = w.path.display().to_string();
+        w.file.sync_all().map_err(|e| BackendError::io(&what, e))?;
+        let dir_err = |dir: &Path, e| BackendError::io(dir.display().to_string(), e);
+        match (&w.dest, w.created) {
+            (Some(dest), _) => {
+                std::fs::rename(&w.path, dest).map_err(|e| BackendError::io(&what, e))?;
+                match dest.parent() {
+                    Some(dir) => w.dirsync.sync(dir).map_err(|e| dir_err(dir, e)),
+                    None => Ok(()),
+                }
+            }
+            (None, Some(created)) => {
+                let dir = w.path.parent().unwrap_or(&w.path).to_path_buf();
+                w.dirsync.wait(created).map_err(|e| dir_err(&dir, e))
+            }
+            (None, None) => Ok(()),
         }
     }
 
     fn seal_buffered(self: Box<Self>) -> Result<(), BackendError> {
-        std::fs::rename(&self.temp, &self.dest)
-            .map_err(|e| BackendError::io(self.temp.display().to_string(), e))
+        match &self.dest {
+            Some(dest) => std::fs::rename(&self.path, dest)
+                .map_err(|e| BackendError::io(self.path.display().to_string(), e)),
+            None => Ok(()),
+        }
     }
 
     fn abort(self: Box<Self>) {
-        let _ = std::fs::remove_file(&self.temp);
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 

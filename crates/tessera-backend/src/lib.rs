@@ -180,6 +180,19 @@ pub trait Backend: Send + Sync {
         name: &StripeName,
         write_id: u64,
     ) -> Result<Box<dyn StripeWrite>, BackendError>;
+    /// Create stripe `name` of a file id no stripe was ever written for
+    /// (a new file: ids are never reused), for write `write_id`. Nothing
+    /// by its final name can exist, so a backend may write it there at
+    /// once and save the rename at the seal; a stripe of a write that
+    /// never commits is then an orphan under its final name (fsck knows
+    /// the writes in progress by file id). By default, as `create`.
+    fn create_new(
+        &self,
+        name: &StripeName,
+        write_id: u64,
+    ) -> Result<Box<dyn StripeWrite>, BackendError> {
+        self.create(name, write_id)
+    }
     /// Open a sealed stripe for reading.
     fn open(&self, name: &StripeName) -> Result<Box<dyn StripeRead>, BackendError>;
     /// Open a sealed stripe only if that cannot wait for a disk or a

@@ -162,8 +162,8 @@ impl Core {
         }
         // Writes in progress, taken before the namespace walk: a stripe
         // listed above whose file is not in the walk was either never
-        // committed (an orphan) or belongs to a write open now (sealed
-        // stripes get their final name just before the commit).
+        // committed (an orphan) or belongs to a write open now (a new
+        // file's stripes have their final name from the start).
         let open: HashSet<u64> = self.meta.open_write_ids().into_iter().collect();
         let open_fids: HashSet<u64> = self.meta.open_write_inos().into_iter().collect();
         let mut referenced: HashSet<(u32, u64, u8)> = HashSet::new();

@@ -296,11 +296,18 @@ async fn a_sealed_stripe_of_an_open_write_is_not_an_orphan() {
         .open_write(&root, &p("/d/open"), 0o644, false, 0)
         .expect("open");
     w.write(&data(5_000, 3)).expect("write");
-    // As the seal leaves it: the open write's stripe under its final name.
-    let (fsid, fid) = (fsids(&fb)[3], w.fid());
+    // As the seal leaves it: the open write's stripe under its final name
+    // (on a filesystem other than the one the write itself put its stripe
+    // 3 on, which the abort below removes).
+    let fid = w.fid();
+    let fsid = *fsids(&fb)
+        .iter()
+        .find(|id| !stripe_path(&c, **id, fid, 3).exists())
+        .expect("a filesystem without the write's stripe 3");
     let sealed = stripe_path(&c, fsid, fid, 3);
     std::fs::create_dir_all(sealed.parent().expect("dir")).expect("mkdir");
-    std::fs::copy(stripe_path(&c, fsid, fb.ino, 3), &sealed).expect("copy");
+    let source = stripe_path(&c, fsids(&fb)[3], fb.ino, 3);
+    std::fs::copy(source, &sealed).expect("copy");
     let during = c.fsck_scan(false).expect("scan");
     assert!(during.orphans.is_empty(), "{:?}", during.orphans);
     w.abort();

@@ -51,9 +51,9 @@ pub struct FileWriter {
 }
 
 impl FileWriter {
-    /// Start writing file `fid` with `layout` onto `targets` (one backend
-    /// per stripe, in stripe order). Creates every stripe under a temporary
-    /// name for `write_id`.
+    /// Start writing new file `fid` (an id no stripe was ever written
+    /// for) with `layout` onto `targets` (one backend per stripe, in
+    /// stripe order), for write `write_id`.
     pub fn create(
         layout: Layout,
         fid: u64,
@@ -64,16 +64,27 @@ impl FileWriter {
             .iter()
             .map(|(id, b)| Some((*id, Arc::clone(b))))
             .collect();
-        Self::create_partial(layout, fid, write_id, &all)
+        Self::create_with(layout, fid, write_id, &all, true)
     }
 
-    /// Like `create`, writing only the stripes given (repair): the others
-    /// are encoded but not stored.
+    /// Like `create`, writing only the stripes given (repair: they may
+    /// exist and are replaced at the seal): the others are encoded but
+    /// not stored.
     pub fn create_partial(
         layout: Layout,
         fid: u64,
         write_id: u64,
         targets: &[Option<(u32, Arc<dyn Backend>)>],
+    ) -> Result<FileWriter, DataError> {
+        Self::create_with(layout, fid, write_id, targets, false)
+    }
+
+    fn create_with(
+        layout: Layout,
+        fid: u64,
+        write_id: u64,
+        targets: &[Option<(u32, Arc<dyn Backend>)>],
+        new_file: bool,
     ) -> Result<FileWriter, DataError> {
         if targets.len() != layout.stripes() {
             return Err(DataError::Layout(format!(
@@ -94,7 +105,13 @@ impl FileWriter {
                 continue;
             };
             // The header goes out with the first group (`flush_group`).
-            match b.create(&StripeName::new(fid, i as u8), write_id) {
+            let name = StripeName::new(fid, i as u8);
+            let created = if new_file {
+                b.create_new(&name, write_id)
+            } else {
+                b.create(&name, write_id)
+            };
+            match created {
                 Ok(w) => stripes.push(Some(w)),
                 Err(e) => {
                     for w in stripes.into_iter().flatten() {

@@ -50,17 +50,36 @@ fn a_stripe_being_written_is_empty_until_its_first_group() {
     let layout = Layout::plain().with_block_size(64 << 10).expect("bs");
     let mut w = FileWriter::create(layout, 7, 42, &[(1, Arc::clone(&b))]).expect("create");
     let n = StripeName::new(7, 0);
-    let temp = dir.path().join("fs0").join(n.dir()).join(n.temp_file(42));
-    let len = || std::fs::metadata(&temp).expect("temp stripe").len();
+    // A new file's stripe is written under its final name.
+    let stripe = dir.path().join("fs0").join(n.dir()).join(n.file());
+    assert!(!dir
+        .path()
+        .join("fs0")
+        .join(n.dir())
+        .join(n.temp_file(42))
+        .exists());
+    let len = || std::fs::metadata(&stripe).expect("stripe").len();
     w.write(&data(1000, 1)).expect("write");
     assert_eq!(len(), 0, "nothing written before the first group is full");
     // The group fills: header, block and its CRC go out together.
     w.write(&data(64 << 10, 2)).expect("write");
     assert_eq!(len(), (HEADER_LEN + (64 << 10) + 4) as u64);
-    let raw = std::fs::read(&temp).expect("temp");
+    let raw = std::fs::read(&stripe).expect("stripe");
     let h = StripeHeader::decode(&raw[..HEADER_LEN]).expect("header");
     assert!(!h.sealed);
     let done = w.finish().expect("finish");
     assert_eq!(done.size, 1000 + (64 << 10));
-    assert!(!temp.exists(), "renamed into place");
+    let raw = std::fs::read(&stripe).expect("stripe");
+    let h = StripeHeader::decode(&raw[..HEADER_LEN]).expect("header");
+    assert!(h.sealed && h.size == done.size && h.blocks == 2);
+}
+
+#[test]
+fn an_aborted_new_file_leaves_no_stripe() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let b: Arc<dyn Backend> = Arc::new(FolderBackend::new(dir.path().join("fs0")).expect("fs"));
+    let mut w = FileWriter::create(Layout::plain(), 8, 43, &[(1, Arc::clone(&b))]).expect("w");
+    w.write(&data(5000, 3)).expect("write");
+    w.abort();
+    assert!(b.list().expect("list").is_empty(), "nothing left");
 }

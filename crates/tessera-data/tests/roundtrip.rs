@@ -7,7 +7,7 @@ use common::data;
 
 use proptest::prelude::*;
 use std::sync::Arc;
-use tessera_backend::{Backend, FolderBackend};
+use tessera_backend::{Backend, FolderBackend, StripeName};
 use tessera_data::*;
 
 fn backends(dir: &std::path::Path, n: usize) -> Vec<(u32, Arc<dyn Backend>)> {
@@ -161,16 +161,28 @@ fn aborted_and_unsealed_writes_leave_no_stripe() {
     let t = backends(dir.path(), 3);
     let mut w = FileWriter::create(layout, 11, 5, &t).expect("create");
     w.write(&data(50_000, 1)).expect("write");
-    for (_, b) in &t {
+    for (i, (_, b)) in t.iter().enumerate() {
         let l = b.list().expect("list");
         assert_eq!(l.len(), 1);
+        // A new file's stripe is written under its final name (unsealed).
         assert_eq!(
-            l[0].temp_of_write,
-            Some(5),
-            "only a temporary name while writing"
+            (l[0].name, l[0].temp_of_write),
+            (StripeName::new(11, i as u8), None)
         );
     }
     w.abort();
+    for (_, b) in &t {
+        assert!(b.list().expect("list").is_empty());
+    }
+    // A repair's stripes (which replace existing ones) go under temporary
+    // names until sealed.
+    let slots: Vec<_> = t.iter().map(|(id, b)| Some((*id, Arc::clone(b)))).collect();
+    let mut r = FileWriter::create_partial(layout, 12, 6, &slots).expect("create");
+    r.write(&data(50_000, 1)).expect("write");
+    for (_, b) in &t {
+        assert_eq!(b.list().expect("list")[0].temp_of_write, Some(6));
+    }
+    r.abort();
     for (_, b) in &t {
         assert!(b.list().expect("list").is_empty());
     }
