@@ -326,8 +326,8 @@ impl StripeWrite for FolderWrite {
                 }
             }
             (None, Some(created)) => {
-                let dir = w.path.parent().unwrap_or(&w.path).to_path_buf();
-                w.dirsync.wait(created).map_err(|e| dir_err(&dir, e))
+                let dir = w.path.parent().unwrap_or(&w.path);
+                w.dirsync.wait(created).map_err(|e| dir_err(dir, e))
             }
             (None, None) => Ok(()),
         }
