@@ -101,15 +101,18 @@ impl FolderBackend {
             r => r,
         }
         .map_err(|e| BackendError::io(path.display().to_string(), e))?;
-        let (dest, created) = match write_id {
-            Some(_) => (Some(self.path(name)), None),
-            None => (None, Some(self.dirsync.ticket(&dir))),
+        let name = match write_id {
+            Some(_) => Naming::Temporary {
+                dest: self.path(name),
+            },
+            None => Naming::Final {
+                created: self.dirsync.ticket(&dir),
+            },
         };
         Ok(Box::new(FolderWrite {
             file,
             path,
-            dest,
-            created,
+            name,
             dirsync: Arc::clone(&self.dirsync),
             early: true,
             started: 0,
@@ -128,11 +131,7 @@ struct FolderWrite {
     file: File,
     /// Where the stripe is being written.
     path: PathBuf,
-    /// Its final name, when `path` is a temporary one.
-    dest: Option<PathBuf>,
-    /// Written under its final name: the creation, for the seal's
-    /// directory fsync.
-    created: Option<Ticket>,
+    name: Naming,
     dirsync: Arc<DirSyncer>,
     /// Start write-out as the stripe grows (off for buffered stripes).
     early: bool,
@@ -140,6 +139,15 @@ struct FolderWrite {
     started: u64,
     /// End of the bytes written so far.
     end: u64,
+}
+
+/// How a stripe being written gets its final name.
+enum Naming {
+    /// Renamed to `dest` at the seal.
+    Temporary { dest: PathBuf },
+    /// Written there from the start; `created` is the directory change
+    /// the seal's directory fsync must cover.
+    Final { created: Ticket },
 }
 
 impl FolderWrite {
@@ -317,27 +325,26 @@ impl StripeWrite for FolderWrite {
         let what = w.path.display().to_string();
         w.file.sync_all().map_err(|e| BackendError::io(&what, e))?;
         let dir_err = |dir: &Path, e| BackendError::io(dir.display().to_string(), e);
-        match (&w.dest, w.created) {
-            (Some(dest), _) => {
-                std::fs::rename(&w.path, dest).map_err(|e| BackendError::io(&what, e))?;
+        match w.name {
+            Naming::Temporary { dest } => {
+                std::fs::rename(&w.path, &dest).map_err(|e| BackendError::io(&what, e))?;
                 match dest.parent() {
                     Some(dir) => w.dirsync.sync(dir).map_err(|e| dir_err(dir, e)),
                     None => Ok(()),
                 }
             }
-            (None, Some(created)) => {
+            Naming::Final { created } => {
                 let dir = w.path.parent().unwrap_or(&w.path);
                 w.dirsync.wait(created).map_err(|e| dir_err(dir, e))
             }
-            (None, None) => Ok(()),
         }
     }
 
     fn seal_buffered(self: Box<Self>) -> Result<(), BackendError> {
-        match &self.dest {
-            Some(dest) => std::fs::rename(&self.path, dest)
+        match &self.name {
+            Naming::Temporary { dest } => std::fs::rename(&self.path, dest)
                 .map_err(|e| BackendError::io(self.path.display().to_string(), e)),
-            None => Ok(()),
+            Naming::Final { .. } => Ok(()),
         }
     }
 

@@ -27,8 +27,7 @@ pub struct Unlogged<'a> {
 
 impl Drop for Unlogged<'_> {
     fn drop(&mut self) {
-        let c = self.core;
-        c.log(
+        self.core.log(
             self.op,
             self.who,
             &self.path.display(),

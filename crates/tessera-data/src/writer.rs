@@ -44,10 +44,6 @@ pub struct FileWriter {
     joiner: Option<Joiner>,
     /// Seal with fsync (default) or leave the data to the page cache.
     durable: bool,
-    /// The stripes' headers are written (with the first group).
-    headed: bool,
-    /// ... and they are the sealed ones (a file of one group).
-    sealed_with_data: bool,
 }
 
 impl FileWriter {
@@ -146,8 +142,6 @@ impl FileWriter {
             crc: 0,
             joiner: None,
             durable: true,
-            headed: false,
-            sealed_with_data: false,
         })
     }
 
@@ -249,7 +243,8 @@ impl FileWriter {
         }
         let geo = self.layout.geometry(u64::MAX);
         let off = geo.block_offset(self.group);
-        let headers: Vec<[u8; HEADER_LEN]> = if self.headed {
+        // The headers go out with the first group.
+        let headers: Vec<[u8; HEADER_LEN]> = if self.group > 0 {
             Vec::new()
         } else {
             debug_assert_eq!(off, HEADER_LEN as u64);
@@ -338,10 +333,6 @@ impl FileWriter {
         }
         self.group += 1;
         self.buf.clear();
-        if !self.headed {
-            self.headed = true;
-            self.sealed_with_data = last;
-        }
         Ok(())
     }
 
@@ -349,6 +340,8 @@ impl FileWriter {
     /// fsync, rename into place). On error, call nothing more: the stripes
     /// not yet sealed were removed; sealed ones are orphans for fsck.
     pub fn finish(mut self) -> Result<WrittenFile, DataError> {
+        // A file of one group: its sealed headers go with that group.
+        let sealed_with_data = self.group == 0 && !self.buf.is_empty();
         if !self.buf.is_empty() {
             let len = self.buf.len().div_ceil(self.layout.k as usize);
             if let Err(e) = self.flush_group(len, true) {
@@ -356,7 +349,7 @@ impl FileWriter {
                 return Err(e);
             }
         }
-        let headers: Vec<[u8; HEADER_LEN]> = if self.sealed_with_data {
+        let headers: Vec<[u8; HEADER_LEN]> = if sealed_with_data {
             Vec::new()
         } else {
             (0..self.stripes.len())

@@ -150,6 +150,12 @@ impl Out {
             Err(e) => self.error(stream, &e).await,
         }
     }
+
+    /// [`Out::result`] from a blocking-pool thread, by the thread that did
+    /// the work (no hand-back to a runtime thread before the client hears).
+    pub fn result_from_pool(&self, stream: [u8; 2], r: Result<Vec<u8>, XrdError>) -> bool {
+        tokio::runtime::Handle::current().block_on(self.result(stream, r))
+    }
 }
 
 pub fn error_reply(stream: [u8; 2], e: &XrdError) -> Reply {

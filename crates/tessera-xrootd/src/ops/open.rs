@@ -46,13 +46,11 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<O
         let hint: u64 = t.cgi("oss.asize").and_then(|v| v.parse().ok()).unwrap_or(0);
         let (core, path, w2) = (s.core()?.clone(), t.path.clone(), who.clone());
         let (s2, out2, stream) = (Arc::clone(s), out.clone(), h.stream);
-        // The thread that opened the file registers it and answers (no
-        // hand-back to a runtime thread before the client hears).
+        // The thread that opened the file registers it and answers.
         tokio::task::spawn_blocking(move || {
             let ws = core.open_write(&w2, &path, mode, replace, hint)?;
             let (fh, stat) = write::register(&s2, &out2, ws, mode, (w2.uid, w2.gid))?;
-            let answer = out2.ok(stream, reply(fh, opts, &stat));
-            tokio::runtime::Handle::current().block_on(answer);
+            out2.result_from_pool(stream, Ok(reply(fh, opts, &stat)));
             Ok::<_, XrdError>(())
         })
         .await

@@ -5,39 +5,36 @@ use crate::proto::{err, sflags, Header};
 use crate::reply::Out;
 use crate::session::{Handle, Session, Target};
 use crate::statfmt::stat_string;
-use tessera_core::Inode;
+use tessera_core::{Inode, Unlogged};
 use tessera_types::Identity;
 
 /// Answer `kXR_stat`. A path's access-log record and metrics are made
 /// after the reply is sent (the client does not wait for them).
 pub async fn stat(s: &Session, out: &Out, h: &Header, p: &[u8]) {
     let who = s.who();
-    let r = if h.u8_at(4) & 1 != 0 {
-        vfs(s)
+    let (r, logged_when_dropped) = if h.u8_at(4) & 1 != 0 {
+        (vfs(s), None)
     } else if p.is_empty() || p == b"\0" {
-        by_handle(s, h, &who)
+        (by_handle(s, h, &who), None)
     } else {
-        let core = match s.core() {
-            Ok(c) => c,
-            Err(e) => {
-                out.error(h.stream, &e).await;
-                return;
-            }
-        };
-        let t = match Target::parse(p) {
-            Ok(t) => t,
-            Err(e) => {
-                out.error(h.stream, &e).await;
-                return;
-            }
-        };
-        let (r, logged_when_dropped) = core.stat_log_later(&who, t.path).await;
-        let r = r.map(|i| reply(&i, s, &who)).map_err(XrdError::from);
-        out.result(h.stream, r).await;
-        drop(logged_when_dropped);
-        return;
+        by_path(s, &who, p).await
     };
     out.result(h.stream, r).await;
+    drop(logged_when_dropped);
+}
+
+async fn by_path<'a>(
+    s: &'a Session,
+    who: &'a Identity,
+    p: &[u8],
+) -> (Result<Vec<u8>, XrdError>, Option<Unlogged<'a>>) {
+    let (core, t) = match s.core().and_then(|c| Ok((c, Target::parse(p)?))) {
+        Ok(ct) => ct,
+        Err(e) => return (Err(e), None),
+    };
+    let (r, done) = core.stat_log_later(who, t.path).await;
+    let r = r.map(|i| reply(&i, s, who)).map_err(XrdError::from);
+    (r, Some(done))
 }
 
 fn by_handle(s: &Session, h: &Header, who: &Identity) -> Result<Vec<u8>, XrdError> {

@@ -400,9 +400,8 @@ async fn run(
             Err(op) => op,
         };
         let out2 = out.clone();
-        // The thread that did the work answers (no hand-back to a runtime
-        // thread before the client hears); the next operation on the file
-        // waits for it as before.
+        // The thread that did the work answers; the next operation on the
+        // file waits for it as before.
         let done = tokio::task::spawn_blocking(move || {
             let mut s = st.lock().unwrap_or_else(|p| p.into_inner());
             let r = match op {
@@ -430,8 +429,7 @@ async fn run(
                 }
             }
             drop(s);
-            let answer = out2.result(stream, r.map(|()| Vec::new()));
-            tokio::runtime::Handle::current().block_on(answer);
+            out2.result_from_pool(stream, r.map(|()| Vec::new()));
         })
         .await;
         if let Err(e) = done {
