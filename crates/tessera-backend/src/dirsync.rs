@@ -43,6 +43,12 @@ impl DirSyncer {
         self.wait(self.ticket(dir))
     }
 
+    /// How many directories have tickets (tests).
+    #[cfg(test)]
+    pub(crate) fn dirs_tracked(&self) -> usize {
+        self.dirs.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
     /// Register a change to `dir` made before this call.
     pub(crate) fn ticket(&self, dir: &Path) -> Ticket {
         let slot = {

@@ -105,6 +105,7 @@ impl FolderBackend {
             Some(_) => Naming::Temporary {
                 dest: self.path(name),
             },
+            None if names_last_with_fsync(&file) => Naming::FinalNamedByFsync,
             None => Naming::Final {
                 created: self.dirsync.ticket(&dir),
             },
@@ -148,6 +149,10 @@ enum Naming {
     /// Written there from the start; `created` is the directory change
     /// the seal's directory fsync must cover.
     Final { created: Ticket },
+    /// Written there from the start, on a file system where the fsync of
+    /// a new file also makes its directory entry durable (see
+    /// [`names_last_with_fsync`]): the seal needs no directory fsync.
+    FinalNamedByFsync,
 }
 
 impl FolderWrite {
@@ -189,8 +194,9 @@ impl Backend for FolderBackend {
     }
 
     /// A new file id's stripe goes straight to its final name: no rename
-    /// at the seal, and the directory fsync it needs is often another
-    /// writer's, done between its open and its seal.
+    /// at the seal, and the directory fsync it needs (none on a local disk
+    /// file system) is often another writer's, done between its open and
+    /// its seal.
     fn create_new(
         &self,
         name: &StripeName,
@@ -337,6 +343,7 @@ impl StripeWrite for FolderWrite {
                 let dir = w.path.parent().unwrap_or(&w.path);
                 w.dirsync.wait(created).map_err(|e| dir_err(dir, e))
             }
+            Naming::FinalNamedByFsync => Ok(()),
         }
     }
 
@@ -344,7 +351,7 @@ impl StripeWrite for FolderWrite {
         match &self.name {
             Naming::Temporary { dest } => std::fs::rename(&self.path, dest)
                 .map_err(|e| BackendError::io(self.path.display().to_string(), e)),
-            Naming::Final { .. } => Ok(()),
+            Naming::Final { .. } | Naming::FinalNamedByFsync => Ok(()),
         }
     }
 
@@ -398,14 +405,26 @@ impl StripeRead for FolderRead {
     }
 }
 
+/// Local disk file systems (`statfs` magic numbers): ext4, XFS, btrfs,
+/// tmpfs.
+const LOCAL_FS: [u32; 4] = [0xEF53, 0x5846_5342, 0x9123_683E, 0x0102_1994];
+
 /// Whether `root` is on a local disk file system, where an open or read
 /// that finds everything in the kernel's caches does not wait.
 fn local_fs(root: &Path) -> bool {
-    const EXT4: u32 = 0xEF53;
-    const XFS: u32 = 0x5846_5342;
-    const BTRFS: u32 = 0x9123_683E;
-    const TMPFS: u32 = 0x0102_1994;
-    rustix::fs::statfs(root).is_ok_and(|s| [EXT4, XFS, BTRFS, TMPFS].contains(&(s.f_type as u32)))
+    rustix::fs::statfs(root).is_ok_and(|s| LOCAL_FS.contains(&(s.f_type as u32)))
+}
+
+/// Whether `file`, just created, is on a file system whose fsync of a new
+/// file also makes the file's directory entry durable. ext4 (with a
+/// journal, the fsync commits the transaction holding the create, entry
+/// included; without one, it syncs the parent of a new inode), XFS (the
+/// fsync forces the log past the create, one transaction with the entry)
+/// and btrfs (its fsync logs a new inode's names) do; tmpfs keeps nothing
+/// over a restart either way. Anything else (CephFS, FUSE, NFS) gets the
+/// directory fsync.
+fn names_last_with_fsync(file: &File) -> bool {
+    rustix::fs::fstatfs(file).is_ok_and(|s| LOCAL_FS.contains(&(s.f_type as u32)))
 }
 
 #[cfg(test)]
@@ -443,6 +462,38 @@ mod tests {
         w2.abort();
         b.remove(&n, None).expect("remove");
         assert!(b.list().expect("list").is_empty());
+    }
+
+    /// On a local disk file system a new stripe's seal needs no directory
+    /// fsync (its own fsync makes the name durable); a replacement written
+    /// under a temporary name and renamed does.
+    #[test]
+    fn new_stripes_on_local_disks_skip_the_directory_fsync() {
+        let d = tempfile::tempdir().expect("tmp");
+        let b = FolderBackend::new(d.path().join("fs1")).expect("backend");
+        let n = StripeName::new(11, 2);
+        let mut w = b.create_new(&n, 1).expect("create");
+        w.write_at(0, b"new").expect("write");
+        w.seal().expect("seal");
+        assert_eq!(b.dirsync.dirs_tracked(), 0);
+        let mut r = b.create(&n, 2).expect("create");
+        r.write_at(0, b"replaced").expect("write");
+        r.seal().expect("seal");
+        assert_eq!(b.dirsync.dirs_tracked(), 1);
+        let mut buf = [0u8; 16];
+        let got = b
+            .open(&n)
+            .expect("open")
+            .read_at(0, &mut buf)
+            .expect("read");
+        assert_eq!(&buf[..got], b"replaced");
+        assert!(names_last_with_fsync(
+            &File::open(b.path(&n)).expect("open")
+        ));
+        // Not on a local disk (here: procfs): the directory is synced.
+        assert!(!names_last_with_fsync(
+            &File::open("/proc/self/status").expect("open")
+        ));
     }
 
     /// What an async caller may do in line: open and read a stripe the
