@@ -24,8 +24,12 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<O
         let (fh, stat) = cluster::gateway_open(s, out, &t, writing).await?;
         return Ok(Opened::Reply(reply(fh, opts, &stat)));
     }
-    if writing && opts & (o::NEW | o::DELETE) != 0 {
-        make_parents(s, &t, opts).await?;
+    // As the reference server: new files get their parents when kXR_mkpath
+    // or kXR_async asks (xrdcp always sends async). Made before a redirect
+    // (a gateway makes none); else only when the open finds none.
+    let mkpath = writing && opts & (o::NEW | o::DELETE) != 0 && opts & (o::MKPATH | o::ASYNC) != 0;
+    if mkpath && matches!(s.cfg.mode, crate::Mode::Mgm { .. }) {
+        make_parents(s, &t).await?;
     }
     if cluster::mgm_open(s, out, h, &t, writing, mode).await? {
         return Ok(Opened::Sent);
@@ -43,18 +47,19 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<O
                 )),
             };
         }
-        let hint: u64 = t.cgi("oss.asize").and_then(|v| v.parse().ok()).unwrap_or(0);
-        let (core, path, w2) = (s.core()?.clone(), t.path.clone(), who.clone());
-        let (s2, out2, stream) = (Arc::clone(s), out.clone(), h.stream);
-        // The thread that opened the file registers it and answers.
-        tokio::task::spawn_blocking(move || {
-            let ws = core.open_write(&w2, &path, mode, replace, hint)?;
-            let (fh, stat) = write::register(&s2, &out2, ws, mode, (w2.uid, w2.gid))?;
-            out2.result_from_pool(stream, Ok(reply(fh, opts, &stat)));
-            Ok::<_, XrdError>(())
-        })
-        .await
-        .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
+        let new = NewFile {
+            mode,
+            opts,
+            replace,
+            hint: t.cgi("oss.asize").and_then(|v| v.parse().ok()).unwrap_or(0),
+        };
+        match open_new(s, out, h, &t, &new).await? {
+            Err(e) if mkpath && e.kind() == tessera_types::ErrorKind::NotFound => {
+                make_parents(s, &t).await?;
+                open_new(s, out, h, &t, &new).await??;
+            }
+            r => r?,
+        }
         return Ok(Opened::Sent);
     } else {
         // In line when the namespace records are in memory (opening reads
@@ -102,12 +107,49 @@ fn reply(fh: [u8; 4], opts: u16, stat: &str) -> Vec<u8> {
     b
 }
 
-/// As the reference server: new files get their parents when kXR_mkpath
-/// or kXR_async asks (xrdcp always sends async).
-async fn make_parents(s: &Session, t: &Target, opts: u16) -> Result<(), XrdError> {
-    if opts & (o::MKPATH | o::ASYNC) == 0 {
-        return Ok(());
-    }
+/// How a file is opened for writing.
+#[derive(Clone, Copy)]
+struct NewFile {
+    mode: u32,
+    opts: u16,
+    replace: bool,
+    /// The size the client announced (`oss.asize`), 0 if none.
+    hint: u64,
+}
+
+/// Open `t` for writing on the blocking pool; the thread that opened the
+/// file registers it and answers. The open's own refusal is given back
+/// (inner result) unanswered, so that a missing parent can be made first.
+async fn open_new(
+    s: &Arc<Session>,
+    out: &Out,
+    h: &Header,
+    t: &Target,
+    new: &NewFile,
+) -> Result<Result<(), tessera_core::CoreError>, XrdError> {
+    let (core, path, who) = (s.core()?.clone(), t.path.clone(), s.who());
+    let (s2, out2, stream) = (Arc::clone(s), out.clone(), h.stream);
+    let NewFile {
+        mode,
+        opts,
+        replace,
+        hint,
+    } = *new;
+    tokio::task::spawn_blocking(move || {
+        let ws = match core.open_write(&who, &path, mode, replace, hint) {
+            Ok(ws) => ws,
+            Err(e) => return Ok(Err(e)),
+        };
+        let (fh, stat) = write::register(&s2, &out2, ws, mode, (who.uid, who.gid))?;
+        out2.result_from_pool(stream, Ok(reply(fh, opts, &stat)));
+        Ok(Ok(()))
+    })
+    .await
+    .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))?
+}
+
+/// Make the parents of `t` (`mkdir -p`) unless its parent exists.
+async fn make_parents(s: &Session, t: &Target) -> Result<(), XrdError> {
     let who = s.who();
     let core = s.core()?;
     if let Some((parent, _)) = t.path.split_last() {
