@@ -10,6 +10,7 @@ use crate::session::{Handle, OpenRead, Session, Target};
 use crate::statfmt::stat_string;
 use std::sync::Arc;
 use tessera_core::ReadOpen;
+use tessera_types::Identity;
 
 pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<Opened, XrdError> {
     let t = Target::parse(p)?;
@@ -53,10 +54,10 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<O
             replace,
             hint: t.cgi("oss.asize").and_then(|v| v.parse().ok()).unwrap_or(0),
         };
-        match open_new(s, out, h, &t, &new).await? {
+        match open_new(s, out, h, &who, &t, &new).await? {
             Err(e) if mkpath && e.kind() == tessera_types::ErrorKind::NotFound => {
                 make_parents(s, &t).await?;
-                open_new(s, out, h, &t, &new).await??;
+                open_new(s, out, h, &who, &t, &new).await??;
             }
             r => r?,
         }
@@ -124,10 +125,11 @@ async fn open_new(
     s: &Arc<Session>,
     out: &Out,
     h: &Header,
+    who: &Arc<Identity>,
     t: &Target,
     new: &NewFile,
 ) -> Result<Result<(), tessera_core::CoreError>, XrdError> {
-    let (core, path, who) = (s.core()?.clone(), t.path.clone(), s.who());
+    let (core, path, who) = (s.core()?.clone(), t.path.clone(), Arc::clone(who));
     let (s2, out2, stream) = (Arc::clone(s), out.clone(), h.stream);
     let NewFile {
         mode,
