@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// A raw XRootD connection, logged in, with `path` open for reading.
-struct Raw {
+pub struct Raw {
     s: TcpStream,
     fh: [u8; 4],
 }
@@ -26,6 +26,15 @@ impl Raw {
     }
 
     fn open_with(e: &Env, path: &str, options: u16, mode: u16) -> Raw {
+        match Raw::try_open(e, path, options, mode) {
+            Ok(r) => r,
+            Err((st, b)) => panic!("open: {st} {}", String::from_utf8_lossy(&b)),
+        }
+    }
+
+    /// Open `path` with exactly `options` (what the stock clients add,
+    /// such as `kXR_async`, is not added); a refusal's status and body.
+    pub fn try_open(e: &Env, path: &str, options: u16, mode: u16) -> Result<Raw, (u16, Vec<u8>)> {
         let addr = e.url.trim_start_matches("root://").to_string();
         let s = TcpStream::connect(&addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
@@ -61,9 +70,11 @@ impl Raw {
         open.extend_from_slice(path.as_bytes());
         r.s.write_all(&open).unwrap();
         let (_, st, b) = r.reply();
-        assert_eq!(st, 0, "{}", String::from_utf8_lossy(&b));
+        if st != 0 {
+            return Err((st, b));
+        }
         r.fh = b[..4].try_into().unwrap();
-        r
+        Ok(r)
     }
 
     /// One response: stream id, status, body.
@@ -81,7 +92,7 @@ impl Raw {
 
     /// One request on the open file (stream id 1): its reply's status and
     /// body (a long read's `kXR_oksofar` parts joined).
-    fn call(&mut self, code: u16, offset: u64, len: i32, payload: &[u8]) -> (u16, Vec<u8>) {
+    pub fn call(&mut self, code: u16, offset: u64, len: i32, payload: &[u8]) -> (u16, Vec<u8>) {
         let mut r = vec![0u8; 24];
         r[0..2].copy_from_slice(&1u16.to_be_bytes());
         r[2..4].copy_from_slice(&code.to_be_bytes());
@@ -217,7 +228,7 @@ fn a_client_that_stops_reading_is_given_up() {
 }
 
 /// The `kXR_error` number of an error reply's body.
-fn errnum(body: &[u8]) -> i32 {
+pub fn errnum(body: &[u8]) -> i32 {
     i32::from_be_bytes(body[..4].try_into().unwrap())
 }
 

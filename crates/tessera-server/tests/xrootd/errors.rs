@@ -300,6 +300,35 @@ fn unavailable_files_stall_when_the_directory_asks() {
 }
 
 /// The XRootD handshake (`0 0 0 4 2012`) followed by `first`.
+/// A new file in a directory that does not exist: its parents are made
+/// when the open asks (`kXR_mkpath`, or `kXR_async` as XrdCl always
+/// sends), and the open is `kXR_NotFound` when it does not.
+#[test]
+fn missing_parents_are_made_only_when_asked() {
+    use crate::bounds::{errnum, Raw};
+    let e = Env::start();
+    let root = Env::root();
+    let exists = |p: &str| e.rt.block_on(e.core().stat(&root, Env::path(p))).is_ok();
+    // kXR_new | kXR_open_updt
+    let plain = 0x0008 | 0x0020;
+    match Raw::try_open(&e, "/none/deep/f", plain, 0o644) {
+        Ok(_) => panic!("opened without its parents"),
+        Err((st, b)) => assert_eq!((st, errnum(&b)), (4003, 3011)),
+    }
+    assert!(!exists("/none"), "nothing made");
+    for (options, dir) in [
+        (plain | 0x0100, "/made/by/mkpath"),
+        (plain | 0x0040, "/made/by/async"),
+    ] {
+        let mut r = Raw::try_open(&e, &format!("{dir}/f"), options, 0o644).expect("open");
+        assert_eq!(r.call(3019, 0, 0, b"bytes").0, 0, "write");
+        assert_eq!(r.call(3003, 0, 0, b"").0, 0, "close");
+        assert!(exists(dir), "{dir}");
+        let got = e.ok("xrdfs", &[&e.url, "cat", &format!("{dir}/f")]);
+        assert_eq!(got, "bytes");
+    }
+}
+
 pub fn handshake_then(first: &[u8]) -> Vec<u8> {
     let mut hs = vec![0u8; 12];
     hs.extend_from_slice(&4i32.to_be_bytes());
