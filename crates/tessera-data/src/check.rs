@@ -90,7 +90,7 @@ pub fn check_stripe(
             let len = geo.block_len(g);
             let mut buf = vec![0u8; len + 4];
             let ok = r.read_at(geo.block_offset(g), &mut buf).ok() == Some(len + 4)
-                && crc32c::crc32c(&buf[..len]).to_le_bytes() == buf[len..];
+                && tessera_ec::crc32c(&buf[..len]).to_le_bytes() == buf[len..];
             if !ok {
                 bad.push(g);
             }

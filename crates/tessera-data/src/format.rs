@@ -34,7 +34,7 @@ impl StripeHeader {
         h[24..32].copy_from_slice(&self.fid.to_le_bytes());
         h[32..40].copy_from_slice(&self.size.to_le_bytes());
         h[40..48].copy_from_slice(&self.blocks.to_le_bytes());
-        let crc = crc32c::crc32c(&h[..60]);
+        let crc = tessera_ec::crc32c(&h[..60]);
         h[60..64].copy_from_slice(&crc.to_le_bytes());
         h
     }
@@ -47,7 +47,7 @@ impl StripeHeader {
             return Err("bad magic".into());
         }
         let crc = u32::from_le_bytes(h[60..64].try_into().expect("4 bytes"));
-        if crc != crc32c::crc32c(&h[..60]) {
+        if crc != tessera_ec::crc32c(&h[..60]) {
             return Err("header checksum mismatch".into());
         }
         let version = u16::from_le_bytes([h[8], h[9]]);

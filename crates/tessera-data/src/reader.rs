@@ -57,7 +57,7 @@ impl Stripes {
         (ga..=gb).all(|g| {
             let off = (self.geo.block_offset(g) - from) as usize;
             let len = self.geo.block_len(g);
-            crc32c::crc32c(&buf[off..off + len]).to_le_bytes() == buf[off + len..off + len + 4]
+            tessera_ec::crc32c(&buf[off..off + len]).to_le_bytes() == buf[off + len..off + len + 4]
         })
     }
 
@@ -74,7 +74,7 @@ impl Stripes {
         }
         let crc = u32::from_le_bytes(buf[len..].try_into().expect("4 bytes"));
         buf.truncate(len);
-        if crc32c::crc32c(&buf) != crc {
+        if tessera_ec::crc32c(&buf) != crc {
             return Err("block checksum mismatch".into());
         }
         Ok(buf)

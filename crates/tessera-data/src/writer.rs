@@ -272,7 +272,7 @@ impl FileWriter {
             LayoutKind::Rain => k + self.parity.len(),
             _ => 1,
         };
-        let crcs: Vec<u32> = (0..distinct).map(|i| crc32c::crc32c(block(i))).collect();
+        let crcs: Vec<u32> = (0..distinct).map(|i| tessera_ec::crc32c(block(i))).collect();
         // Joining needs x^(8 len) once per block length (a few µs): small
         // blocks are simply read again.
         if data_len == k * len && len >= COMBINE_FROM {
@@ -285,7 +285,7 @@ impl FileWriter {
                 self.crc = j.join(self.crc, c);
             }
         } else {
-            self.crc = crc32c::crc32c_append(self.crc, &buf[..data_len]);
+            self.crc = tessera_ec::crc32c_append(self.crc, &buf[..data_len]);
         }
         let crc_of = |i: usize| crcs[i.min(distinct - 1)];
         type Written = Vec<(usize, Result<(), tessera_backend::BackendError>)>;

@@ -16,6 +16,23 @@ extern "C" {
     );
     #[cfg(test)]
     fn gf_gen_cauchy1_matrix(a: *mut c_uchar, m: c_int, k: c_int);
+    fn crc32_iscsi(
+        buffer: *const c_uchar,
+        len: c_int,
+        init_crc: std::os::raw::c_uint,
+    ) -> std::os::raw::c_uint;
+}
+
+/// CRC-32C (see `crc.rs`) with ISA-L: `crc32_iscsi` works on the
+/// un-inverted register, so the running CRC goes in and comes out
+/// inverted; lengths beyond `c_int` are fed in pieces.
+pub fn crc32c_append(crc: u32, data: &[u8]) -> u32 {
+    let mut c = !crc;
+    for piece in data.chunks(1 << 30) {
+        // SAFETY: `piece` is valid for its length, which fits in c_int.
+        c = unsafe { crc32_iscsi(piece.as_ptr(), piece.len() as c_int, c) };
+    }
+    !c
 }
 
 /// Expanded multiplication tables for `rows` rows of `k` coefficients.

@@ -6,12 +6,15 @@
 //!
 //! Engines: ISA-L (Debian's libisal, SIMD kernels; feature `isal`, the
 //! default) and a portable Rust one used as the reference in tests and
-//! where ISA-L is not linked.
+//! where ISA-L is not linked. The CRC-32C of the stripe format comes from
+//! here too ([`crc`]), with the same two engines.
 
 mod codec;
+pub mod crc;
 mod gf;
 #[cfg(feature = "isal")]
 mod isal;
 mod matrix;
 
 pub use codec::{Codec, EcError, Engine, MAX_SHARDS};
+pub use crc::{crc32c, crc32c_append};
