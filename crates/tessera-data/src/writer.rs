@@ -272,7 +272,9 @@ impl FileWriter {
             LayoutKind::Rain => k + self.parity.len(),
             _ => 1,
         };
-        let crcs: Vec<u32> = (0..distinct).map(|i| tessera_ec::crc32c(block(i))).collect();
+        let crcs: Vec<u32> = (0..distinct)
+            .map(|i| tessera_ec::crc32c(block(i)))
+            .collect();
         // Joining needs x^(8 len) once per block length (a few µs): small
         // blocks are simply read again.
         if data_len == k * len && len >= COMBINE_FROM {
