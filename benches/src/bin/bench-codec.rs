@@ -216,15 +216,7 @@ fn main() {
 /// The stripe format's CRC-32C over 1 MiB blocks: Tessera's (ISA-L's
 /// `crc32_iscsi`) against the `crc32c` crate it replaced.
 fn crc_row() {
-    let mut x = 0x9e37_79b9_u64;
-    let data: Vec<u8> = (0..TOTAL)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let data = tessera_benches::noise(TOTAL, 0x9e37_79b9);
     println!();
     println!("| CRC-32C of 1 MiB blocks | crc32c crate | tessera (ISA-L) | ratio |");
     println!("|---|---|---|---|");

@@ -53,15 +53,7 @@ fn main() -> anyhow::Result<()> {
     let a = Args::parse();
     std::fs::create_dir_all(&a.dir)?;
     let bytes = a.mib << 20;
-    let mut x = 0x9e37_79b9_u64;
-    let data: Vec<u8> = (0..bytes)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let data = tessera_benches::noise(bytes, 0x9e37_79b9);
     let src = std::path::Path::new("/dev/shm/tessera-bench-src");
     std::fs::write(src, &data)?;
     let mb = bytes as f64 / 1e6;
