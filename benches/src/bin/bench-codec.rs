@@ -162,18 +162,8 @@ fn main() {
         let stripes = TOTAL / (k * SHARD);
         let per = per - per % SHARD;
         assert_eq!(per, stripes * SHARD);
-        let mut x = 0x1234_5678_u64 + k as u64;
         let data: Vec<Vec<u8>> = (0..k)
-            .map(|_| {
-                (0..per)
-                    .map(|_| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        x as u8
-                    })
-                    .collect()
-            })
+            .map(|i| tessera_benches::noise(per, 0x1234_5678 + (k * 100 + i) as u64))
             .collect();
         let mut parity = vec![vec![0u8; per]; m];
         let gb = (stripes * k * SHARD) as f64 / 1e9;

@@ -412,7 +412,11 @@ const LOCAL_FS: [u32; 4] = [0xEF53, 0x5846_5342, 0x9123_683E, 0x0102_1994];
 /// Whether `root` is on a local disk file system, where an open or read
 /// that finds everything in the kernel's caches does not wait.
 fn local_fs(root: &Path) -> bool {
-    rustix::fs::statfs(root).is_ok_and(|s| LOCAL_FS.contains(&(s.f_type as u32)))
+    rustix::fs::statfs(root).is_ok_and(|s| is_local(&s))
+}
+
+fn is_local(s: &rustix::fs::StatFs) -> bool {
+    LOCAL_FS.contains(&(s.f_type as u32))
 }
 
 /// Whether `file`, just created, is on a file system whose fsync of a new
@@ -424,7 +428,7 @@ fn local_fs(root: &Path) -> bool {
 /// over a restart either way. Anything else (CephFS, FUSE, NFS) gets the
 /// directory fsync.
 fn names_last_with_fsync(file: &File) -> bool {
-    rustix::fs::fstatfs(file).is_ok_and(|s| LOCAL_FS.contains(&(s.f_type as u32)))
+    rustix::fs::fstatfs(file).is_ok_and(|s| is_local(&s))
 }
 
 #[cfg(test)]

@@ -54,10 +54,10 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<O
             replace,
             hint: t.cgi("oss.asize").and_then(|v| v.parse().ok()).unwrap_or(0),
         };
-        match open_new(s, out, h, &who, &t, &new).await? {
+        match open_new(s, out, h, &who, &t, new).await? {
             Err(e) if mkpath && e.kind() == tessera_types::ErrorKind::NotFound => {
                 make_parents(s, &t).await?;
-                open_new(s, out, h, &who, &t, &new).await??;
+                open_new(s, out, h, &who, &t, new).await??;
             }
             r => r?,
         }
@@ -127,7 +127,7 @@ async fn open_new(
     h: &Header,
     who: &Arc<Identity>,
     t: &Target,
-    new: &NewFile,
+    new: NewFile,
 ) -> Result<Result<(), tessera_core::CoreError>, XrdError> {
     let (core, path, who) = (s.core()?.clone(), t.path.clone(), Arc::clone(who));
     let (s2, out2, stream) = (Arc::clone(s), out.clone(), h.stream);
@@ -136,7 +136,7 @@ async fn open_new(
         opts,
         replace,
         hint,
-    } = *new;
+    } = new;
     tokio::task::spawn_blocking(move || {
         let ws = match core.open_write(&who, &path, mode, replace, hint) {
             Ok(ws) => ws,
