@@ -7,8 +7,8 @@
 //! the tens of microseconds `crc32c::crc32c_combine` spends rebuilding it
 //! on every call.
 
-/// The Castagnoli polynomial, bit-reflected (as the CRC register holds it).
-const POLY: u32 = 0x82f6_3b78;
+use tessera_ec::crc::POLY;
+
 /// The polynomial 1 in the reflected representation (x^0 is the top bit).
 const ONE: u32 = 1 << 31;
 

@@ -5,6 +5,9 @@
 //! `docs/benchmarks.md`) and a portable table one, which gives the same
 //! values (tested against each other and against the `crc32c` crate).
 
+/// The Castagnoli polynomial, bit-reflected (as the CRC register holds it).
+pub const POLY: u32 = 0x82F6_3B78;
+
 /// CRC-32C of `data`.
 pub fn crc32c(data: &[u8]) -> u32 {
     crc32c_append(0, data)
@@ -41,11 +44,7 @@ const fn table() -> [u32; 256] {
         let mut c = i as u32;
         let mut k = 0;
         while k < 8 {
-            c = if c & 1 != 0 {
-                (c >> 1) ^ 0x82F6_3B78
-            } else {
-                c >> 1
-            };
+            c = if c & 1 != 0 { (c >> 1) ^ POLY } else { c >> 1 };
             k += 1;
         }
         t[i] = c;

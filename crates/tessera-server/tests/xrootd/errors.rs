@@ -299,7 +299,6 @@ fn unavailable_files_stall_when_the_directory_asks() {
     assert_eq!(std::fs::read(&out).unwrap(), body);
 }
 
-/// The XRootD handshake (`0 0 0 4 2012`) followed by `first`.
 /// A new file in a directory that does not exist: its parents are made
 /// when the open asks (`kXR_mkpath`, or `kXR_async` as XrdCl always
 /// sends), and the open is `kXR_NotFound` when it does not.
@@ -329,6 +328,7 @@ fn missing_parents_are_made_only_when_asked() {
     }
 }
 
+/// The XRootD handshake (`0 0 0 4 2012`) followed by `first`.
 pub fn handshake_then(first: &[u8]) -> Vec<u8> {
     let mut hs = vec![0u8; 12];
     hs.extend_from_slice(&4i32.to_be_bytes());
