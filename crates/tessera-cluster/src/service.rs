@@ -3,10 +3,11 @@
 use crate::cap::{Access, CapKey};
 use crate::registry::Registry;
 use aws_lc_rs::constant_time;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use tessera_core::{Checksum, CommitWrite, Core, CoreError, Placement};
 use tessera_proto::internal::v1 as pb;
-use tessera_types::{ErrorKind, Identity, NsPath};
+use tessera_types::{ErrorKind, NsPath};
 use tonic::{Request, Response, Status};
 
 pub struct ClusterService {
@@ -14,7 +15,12 @@ pub struct ClusterService {
     key: CapKey,
     secret: Vec<u8>,
     registry: Arc<Registry>,
+    /// Write capabilities already used (nonce → expiry): each opens once.
+    used: Mutex<HashMap<u64, u64>>,
 }
+
+/// Past this many remembered nonces, the expired ones are forgotten.
+const USED_SWEEP: usize = 4096;
 
 impl ClusterService {
     pub fn new(core: Core, secret: &[u8], registry: Arc<Registry>) -> ClusterService {
@@ -23,6 +29,7 @@ impl ClusterService {
             key: CapKey::new(secret),
             secret: secret.to_vec(),
             registry,
+            used: Mutex::new(HashMap::new()),
         }
     }
 
@@ -57,6 +64,26 @@ impl ClusterService {
             .unwrap_or("");
         constant_time::verify_slices_are_equal(given.as_bytes(), &self.secret)
             .map_err(|_| Status::unauthenticated("cluster secret required"))
+    }
+}
+
+impl ClusterService {
+    /// Accept write capability `nonce` (good until `expires`) once only.
+    fn use_once(&self, nonce: u64, expires: u64) -> Result<(), Status> {
+        if nonce == 0 {
+            return Err(Status::permission_denied(
+                "write capability without a nonce",
+            ));
+        }
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        if used.len() >= USED_SWEEP {
+            let now = crate::cap::now_secs();
+            used.retain(|_, exp| *exp >= now);
+        }
+        if used.insert(nonce, expires).is_some() {
+            return Err(Status::permission_denied(crate::CapError::Used.to_string()));
+        }
+        Ok(())
     }
 }
 
@@ -122,11 +149,12 @@ impl pb::cluster_server::Cluster for ClusterService {
             return Err(Status::permission_denied("not a write capability"));
         }
         let path = NsPath::parse(&cap.path).map_err(|e| Status::invalid_argument(e.to_string()))?;
-        let mut who = Identity::user(cap.uid, cap.gid, cap.name.clone(), "xroot");
-        if cap.uid == 0 {
-            who = Identity::root("xroot");
-            who.gid = cap.gid;
-        }
+        // Exactly the identity the capability was signed for: its token's
+        // scopes, groups and group names are decided on again here.
+        let who = cap
+            .holder()
+            .ok_or_else(|| Status::permission_denied("malformed capability identity"))?;
+        self.use_once(cap.nonce, cap.expires)?;
         let core = self.core.clone();
         let plan = tokio::task::spawn_blocking(move || {
             core.plan_write(&who, &path, cap.mode, cap.overwrite, q.size_hint)

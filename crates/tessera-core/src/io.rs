@@ -570,7 +570,7 @@ impl Core {
         if path.split_last().is_none() {
             return Err(CoreError::Invalid("cannot write /".into()));
         }
-        crate::scopes::write(&self.meta, who, path)?;
+        let overwrite = crate::scopes::write(who, path, overwrite)?;
         let resv = self
             .meta
             .begin_write(path, who, mode, overwrite, size_hint)?;

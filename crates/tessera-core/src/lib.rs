@@ -6,6 +6,7 @@
 //! Token scopes are checked here before the store is touched
 //! (`scopes.rs`); mode bits are the store's own check.
 
+mod authz;
 mod budget;
 mod error;
 mod fs;
@@ -28,7 +29,7 @@ pub use sessionlog::SessionLog;
 pub use stall::{ReadOpen, Stall, STALL_ATTR};
 pub use tessera_data::StripeState;
 pub use tessera_data::{BufPool, Layout, Placement, ReadData, ReadEvent};
-pub use tessera_meta::{may, FsConfigStatus, FsRecord};
+pub use tessera_meta::{may, FsConfigStatus, FsRecord, Overwrite};
 pub use tessera_meta::{
     CheckReport, Checksum, CommitWrite, EntryKind, Inode, MetaOptions, MetaStore, NsStats,
     QuotaEntry, QuotaKind, QuotaNodeReport, QuotaTarget, RenameFlags, Reservation, SetAttr,

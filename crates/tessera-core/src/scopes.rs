@@ -3,7 +3,7 @@
 //! operation must be within its scopes, and then the namespace's own
 //! permission checks (mode bits) apply to the identity the token maps to.
 
-use tessera_meta::{MetaError, MetaStore};
+use tessera_meta::{MetaError, Overwrite};
 use tessera_types::{Access, Identity, NsPath, TokenGrant};
 
 fn need(
@@ -49,13 +49,33 @@ pub(crate) fn modify(who: &Identity, path: &NsPath) -> Result<(), MetaError> {
     need(who, |g| g.allows(Access::Modify, path), "modifying", path)
 }
 
-/// Write a file: create for a new one, modify to replace one.
-pub(crate) fn write(m: &MetaStore, who: &Identity, path: &NsPath) -> Result<(), MetaError> {
-    if who.token.is_none() {
-        return Ok(());
-    }
-    match m.stat(path) {
-        Ok(_) => modify(who, path),
-        Err(_) => create(who, path),
-    }
+/// Write a file: a create scope at least. What the write may then do
+/// with a file that exists (now or when it commits) is the returned
+/// [`Overwrite`]: replacing needs modify, so a create-only token that
+/// asked to replace gets `NotPermitted`, which the store enforces
+/// atomically at the open and again at the commit.
+pub(crate) fn write(
+    who: &Identity,
+    path: &NsPath,
+    overwrite: bool,
+) -> Result<Overwrite, MetaError> {
+    let Some(g) = &who.token else {
+        return Ok(overwrite.into());
+    };
+    create(who, path)?;
+    Ok(if !overwrite {
+        Overwrite::No
+    } else if g.allows(Access::Modify, path) {
+        Overwrite::Yes
+    } else {
+        Overwrite::NotPermitted
+    })
+}
+
+/// Whether a rename may replace its destination: without a modify
+/// scope on it, the store refuses an existing one (atomically).
+pub(crate) fn may_replace(who: &Identity, path: &NsPath) -> bool {
+    who.token
+        .as_ref()
+        .is_none_or(|g| g.allows(Access::Modify, path))
 }

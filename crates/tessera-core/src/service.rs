@@ -245,7 +245,7 @@ impl Core {
     pub async fn touch(&self, who: &Identity, path: NsPath, mode: u32) -> Result<Inode, CoreError> {
         let w = who.clone();
         self.run("touch", who, path.display(), move |m| {
-            crate::scopes::write(m, &w, &path)?;
+            crate::scopes::create(&w, &path)?;
             m.create(&path, &w, mode)
         })
         .await
@@ -294,8 +294,21 @@ impl Core {
             // Renaming within create scopes is allowed; replacing an
             // existing destination needs modify.
             crate::scopes::create(&w, &src)?;
-            crate::scopes::write(m, &w, &dst)?;
-            m.rename(&src, &dst, &w, flags)
+            crate::scopes::create(&w, &dst)?;
+            // Without a modify scope on the destination the store refuses
+            // to replace it, atomically; that refusal is the token's.
+            let scoped = !flags.no_replace && !crate::scopes::may_replace(&w, &dst);
+            let flags = RenameFlags {
+                no_replace: flags.no_replace || scoped,
+            };
+            m.rename(&src, &dst, &w, flags).map_err(|e| match e {
+                MetaError::AlreadyExists(_) if scoped => MetaError::PermissionDenied(format!(
+                    "the token of {} may not replace {}",
+                    w.name,
+                    dst.display()
+                )),
+                e => e,
+            })
         })
         .await
     }

@@ -112,3 +112,90 @@ async fn scopes_allow_exactly_what_they_say() {
             .await,
     );
 }
+
+/// A write that began while its file did not exist, as a writer that may
+/// only create there (a create-only token, or an ACL that denies
+/// replacing), must not replace the file another writer committed
+/// meanwhile: its commit decides again in the same transaction and is
+/// refused with EACCES, the other file and the quota as they were.
+#[tokio::test]
+async fn create_only_never_replaces_a_file_committed_meanwhile() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o777);
+    common::add_folders(&c, dir.path(), 1).await;
+    let root = Identity::root("test");
+    c.mkdir(&root, p("/race"), 0o777, false).await.unwrap();
+    c.quota_set(&root, p("/race"), QuotaTarget::user(0), None, Some(100))
+        .await
+        .unwrap();
+    let t = token(&[(Access::Create, "/race")]);
+
+    // 1. A create-only token asks to replace (xrdcp -f, an HTTP PUT).
+    let mut slow = c.open_write(&t, &p("/race/f"), 0o644, true, 0).unwrap();
+    slow.write(b"the create-only writer's bytes").unwrap();
+    common::put(&c, &root, "/race/f", b"committed meanwhile").unwrap();
+    let used = |r: QuotaNodeReport| -> Vec<(u64, u64)> {
+        r.entries
+            .iter()
+            .map(|e| (e.used_bytes, e.used_inodes))
+            .collect()
+    };
+    let before = used(c.quota_show(&root, p("/race"), 0, 0).await.unwrap());
+    denied(slow.close());
+    assert_eq!(
+        common::get(&c, &root, "/race/f").unwrap(),
+        b"committed meanwhile"
+    );
+    let after = c.quota_show(&root, p("/race"), 0, 0).await.unwrap();
+    assert!(
+        after.entries.iter().all(|e| e.reserved_bytes == 0),
+        "released"
+    );
+    assert_eq!(used(after), before);
+    // And at the open, when the file is already there.
+    denied(c.open_write(&t, &p("/race/f"), 0o644, true, 0).map(|_| ()));
+
+    // 2. The same race under an ACL: group /cms may create, not update.
+    c.xattr_set(
+        &root,
+        p("/race"),
+        b"sys.acl".to_vec(),
+        b"g:/cms:w!u".to_vec(),
+    )
+    .await
+    .unwrap();
+    let mut cms = Identity::user(1000, 1000, "bob", "test");
+    cms.group_names = vec!["/cms".into()];
+    let mut slow = c.open_write(&cms, &p("/race/g"), 0o644, true, 0).unwrap();
+    slow.write(b"bob's").unwrap();
+    common::put(&c, &root, "/race/g", b"root's").unwrap();
+    denied(slow.close());
+    assert_eq!(common::get(&c, &root, "/race/g").unwrap(), b"root's");
+
+    // 3. Rights withdrawn during a write: the commit is refused.
+    let mut slow = c.open_write(&cms, &p("/race/h"), 0o644, true, 0).unwrap();
+    slow.write(b"late").unwrap();
+    c.xattr_set(
+        &root,
+        p("/race"),
+        b"sys.acl".to_vec(),
+        b"g:/cms:rx".to_vec(),
+    )
+    .await
+    .unwrap();
+    c.setattr(
+        &root,
+        p("/race"),
+        SetAttr {
+            mode: Some(0o755),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    denied(slow.close());
+    assert!(
+        c.stat(&root, p("/race/h")).await.is_err(),
+        "nothing visible"
+    );
+}

@@ -197,7 +197,7 @@ fn service(
                     };
                     handle(ctx, req).await
                 }
-                None => scaleout::gateway(&cfg, req).await,
+                None => scaleout::gateway(&cfg, peer, req).await,
             };
             Ok::<_, std::convert::Infallible>(r)
         }

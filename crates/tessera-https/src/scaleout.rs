@@ -98,14 +98,18 @@ pub async fn mgm_redirect(
         return Ok(None);
     };
     let p = path::decode(req.uri().path())?;
+    let client = ctx.peer.ip();
     let cap = if writing {
         put::make_parents(ctx, &p).await?;
-        Capability::write(&p, &ctx.who, 0o644, true, *cap_ttl)
+        // The decision a single server makes at the open, before anything
+        // is signed; the gateway's BeginWrite makes it again.
+        ctx.core.may_write(&ctx.who, &p, true).await?;
+        Capability::write(&p, &ctx.who, 0o644, true, client, *cap_ttl)
     } else {
         match ctx.core.readable(&ctx.who, &p).await {
             Ok(i) => match ctx.core.stall_unavailable(&i, &p) {
                 Some(st) => return Ok(Some(crate::ops::get::stalled(&st))),
-                None => Capability::read(&p, &ctx.who, &i, *cap_ttl),
+                None => Capability::read(&p, &ctx.who, &i, client, *cap_ttl),
             },
             // A directory is listed here.
             Err(e) if e.kind() == ErrorKind::IsADirectory => return Ok(None),
@@ -124,14 +128,18 @@ pub async fn mgm_redirect(
 }
 
 /// On a gateway: serve a request (there is no namespace here).
-pub async fn gateway(cfg: &Arc<HttpsConfig>, req: crate::Req) -> Response<Body> {
+pub async fn gateway(
+    cfg: &Arc<HttpsConfig>,
+    peer: std::net::SocketAddr,
+    req: crate::Req,
+) -> Response<Body> {
     let Mode::Gateway { mgm, .. } = &cfg.mode else {
         return crate::error_response(&HttpError::new(500, "not a gateway"));
     };
     let method = req.method().as_str().to_string();
     let with_cap = cap_of(req.uri().query()).is_some();
     let r = match method.as_str() {
-        "GET" | "HEAD" | "PUT" if with_cap => gateway_data(cfg, req).await,
+        "GET" | "HEAD" | "PUT" if with_cap => gateway_data(cfg, peer.ip(), req).await,
         "OPTIONS" => Ok(ops::options()),
         _ => {
             // Everything else is the metadata service's (which sends data
@@ -151,6 +159,7 @@ pub async fn gateway(cfg: &Arc<HttpsConfig>, req: crate::Req) -> Response<Body> 
 
 async fn gateway_data(
     cfg: &Arc<HttpsConfig>,
+    peer: std::net::IpAddr,
     req: crate::Req,
 ) -> Result<Response<Body>, HttpError> {
     let Mode::Gateway {
@@ -169,11 +178,13 @@ async fn gateway_data(
         .to_string();
     let cap = key.verify(&text).map_err(|e| denied(e.to_string()))?;
     let p = path::decode(req.uri().path())?;
-    if cap.path != p.display() {
-        return Err(denied(format!("the capability is for {}", cap.path)));
-    }
+    cap.check_target(&p, peer)
+        .map_err(|e| denied(e.to_string()))?;
+    let holder = cap
+        .holder()
+        .ok_or_else(|| denied("malformed capability identity".into()))?;
     let writing = req.method() == hyper::Method::PUT;
-    let log = data.session_log(&cap.holder("https"), &p, std::time::Instant::now());
+    let log = data.session_log(&holder, &p, std::time::Instant::now());
     let r = match (&cap.access, writing) {
         (Access::Read, false) => {
             let head = req.method() == hyper::Method::HEAD;

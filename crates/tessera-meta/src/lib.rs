@@ -11,6 +11,7 @@ pub mod acl;
 mod damage;
 mod dircache;
 mod error;
+mod filewrite;
 mod fs;
 mod keys;
 mod quota;
@@ -24,12 +25,13 @@ mod write;
 
 pub use damage::DamageRecord;
 pub use error::MetaError;
+pub use filewrite::{CommitWrite, Overwrite};
 pub use fs::{FsConfigStatus, FsRecord};
 pub use quota::{QuotaEntry, QuotaKind, QuotaNodeReport, QuotaTarget, Reservation};
 pub use records::{Checksum, EntryKind, Inode};
 pub use recount::{CheckReport, QuotaUsage};
 pub use store::{Durability, MetaOptions, MetaStore, NsStats, ROOT_INO};
-pub use write::{may, CommitWrite, RenameFlags, SetAttr};
+pub use write::{may, RenameFlags, SetAttr};
 
 /// Extended attributes of one entry: (name, value) in name order.
 pub type Xattrs = Vec<(Vec<u8>, Vec<u8>)>;

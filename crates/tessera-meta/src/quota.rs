@@ -107,7 +107,10 @@ pub struct Reservation {
     pub mode: u32,
     pub bytes: u64,
     pub inodes: u64,
-    pub overwrite: bool,
+    /// What the write may do with a file that exists at its commit.
+    pub overwrite: crate::Overwrite,
+    /// Who writes: the commit decides again, as them.
+    pub who: std::sync::Arc<tessera_types::Identity>,
 }
 
 /// Usage changes collected by one transaction.

@@ -5,29 +5,19 @@
 use crate::acl::Action;
 use crate::error::MetaError;
 use crate::keys::*;
-use crate::quota::{self, Deltas, Reservation};
+use crate::quota::{self, Deltas};
 use crate::read::{self, lookup, must_inode, resolve, resolve_parent};
 use crate::records::*;
 use crate::store::{now_ns, MetaStore, WriterState, ROOT_INO};
 use crate::txn::{Cf, Txn};
 use tessera_types::{Identity, NsPath};
 
-const W: u32 = 2;
-const X: u32 = 1;
+pub(crate) const W: u32 = 2;
+pub(crate) const X: u32 = 1;
 /// Largest xattr value.
 pub const MAX_XATTR_VALUE: usize = 64 * 1024;
 /// How many inode numbers are handed out per persisted allocation step.
 const INO_BLOCK: u64 = 1024;
-
-/// What the data layer reports when a write completes.
-#[derive(Debug, Clone, Default)]
-pub struct CommitWrite {
-    pub size: u64,
-    pub checksum: Option<Checksum>,
-    pub crc32c: Option<u32>,
-    pub layout: Vec<u8>,
-    pub mtime_ns: Option<i64>,
-}
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RenameFlags {
@@ -60,7 +50,7 @@ pub fn may(who: &Identity, i: &Inode, want: u32) -> bool {
 }
 
 /// What directory `dir`'s ACL says about `action` (`None`: nothing).
-fn acl_decision(
+pub(crate) fn acl_decision(
     txn: &Txn<'_>,
     who: &Identity,
     dir: u64,
@@ -100,7 +90,7 @@ fn removable(
     Ok((dir, ino))
 }
 
-fn need(
+pub(crate) fn need(
     txn: &Txn<'_>,
     who: &Identity,
     dir: u64,
@@ -132,7 +122,7 @@ fn need(
     }
 }
 
-fn alloc_ino(st: &mut WriterState) -> u64 {
+pub(crate) fn alloc_ino(st: &mut WriterState) -> u64 {
     let ino = st.next_ino;
     st.next_ino += 1;
     if st.next_ino > st.ino_ceiling {
@@ -141,7 +131,11 @@ fn alloc_ino(st: &mut WriterState) -> u64 {
     ino
 }
 
-fn delete_entry(txn: &mut Txn<'_>, parent: u64, victim: &Inode) -> Result<(), MetaError> {
+pub(crate) fn delete_entry(
+    txn: &mut Txn<'_>,
+    parent: u64,
+    victim: &Inode,
+) -> Result<(), MetaError> {
     if victim.is_dir() {
         txn.note_dir_change();
     }
@@ -175,7 +169,7 @@ fn drop_node_records(
 }
 
 impl MetaStore {
-    fn finish(&self, seq: u64) -> Result<(), MetaError> {
+    pub(crate) fn finish(&self, seq: u64) -> Result<(), MetaError> {
         self.make_durable(seq)
     }
 
@@ -285,180 +279,6 @@ impl MetaStore {
         };
         self.finish(seq)?;
         Ok(out)
-    }
-
-    /// Open a file for writing: check the namespace and permissions, and
-    /// reserve quota (one inode unless replacing, plus `expected_bytes`).
-    /// Nothing is visible until [`MetaStore::commit_write`].
-    pub fn begin_write(
-        &self,
-        path: &NsPath,
-        who: &Identity,
-        mode: u32,
-        overwrite: bool,
-        expected_bytes: u64,
-    ) -> Result<Reservation, MetaError> {
-        let (seq, r) = {
-            let mut st = self.lock();
-            let txn = self.txn();
-            let (dir, name) = resolve_parent(&txn, path)?;
-            NsPath::validate_name(name)?;
-            let mut inodes = 1;
-            match lookup(&txn, dir.ino, name)? {
-                Some((EntryKind::Directory, _)) => {
-                    return Err(MetaError::IsADirectory(path.display()))
-                }
-                Some((EntryKind::File, ino)) => {
-                    if !overwrite {
-                        return Err(MetaError::AlreadyExists(path.display()));
-                    }
-                    // Replacing: the ACL's update right, else the mode
-                    // bits of the directory and of the file.
-                    let old = must_inode(&txn, ino)?;
-                    let what = "replace entries here";
-                    need(&txn, who, dir.ino, &dir, W | X, Action::Update, what)?;
-                    if acl_decision(&txn, who, dir.ino, Action::Update)?.is_none() {
-                        let what = "overwrite this file";
-                        need(&txn, who, dir.ino, &old, W, Action::Update, what)?;
-                    }
-                    inodes = 0;
-                }
-                None => {
-                    let what = "create entries here";
-                    need(&txn, who, dir.ino, &dir, W | X, Action::Write, what)?;
-                }
-            }
-            let node = quota::node_of_dir(&txn, dir.ino)?;
-            let before = st.ino_ceiling;
-            let ino = alloc_ino(&mut st);
-            let r = quota::reserve(
-                &txn,
-                &mut st,
-                Reservation {
-                    id: 0,
-                    ino,
-                    parent: dir.ino,
-                    name: name.to_vec(),
-                    node,
-                    uid: who.uid,
-                    gid: who.gid,
-                    mode: mode & 0o7777,
-                    bytes: expected_bytes,
-                    inodes,
-                    overwrite,
-                },
-            )?;
-            // Persist the inode allocation step so a crash never hands the
-            // same number out twice (stripes are named after it).
-            let seq = if st.ino_ceiling != before {
-                Some(self.commit(self.txn(), &st)?)
-            } else {
-                None
-            };
-            (seq, r)
-        };
-        if let Some(seq) = seq {
-            self.finish(seq)?;
-        }
-        Ok(r)
-    }
-
-    /// Grow an open reservation by `bytes` (a write went past its estimate).
-    pub fn extend_write(&self, id: u64, bytes: u64) -> Result<(), MetaError> {
-        let mut st = self.lock();
-        let txn = self.txn();
-        quota::grow(&txn, &mut st, id, bytes)
-    }
-
-    /// Make a written file visible: one atomic step that adds (or replaces)
-    /// the entry, records size/checksum/layout and settles the reservation.
-    /// Returns the new inode and the one it replaced, if any.
-    pub fn commit_write(
-        &self,
-        id: u64,
-        c: CommitWrite,
-    ) -> Result<(Inode, Option<Inode>), MetaError> {
-        let (seq, out) = {
-            let mut st = self.lock();
-            let Some(r) = quota::release(&mut st, id) else {
-                return Err(MetaError::NotFound(format!(
-                    "no write in progress with id {id}"
-                )));
-            };
-            let mut txn = self.txn();
-            let mut dir = match read::inode(&txn, r.parent)? {
-                Some(d) if d.is_dir() => d,
-                _ => {
-                    return Err(MetaError::NotFound(
-                        "the directory was removed during the write".into(),
-                    ))
-                }
-            };
-            let node = quota::node_of_dir(&txn, dir.ino)?;
-            let mut deltas = Deltas::default();
-            let now = now_ns();
-            let replaced = match lookup(&txn, dir.ino, &r.name)? {
-                Some((EntryKind::Directory, _)) => {
-                    return Err(MetaError::IsADirectory(
-                        String::from_utf8_lossy(&r.name).into_owned(),
-                    ))
-                }
-                Some((EntryKind::File, ino)) => {
-                    if !r.overwrite {
-                        return Err(MetaError::AlreadyExists(
-                            String::from_utf8_lossy(&r.name).into_owned(),
-                        ));
-                    }
-                    let old = must_inode(&txn, ino)?;
-                    deltas.charge(node, old.uid, old.gid, -(old.size as i128), -1);
-                    delete_entry(&mut txn, dir.ino, &old)?;
-                    Some(old)
-                }
-                None => {
-                    dir.nchildren += 1;
-                    None
-                }
-            };
-            deltas.charge(node, r.uid, r.gid, c.size as i128, 1);
-            let file = Inode {
-                ino: r.ino,
-                kind: EntryKind::File,
-                parent: dir.ino,
-                name: r.name.clone(),
-                uid: r.uid,
-                gid: r.gid,
-                mode: r.mode,
-                ctime_ns: now,
-                mtime_ns: c.mtime_ns.unwrap_or(now),
-                size: c.size,
-                checksum: c.checksum,
-                crc32c: c.crc32c,
-                layout: c.layout,
-                quota_node: false,
-                nchildren: 0,
-            };
-            dir.mtime_ns = now;
-            txn.put_inode(&dir);
-            txn.put_inode(&file);
-            txn.put_dentry(dir.ino, &r.name, EntryKind::File, file.ino);
-            deltas.apply(&mut txn, &st, true)?;
-            (self.commit(txn, &st)?, (file, replaced))
-        };
-        self.finish(seq)?;
-        Ok(out)
-    }
-
-    /// Give up a write: its reservation is released, nothing becomes visible.
-    pub fn abort_write(&self, id: u64) -> Result<Reservation, MetaError> {
-        let mut st = self.lock();
-        quota::release(&mut st, id)
-            .ok_or_else(|| MetaError::NotFound(format!("no write in progress with id {id}")))
-    }
-
-    /// Create an empty file; fails if the name exists.
-    pub fn create(&self, path: &NsPath, who: &Identity, mode: u32) -> Result<Inode, MetaError> {
-        let r = self.begin_write(path, who, mode, false, 0)?;
-        Ok(self.commit_write(r.id, CommitWrite::default())?.0)
     }
 
     /// Remove a file; returns its inode (the data layer removes its stripes).

@@ -251,7 +251,7 @@ impl Default for Cluster {
             mgm_https: None,
             advertise_https: None,
             site: String::new(),
-            cap_ttl_secs: 120,
+            cap_ttl_secs: tessera_cluster::cap::DEFAULT_TTL_SECS,
             write_lease_secs: 60,
             client_sites: Default::default(),
         }

@@ -30,6 +30,17 @@ impl Access {
         }
     }
 
+    /// The access class `as_str` names.
+    pub fn from_name(name: &str) -> Option<Access> {
+        Some(match name {
+            "read" => Access::Read,
+            "create" => Access::Create,
+            "modify" => Access::Modify,
+            "stage" => Access::Stage,
+            _ => return None,
+        })
+    }
+
     /// Whether a scope of kind `self` grants `want`.
     fn grants(self, want: Access) -> bool {
         self == want || (self == Access::Modify && want == Access::Create)

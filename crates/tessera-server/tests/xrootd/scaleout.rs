@@ -243,7 +243,7 @@ fn clients_go_to_a_gateway_of_their_site() {
 
 #[test]
 fn writes_of_a_silent_gateway_are_released() {
-    use tessera_cluster::{cap::now_secs, Access, CapKey, Capability, ClusterClient};
+    use tessera_cluster::{CapKey, Capability, ClusterClient};
     let c = cluster_with(|cfg| cfg.cluster.write_lease_secs = 5);
     let e = &c.mgm;
     let core = e.core();
@@ -262,18 +262,14 @@ fn writes_of_a_silent_gateway_are_released() {
         .expect("quota");
     });
     // A gateway that reserves the whole quota and is never heard from.
-    let cap = Capability {
-        v: tessera_cluster::cap::CAP_VERSION,
-        access: Access::Write,
-        path: "/lease/ghost".into(),
-        uid: 0,
-        gid: 0,
-        name: "root".into(),
-        expires: now_secs() + 60,
-        file: None,
-        mode: 0o644,
-        overwrite: false,
-    };
+    let cap = Capability::write(
+        &Env::path("/lease/ghost"),
+        &Env::root(),
+        0o644,
+        false,
+        [127, 0, 0, 1].into(),
+        60,
+    );
     let admin = e.server.as_ref().unwrap().admin_addr.to_string();
     e.rt.block_on(async {
         let client = ClusterClient::new(&admin, SECRET).expect("client");

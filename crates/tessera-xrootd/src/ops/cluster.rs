@@ -63,8 +63,14 @@ pub async fn mgm_open(
     let who = s.who();
     let core = s.core()?;
     let opts = h.u16_at(6);
+    let client = s.peer.ip();
     let cap = if writing {
-        Capability::write(&t.path, &who, mode, opts & o::DELETE != 0, *cap_ttl)
+        // The decision a single server makes at the open (scopes, then
+        // ACLs and mode bits with the token's groups), made before
+        // anything is signed; the gateway's BeginWrite makes it again.
+        let overwrite = opts & o::DELETE != 0;
+        core.may_write(&who, &t.path, overwrite).await?;
+        Capability::write(&t.path, &who, mode, overwrite, client, *cap_ttl)
     } else {
         // Check here what the gateway cannot: existence and permission.
         let i = core.readable(&who, &t.path).await?;
@@ -72,7 +78,7 @@ pub async fn mgm_open(
             out.wait(h.stream, st.secs, &st.why).await;
             return Ok(true);
         }
-        Capability::read(&t.path, &who, &i, *cap_ttl)
+        Capability::read(&t.path, &who, &i, client, *cap_ttl)
     };
     let (host, port) = host_port(&gw);
     let mut cgi = format!("{CAP_KEY}={}", key.sign(&cap));
@@ -105,11 +111,15 @@ pub async fn gateway_open(
         denied("this is a data gateway: open files through the metadata service".into())
     })?;
     let cap = key.verify(text).map_err(|e| denied(e.to_string()))?;
-    if cap.path != t.path.display() {
-        return Err(denied(format!("the capability is for {}", cap.path)));
-    }
+    cap.check_target(&t.path, s.peer.ip())
+        .map_err(|e| denied(e.to_string()))?;
+    // The file is served as exactly the identity the capability names,
+    // whatever this connection logged in as.
+    let holder = cap
+        .holder()
+        .ok_or_else(|| denied("malformed capability identity".into()))?;
     let opened = std::time::Instant::now();
-    let log = data.session_log(&cap.holder("xroot"), &t.path, opened);
+    let log = data.session_log(&holder, &t.path, opened);
     match (&cap.access, writing) {
         (Access::Write, true) => {
             let hint: u64 = t.cgi("oss.asize").and_then(|v| v.parse().ok()).unwrap_or(0);
@@ -135,8 +145,7 @@ pub async fn gateway_open(
             let inode = f
                 .inode(t.path.name().map(<[u8]>::to_vec).unwrap_or_default())
                 .ok_or_else(|| denied("bad file facts in capability".into()))?;
-            let who = s.who();
-            let stat = crate::statfmt::stat_string(&inode, &who, &s.cfg.names);
+            let stat = crate::statfmt::stat_string(&inode, &holder, &s.cfg.names);
             // Opening reads nothing (the stripes open at the first read).
             let mut rs = data.open_inode(inode)?;
             if let Some(l) = log {

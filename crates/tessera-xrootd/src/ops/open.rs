@@ -32,22 +32,22 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<O
     if mkpath && matches!(s.cfg.mode, crate::Mode::Mgm { .. }) {
         make_parents(s, &t).await?;
     }
+    if writing && opts & (o::NEW | o::DELETE) == 0 {
+        // Update or append without create/truncate: files are immutable
+        // once committed (refused here, before any redirect).
+        return match s.core()?.stat(&who, t.path.clone()).await {
+            Err(e) => Err(e.into()),
+            Ok(_) => Err(XrdError::new(
+                err::UNSUPPORTED,
+                "files cannot be changed in place: open with kXR_delete to replace (errno 95)",
+            )),
+        };
+    }
     if cluster::mgm_open(s, out, h, &t, writing, mode).await? {
         return Ok(Opened::Sent);
     }
     let (fh, stat) = if writing {
         let replace = opts & o::DELETE != 0;
-        if opts & (o::NEW | o::DELETE) == 0 {
-            // Update or append without create/truncate: files are
-            // immutable once committed.
-            return match s.core()?.stat(&who, t.path.clone()).await {
-                Err(e) => Err(e.into()),
-                Ok(_) => Err(XrdError::new(
-                    err::UNSUPPORTED,
-                    "files cannot be changed in place: open with kXR_delete to replace (errno 95)",
-                )),
-            };
-        }
         let new = NewFile {
             mode,
             opts,

@@ -1,0 +1,39 @@
+//! The authorization decisions a front-end or a capability signer asks for
+//! without doing the operation: the same checks, in the same order, as the
+//! operation itself makes (token scopes here, then the store's ACL and
+//! mode bits), so that a metadata service signs a capability exactly when
+//! the write would be allowed on a single server.
+
+use crate::{Core, CoreError};
+use tessera_types::{Identity, NsPath};
+
+impl Core {
+    /// May `who` open `path` for writing (`overwrite`: replacing a file
+    /// that is there)? Blocking; nothing is reserved or changed. The open
+    /// itself ([`Core::plan_write`]) decides again, and so does its commit.
+    pub fn authorize_write(
+        &self,
+        who: &Identity,
+        path: &NsPath,
+        overwrite: bool,
+    ) -> Result<(), CoreError> {
+        if path.split_last().is_none() {
+            return Err(CoreError::Invalid("cannot write /".into()));
+        }
+        let overwrite = crate::scopes::write(who, path, overwrite)?;
+        Ok(self.meta.check_write(path, who, overwrite)?)
+    }
+
+    /// [`Core::authorize_write`] for an async caller (on the blocking pool).
+    pub async fn may_write(
+        &self,
+        who: &Identity,
+        path: &NsPath,
+        overwrite: bool,
+    ) -> Result<(), CoreError> {
+        let (core, who, path) = (self.clone(), who.clone(), path.clone());
+        tokio::task::spawn_blocking(move || core.authorize_write(&who, &path, overwrite))
+            .await
+            .map_err(|e| CoreError::Task(e.to_string()))?
+    }
+}

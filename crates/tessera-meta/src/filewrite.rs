@@ -1,0 +1,274 @@
+//! Writing files: open (reserve), grow, commit, abort. The permission
+//! decision of a write is made twice with the same function, at the open
+//! and again inside the commit's transaction, so that what was true when
+//! the write began (the file did not exist; the ACL allowed it) cannot be
+//! used to replace a file that appeared, or to write where rights were
+//! withdrawn, meanwhile.
+
+use crate::acl::Action;
+use crate::error::MetaError;
+use crate::quota::{self, Deltas, Reservation};
+use crate::read::{self, lookup, must_inode, resolve_parent};
+use crate::records::*;
+use crate::store::{now_ns, MetaStore};
+use crate::txn::Txn;
+use crate::write::{acl_decision, alloc_ino, delete_entry, need, W, X};
+use std::sync::Arc;
+use tessera_types::{Identity, NsPath};
+
+/// What the data layer reports when a write completes.
+#[derive(Debug, Clone, Default)]
+pub struct CommitWrite {
+    pub size: u64,
+    pub checksum: Option<Checksum>,
+    pub crc32c: Option<u32>,
+    pub layout: Vec<u8>,
+    pub mtime_ns: Option<i64>,
+}
+
+/// What a write may do with a file that exists under its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overwrite {
+    /// Nothing: EEXIST (the client asked for a new file).
+    No,
+    /// Replace it (under the namespace's own rules: ACL, mode bits).
+    Yes,
+    /// The client asked to replace, but its token may only create:
+    /// EACCES whenever a file is there, at the open or at the commit.
+    NotPermitted,
+}
+
+impl From<bool> for Overwrite {
+    fn from(b: bool) -> Overwrite {
+        if b {
+            Overwrite::Yes
+        } else {
+            Overwrite::No
+        }
+    }
+}
+
+/// The permission decision of writing `name` into directory `dir`:
+/// `Some(old)` when the file there is replaced, `None` when it is new.
+fn decide(
+    txn: &Txn<'_>,
+    who: &Identity,
+    dir: &Inode,
+    name: &[u8],
+    overwrite: Overwrite,
+) -> Result<Option<Inode>, MetaError> {
+    let shown = || String::from_utf8_lossy(name).into_owned();
+    match lookup(txn, dir.ino, name)? {
+        Some((EntryKind::Directory, _)) => Err(MetaError::IsADirectory(shown())),
+        Some((EntryKind::File, ino)) => {
+            match overwrite {
+                Overwrite::No => return Err(MetaError::AlreadyExists(shown())),
+                Overwrite::NotPermitted => {
+                    return Err(MetaError::PermissionDenied(format!(
+                        "{} exists and the token of {} may create files here but not replace them",
+                        shown(),
+                        who.name
+                    )))
+                }
+                Overwrite::Yes => {}
+            }
+            // Replacing: the ACL's update right, else the mode bits of
+            // the directory and of the file.
+            let old = must_inode(txn, ino)?;
+            need(
+                txn,
+                who,
+                dir.ino,
+                dir,
+                W | X,
+                Action::Update,
+                "replace entries here",
+            )?;
+            if acl_decision(txn, who, dir.ino, Action::Update)?.is_none() {
+                need(
+                    txn,
+                    who,
+                    dir.ino,
+                    &old,
+                    W,
+                    Action::Update,
+                    "overwrite this file",
+                )?;
+            }
+            Ok(Some(old))
+        }
+        None => {
+            need(
+                txn,
+                who,
+                dir.ino,
+                dir,
+                W | X,
+                Action::Write,
+                "create entries here",
+            )?;
+            Ok(None)
+        }
+    }
+}
+
+impl MetaStore {
+    /// Whether `who` may open `path` for writing now (the checks of
+    /// [`MetaStore::begin_write`], nothing reserved): what a metadata
+    /// service decides before it signs a write capability.
+    pub fn check_write(
+        &self,
+        path: &NsPath,
+        who: &Identity,
+        overwrite: impl Into<Overwrite>,
+    ) -> Result<(), MetaError> {
+        let txn = self.txn();
+        let (dir, name) = resolve_parent(&txn, path)?;
+        NsPath::validate_name(name)?;
+        decide(&txn, who, &dir, name, overwrite.into()).map(|_| ())
+    }
+
+    /// Open a file for writing: check the namespace and permissions, and
+    /// reserve quota (one inode unless replacing, plus `expected_bytes`).
+    /// Nothing is visible until [`MetaStore::commit_write`], which decides
+    /// again, as `who`, in its own transaction.
+    pub fn begin_write(
+        &self,
+        path: &NsPath,
+        who: &Identity,
+        mode: u32,
+        overwrite: impl Into<Overwrite>,
+        expected_bytes: u64,
+    ) -> Result<Reservation, MetaError> {
+        let overwrite = overwrite.into();
+        let (seq, r) = {
+            let mut st = self.lock();
+            let txn = self.txn();
+            let (dir, name) = resolve_parent(&txn, path)?;
+            NsPath::validate_name(name)?;
+            let replacing = decide(&txn, who, &dir, name, overwrite)?.is_some();
+            let node = quota::node_of_dir(&txn, dir.ino)?;
+            let before = st.ino_ceiling;
+            let ino = alloc_ino(&mut st);
+            let r = quota::reserve(
+                &txn,
+                &mut st,
+                Reservation {
+                    id: 0,
+                    ino,
+                    parent: dir.ino,
+                    name: name.to_vec(),
+                    node,
+                    uid: who.uid,
+                    gid: who.gid,
+                    mode: mode & 0o7777,
+                    bytes: expected_bytes,
+                    inodes: if replacing { 0 } else { 1 },
+                    overwrite,
+                    who: Arc::new(who.clone()),
+                },
+            )?;
+            // Persist the inode allocation step so a crash never hands the
+            // same number out twice (stripes are named after it).
+            let seq = if st.ino_ceiling != before {
+                Some(self.commit(self.txn(), &st)?)
+            } else {
+                None
+            };
+            (seq, r)
+        };
+        if let Some(seq) = seq {
+            self.finish(seq)?;
+        }
+        Ok(r)
+    }
+
+    /// Grow an open reservation by `bytes` (a write went past its estimate).
+    pub fn extend_write(&self, id: u64, bytes: u64) -> Result<(), MetaError> {
+        let mut st = self.lock();
+        let txn = self.txn();
+        quota::grow(&txn, &mut st, id, bytes)
+    }
+
+    /// Make a written file visible: one atomic step that decides again
+    /// whether the writer may create or replace what is there now, adds
+    /// (or replaces) the entry, records size/checksum/layout and settles
+    /// the reservation. Returns the new inode and the one it replaced, if
+    /// any. A refusal releases the reservation and changes nothing.
+    pub fn commit_write(
+        &self,
+        id: u64,
+        c: CommitWrite,
+    ) -> Result<(Inode, Option<Inode>), MetaError> {
+        let (seq, out) = {
+            let mut st = self.lock();
+            let Some(r) = quota::release(&mut st, id) else {
+                return Err(MetaError::NotFound(format!(
+                    "no write in progress with id {id}"
+                )));
+            };
+            let mut txn = self.txn();
+            let mut dir = match read::inode(&txn, r.parent)? {
+                Some(d) if d.is_dir() => d,
+                _ => {
+                    return Err(MetaError::NotFound(
+                        "the directory was removed during the write".into(),
+                    ))
+                }
+            };
+            let node = quota::node_of_dir(&txn, dir.ino)?;
+            let mut deltas = Deltas::default();
+            let now = now_ns();
+            let replaced = match decide(&txn, &r.who, &dir, &r.name, r.overwrite)? {
+                Some(old) => {
+                    deltas.charge(node, old.uid, old.gid, -(old.size as i128), -1);
+                    delete_entry(&mut txn, dir.ino, &old)?;
+                    Some(old)
+                }
+                None => {
+                    dir.nchildren += 1;
+                    None
+                }
+            };
+            deltas.charge(node, r.uid, r.gid, c.size as i128, 1);
+            let file = Inode {
+                ino: r.ino,
+                kind: EntryKind::File,
+                parent: dir.ino,
+                name: r.name.clone(),
+                uid: r.uid,
+                gid: r.gid,
+                mode: r.mode,
+                ctime_ns: now,
+                mtime_ns: c.mtime_ns.unwrap_or(now),
+                size: c.size,
+                checksum: c.checksum,
+                crc32c: c.crc32c,
+                layout: c.layout,
+                quota_node: false,
+                nchildren: 0,
+            };
+            dir.mtime_ns = now;
+            txn.put_inode(&dir);
+            txn.put_inode(&file);
+            txn.put_dentry(dir.ino, &r.name, EntryKind::File, file.ino);
+            deltas.apply(&mut txn, &st, true)?;
+            (self.commit(txn, &st)?, (file, replaced))
+        };
+        self.finish(seq)?;
+        Ok(out)
+    }
+
+    /// Give up a write: its reservation is released, nothing becomes visible.
+    pub fn abort_write(&self, id: u64) -> Result<Reservation, MetaError> {
+        let mut st = self.lock();
+        quota::release(&mut st, id)
+            .ok_or_else(|| MetaError::NotFound(format!("no write in progress with id {id}")))
+    }
+
+    /// Create an empty file; fails if the name exists.
+    pub fn create(&self, path: &NsPath, who: &Identity, mode: u32) -> Result<Inode, MetaError> {
+        let r = self.begin_write(path, who, mode, false, 0)?;
+        Ok(self.commit_write(r.id, CommitWrite::default())?.0)
+    }
+}
