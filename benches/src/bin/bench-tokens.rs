@@ -68,6 +68,7 @@ fn run(a: &Args, alg: KeyAlg) -> anyhow::Result<()> {
                 subjects: HashMap::new(),
                 groups: HashMap::new(),
                 may_create: true,
+                local_users: false,
             }],
             tls,
         );

@@ -41,6 +41,10 @@ pub struct IssuerConfig {
     pub groups: HashMap<String, u32>,
     /// Whether its create/modify/write scopes are honoured.
     pub may_create: bool,
+    /// A subject that `subjects` does not map and that names a local
+    /// (NSS) account other than root acts as that account (the
+    /// development issuer); tokens never act as root this way.
+    pub local_users: bool,
 }
 
 struct Issuer {
@@ -284,8 +288,13 @@ impl Validator {
                 }
             }
         }
-        let (uid, gid, name) = match i.cfg.subjects.get(sub) {
-            Some(m) => m.clone(),
+        let local = || {
+            crate::users::user_by_name(sub)
+                .filter(|u| i.cfg.local_users && u.uid != 0)
+                .map(|u| (u.uid, u.gid, u.name))
+        };
+        let (uid, gid, name) = match i.cfg.subjects.get(sub).cloned().or_else(local) {
+            Some(m) => m,
             None => {
                 let (uid, gid, name) = i.cfg.default_identity.clone();
                 (uid, groups.first().copied().unwrap_or(gid), name)

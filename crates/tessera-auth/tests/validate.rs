@@ -109,6 +109,7 @@ fn cfg(iss: &str, base: &str) -> IssuerConfig {
         subjects: HashMap::from([("alice".to_string(), (1001, 1001, "alice".to_string()))]),
         groups: HashMap::from([("/cms".to_string(), 3000), ("/cms/prod".to_string(), 3001)]),
         may_create: true,
+        local_users: false,
     }
 }
 

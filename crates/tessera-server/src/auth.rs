@@ -43,6 +43,16 @@ fn subjects(path: &std::path::Path) -> anyhow::Result<HashMap<String, (u32, u32,
         .collect())
 }
 
+/// Who a development token acts as when its subject is no local account:
+/// `[auth] dev_uid`/`dev_gid`, named as the local account with that uid.
+pub fn dev_identity(cfg: &Config) -> (u32, u32, String) {
+    let (uid, gid) = (cfg.auth.dev_uid, cfg.auth.dev_gid);
+    let name = tessera_auth::users::user_by_uid(uid)
+        .map(|u| u.name)
+        .unwrap_or_else(|| format!("uid{uid}"));
+    (uid, gid, name)
+}
+
 /// The validator, or `None` when no issuer is configured (tokens are
 /// then ignored, as by a server without a token plugin).
 pub fn setup(cfg: &Config, https: Option<SocketAddr>) -> anyhow::Result<Option<Tokens>> {
@@ -60,6 +70,7 @@ pub fn setup(cfg: &Config, https: Option<SocketAddr>) -> anyhow::Result<Option<T
             },
             groups: i.groups.clone().into_iter().collect(),
             may_create: i.may_create,
+            local_users: i.local_users,
         });
     }
     let mut ca_files = cfg.auth.ca_files.clone();
@@ -71,15 +82,17 @@ pub fn setup(cfg: &Config, https: Option<SocketAddr>) -> anyhow::Result<Option<T
         let iss = format!("https://localhost:{}", addr.port());
         key.write_info(&dev_dir, &iss, &iss)
             .context("recording the development issuer")?;
-        let owner = crate::owner_identity();
         issuers.push(IssuerConfig {
             issuer: iss.clone(),
             audiences: vec![iss.clone()],
             base_path: NsPath::root(),
-            default_identity: (owner.uid, owner.gid, owner.name.clone()),
+            // A real identity, never the server's own: ACLs and mode bits
+            // apply to development tokens as they will in production.
+            default_identity: dev_identity(cfg),
             subjects: HashMap::new(),
             groups: HashMap::new(),
             may_create: true,
+            local_users: true,
         });
         ca_files.push(dev_dir.join("ca.pem"));
         let jwks = key.jwks();

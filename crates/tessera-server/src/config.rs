@@ -168,6 +168,11 @@ pub struct Auth {
     /// HTTPS listener and trust it.
     #[serde(skip)]
     pub dev_issuer: bool,
+    /// Dev mode: who a development token acts as when its subject is not
+    /// a local account (or is root: tokens never act as root). Dev mode
+    /// makes `/data` for this identity.
+    pub dev_uid: u32,
+    pub dev_gid: u32,
 }
 
 impl Default for Auth {
@@ -177,6 +182,8 @@ impl Default for Auth {
             refresh_secs: 3600,
             issuers: Vec::new(),
             dev_issuer: false,
+            dev_uid: 1000,
+            dev_gid: 1000,
         }
     }
 }
@@ -209,6 +216,10 @@ pub struct IssuerCfg {
     /// Whether its create/modify scopes are honoured (false: read only).
     #[serde(default = "yes")]
     pub may_create: bool,
+    /// A subject `map_file` does not map that names a local account (NSS:
+    /// passwd, LDAP, SSSD) acts as that account; root never.
+    #[serde(default)]
+    pub local_users: bool,
 }
 
 fn root_path() -> String {
@@ -446,6 +457,11 @@ impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         tessera_types::parse_size(&self.meta.block_cache)
             .map_err(|e| ConfigError::Invalid(format!("meta.block_cache: {e}")))?;
+        if self.auth.dev_uid == 0 {
+            return Err(ConfigError::Invalid(
+                "auth.dev_uid must not be 0: development tokens never act as root".into(),
+            ));
+        }
         if self.role == Role::Gateway {
             let c = &self.cluster;
             if c.secret_file.is_none() || c.mgm.is_none() || c.mgm_xrootd.is_none() {

@@ -118,6 +118,25 @@ async fn register_dev_filesystems(core: &Core, data_dir: &std::path::Path) -> an
     Ok(())
 }
 
+/// Dev mode: `/data`, owned by the identity development tokens act as
+/// (`[auth] dev_uid`), so that a token can write there at once while mode
+/// bits and ACLs apply to it as in production (made once).
+async fn make_dev_data_dir(core: &Core, cfg: &Config) -> anyhow::Result<()> {
+    let root = tessera_types::Identity::root("dev");
+    let data = tessera_types::NsPath::parse("/data")?;
+    if core.stat(&root, data.clone()).await.is_ok() {
+        return Ok(());
+    }
+    core.mkdir(&root, data.clone(), 0o755, false).await?;
+    let set = tessera_core::SetAttr {
+        uid: Some(cfg.auth.dev_uid),
+        gid: Some(cfg.auth.dev_gid),
+        ..Default::default()
+    };
+    core.setattr(&root, data, set).await?;
+    Ok(())
+}
+
 /// The access log `[log] access` names (default `<data_dir>/logs/access.log`;
 /// `-` standard output, empty none).
 pub(crate) fn access_log(cfg: &Config) -> anyhow::Result<AccessLog> {
@@ -183,6 +202,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     let core = Core::new(meta, metrics, Arc::new(access_log(cfg)?))?;
     if cfg.dev_filesystems {
         register_dev_filesystems(&core, &cfg.data_dir).await?;
+        make_dev_data_dir(&core, cfg).await?;
     }
 
     let tls = match (&cfg.tls.cert, &cfg.tls.key) {

@@ -1,21 +1,35 @@
-//! Who a client is. Until tokens are validated (their own issue), the
-//! `unix` security protocol names a user, which the server either trusts
-//! (looked up in the local password and group files) or maps to `nobody`.
+//! Who a client is. The `unix` security protocol only claims a user name;
+//! what a claim is worth depends on `[xrootd] unix`, and on loopback the
+//! kernel's socket table says who really connected (`peer.rs`):
+//! - `anonymous` (the default): everyone is `nobody`;
+//! - `read-only`: everyone may read and list, nothing else;
+//! - `owner` (the dev mode): a loopback client whose socket belongs to the
+//!   server's own user is that user; everyone else, and every client the
+//!   kernel cannot vouch for, has the anonymous (read-only) rights;
+//! - `trust`: the claimed name is believed, as the reference server's
+//!   `unix` protocol does, except that on loopback a claim the kernel
+//!   contradicts, and any unknown name, gets the anonymous rights. Only for
+//!   networks where the site administers every client host.
+//!
+//! Names are resolved through NSS (passwd, LDAP, SSSD); a claimed group is
+//! taken only when the user is in it.
 
-use std::path::Path;
+use tessera_auth::users;
 use tessera_types::Identity;
 
 /// How `unix` credentials are mapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum UnixPolicy {
-    /// Trust the user name the client sends (closed sites).
+    /// Trust the user name the client sends (closed sites), unless the
+    /// kernel says otherwise on loopback.
     Trust,
     /// Everyone is `nobody`.
     Anonymous,
     /// Everyone may read and list, nothing else (tokens write).
     ReadOnly,
-    /// Trust only this uid's user (dev mode: the server's own user);
-    /// everyone else is as with `ReadOnly`.
+    /// Trust only this uid's user, as the kernel identifies it on
+    /// loopback (dev mode: the server's own user); everyone else is as
+    /// with `ReadOnly`.
     Owner(u32),
 }
 
@@ -25,7 +39,8 @@ pub fn anonymous() -> Identity {
     Identity::user(NOBODY, NOBODY, "nobody", "xroot")
 }
 
-/// Who a session is before it authenticates.
+/// Who a session is before it authenticates, and what a claim that
+/// proves nothing gets: the policy's anonymous rights.
 pub fn initial(policy: UnixPolicy) -> Identity {
     match policy {
         UnixPolicy::Trust | UnixPolicy::Anonymous => anonymous(),
@@ -33,33 +48,50 @@ pub fn initial(policy: UnixPolicy) -> Identity {
     }
 }
 
-/// The identity for a `unix` credential: `user[ group]`.
-pub fn from_unix(policy: UnixPolicy, user: &str, group: Option<&str>) -> Identity {
-    match policy {
-        UnixPolicy::Anonymous => return anonymous(),
-        UnixPolicy::ReadOnly => return Identity::read_only_anonymous("xroot"),
-        UnixPolicy::Trust | UnixPolicy::Owner(_) => {}
-    }
-    let Some((uid, mut gid)) = lookup_user(Path::new("/etc/passwd"), user) else {
-        return anonymous();
-    };
-    if let Some(g) = group.and_then(|g| lookup_group(Path::new("/etc/group"), g)) {
-        gid = g;
-    }
-    if let UnixPolicy::Owner(owner) = policy {
-        if uid != owner {
-            return Identity::read_only_anonymous("xroot");
+/// The identity for a `unix` credential `user[ group]`; `verified` is the
+/// uid the kernel says owns the client's socket (loopback only).
+pub fn from_unix(
+    policy: UnixPolicy,
+    user: &str,
+    group: Option<&str>,
+    verified: Option<u32>,
+) -> Identity {
+    let account = match policy {
+        UnixPolicy::Anonymous | UnixPolicy::ReadOnly => return initial(policy),
+        UnixPolicy::Owner(owner) => match verified {
+            // The kernel's word, whatever name was claimed.
+            Some(uid) if uid == owner => users::user_by_uid(uid),
+            _ => None,
+        },
+        UnixPolicy::Trust => {
+            users::user_by_name(user).filter(|u| verified.is_none_or(|v| v == u.uid))
         }
-    }
-    if uid == 0 {
-        let mut r = Identity::root("xroot");
-        r.gid = gid;
-        return r;
-    }
-    let mut id = Identity::user(uid, gid, user, "xroot");
-    id.group_names = group_name(Path::new("/etc/group"), gid)
-        .into_iter()
+    };
+    let Some(u) = account else {
+        return initial(policy);
+    };
+    local_identity(&u, group)
+}
+
+/// The identity of local account `u`, in its groups (`group`, when the
+/// account is in it, as its primary group).
+fn local_identity(u: &users::LocalUser, group: Option<&str>) -> Identity {
+    let member_of = users::groups_of(u);
+    let gid = group
+        .and_then(|g| member_of.iter().find(|(_, n)| n == g))
+        .map_or(u.gid, |(gid, _)| *gid);
+    let mut id = if u.uid == 0 {
+        Identity::root("xroot")
+    } else {
+        Identity::user(u.uid, gid, u.name.clone(), "xroot")
+    };
+    id.gid = gid;
+    id.groups = member_of
+        .iter()
+        .map(|(g, _)| *g)
+        .filter(|&g| g != gid)
         .collect();
+    id.group_names = member_of.into_iter().map(|(_, n)| n).collect();
     id
 }
 
@@ -75,30 +107,6 @@ pub fn parse_unix(cred: &[u8]) -> Option<(String, Option<String>)> {
     Some((user, it.next().map(str::to_string)))
 }
 
-fn lookup_user(passwd: &Path, name: &str) -> Option<(u32, u32)> {
-    let text = std::fs::read_to_string(passwd).ok()?;
-    text.lines().find_map(|l| {
-        let f: Vec<&str> = l.split(':').collect();
-        (f.len() >= 4 && f[0] == name).then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))?
-    })
-}
-
-fn lookup_group(group: &Path, name: &str) -> Option<u32> {
-    let text = std::fs::read_to_string(group).ok()?;
-    text.lines().find_map(|l| {
-        let f: Vec<&str> = l.split(':').collect();
-        (f.len() >= 3 && f[0] == name).then(|| f[2].parse().ok())?
-    })
-}
-
-fn group_name(group: &Path, gid: u32) -> Option<String> {
-    let text = std::fs::read_to_string(group).ok()?;
-    text.lines().find_map(|l| {
-        let f: Vec<&str> = l.split(':').collect();
-        (f.len() >= 3 && f[2].parse() == Ok(gid)).then(|| f[0].to_string())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,14 +119,25 @@ mod tests {
         );
         assert_eq!(parse_unix(b"unix\0bob\0"), Some(("bob".into(), None)));
         assert_eq!(parse_unix(b"unix\0\0"), None);
-        assert!(from_unix(UnixPolicy::Trust, "root", None).is_root());
-        let daemon = from_unix(UnixPolicy::Trust, "daemon", None);
+        let t = UnixPolicy::Trust;
+        assert!(from_unix(t, "root", None, None).is_root());
+        assert!(from_unix(t, "root", None, Some(0)).is_root());
+        let daemon = from_unix(t, "daemon", None, None);
         assert_eq!(daemon.uid, 1, "Debian's daemon user");
         assert!(daemon.in_group_named("daemon"));
-        assert_eq!(from_unix(UnixPolicy::Anonymous, "root", None).uid, NOBODY);
+        // A group the user is not in is not taken.
+        assert_eq!(from_unix(t, "daemon", Some("root"), None).gid, 1);
         assert_eq!(
-            from_unix(UnixPolicy::Trust, "no-such-user-here", None).uid,
+            from_unix(UnixPolicy::Anonymous, "root", None, Some(0)).uid,
             NOBODY
         );
+        assert_eq!(from_unix(t, "no-such-user-here", None, None).uid, NOBODY);
+        // The kernel contradicts the claim: anonymous rights.
+        assert_eq!(from_unix(t, "root", None, Some(1000)), anonymous());
+        // Owner: only the kernel's word counts.
+        let o = UnixPolicy::Owner(0);
+        assert!(from_unix(o, "daemon", None, Some(0)).is_root());
+        assert_eq!(from_unix(o, "root", None, None), initial(o));
+        assert_eq!(from_unix(o, "root", None, Some(1)), initial(o));
     }
 }

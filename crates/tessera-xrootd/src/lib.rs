@@ -9,6 +9,7 @@ pub mod error;
 pub mod identity;
 pub mod names;
 mod ops;
+mod peer;
 pub mod proto;
 mod reply;
 mod session;

@@ -62,6 +62,7 @@ fn start() -> (Env, Env, Users) {
             map_file: Some(map),
             groups: [("/cms".to_string(), 3000)].into(),
             may_create: true,
+            local_users: false,
         });
     });
     (issuer, e, Users { key, info })

@@ -37,41 +37,59 @@ fn tokens_over_https() {
     let body = std::fs::read(&f).unwrap();
     let u = |p: &str| format!("{}{p}", e.url);
     // Anonymous: read and list yes, write no.
-    assert_eq!(e.curl(&["-T", f.to_str().unwrap(), &u("/t/anon")]).0, 403);
-    let t = token(&e, "storage.read:/ storage.create:/t storage.modify:/m");
+    assert_eq!(
+        e.curl(&["-T", f.to_str().unwrap(), &u("/data/t/anon")]).0,
+        403
+    );
+    let t = token(
+        &e,
+        "storage.read:/ storage.create:/data/t storage.modify:/data/m",
+    );
     let auth = bearer(&t);
     assert_eq!(
-        e.curl(&["-H", &auth, "-T", f.to_str().unwrap(), &u("/t/a")])
+        e.curl(&["-H", &auth, "-T", f.to_str().unwrap(), &u("/data/t/a")])
             .0,
         201
     );
-    let (code, got) = e.curl(&[&u("/t/a")]);
+    let (code, got) = e.curl(&[&u("/data/t/a")]);
     assert_eq!((code, got == body), (200, true), "anonymous read");
     assert_eq!(
-        e.curl(&["-X", "PROPFIND", "-H", "Depth: 1", &u("/t")]).0,
+        e.curl(&["-X", "PROPFIND", "-H", "Depth: 1", &u("/data/t")])
+            .0,
         207
     );
-    assert_eq!(e.curl(&["-X", "DELETE", &u("/t/a")]).0, 403);
+    assert_eq!(e.curl(&["-X", "DELETE", &u("/data/t/a")]).0, 403);
     // Create scope: no overwrite, no delete; modify scope: both.
     assert_eq!(
-        e.curl(&["-H", &auth, "-T", f.to_str().unwrap(), &u("/t/a")])
+        e.curl(&["-H", &auth, "-T", f.to_str().unwrap(), &u("/data/t/a")])
             .0,
         403
     );
-    assert_eq!(e.curl(&["-H", &auth, "-X", "DELETE", &u("/t/a")]).0, 403);
     assert_eq!(
-        e.curl(&["-H", &auth, "-T", f.to_str().unwrap(), &u("/m/b")])
+        e.curl(&["-H", &auth, "-X", "DELETE", &u("/data/t/a")]).0,
+        403
+    );
+    assert_eq!(
+        e.curl(&["-H", &auth, "-T", f.to_str().unwrap(), &u("/data/m/b")])
             .0,
         201
     );
     assert_eq!(
-        e.curl(&["-H", &auth, "-T", f.to_str().unwrap(), &u("/m/b")])
+        e.curl(&["-H", &auth, "-T", f.to_str().unwrap(), &u("/data/m/b")])
             .0,
         204
     );
-    assert_eq!(e.curl(&["-H", &auth, "-X", "DELETE", &u("/m/b")]).0, 204);
+    assert_eq!(
+        e.curl(&["-H", &auth, "-X", "DELETE", &u("/data/m/b")]).0,
+        204
+    );
     // Outside the scopes, a sibling prefix, traversal (plain and encoded).
-    for p in ["/other/x", "/tt/x", "/t/../other/x", "/t/%2e%2e/other/y"] {
+    for p in [
+        "/data/other/x",
+        "/data/tt/x",
+        "/data/t/../other/x",
+        "/data/t/%2e%2e/other/y",
+    ] {
         let (code, _) = e.curl(&[
             "--path-as-is",
             "-H",
@@ -82,16 +100,16 @@ fn tokens_over_https() {
         ]);
         assert_eq!(code, 403, "{p}");
     }
-    for p in ["/other", "/tt", "/other/y"] {
+    for p in ["/data/other", "/data/tt", "/data/other/y"] {
         assert_ne!(e.curl(&[&u(p)]).0, 200, "{p} must not exist");
     }
     // The token in the query, as `?authz=`.
-    let q = format!("{}?authz=Bearer%20{t}", u("/t/q"));
+    let q = format!("{}?authz=Bearer%20{t}", u("/data/t/q"));
     assert_eq!(e.curl(&["-T", f.to_str().unwrap(), &q]).0, 201);
     // A read scope does not write.
     let ro = bearer(&token(&e, "storage.read:/"));
     assert_eq!(
-        e.curl(&["-H", &ro, "-T", f.to_str().unwrap(), &u("/t/ro")])
+        e.curl(&["-H", &ro, "-T", f.to_str().unwrap(), &u("/data/t/ro")])
             .0,
         403
     );
@@ -134,15 +152,21 @@ fn tokens_over_https() {
         ("garbage", "abc.def.ghi".to_string()),
     ];
     for (what, tok) in &bad {
-        let (code, out) = e.curl(&["-H", &bearer(tok), "-T", f.to_str().unwrap(), &u("/m/bad")]);
+        let (code, out) = e.curl(&[
+            "-H",
+            &bearer(tok),
+            "-T",
+            f.to_str().unwrap(),
+            &u("/data/m/bad"),
+        ]);
         assert_eq!(code, 401, "{what}: {}", String::from_utf8_lossy(&out));
     }
-    assert_eq!(e.curl(&[&u("/m/bad")]).0, 404, "nothing written");
+    assert_eq!(e.curl(&[&u("/data/m/bad")]).0, 404, "nothing written");
     // gfal2 and davix with the token.
     let g = e
         .cmd("gfal-copy")
         .env("BEARER_TOKEN", &t)
-        .args(["-f", &format!("file://{}", f.display()), &u("/t/gfal")])
+        .args(["-f", &format!("file://{}", f.display()), &u("/data/t/gfal")])
         .output()
         .unwrap();
     assert!(g.status.success(), "{}", String::from_utf8_lossy(&g.stderr));
@@ -155,13 +179,18 @@ fn tokens_over_https() {
             "-H",
             &auth,
             f.to_str().unwrap(),
-            &u("/t/davix"),
+            &u("/data/t/davix"),
         ],
     );
-    assert_eq!(e.curl(&[&u("/t/davix")]).1, body);
+    assert_eq!(e.curl(&[&u("/data/t/davix")]).1, body);
     let o = e.run(
         "davix-put",
-        &["--capath", &capath, f.to_str().unwrap(), &u("/t/davix2")],
+        &[
+            "--capath",
+            &capath,
+            f.to_str().unwrap(),
+            &u("/data/t/davix2"),
+        ],
     );
     assert!(!o.status.success(), "davix without a token must fail");
 }

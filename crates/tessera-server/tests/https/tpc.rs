@@ -249,7 +249,7 @@ fn fts_style_pull_with_tokens_at_both_ends() {
         c.https.anonymous = AnonymousCfg::ReadOnly;
         c.https.tpc_ca_files.push(a_ca);
     });
-    // A's file is readable only by A's owner (whom A's tokens map to).
+    // A's file is readable only by the identity A's tokens map to.
     let body = data(2_000_003, 12);
     owner_only_file(&a, &body);
     b.rt.block_on(async {
@@ -325,6 +325,7 @@ fn gfal_copy_pull_with_a_token() {
             map_file: None,
             groups: Default::default(),
             may_create: true,
+            local_users: false,
         });
     });
     let body = data(2_500_001, 13);
@@ -336,7 +337,7 @@ fn gfal_copy_pull_with_a_token() {
     );
     b.rt.block_on(async {
         b.core()
-            .mkdir(&Env::root(), Env::path("/in"), 0o755, false)
+            .mkdir(&Env::root(), Env::path("/in"), 0o777, false)
             .await
             .unwrap();
     });
@@ -370,21 +371,33 @@ fn gfal_copy_pull_with_a_token() {
     assert!(b.curl(&[&yes]).1 == body);
 }
 
-/// `/src/f.bin` on `e` with `body`, readable by the server's owner only
-/// (`/src` 0700, the file 0600).
+/// `/src/f.bin` on `e` with `body`, readable only by the identity
+/// development tokens act as (`/src` 0700, the file 0600, both its own).
 fn owner_only_file(e: &Env, body: &[u8]) {
     let core = e.core();
+    let dev = tessera_types::Identity::user(DEV_UID, DEV_UID, "dev", "test");
     e.rt.block_on(async {
         core.mkdir(&Env::root(), Env::path("/src"), 0o700, false)
             .await
             .unwrap();
+        let own = tessera_core::SetAttr {
+            uid: Some(DEV_UID),
+            gid: Some(DEV_UID),
+            ..Default::default()
+        };
+        core.setattr(&Env::root(), Env::path("/src"), own)
+            .await
+            .unwrap();
     });
     let mut w = core
-        .open_write(&Env::root(), &Env::path("/src/f.bin"), 0o600, false, 0)
+        .open_write(&dev, &Env::path("/src/f.bin"), 0o600, false, 0)
         .unwrap();
     w.write(body).unwrap();
     w.close().unwrap();
 }
+
+/// Who development tokens act as (`[auth] dev_uid`, its default).
+const DEV_UID: u32 = 1000;
 
 /// A multi-stream pull's pieces come from the process's memory budget:
 /// four streams into a server with 16 MiB (room for two 8 MiB pieces) still

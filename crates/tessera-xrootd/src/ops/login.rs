@@ -45,7 +45,13 @@ pub async fn auth(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError
         "unix" => {
             let (user, group) = identity::parse_unix(p)
                 .ok_or_else(|| XrdError::new(err::AUTH_FAILED, "empty unix credentials"))?;
-            let who = identity::from_unix(s.unix_policy(), &user, group.as_deref());
+            let verified = match s.unix_policy() {
+                identity::UnixPolicy::Trust | identity::UnixPolicy::Owner(_) => {
+                    crate::peer::loopback_uid(s.peer, s.local)
+                }
+                _ => None,
+            };
+            let who = identity::from_unix(s.unix_policy(), &user, group.as_deref(), verified);
             tracing::debug!(user = %user, uid = who.uid, "xroot unix auth");
             s.set_who(who);
             Ok(Vec::new())

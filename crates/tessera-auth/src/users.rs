@@ -1,0 +1,86 @@
+//! Local users and groups, through the C library's name service switch
+//! (so LDAP and SSSD users are found as well as `/etc/passwd` ones), by
+//! the maintained `uzers` crate rather than our own FFI or a parser of
+//! `/etc/passwd` that misses every non-file source.
+
+/// A local account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalUser {
+    pub uid: u32,
+    pub gid: u32,
+    pub name: String,
+    /// The name of its primary group, when it has one.
+    pub group: Option<String>,
+}
+
+/// The account called `name`, if any.
+pub fn user_by_name(name: &str) -> Option<LocalUser> {
+    if name.is_empty() || name.contains('\0') {
+        return None;
+    }
+    let u = uzers::get_user_by_name(name)?;
+    Some(LocalUser {
+        uid: u.uid(),
+        gid: u.primary_group_id(),
+        name: u.name().to_string_lossy().into_owned(),
+        group: group_name(u.primary_group_id()),
+    })
+}
+
+/// The account with `uid`, if any.
+pub fn user_by_uid(uid: u32) -> Option<LocalUser> {
+    let u = uzers::get_user_by_uid(uid)?;
+    Some(LocalUser {
+        uid,
+        gid: u.primary_group_id(),
+        name: u.name().to_string_lossy().into_owned(),
+        group: group_name(u.primary_group_id()),
+    })
+}
+
+/// The groups account `u` is in, (gid, name), its primary group first.
+pub fn groups_of(u: &LocalUser) -> Vec<(u32, String)> {
+    let mut out: Vec<(u32, String)> = vec![(u.gid, u.group.clone().unwrap_or_default())];
+    for g in uzers::get_user_groups(u.name.as_str(), u.gid).unwrap_or_default() {
+        if g.gid() != u.gid {
+            out.push((g.gid(), g.name().to_string_lossy().into_owned()));
+        }
+    }
+    out.retain(|(_, n)| !n.is_empty());
+    out
+}
+
+/// The gid of the group called `name`.
+pub fn group_id(name: &str) -> Option<u32> {
+    if name.is_empty() || name.contains('\0') {
+        return None;
+    }
+    uzers::get_group_by_name(name).map(|g| g.gid())
+}
+
+/// The name of group `gid`.
+pub fn group_name(gid: u32) -> Option<String> {
+    uzers::get_group_by_gid(gid).map(|g| g.name().to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debian_base_accounts() {
+        let root = user_by_name("root").expect("root");
+        assert_eq!(
+            (root.uid, root.gid, root.group.as_deref()),
+            (0, 0, Some("root"))
+        );
+        let daemon = user_by_name("daemon").expect("daemon");
+        assert_eq!(daemon.uid, 1, "Debian's daemon user");
+        assert_eq!(user_by_uid(1).map(|u| u.name), Some("daemon".into()));
+        assert_eq!(group_id("daemon"), Some(1));
+        assert_eq!(group_name(0).as_deref(), Some("root"));
+        assert_eq!(user_by_name("no-such-user-here"), None);
+        assert_eq!(user_by_name("ro\0ot"), None);
+        assert_eq!(user_by_name(""), None);
+    }
+}
