@@ -1,0 +1,12 @@
+//! The attack suite: each attack of issue 22 ("every path authorizes the
+//! same way, and no unauthenticated client can exhaust the server") made
+//! through the real protocol (curl, xrdcp, the XRootD Python bindings,
+//! raw sockets) against a single server and against a metadata service
+//! with two gateways, asserting the refusal and the absence of side
+//! effects. `docs/security.md` lists every attack and its test here.
+
+mod authz;
+mod capability;
+mod race;
+mod raw;
+mod topo;

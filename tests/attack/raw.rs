@@ -1,0 +1,191 @@
+//! A raw XRootD client (handshake, login, requests, replies as they come)
+//! for attacks the stock clients cannot make: a chosen source address, a
+//! redirect looked at instead of followed, a request that announces more
+//! than it sends, a connection left idle.
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::time::Duration;
+
+pub const KXR_AUTH: u16 = 3000;
+pub const KXR_OPEN: u16 = 3010;
+pub const KXR_CLOSE: u16 = 3003;
+pub const KXR_PROTOCOL: u16 = 3006;
+pub const KXR_LOGIN: u16 = 3007;
+pub const KXR_WRITE: u16 = 3019;
+
+pub const OK: u16 = 0;
+pub const ERROR: u16 = 4003;
+pub const REDIRECT: u16 = 4004;
+
+/// kXR_new | kXR_open_updt (a new file, no mkpath, no async).
+pub const OPEN_NEW: u16 = 0x0008 | 0x0020;
+
+pub struct Raw {
+    pub s: TcpStream,
+}
+
+/// One reply: status and body.
+pub struct Reply {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    /// `kXR_error`'s number (0 when it is not an error).
+    pub fn errnum(&self) -> i32 {
+        if self.status != ERROR || self.body.len() < 4 {
+            return 0;
+        }
+        i32::from_be_bytes(self.body[..4].try_into().unwrap())
+    }
+
+    /// A redirect's target: (port, host, cgi).
+    pub fn redirect(&self) -> (u16, String, String) {
+        assert_eq!(self.status, REDIRECT, "{}", self.text());
+        let port = i32::from_be_bytes(self.body[..4].try_into().unwrap()) as u16;
+        let rest = String::from_utf8_lossy(&self.body[4..]).into_owned();
+        let (host, cgi) = rest.split_once('?').unwrap_or((&rest, ""));
+        (port, host.to_string(), cgi.to_string())
+    }
+
+    pub fn text(&self) -> String {
+        format!("{} {}", self.status, String::from_utf8_lossy(&self.body))
+    }
+}
+
+impl Raw {
+    /// Connect to `to` from `from` (an address of this host, e.g.
+    /// 127.0.0.2: every 127/8 address is loopback) and say hello.
+    pub fn connect_from(to: SocketAddr, from: Option<IpAddr>) -> std::io::Result<Raw> {
+        let s = match from {
+            None => TcpStream::connect(to)?,
+            Some(ip) => {
+                let sock = match ip {
+                    IpAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+                    IpAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+                };
+                sock.bind(SocketAddr::new(ip, 0))?;
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()?;
+                let t = rt.block_on(sock.connect(to))?;
+                t.into_std()?
+            }
+        };
+        s.set_nonblocking(false)?;
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        Ok(Raw { s })
+    }
+
+    /// Connected, handshake and `kXR_protocol` done, logged in as `user`
+    /// with `unix` credentials (which grant nothing beyond anonymous).
+    pub fn login(to: SocketAddr, from: Option<IpAddr>, user: &str) -> Raw {
+        let mut r = Raw::connect_from(to, from).expect("connect");
+        r.hello();
+        let mut login = [0u8; 24];
+        login[2..4].copy_from_slice(&KXR_LOGIN.to_be_bytes());
+        login[8..8 + user.len().min(8)].copy_from_slice(&user.as_bytes()[..user.len().min(8)]);
+        r.s.write_all(&login).unwrap();
+        let rep = r.reply();
+        assert_eq!(rep.status, OK, "kXR_login: {}", rep.text());
+        let cred = format!("unix\0{user}\0");
+        let mut auth = vec![0u8; 24];
+        auth[2..4].copy_from_slice(&KXR_AUTH.to_be_bytes());
+        auth[16..20].copy_from_slice(b"unix");
+        auth[20..24].copy_from_slice(&(cred.len() as i32).to_be_bytes());
+        auth.extend_from_slice(cred.as_bytes());
+        r.s.write_all(&auth).unwrap();
+        let rep = r.reply();
+        assert_eq!(rep.status, OK, "kXR_auth: {}", rep.text());
+        r
+    }
+
+    /// The initial handshake and `kXR_protocol` (no login).
+    pub fn hello(&mut self) {
+        let mut m = Vec::new();
+        m.extend_from_slice(&[0u8; 12]);
+        m.extend_from_slice(&4i32.to_be_bytes());
+        m.extend_from_slice(&2012i32.to_be_bytes());
+        let mut proto = [0u8; 24];
+        proto[2..4].copy_from_slice(&KXR_PROTOCOL.to_be_bytes());
+        proto[4..8].copy_from_slice(&0x500i32.to_be_bytes());
+        m.extend_from_slice(&proto);
+        self.s.write_all(&m).unwrap();
+        let mut first = [0u8; 16];
+        self.s.read_exact(&mut first).unwrap();
+        let rep = self.reply();
+        assert_eq!(rep.status, OK, "kXR_protocol: {}", rep.text());
+    }
+
+    pub fn reply(&mut self) -> Reply {
+        self.try_reply().expect("a reply")
+    }
+
+    pub fn try_reply(&mut self) -> std::io::Result<Reply> {
+        let mut h = [0u8; 8];
+        self.s.read_exact(&mut h)?;
+        let mut body = vec![0u8; u32::from_be_bytes(h[4..8].try_into().unwrap()) as usize];
+        self.s.read_exact(&mut body)?;
+        Ok(Reply {
+            status: u16::from_be_bytes([h[2], h[3]]),
+            body,
+        })
+    }
+
+    /// Send a request header (24 bytes: stream 1, `code`, `params` at
+    /// bytes 4..20) with `payload`, and read its reply.
+    pub fn call(&mut self, code: u16, params: [u8; 16], payload: &[u8]) -> Reply {
+        self.send(code, params, payload.len() as i32, payload);
+        self.reply()
+    }
+
+    /// Send a request whose header announces `dlen` payload bytes, and
+    /// `payload` (perhaps fewer).
+    pub fn send(&mut self, code: u16, params: [u8; 16], dlen: i32, payload: &[u8]) {
+        let mut r = vec![0u8; 24];
+        r[0..2].copy_from_slice(&1u16.to_be_bytes());
+        r[2..4].copy_from_slice(&code.to_be_bytes());
+        r[4..20].copy_from_slice(&params);
+        r[20..24].copy_from_slice(&dlen.to_be_bytes());
+        r.extend_from_slice(payload);
+        self.s.write_all(&r).unwrap();
+    }
+
+    /// `kXR_open` of `path` (CGI included) with exactly `options`.
+    pub fn open(&mut self, path: &str, options: u16, mode: u16) -> Reply {
+        let mut p = [0u8; 16];
+        p[0..2].copy_from_slice(&mode.to_be_bytes());
+        p[2..4].copy_from_slice(&options.to_be_bytes());
+        self.call(KXR_OPEN, p, path.as_bytes())
+    }
+
+    /// `kXR_write` of `data` at `offset` on handle `fh`.
+    pub fn write(&mut self, fh: [u8; 4], offset: u64, data: &[u8]) -> Reply {
+        let mut p = [0u8; 16];
+        p[0..4].copy_from_slice(&fh);
+        p[4..12].copy_from_slice(&offset.to_be_bytes());
+        self.call(KXR_WRITE, p, data)
+    }
+
+    pub fn close(&mut self, fh: [u8; 4]) -> Reply {
+        let mut p = [0u8; 16];
+        p[0..4].copy_from_slice(&fh);
+        self.call(KXR_CLOSE, p, &[])
+    }
+}
+
+/// The handle in an open's reply.
+pub fn handle(r: &Reply) -> [u8; 4] {
+    assert_eq!(r.status, OK, "open: {}", r.text());
+    r.body[..4].try_into().unwrap()
+}
+
+/// `root://host:port` → its socket address.
+pub fn addr_of(url: &str) -> SocketAddr {
+    let hp = url
+        .trim_start_matches("root://")
+        .trim_start_matches("roots://")
+        .replace("localhost", "127.0.0.1");
+    hp.parse().expect("host:port")
+}
