@@ -4,8 +4,15 @@
 //! together, as XRootD's buffer manager does. A request that cannot get
 //! its bytes within the budget's wait is refused (`kXR_NoMemory`, HTTP
 //! 503) instead of the process growing until the kernel kills it.
+//!
+//! Within the budget, [`Share`]s bound what one holder may take (a
+//! connection, an identity across all its connections), so that a few
+//! clients cannot hold the whole budget: a lease from shares takes its
+//! bytes from each of them and from the budget, and gives all back when
+//! dropped.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -14,6 +21,11 @@ const UNIT: u64 = 4 << 10;
 
 /// Default budget: 2 GiB.
 pub const DEFAULT_BUDGET_BYTES: u64 = 2 << 30;
+/// The least a connection's share is (unless the budget is smaller): an
+/// XRootD connection's out-of-order writes (256 MiB) and one write
+/// (64 MiB) must fit, so that its own limits answer before the share does.
+pub const MIN_SHARE: u64 = 320 << 20;
+
 /// Default time a request waits for its bytes before it is refused.
 pub const DEFAULT_BUDGET_WAIT: Duration = Duration::from_secs(5);
 
@@ -23,12 +35,28 @@ pub struct Budget {
     sem: Arc<Semaphore>,
     units: u32,
     wait: Duration,
+    /// Live identity shares by key (see [`Budget::identity_share`]).
+    identities: Arc<Mutex<HashMap<String, Weak<Semaphore>>>>,
+    /// Bytes one connection, and one identity, may hold at most.
+    per_connection: u64,
+    per_identity: u64,
 }
 
-/// Bytes taken from a [`Budget`]; they go back when this is dropped.
+/// The part of a [`Budget`] one holder may take at most (clone it: every
+/// clone is the same share).
+#[derive(Clone)]
+pub struct Share {
+    sem: Arc<Semaphore>,
+    /// Its size, units.
+    units: u32,
+}
+
+/// Bytes taken from a [`Budget`] (and from the shares they were leased
+/// under); they go back when this is dropped.
 #[derive(Default)]
 pub struct Lease {
     permit: Option<OwnedSemaphorePermit>,
+    shares: Vec<OwnedSemaphorePermit>,
 }
 
 impl Budget {
@@ -40,7 +68,86 @@ impl Budget {
             sem: Arc::new(Semaphore::new(units as usize)),
             units,
             wait,
+            identities: Arc::default(),
+            per_connection: (u64::from(units) * UNIT / 8).max(MIN_SHARE),
+            per_identity: (u64::from(units) * UNIT / 2).max(MIN_SHARE),
         }
+    }
+
+    /// The same budget with other share sizes (bytes; by default an
+    /// eighth of it per connection, half of it per identity, each at least
+    /// [`MIN_SHARE`]; never more than the whole budget).
+    pub fn with_shares(mut self, per_connection: u64, per_identity: u64) -> Budget {
+        self.per_connection = per_connection.max(UNIT);
+        self.per_identity = per_identity.max(UNIT);
+        self
+    }
+
+    /// A new connection's share.
+    pub fn connection_share(&self) -> Share {
+        self.share(self.per_connection)
+    }
+
+    /// The share of the identity with `key` ([`tessera_types::Identity::limit_key`]).
+    pub fn identity_share_of(&self, key: &str) -> Share {
+        self.identity_share(key, self.per_identity)
+    }
+
+    /// A new share of at most `bytes` (one holder's: a connection's).
+    pub fn share(&self, bytes: u64) -> Share {
+        let units = (bytes / UNIT).clamp(1, u64::from(self.units)) as u32;
+        Share {
+            sem: Arc::new(Semaphore::new(units as usize)),
+            units,
+        }
+    }
+
+    /// The share of at most `bytes` that every holder called `key` (an
+    /// identity) takes from, together, while any of them holds it.
+    pub fn identity_share(&self, key: &str, bytes: u64) -> Share {
+        let mut m = self.identities.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(sem) = m.get(key).and_then(Weak::upgrade) {
+            let units = self.share(bytes).units;
+            return Share { sem, units };
+        }
+        if m.len() >= 1024 {
+            m.retain(|_, w| w.strong_count() > 0);
+        }
+        let share = self.share(bytes);
+        m.insert(key.to_string(), Arc::downgrade(&share.sem));
+        share
+    }
+
+    /// As [`Budget::lease`], the bytes taken from each of `shares` too
+    /// (waiting for them as for the budget, within the same wait).
+    pub async fn lease_shared(&self, bytes: usize, shares: &[&Share]) -> Option<Lease> {
+        let n = self.units_for(bytes);
+        let deadline = tokio::time::Instant::now() + self.wait;
+        let mut lease = Lease::default();
+        for s in shares {
+            let want = n.min(s.units());
+            let p = match Arc::clone(&s.sem).try_acquire_many_owned(want) {
+                Ok(p) => p,
+                Err(_) => {
+                    tokio::time::timeout_at(deadline, Arc::clone(&s.sem).acquire_many_owned(want))
+                        .await
+                        .ok()?
+                        .ok()?
+                }
+            };
+            lease.shares.push(p);
+        }
+        let p = match Arc::clone(&self.sem).try_acquire_many_owned(n) {
+            Ok(p) => p,
+            Err(_) => {
+                tokio::time::timeout_at(deadline, Arc::clone(&self.sem).acquire_many_owned(n))
+                    .await
+                    .ok()?
+                    .ok()?
+            }
+        };
+        lease.permit = Some(p);
+        Some(lease)
     }
 
     fn units_for(&self, bytes: usize) -> u32 {
@@ -54,13 +161,17 @@ impl Budget {
     /// others to give theirs back; `None`: not granted in time.
     pub async fn lease(&self, bytes: usize) -> Option<Lease> {
         let n = self.units_for(bytes);
-        if let Ok(p) = Arc::clone(&self.sem).try_acquire_many_owned(n) {
-            return Some(Lease { permit: Some(p) });
-        }
-        match tokio::time::timeout(self.wait, Arc::clone(&self.sem).acquire_many_owned(n)).await {
-            Ok(Ok(p)) => Some(Lease { permit: Some(p) }),
-            _ => None,
-        }
+        let permit = match Arc::clone(&self.sem).try_acquire_many_owned(n) {
+            Ok(p) => p,
+            Err(_) => tokio::time::timeout(self.wait, Arc::clone(&self.sem).acquire_many_owned(n))
+                .await
+                .ok()?
+                .ok()?,
+        };
+        Some(Lease {
+            permit: Some(permit),
+            shares: Vec::new(),
+        })
     }
 
     /// `bytes` of the budget, taken first out of `held` (bytes the data
@@ -86,6 +197,18 @@ impl Budget {
     }
 }
 
+impl Share {
+    /// A lease larger than the share takes all of it rather than never.
+    fn units(&self) -> u32 {
+        self.units
+    }
+
+    /// Bytes of this share in use now.
+    pub fn in_use(&self) -> u64 {
+        u64::from(self.units).saturating_sub(self.sem.available_permits() as u64) * UNIT
+    }
+}
+
 impl Lease {
     /// Bytes of the budget this lease holds (whole units).
     pub fn bytes(&self) -> usize {
@@ -101,6 +224,16 @@ impl Lease {
             (None, o) => self.permit = o,
             (Some(_), None) => {}
         }
+        for o in other.shares {
+            match self
+                .shares
+                .iter_mut()
+                .find(|s| Arc::ptr_eq(s.semaphore(), o.semaphore()))
+            {
+                Some(s) => s.merge(o),
+                None => self.shares.push(o),
+            }
+        }
     }
 
     /// Take `bytes` (rounded up to whole units, at most all it holds) out
@@ -113,8 +246,20 @@ impl Lease {
         if units >= p.num_permits() {
             return std::mem::take(self);
         }
+        // The shares' bytes go with the part, as far as they reach.
+        let mut shares = Vec::new();
+        let mut i = 0;
+        while i < self.shares.len() {
+            if units >= self.shares[i].num_permits() {
+                shares.push(self.shares.swap_remove(i));
+            } else {
+                shares.extend(self.shares[i].split(units));
+                i += 1;
+            }
+        }
         Lease {
             permit: p.split(units),
+            shares,
         }
     }
 }
@@ -156,6 +301,58 @@ mod tests {
         assert_eq!(b.in_use(), b.size());
         drop(all);
         assert_eq!(b.in_use(), 0);
+    }
+
+    #[tokio::test]
+    async fn shares_bound_one_holder_within_the_budget() {
+        let b = Budget::new(8 * UNIT, Duration::from_millis(100));
+        let conn = b.share(2 * UNIT);
+        let who = b.identity_share("alice", 3 * UNIT);
+        let a = b
+            .lease_shared(2 * UNIT as usize, &[&conn, &who])
+            .await
+            .expect("fits");
+        assert_eq!(
+            (conn.in_use(), who.in_use(), b.in_use()),
+            (2 * UNIT, 2 * UNIT, 2 * UNIT)
+        );
+        // The connection's share is full: refused after the wait, while
+        // the budget still has room for others.
+        assert!(b.lease_shared(1, &[&conn, &who]).await.is_none());
+        assert_eq!(conn.in_use(), 2 * UNIT, "a refusal gives back what it took");
+        let conn2 = b.share(2 * UNIT);
+        // The same identity on another connection: its share is shared.
+        let same = b.identity_share("alice", 3 * UNIT);
+        let c = b
+            .lease_shared(UNIT as usize, &[&conn2, &same])
+            .await
+            .expect("fits");
+        assert!(
+            b.lease_shared(1, &[&conn2, &same]).await.is_none(),
+            "alice is at 3"
+        );
+        assert_eq!(who.in_use(), 3 * UNIT);
+        let bob = b.identity_share("bob", 3 * UNIT);
+        let d = b
+            .lease_shared(UNIT as usize, &[&b.share(UNIT), &bob])
+            .await
+            .expect("bob");
+        // Parts and merges carry the shares' bytes with them.
+        let mut a = a;
+        let part = a.split(UNIT as usize);
+        drop(part);
+        assert_eq!((conn.in_use(), who.in_use()), (UNIT, 2 * UNIT));
+        a.merge(c);
+        drop(a);
+        assert_eq!((conn.in_use(), conn2.in_use(), who.in_use()), (0, 0, 0));
+        drop(d);
+        assert_eq!(b.in_use(), 0);
+        // Larger than a share: all of the share, not never.
+        let big = b
+            .lease_shared(5 * UNIT as usize, &[&b.share(UNIT)])
+            .await
+            .expect("clamped");
+        assert_eq!(big.bytes(), 5 * UNIT as usize);
     }
 
     #[tokio::test]

@@ -8,6 +8,7 @@
 
 mod authz;
 mod budget;
+mod conns;
 mod error;
 mod fs;
 mod fsck;
@@ -17,7 +18,8 @@ mod service;
 mod sessionlog;
 mod stall;
 
-pub use budget::{Budget, Lease, DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_WAIT};
+pub use budget::{Budget, Lease, Share, DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_WAIT, MIN_SHARE};
+pub use conns::{default_limits, ConnGuard, ConnLimits, Refused};
 pub use error::CoreError;
 pub use fs::{FsChange, FsView, SpaceView};
 pub use fsck::{DrainReport, FileIssue, FsckReport, Orphan, RepairReport};

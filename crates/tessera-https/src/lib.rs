@@ -63,6 +63,8 @@ pub struct HttpsConfig {
     /// The process's memory budget: a GET holds each part it streams
     /// from it until the part is sent.
     pub buffers: tessera_core::Budget,
+    /// Client connections this process takes (shared with XRootD).
+    pub conns: tessera_core::ConnLimits,
 }
 
 /// See [`HttpsConfig::body_timeout`].
@@ -83,6 +85,7 @@ impl Default for HttpsConfig {
             tokens: None,
             dev_issuer: None,
             buffers: tessera_core::Budget::default(),
+            conns: tessera_core::ConnLimits::unlimited(),
         }
     }
 }
@@ -132,7 +135,16 @@ pub async fn serve(
         };
         let _ = sock.set_nodelay(true);
         let (core, cfg, tls) = (core.clone(), Arc::clone(&cfg), tls.clone());
+        let guard = match cfg.conns.admit(peer.ip()) {
+            Ok(g) => g,
+            Err(why) => {
+                tracing::debug!(%peer, %why, "https connection refused");
+                tokio::spawn(refuse(sock, tls, why.to_string()));
+                continue;
+            }
+        };
         tokio::spawn(async move {
+            let _guard = guard;
             let r = match &tls {
                 Some(tls) => {
                     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls));
@@ -152,6 +164,39 @@ pub async fn serve(
             }
         });
     }
+}
+
+/// A connection over the limits: within a short time, the TLS handshake
+/// and a `503 Service Unavailable` saying why (with `Retry-After`), then
+/// it is closed.
+async fn refuse(
+    sock: tokio::net::TcpStream,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    why: String,
+) {
+    use tokio::io::AsyncWriteExt;
+    let body = format!("server busy: {why}; try again later\n");
+    let reply = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nConnection: close\r\n\
+         Content-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let quick = Duration::from_secs(2);
+    let _ = tokio::time::timeout(quick, async {
+        match tls {
+            Some(tls) => {
+                let mut s = tokio_rustls::TlsAcceptor::from(tls).accept(sock).await?;
+                s.write_all(reply.as_bytes()).await?;
+                s.shutdown().await
+            }
+            None => {
+                let mut s = sock;
+                s.write_all(reply.as_bytes()).await?;
+                s.shutdown().await
+            }
+        }
+    })
+    .await;
 }
 
 /// What serves one request on a connection.

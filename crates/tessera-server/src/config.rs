@@ -60,6 +60,7 @@ pub struct Config {
     pub cluster: Cluster,
     pub fsck: Fsck,
     pub auth: Auth,
+    pub limits: crate::limits::Limits,
     /// Register `<data_dir>/fs/fs1..6` as filesystems (dev mode).
     #[serde(skip)]
     pub dev_filesystems: bool,
@@ -307,6 +308,15 @@ pub struct Xrootd {
     /// Requests served at once per connection; beyond it the connection is
     /// not read until one finishes. Default 64.
     pub max_in_flight: Option<usize>,
+    /// Seconds a write's payload may bring no bytes once it has begun
+    /// before the connection is given up, its files failed and what it
+    /// held given back (as HTTPS's 408). Default 60.
+    pub body_timeout_s: Option<u64>,
+    /// Seconds a logged-in connection with no file open may wait between
+    /// requests before it is closed (`xrd.timeout idle`). Default 600.
+    pub idle_timeout_s: Option<u64>,
+    /// The same with files open. Default 3600.
+    pub idle_open_timeout_s: Option<u64>,
 }
 
 impl Default for Xrootd {
@@ -316,6 +326,9 @@ impl Default for Xrootd {
             site: "tessera".into(),
             request_stall_s: None,
             max_in_flight: None,
+            body_timeout_s: None,
+            idle_timeout_s: None,
+            idle_open_timeout_s: None,
         }
     }
 }
@@ -332,6 +345,22 @@ impl Xrootd {
             .map(std::time::Duration::from_secs)
             .unwrap_or(tessera_xrootd::DEFAULT_REQUEST_STALL)
     }
+
+    /// (body timeout, idle timeout, idle timeout with files open).
+    pub fn timeouts(&self) -> [std::time::Duration; 3] {
+        let secs = |v: Option<u64>, d: std::time::Duration| {
+            v.map(|s| std::time::Duration::from_secs(s.max(1)))
+                .unwrap_or(d)
+        };
+        [
+            secs(self.body_timeout_s, tessera_xrootd::DEFAULT_BODY_TIMEOUT),
+            secs(self.idle_timeout_s, tessera_xrootd::DEFAULT_IDLE_TIMEOUT),
+            secs(
+                self.idle_open_timeout_s,
+                tessera_xrootd::DEFAULT_IDLE_OPEN_TIMEOUT,
+            ),
+        ]
+    }
 }
 
 /// The memory all connections together may hold in request data (XRootD
@@ -345,20 +374,36 @@ pub struct Buffers {
     /// Milliseconds a request waits for its bytes before it is refused
     /// (`kXR_NoMemory`, HTTP 503); default 5000.
     pub wait_ms: Option<u64>,
+    /// MiB one connection's request payloads may hold; default an eighth
+    /// of the budget, at least 320 (never more than the budget).
+    pub per_connection_mib: Option<u64>,
+    /// MiB the writes of one identity (a token subject, a uid) may hold
+    /// across all its connections; default half the budget, at least 320.
+    pub per_identity_mib: Option<u64>,
 }
 
 impl Buffers {
     /// A new budget with these settings (one per process: every endpoint
     /// shares it).
     pub fn budget(&self) -> tessera_core::Budget {
-        tessera_core::Budget::new(
-            self.max_mib
-                .map_or(tessera_core::DEFAULT_BUDGET_BYTES, |m| m.max(1) << 20),
+        let size = self
+            .max_mib
+            .map_or(tessera_core::DEFAULT_BUDGET_BYTES, |m| m.max(1) << 20);
+        let b = tessera_core::Budget::new(
+            size,
             self.wait_ms.map_or(
                 tessera_core::DEFAULT_BUDGET_WAIT,
                 std::time::Duration::from_millis,
             ),
-        )
+        );
+        let least = tessera_core::MIN_SHARE;
+        let conn = self
+            .per_connection_mib
+            .map_or((size / 8).max(least), |m| m << 20);
+        let who = self
+            .per_identity_mib
+            .map_or((size / 2).max(least), |m| m << 20);
+        b.with_shares(conn, who)
     }
 }
 
@@ -405,6 +450,7 @@ impl Default for Config {
             cluster: Cluster::default(),
             fsck: Fsck::default(),
             auth: Auth::default(),
+            limits: Default::default(),
             dev_filesystems: false,
         }
     }
@@ -541,4 +587,34 @@ mod tests {
         let err = toml::from_str::<Config>("nonsense = 1\n").expect_err("unknown");
         assert!(err.to_string().contains("unknown field"), "{err}");
     }
+}
+
+/// `base` with the settings of TOML file `file` laid over it (tables
+/// merged key by key; everything else replaced).
+pub fn overlay(base: &Config, file: &Path) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| ConfigError::Invalid(format!("{}: {e}", file.display())))?;
+    let over: toml::Table = toml::from_str(&text)
+        .map_err(|e| ConfigError::Invalid(format!("{}: {e}", file.display())))?;
+    let mut merged = toml::Table::try_from(base)
+        .map_err(|e| ConfigError::Invalid(format!("the base configuration: {e}")))?;
+    fn merge(into: &mut toml::Table, from: toml::Table) {
+        for (k, v) in from {
+            match (into.get_mut(&k), v) {
+                (Some(toml::Value::Table(a)), toml::Value::Table(b)) => merge(a, b),
+                (_, v) => {
+                    into.insert(k, v);
+                }
+            }
+        }
+    }
+    merge(&mut merged, over);
+    let mut cfg: Config = merged
+        .try_into()
+        .map_err(|e| ConfigError::Invalid(format!("{}: {e}", file.display())))?;
+    // What serde does not carry.
+    cfg.dev_filesystems = base.dev_filesystems;
+    cfg.auth.dev_issuer = base.auth.dev_issuer;
+    cfg.validate()?;
+    Ok(cfg)
 }

@@ -36,6 +36,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
     }
     let stats = Arc::new(tessera_xrootd::Stats::default());
     let buffers = cfg.buffers.budget();
+    let conns = cfg.limits.conns(crate::limits::raise_nofile());
     let tls = match (&cfg.tls.cert, &cfg.tls.key) {
         (Some(c), Some(k)) => Some(tls::server_config(c, k)?),
         _ => None,
@@ -71,6 +72,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
                 http2: cfg.https.http2,
                 body_timeout: cfg.https.body_timeout(),
                 buffers: buffers.clone(),
+                conns: conns.clone(),
                 ..tessera_https::HttpsConfig::default()
             });
             Some((l, local, adv, hcfg))
@@ -100,7 +102,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
     };
     let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
         site: c.site.clone(),
-        ..crate::xrootd_config(cfg, mode, Arc::clone(&stats), tls, buffers.clone())
+        ..crate::xrootd_config(cfg, mode, Arc::clone(&stats), tls, buffers.clone(), conns)
     });
     let metrics_l = TcpListener::bind(cfg.listen.metrics)
         .await

@@ -7,6 +7,7 @@ pub mod config;
 pub mod dev;
 mod gateway;
 mod http;
+pub mod limits;
 mod repair;
 mod tls;
 
@@ -159,7 +160,9 @@ pub(crate) fn xrootd_config(
     stats: Arc<tessera_xrootd::Stats>,
     tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
     buffers: tessera_core::Budget,
+    conns: tessera_core::ConnLimits,
 ) -> tessera_xrootd::XrootdConfig {
+    let [body_timeout, idle_timeout, idle_open_timeout] = cfg.xrootd.timeouts();
     tessera_xrootd::XrootdConfig {
         mode,
         stats,
@@ -174,6 +177,10 @@ pub(crate) fn xrootd_config(
         request_stall: cfg.xrootd.request_stall(),
         max_in_flight: cfg.xrootd.max_in_flight(),
         buffers,
+        body_timeout,
+        idle_timeout,
+        idle_open_timeout,
+        conns,
         ..tessera_xrootd::XrootdConfig::default()
     }
 }
@@ -288,8 +295,10 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
             tracing::error!("admin API stopped: {e}");
         }
     });
-    // One memory budget for every endpoint of this process.
+    // One memory budget, and one count of client connections, for every
+    // endpoint of this process.
     let buffers = cfg.buffers.budget();
+    let conns = cfg.limits.conns(limits::raise_nofile());
     let http = tokio::spawn(http::serve(
         metrics_l,
         http::Source::Core(core.clone()),
@@ -345,6 +354,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
             tokens: validator.clone(),
             dev_issuer: dev_issuer.clone(),
             buffers: buffers.clone(),
+            conns: conns.clone(),
             ..tessera_https::HttpsConfig::default()
         });
         https_stats = Some(Arc::clone(&hcfg.stats));
@@ -366,7 +376,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         xrootd_stats = Some(Arc::clone(&stats));
         let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
             tokens: validator.clone(),
-            ..xrootd_config(cfg, xrootd_mode, stats, tls.clone(), buffers.clone())
+            ..xrootd_config(cfg, xrootd_mode, stats, tls.clone(), buffers.clone(), conns)
         });
         tasks.push(tokio::spawn(tessera_xrootd::serve(
             l,

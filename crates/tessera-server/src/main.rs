@@ -39,6 +39,10 @@ struct ServeArgs {
     /// Data directory (dev mode).
     #[arg(long, required_if_eq("dev", "true"))]
     data_dir: Option<PathBuf>,
+    /// Dev mode: settings (TOML, e.g. `[buffers]`, `[limits]`, `[xrootd]`)
+    /// applied over the embedded default.
+    #[arg(long, requires = "dev")]
+    dev_config: Option<PathBuf>,
     #[arg(long, value_enum)]
     role: Option<RoleArg>,
     #[arg(long)]
@@ -111,6 +115,9 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             https: Some(std::net::SocketAddr::from(([127, 0, 0, 1], 8443))),
             ..tessera_server::config::Listen::default()
         };
+        if let Some(f) = &args.dev_config {
+            cfg = tessera_server::config::overlay(&cfg, f)?;
+        }
         let layout = DevLayout::new(&cfg.data_dir);
         (cfg, secret, Some(layout))
     } else {

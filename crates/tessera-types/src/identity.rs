@@ -63,6 +63,15 @@ impl Identity {
         id
     }
 
+    /// Who the identity is for per-identity limits (memory shares,
+    /// connection counts): a token's issuer and subject, else the uid.
+    pub fn limit_key(&self) -> String {
+        match &self.token {
+            Some(t) => format!("token:{}:{}", t.issuer, t.subject),
+            None => format!("uid:{}", self.uid),
+        }
+    }
+
     pub fn is_root(&self) -> bool {
         self.uid == 0
     }

@@ -4,6 +4,7 @@
 
 use crate::decode;
 use crate::error::XrdError;
+use crate::idle;
 use crate::ops;
 use crate::proto::{self, err, pflags, req, Header, HANDSHAKE_LEN, HEADER_LEN};
 use crate::reply::{error_reply, in_time, Out};
@@ -11,8 +12,10 @@ use crate::session::Session;
 use crate::XrootdConfig;
 use std::sync::Arc;
 use std::time::Duration;
-use tessera_core::{Budget, Core, Lease};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tessera_core::{Budget, Core, Lease, Share};
+use tokio::io::{
+    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
+};
 use tokio::net::TcpStream;
 
 /// A client must complete the handshake within this.
@@ -54,12 +57,9 @@ pub async fn serve_connection(
 
     // kXR_protocol comes first (XrdCl sends it with the handshake); it
     // decides whether the socket switches to TLS.
-    let (h, payload) = tokio::time::timeout(
-        HANDSHAKE_TIMEOUT,
-        read_request(&mut sock, None, HANDSHAKE_TIMEOUT),
-    )
-    .await
-    .map_err(|_| ConnError::Timeout)??;
+    let (h, payload) = tokio::time::timeout(HANDSHAKE_TIMEOUT, read_first(&mut sock))
+        .await
+        .map_err(|_| ConnError::Timeout)??;
     if h.code != req::PROTOCOL {
         return run(sock, core, cfg, local, peer, false, Some((h, payload))).await;
     }
@@ -90,78 +90,221 @@ pub async fn serve_connection(
     }
 }
 
-/// A request's payload, and what it holds of the memory budget (writes of
-/// [`LEASED_FROM`] bytes or more); `refused`: the budget could not take
-/// the write in time, its bytes were read and dropped.
+/// A connection over the limits: the handshake and its first request are
+/// answered (within a short time) with `kXR_Overloaded` saying why, which
+/// XrdCl reports (and may retry later), then it is closed.
+pub async fn refuse_connection(mut sock: TcpStream, why: String) {
+    let quick = Duration::from_secs(2);
+    let _ = tokio::time::timeout(quick, async {
+        let mut hs = [0u8; HANDSHAKE_LEN];
+        sock.read_exact(&mut hs).await?;
+        let mut reply = [0u8; 16];
+        reply[4..8].copy_from_slice(&8i32.to_be_bytes());
+        reply[8..12].copy_from_slice(&proto::PROTOCOL_VERSION.to_be_bytes());
+        reply[12..16].copy_from_slice(&1i32.to_be_bytes());
+        sock.write_all(&reply).await?;
+        let mut hb = [0u8; HEADER_LEN];
+        sock.read_exact(&mut hb).await?;
+        let h = Header::parse(&hb);
+        let mut body = err::OVERLOADED.to_be_bytes().to_vec();
+        body.extend_from_slice(format!("server busy: {why}; try again later").as_bytes());
+        body.push(0);
+        sock.write_all(&proto::response_header(
+            h.stream,
+            proto::status::ERROR,
+            body.len(),
+        ))
+        .await?;
+        sock.write_all(&body).await?;
+        sock.shutdown().await
+    })
+    .await;
+}
+
+/// A request's payload, and what it holds of the memory budget (payloads
+/// of [`LEASED_FROM`] bytes or more); `refused`: the payload was read and
+/// dropped, and the request is answered with this error.
 pub(crate) struct Payload {
     pub bytes: Vec<u8>,
     pub lease: Lease,
-    pub refused: bool,
+    pub refused: Option<XrdError>,
 }
 
 /// Payloads at least this long take their bytes from the memory budget
-/// (shorter ones are bounded per connection by `max_in_flight`).
+/// as they arrive (shorter ones are bounded per connection by
+/// `max_in_flight`).
 const LEASED_FROM: usize = 64 << 10;
 
-/// Read one request: header, then its payload (bounded: writes up to the
-/// configured maximum, everything else up to 1 MiB; with a `budget`, a
-/// long payload first takes its bytes from it). Waiting for its first
-/// byte has no limit (a client may keep an idle connection); once it has
-/// begun, the rest of the header must come within `stall`, and every read
-/// of the payload must bring bytes within `stall`, or the connection is
-/// given up (a client that stops mid-request holds nothing for long).
-async fn read_request<R: AsyncRead + Unpin>(
+/// The longest payload a request may carry before its connection has
+/// logged in (a login's, a credential's): nothing is leased for a client
+/// that has not shown who it is.
+pub const PRELOGIN_MAX: usize = 64 << 10;
+
+/// What bounds the requests of a connection that has begun its session.
+pub(crate) struct Limits<'a> {
+    pub max_write: usize,
+    pub budget: &'a Budget,
+    pub sess: &'a Session,
+    /// Longest wait for more of a payload once it has begun.
+    pub body_timeout: Duration,
+}
+
+/// Read one request: header, then its payload. Waiting for its first
+/// byte has no limit here (the caller bounds idle time); once it has
+/// begun, the rest of the header must come within `stall`. Without
+/// `limits` (before the session exists) and before login, a payload is at
+/// most [`PRELOGIN_MAX`]. A write's payload is taken only for a file this
+/// connection has open for writing (else it is read and dropped, refused);
+/// a long payload takes its bytes from the memory budget as they arrive,
+/// under the connection's share (and a write's under its writer's
+/// identity's), never as announced; every read of it must bring bytes
+/// within the body timeout, or the connection is given up (dropping what
+/// it held, and failing its files).
+async fn read_request<R: AsyncBufRead + Unpin>(
     r: &mut R,
-    limits: Option<(usize, &Budget)>,
+    limits: Option<Limits<'_>>,
     stall: Duration,
 ) -> Result<(Header, Payload), ConnError> {
     let mut hb = [0u8; HEADER_LEN];
     if r.read(&mut hb[..1]).await? == 0 {
         return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into()));
     }
-    let stalled = || stalled(stall);
     in_time(stall, r.read_exact(&mut hb[1..]))
         .await
-        .ok_or_else(stalled)??;
+        .ok_or_else(|| stalled(stall))??;
     let h = Header::parse(&hb);
-    let n = decode::check_len(&h, limits.map_or(decode::MAX_PAYLOAD, |l| l.0))
-        .map_err(ConnError::Protocol)?;
-    let mut lease = Lease::default();
-    if let Some((_, budget)) = limits.filter(|_| n >= LEASED_FROM && h.code == req::WRITE) {
-        match budget.lease(n).await {
-            Some(l) => lease = l,
+    let plain = |bytes| Payload {
+        bytes,
+        lease: Lease::default(),
+        refused: None,
+    };
+    let Some(l) = limits.filter(|l| l.sess.logged_in()) else {
+        let n = decode::check_len(&h, PRELOGIN_MAX).map_err(ConnError::Protocol)?;
+        if n > PRELOGIN_MAX {
+            return Err(ConnError::Protocol(format!(
+                "a request before login carries at most {PRELOGIN_MAX} bytes"
+            )));
+        }
+        return Ok((h, plain(read_small(r, n, stall).await?)));
+    };
+    let n = decode::check_len(&h, l.max_write).map_err(ConnError::Protocol)?;
+    let mut shares = vec![l.sess.share.clone()];
+    if h.code == req::WRITE {
+        match l.sess.write_share(h.fhandle()) {
+            Some(s) => shares.push(s),
             None => {
-                drain(r, n, stall).await?;
+                drain(r, n, l.body_timeout).await?;
+                let e = XrdError::new(
+                    err::FILE_NOT_OPEN,
+                    "no file is open for writing with this handle",
+                );
                 return Ok((
                     h,
                     Payload {
-                        bytes: Vec::new(),
-                        lease,
-                        refused: true,
+                        refused: Some(e),
+                        ..plain(Vec::new())
                     },
                 ));
             }
         }
     }
-    let mut payload = Vec::with_capacity(n);
+    if n < LEASED_FROM {
+        return Ok((h, plain(read_small(r, n, l.body_timeout).await?)));
+    }
+    let shares: Vec<&Share> = shares.iter().collect();
+    let mut payload: Vec<u8> = Vec::new();
+    let mut lease = Lease::default();
     while payload.len() < n {
-        let want = (n - payload.len()) as u64;
-        match in_time(stall, (&mut *r).take(want).read_buf(&mut payload)).await {
-            None => return Err(stalled()),
-            Some(Ok(0)) => return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into())),
-            Some(r) => {
-                r?;
+        let k = match in_time(l.body_timeout, r.fill_buf()).await {
+            None => return Err(stalled(l.body_timeout)),
+            Some(Ok([])) => return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into())),
+            Some(Ok(b)) => b.len().min(n - payload.len()),
+            Some(Err(e)) => return Err(e.into()),
+        };
+        if payload.len() + k > payload.capacity() {
+            // Grow by doubling (from 256 KiB), leasing what the growth
+            // holds before it is made: what is held stays within twice
+            // what has arrived.
+            let want = n.min((payload.capacity() * 2).max(LEASE_STEP));
+            if want > lease.bytes() {
+                match l.budget.lease_shared(want - lease.bytes(), &shares).await {
+                    Some(more) => lease.merge(more),
+                    None => {
+                        drop(lease);
+                        drain(r, n - payload.len(), l.body_timeout).await?;
+                        let msg = format!(
+                            "insufficient memory to take a write of {} bytes now (errno 12)",
+                            h.dlen
+                        );
+                        let e = XrdError::new(err::NO_MEMORY, msg);
+                        return Ok((
+                            h,
+                            Payload {
+                                refused: Some(e),
+                                ..plain(Vec::new())
+                            },
+                        ));
+                    }
+                }
             }
+            payload.reserve_exact(want - payload.len());
         }
+        let b = r.fill_buf().await?;
+        payload.extend_from_slice(&b[..k]);
+        r.consume(k);
     }
     Ok((
         h,
         Payload {
             bytes: payload,
             lease,
-            refused: false,
+            refused: None,
         },
     ))
+}
+
+/// The request that comes with the handshake (`kXR_protocol`, or another
+/// one before any session): short payloads only.
+async fn read_first<R: AsyncRead + Unpin>(r: &mut R) -> Result<(Header, Payload), ConnError> {
+    let mut hb = [0u8; HEADER_LEN];
+    r.read_exact(&mut hb).await?;
+    let h = Header::parse(&hb);
+    let n = decode::check_len(&h, PRELOGIN_MAX).map_err(ConnError::Protocol)?;
+    if n > PRELOGIN_MAX {
+        return Err(ConnError::Protocol(format!(
+            "a request before login carries at most {PRELOGIN_MAX} bytes"
+        )));
+    }
+    let bytes = read_small(r, n, HANDSHAKE_TIMEOUT).await?;
+    Ok((
+        h,
+        Payload {
+            bytes,
+            lease: Lease::default(),
+            refused: None,
+        },
+    ))
+}
+
+/// The first lease of a long payload; later ones double what is held.
+const LEASE_STEP: usize = 256 << 10;
+
+/// Read a payload of `n` bytes (short: bounded by the caller) whole.
+async fn read_small<R: AsyncRead + Unpin>(
+    r: &mut R,
+    n: usize,
+    stall: Duration,
+) -> Result<Vec<u8>, ConnError> {
+    let mut payload = vec![0u8; n];
+    let mut got = 0;
+    while got < n {
+        match in_time(stall, r.read(&mut payload[got..])).await {
+            None => return Err(stalled(stall)),
+            Some(Ok(0)) => return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into())),
+            Some(r) => got += r?,
+        }
+    }
+    Ok(payload)
 }
 
 /// A request that brought no bytes for `stall`.
@@ -202,7 +345,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     tls: bool,
     first: Option<(Header, Payload)>,
 ) -> Result<(), ConnError> {
-    let (max_write, stall) = (cfg.max_write, cfg.request_stall);
+    let (max_write, stall, body_timeout) = (cfg.max_write, cfg.request_stall, cfg.body_timeout);
     let budget = cfg.buffers.clone();
     let (rd, wr) = tokio::io::split(stream);
     let out = Out::new(wr, stall);
@@ -225,11 +368,32 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
         let Ok(permit) = permit else {
             break Ok(());
         };
+        if next.is_none() {
+            // Between requests: idle limits (a client that logged in and
+            // went quiet gives its descriptor back).
+            let idle = tokio::select! {
+                biased;
+                r = idle::next_request(&mut rd, &sess, &slots) => r,
+                _ = &mut gone => break Ok(()),
+            };
+            match idle {
+                Ok(()) => {}
+                Err(idle::Idle::Closed) => break Ok(()),
+                Err(idle::Idle::TimedOut(d)) => {
+                    tracing::debug!(%peer, ?d, "xroot connection idle: closed");
+                    sess.cfg
+                        .stats
+                        .idle_closed
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    break Ok(());
+                }
+            }
+        }
         let (h, payload) = match next.take() {
             Some(r) => r,
             None => match tokio::select! {
                 biased;
-                r = read_request(&mut rd, Some((max_write, &budget)), stall) => r,
+                r = read_request(&mut rd, Some(Limits { max_write, budget: &budget, sess: &sess, body_timeout }), stall) => r,
                 // A reply stalled or failed: stop reading as well.
                 _ = &mut gone => break Ok(()),
             } {
@@ -250,14 +414,9 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
                 Err(e) => break Err(e),
             },
         };
-        if payload.refused {
+        if let Some(e) = payload.refused {
             // The file fails as a whole (a hole in it must never be
             // committed as zeros).
-            let msg = format!(
-                "insufficient memory to take a write of {} bytes now (errno 12)",
-                h.dlen
-            );
-            let e = XrdError::new(err::NO_MEMORY, msg);
             if !ops::write::refuse(&sess, &out, &h, e).await {
                 break Ok(());
             }

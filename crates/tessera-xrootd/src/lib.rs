@@ -7,6 +7,7 @@ mod conn;
 pub mod decode;
 pub mod error;
 pub mod identity;
+mod idle;
 pub mod names;
 mod ops;
 mod peer;
@@ -66,6 +67,8 @@ pub struct Stats {
     pub redirects: std::sync::atomic::AtomicU64,
     /// Requests being served now, all connections together.
     pub in_flight: std::sync::atomic::AtomicU64,
+    /// Connections closed for being idle, since start.
+    pub idle_closed: std::sync::atomic::AtomicU64,
 }
 
 pub struct XrootdConfig {
@@ -95,7 +98,25 @@ pub struct XrootdConfig {
     /// The process's memory budget for write payloads and read replies,
     /// shared by all connections (and with the HTTPS gateway).
     pub buffers: tessera_core::Budget,
+    /// How long a payload that has begun may bring no bytes before the
+    /// connection is given up (its files fail, its leases go back).
+    pub body_timeout: std::time::Duration,
+    /// A logged-in connection with no file open and nothing in flight is
+    /// closed after this long without a request (`xrd.timeout idle`).
+    pub idle_timeout: std::time::Duration,
+    /// The same for a connection with files open.
+    pub idle_open_timeout: std::time::Duration,
+    /// Client connections this process takes (shared with HTTPS).
+    pub conns: tessera_core::ConnLimits,
 }
+
+/// See [`XrootdConfig::body_timeout`].
+pub const DEFAULT_BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+/// See [`XrootdConfig::idle_timeout`]: longer than XrdCl's own 300 s
+/// time to live of an idle data-server connection.
+pub const DEFAULT_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+/// See [`XrootdConfig::idle_open_timeout`].
+pub const DEFAULT_IDLE_OPEN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// See [`XrootdConfig::max_in_flight`]: xrdcp keeps up to 4 chunks of a
 /// file in flight, 32 with `--parallel 8` over one connection.
@@ -118,6 +139,10 @@ impl Default for XrootdConfig {
             names: Arc::default(),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,
             buffers: tessera_core::Budget::default(),
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            idle_open_timeout: DEFAULT_IDLE_OPEN_TIMEOUT,
+            conns: tessera_core::ConnLimits::unlimited(),
         }
     }
 }
@@ -140,11 +165,20 @@ pub async fn serve(
             r = listener.accept() => match r {
                 Ok((sock, peer)) => {
                     let (core, cfg) = (core.clone(), Arc::clone(&cfg));
-                    tokio::spawn(async move {
-                        if let Err(e) = conn::serve_connection(sock, core, cfg).await {
-                            tracing::debug!(%peer, error = %e, "xroot connection ended");
+                    match cfg.conns.admit(peer.ip()) {
+                        Ok(guard) => {
+                            tokio::spawn(async move {
+                                if let Err(e) = conn::serve_connection(sock, core, cfg).await {
+                                    tracing::debug!(%peer, error = %e, "xroot connection ended");
+                                }
+                                drop(guard);
+                            });
                         }
-                    });
+                        Err(why) => {
+                            tracing::debug!(%peer, %why, "xroot connection refused");
+                            tokio::spawn(conn::refuse_connection(sock, why.to_string()));
+                        }
+                    }
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "xroot accept failed");

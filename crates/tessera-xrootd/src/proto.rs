@@ -73,6 +73,7 @@ pub mod err {
     pub const IS_DIRECTORY: i32 = 3016;
     pub const ITEM_EXISTS: i32 = 3018;
     pub const OVER_QUOTA: i32 = 3021;
+    pub const OVERLOADED: i32 = 3024;
     pub const FS_READ_ONLY: i32 = 3025;
     pub const AUTH_FAILED: i32 = 3030;
 }

@@ -29,6 +29,9 @@ pub struct OpenRead {
 pub struct OpenWrite {
     pub ops: mpsc::Sender<WriteOp>,
     pub path: NsPath,
+    /// The memory share of the identity writing it: its payloads are
+    /// leased under it (and the connection's).
+    pub share: tessera_core::Share,
 }
 
 pub enum Handle {
@@ -58,6 +61,8 @@ pub struct Session {
     next: AtomicU32,
     /// Out-of-order write bytes held by this connection's files.
     pub held: Arc<AtomicUsize>,
+    /// The connection's share of the memory budget (long payloads).
+    pub share: tessera_core::Share,
 }
 
 impl Session {
@@ -69,7 +74,9 @@ impl Session {
         tls: bool,
     ) -> Session {
         let policy = cfg.unix;
+        let share = cfg.buffers.connection_share();
         Session {
+            share,
             core,
             cfg,
             local,
@@ -144,6 +151,20 @@ impl Session {
         t.get(&u32::from_be_bytes(fh))
             .cloned()
             .ok_or_else(XrdError::bad_handle)
+    }
+
+    /// Files open on this connection.
+    pub fn open_files(&self) -> usize {
+        self.handles.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    /// The identity share of the file open for writing as `fh`, if it is.
+    pub fn write_share(&self, fh: [u8; 4]) -> Option<tessera_core::Share> {
+        let t = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        match t.get(&u32::from_be_bytes(fh)) {
+            Some(Handle::Write(w)) => Some(w.share.clone()),
+            _ => None,
+        }
     }
 
     pub fn remove(&self, fh: [u8; 4]) -> Result<Handle, XrdError> {

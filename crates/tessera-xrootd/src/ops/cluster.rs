@@ -136,7 +136,7 @@ pub async fn gateway_open(
             if let Some(l) = log {
                 ws.set_log(l);
             }
-            write::register(s, out, ws, cap.mode, (cap.uid, cap.gid))
+            write::register(s, out, ws, cap.mode, &holder)
         }
         (Access::Read, false) => {
             let f = cap

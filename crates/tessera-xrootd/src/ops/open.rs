@@ -142,7 +142,7 @@ async fn open_new(
             Ok(ws) => ws,
             Err(e) => return Ok(Err(e)),
         };
-        let (fh, stat) = write::register(&s2, &out2, ws, mode, (who.uid, who.gid))?;
+        let (fh, stat) = write::register(&s2, &out2, ws, mode, &who)?;
         out2.result_from_pool(stream, Ok(reply(fh, opts, &stat)));
         Ok(Ok(()))
     })

@@ -15,13 +15,16 @@ pub async fn by_path(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdEr
     if size < 0 {
         return Err(XrdError::invalid("negative size"));
     }
+    // Decided before any memory is taken: a client that may not rewrite
+    // the file holds nothing of the budget, even for a moment.
+    let (core, who) = (s.core()?.clone(), s.who());
+    core.may_write(&who, &t.path, true).await?;
     let Some(lease) = s.cfg.buffers.lease(REWRITE_MEMORY).await else {
         return Err(XrdError::new(
             err::NO_MEMORY,
             "insufficient memory to rewrite the file now (errno 12)",
         ));
     };
-    let (core, who) = (s.core()?.clone(), s.who());
     tokio::task::spawn_blocking(move || {
         let r = core.truncate(&who, &t.path, size as u64);
         drop(lease);

@@ -123,7 +123,7 @@ pub fn register(
     out: &Out,
     ws: WriteSession,
     mode: u32,
-    who: (u32, u32),
+    who: &tessera_types::Identity,
 ) -> Result<([u8; 4], String), XrdError> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -135,12 +135,13 @@ pub fn register(
         crate::proto::sflags::READABLE | crate::proto::sflags::WRITABLE,
         [now; 3],
         mode,
-        who,
+        (who.uid, who.gid),
         &s.cfg.names,
     );
     let path = ws.path().clone();
+    let share = s.cfg.buffers.identity_share_of(&who.limit_key());
     let ops = spawn_writer(ws, out.clone(), Arc::clone(&s.held), s.cfg.buffers.clone());
-    let fh = s.add(Handle::Write(Arc::new(OpenWrite { ops, path })))?;
+    let fh = s.add(Handle::Write(Arc::new(OpenWrite { ops, path, share })))?;
     Ok((fh, stat))
 }
 
