@@ -8,6 +8,7 @@ pub mod dev;
 mod gateway;
 mod http;
 pub mod limits;
+pub mod overlay;
 mod repair;
 mod tls;
 

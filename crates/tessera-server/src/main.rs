@@ -116,7 +116,7 @@ fn serve(args: ServeArgs) -> anyhow::Result<()> {
             ..tessera_server::config::Listen::default()
         };
         if let Some(f) = &args.dev_config {
-            cfg = tessera_server::config::overlay(&cfg, f)?;
+            cfg = tessera_server::overlay::overlay(&cfg, f)?;
         }
         let layout = DevLayout::new(&cfg.data_dir);
         (cfg, secret, Some(layout))
