@@ -3,10 +3,13 @@
 //! through the real protocol (curl, xrdcp, the XRootD Python bindings,
 //! raw sockets) against a single server and against a metadata service
 //! with two gateways, asserting the refusal and the absence of side
-//! effects. `docs/security.md` lists every attack and its test here.
+//! effects; exhaustion attacks against a `tesserad` process of their own.
+//! `docs/security.md` lists every attack and its test here.
 
 mod authz;
 mod capability;
+mod exhaust;
+mod proc;
 mod race;
 mod raw;
 mod topo;

@@ -50,7 +50,13 @@ impl Reply {
     }
 
     pub fn text(&self) -> String {
-        format!("{} {}", self.status, String::from_utf8_lossy(&self.body))
+        match self.errnum() {
+            0 => format!("{} {}", self.status, String::from_utf8_lossy(&self.body)),
+            n => format!(
+                "error {n}: {}",
+                String::from_utf8_lossy(&self.body[4..]).trim_end_matches('\0')
+            ),
+        }
     }
 }
 
@@ -81,8 +87,29 @@ impl Raw {
     /// Connected, handshake and `kXR_protocol` done, logged in as `user`
     /// with `unix` credentials (which grant nothing beyond anonymous).
     pub fn login(to: SocketAddr, from: Option<IpAddr>, user: &str) -> Raw {
-        let mut r = Raw::connect_from(to, from).expect("connect");
-        r.hello();
+        match Raw::try_login(to, from, user) {
+            Ok(r) => r,
+            Err(e) => panic!("login: {e}"),
+        }
+    }
+
+    /// [`Raw::login`], or what the server answered instead (a refused
+    /// connection's error, or that it closed).
+    pub fn try_login(to: SocketAddr, from: Option<IpAddr>, user: &str) -> Result<Raw, String> {
+        let mut r = Raw::connect_from(to, from).map_err(|e| format!("connect: {e}"))?;
+        r.s.write_all(&hello_bytes()).map_err(|e| e.to_string())?;
+        let mut first = [0u8; 16];
+        r.s.read_exact(&mut first)
+            .map_err(|e| format!("handshake: {e}"))?;
+        let rep = r.try_reply().map_err(|e| format!("kXR_protocol: {e}"))?;
+        if rep.status != OK {
+            return Err(rep.text());
+        }
+        Ok(r.login_only(user))
+    }
+
+    fn login_only(mut self, user: &str) -> Raw {
+        let r = &mut self;
         let mut login = [0u8; 24];
         login[2..4].copy_from_slice(&KXR_LOGIN.to_be_bytes());
         login[8..8 + user.len().min(8)].copy_from_slice(&user.as_bytes()[..user.len().min(8)]);
@@ -98,20 +125,12 @@ impl Raw {
         r.s.write_all(&auth).unwrap();
         let rep = r.reply();
         assert_eq!(rep.status, OK, "kXR_auth: {}", rep.text());
-        r
+        self
     }
 
     /// The initial handshake and `kXR_protocol` (no login).
     pub fn hello(&mut self) {
-        let mut m = Vec::new();
-        m.extend_from_slice(&[0u8; 12]);
-        m.extend_from_slice(&4i32.to_be_bytes());
-        m.extend_from_slice(&2012i32.to_be_bytes());
-        let mut proto = [0u8; 24];
-        proto[2..4].copy_from_slice(&KXR_PROTOCOL.to_be_bytes());
-        proto[4..8].copy_from_slice(&0x500i32.to_be_bytes());
-        m.extend_from_slice(&proto);
-        self.s.write_all(&m).unwrap();
+        self.s.write_all(&hello_bytes()).unwrap();
         let mut first = [0u8; 16];
         self.s.read_exact(&mut first).unwrap();
         let rep = self.reply();
@@ -173,6 +192,46 @@ impl Raw {
         p[0..4].copy_from_slice(&fh);
         self.call(KXR_CLOSE, p, &[])
     }
+}
+
+impl Raw {
+    /// Whether the server closes the connection (or resets it) within
+    /// `wait`; whatever it sends meanwhile is read and dropped.
+    pub fn closed_within(&mut self, wait: Duration) -> bool {
+        let until = std::time::Instant::now() + wait;
+        let mut b = [0u8; 4096];
+        loop {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            self.s.set_read_timeout(Some(left)).unwrap();
+            match self.s.read(&mut b) {
+                Ok(0) => return true,
+                Ok(_) => continue,
+                Err(e)
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || e.kind() == std::io::ErrorKind::TimedOut =>
+                {
+                    return false
+                }
+                Err(_) => return true,
+            }
+        }
+    }
+}
+
+/// The client handshake and a `kXR_protocol` request.
+fn hello_bytes() -> Vec<u8> {
+    let mut m = Vec::new();
+    m.extend_from_slice(&[0u8; 12]);
+    m.extend_from_slice(&4i32.to_be_bytes());
+    m.extend_from_slice(&2012i32.to_be_bytes());
+    let mut proto = [0u8; 24];
+    proto[2..4].copy_from_slice(&KXR_PROTOCOL.to_be_bytes());
+    proto[4..8].copy_from_slice(&0x500i32.to_be_bytes());
+    m.extend_from_slice(&proto);
+    m
 }
 
 /// The handle in an open's reply.

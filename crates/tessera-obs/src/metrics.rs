@@ -79,6 +79,10 @@ pub struct Metrics {
     /// The memory budget for request data (set per scrape).
     pub buffers_in_use: Gauge<u64, AtomicU64>,
     pub buffers_limit: Gauge<u64, AtomicU64>,
+    /// Client connections (set per scrape).
+    pub connections_open: Gauge<u64, AtomicU64>,
+    pub connections_limit: Gauge<u64, AtomicU64>,
+    pub connections_refused: Gauge<u64, AtomicU64>,
     pub quota_used_bytes: Family<QuotaLabels, Gauge<u64, AtomicU64>>,
     pub quota_used_inodes: Family<QuotaLabels, Gauge<u64, AtomicU64>>,
     pub quota_limit_bytes: Family<QuotaLabels, Gauge<u64, AtomicU64>>,
@@ -162,6 +166,24 @@ impl Metrics {
             prometheus_client::registry::Unit::Bytes,
             buffers_limit.clone(),
         );
+        let connections_open = Gauge::<u64, AtomicU64>::default();
+        r.register(
+            "connections_open",
+            "Client connections (XRootD and HTTPS) held now",
+            connections_open.clone(),
+        );
+        let connections_limit = Gauge::<u64, AtomicU64>::default();
+        r.register(
+            "connections_limit",
+            "Client connections the process takes ([limits] max_connections)",
+            connections_limit.clone(),
+        );
+        let connections_refused = Gauge::<u64, AtomicU64>::default();
+        r.register(
+            "connections_refused",
+            "Client connections refused over the limits since start",
+            connections_refused.clone(),
+        );
         let g = Family::<QuotaLabels, Gauge<u64, AtomicU64>>::default;
         let (qub, qui, qlb, qli) = (g(), g(), g(), g());
         let bytes = prometheus_client::registry::Unit::Bytes;
@@ -206,6 +228,9 @@ impl Metrics {
             open_writes,
             buffers_in_use,
             buffers_limit,
+            connections_open,
+            connections_limit,
+            connections_refused,
             quota_used_bytes: qub,
             quota_used_inodes: qui,
             quota_limit_bytes: qlb,

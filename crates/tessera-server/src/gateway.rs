@@ -102,7 +102,14 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
     };
     let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
         site: c.site.clone(),
-        ..crate::xrootd_config(cfg, mode, Arc::clone(&stats), tls, buffers.clone(), conns)
+        ..crate::xrootd_config(
+            cfg,
+            mode,
+            Arc::clone(&stats),
+            tls,
+            buffers.clone(),
+            conns.clone(),
+        )
     });
     let metrics_l = TcpListener::bind(cfg.listen.metrics)
         .await
@@ -116,7 +123,10 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
             metrics,
             data: data_for_health,
         },
-        buffers.clone(),
+        crate::http::Load {
+            buffers: buffers.clone(),
+            conns: conns.clone(),
+        },
         stop_rx.clone(),
     ));
     let mut tasks = vec![serve, http];

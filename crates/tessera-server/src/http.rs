@@ -24,11 +24,18 @@ pub enum Source {
     },
 }
 
-/// `buffers`: the process's memory budget, reported with the metrics.
+/// What the process holds for its clients, reported with the metrics:
+/// the memory budget and the client connections.
+#[derive(Clone)]
+pub struct Load {
+    pub buffers: tessera_core::Budget,
+    pub conns: tessera_core::ConnLimits,
+}
+
 pub async fn serve(
     listener: TcpListener,
     source: Source,
-    buffers: tessera_core::Budget,
+    load: Load,
     mut stop: watch::Receiver<bool>,
 ) {
     loop {
@@ -42,10 +49,10 @@ pub async fn serve(
             },
             _ = stop.changed() => return,
         };
-        let (source, buffers) = (source.clone(), buffers.clone());
+        let (source, load) = (source.clone(), load.clone());
         tokio::spawn(async move {
             let svc =
-                hyper::service::service_fn(move |req| handle(req, source.clone(), buffers.clone()));
+                hyper::service::service_fn(move |req| handle(req, source.clone(), load.clone()));
             let conn = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(stream), svc);
             if let Err(e) = conn.await {
@@ -58,15 +65,18 @@ pub async fn serve(
 async fn handle(
     req: Request<Incoming>,
     source: Source,
-    buffers: tessera_core::Budget,
+    load: Load,
 ) -> Result<Response<Full<Bytes>>, hyper::Error> {
     const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
     let m: &Metrics = match &source {
         Source::Core(core) => core.metrics(),
         Source::Gateway { metrics, .. } => metrics,
     };
-    m.buffers_in_use.set(buffers.in_use());
-    m.buffers_limit.set(buffers.size());
+    m.buffers_in_use.set(load.buffers.in_use());
+    m.buffers_limit.set(load.buffers.size());
+    m.connections_open.set(load.conns.open() as u64);
+    m.connections_limit.set(load.conns.max_total() as u64);
+    m.connections_refused.set(load.conns.refused());
     let (status, ctype, body) = match (req.uri().path(), &source) {
         ("/metrics", Source::Core(core)) => match core.refresh_gauges().await {
             Ok(()) => (StatusCode::OK, OPENMETRICS, core.metrics().encode()),

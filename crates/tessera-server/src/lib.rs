@@ -303,7 +303,10 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     let http = tokio::spawn(http::serve(
         metrics_l,
         http::Source::Core(core.clone()),
-        buffers.clone(),
+        http::Load {
+            buffers: buffers.clone(),
+            conns: conns.clone(),
+        },
         stop_rx.clone(),
     ));
     let mut tasks = vec![grpc, http];
