@@ -242,3 +242,58 @@ fn idle_connections_cannot_take_the_descriptors() {
         == Some(0.0)));
     normal_clients_work(&p, "after");
 }
+
+/// The range flood: anonymous GETs of a 1 MiB file with 1,024 overlapping
+/// ranges (a 6 KB request) get each byte once, not 1 GiB; with eight at
+/// once, normal clients still work and the server's memory stays bounded.
+#[test]
+fn overlapping_ranges_send_each_byte_once() {
+    let p = Proc::start(None, "");
+    let tok = p.token("storage.modify:/data");
+    let f = p.dir.path().join("mib");
+    std::fs::write(&f, vec![5u8; MIB as usize]).unwrap();
+    let url = format!("{}/data/mib", p.https);
+    let put = p
+        .cmd("curl")
+        .args(["-sS", "--cacert"])
+        .arg(&p.ca)
+        .args(["-o", "/dev/null", "-w", "%{http_code}", "-H"])
+        .arg(format!("Authorization: Bearer {tok}"))
+        .arg("-T")
+        .arg(&f)
+        .arg(&url)
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&put.stdout), "201");
+    let ranges: Vec<String> = (0..1024).map(|i| format!("{i}-")).collect();
+    let header = format!("Range: bytes={}", ranges.join(","));
+    let flood = || {
+        p.cmd("curl")
+            .args(["-sS", "--max-time", "120", "--cacert"])
+            .arg(&p.ca)
+            .args([
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code} %{size_download}",
+                "-H",
+                &header,
+                &url,
+            ])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let children: Vec<_> = (0..8).map(|_| flood()).collect();
+    normal_clients_work(&p, "ranges");
+    let rss = p.rss();
+    for c in children {
+        let o = c.wait_with_output().unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        let (code, size) = out.split_once(' ').expect("code and size");
+        let size: u64 = size.parse().unwrap();
+        assert!(code == "206" || code == "200", "{out}");
+        assert!(size <= MIB + 4096, "a range flood got {size} bytes");
+    }
+    assert!(rss < 2048 * MIB + 320 * MIB, "server RSS {rss}");
+}
