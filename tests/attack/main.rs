@@ -12,4 +12,5 @@ mod exhaust;
 mod proc;
 mod race;
 mod raw;
+mod tokens;
 mod topo;

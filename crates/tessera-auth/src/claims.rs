@@ -164,6 +164,7 @@ pub fn scopes(c: &Claims, base: &NsPath, may_create: bool) -> Result<Vec<ScopeGr
             }
         };
         let raw = unescape(path)?;
+        check_scope_path(&item, path, &raw)?;
         let dir_only = raw.len() > 1 && raw.ends_with(b"/");
         let rel =
             NsPath::parse(&raw).map_err(|e| AuthError::Claims(format!("scope {item}: {e}")))?;
@@ -185,6 +186,31 @@ pub fn scopes(c: &Claims, base: &NsPath, may_create: bool) -> Result<Vec<ScopeGr
         }
     }
     Ok(out)
+}
+
+/// A scope path must name its directory plainly: a `.` or `..`
+/// component, an empty one (`//`), or a separator written as `%2F`
+/// refuses the whole token rather than being normalised into something
+/// its issuer may not have meant (a trailing `/` names a directory).
+fn check_scope_path(item: &str, text: &str, raw: &[u8]) -> Result<(), AuthError> {
+    let bad = |why: &str| Err(AuthError::Claims(format!("scope {item}: {why}")));
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("%2f") || lower.contains("%5c") {
+        return bad("a percent-encoded separator");
+    }
+    let body = raw.strip_prefix(b"/").unwrap_or(raw);
+    let body = body.strip_suffix(b"/").unwrap_or(body);
+    if body.is_empty() {
+        return Ok(()); // `/`
+    }
+    for comp in body.split(|&b| b == b'/') {
+        match comp {
+            b"" => return bad("an empty path component (//)"),
+            b"." | b".." => return bad("a . or .. path component"),
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -225,11 +251,24 @@ mod tests {
                 (Access::Modify, "/vo/w".into(), false),
             ]
         );
-        // `..` stays inside the base path.
-        let g = scopes(&claims("storage.read:/../../etc"), &base, true).unwrap();
-        assert_eq!(g[0].path.display(), "/vo/etc");
-        let g = scopes(&claims("storage.read:/x/%2e%2e/%2e%2e/y"), &base, true).unwrap();
-        assert_eq!(g[0].path.display(), "/vo/y");
+        // Dot components, empty ones and encoded separators refuse the
+        // whole token (never normalised).
+        for bad in [
+            "storage.read:/../../etc",
+            "storage.read:/x/%2e%2e/%2e%2e/y",
+            "storage.read:/x/./y",
+            "storage.read:/x/.",
+            "storage.modify:/x//y",
+            "storage.modify://x",
+            "storage.create:/x%2Fy",
+            "storage.create:/x%2fy",
+            "storage.read:/x%5c..%5cy",
+            "openid storage.read:/ok storage.read:/a/../b",
+        ] {
+            assert!(scopes(&claims(bad), &base, true).is_err(), "{bad}");
+        }
+        let g = scopes(&claims("storage.read:/x/..y/.z/y.."), &base, true).unwrap();
+        assert_eq!(g[0].path.display(), "/vo/x/..y/.z/y..");
         // A storage scope without a path is refused; creation can be off.
         assert!(scopes(&claims("storage.read"), &base, true).is_err());
         let g = scopes(&claims("storage.read:/ storage.modify:/"), &base, false).unwrap();

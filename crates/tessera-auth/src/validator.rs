@@ -86,6 +86,12 @@ pub struct Validator {
     tls: Arc<ClientConfig>,
     cache: Mutex<HashMap<String, Arc<Validated>>>,
     min_refetch: Duration,
+    /// Clock skew allowed on `exp`/`nbf`/`iat`, seconds.
+    leeway: u64,
+    /// Key fetches (discovery and JWKS) and signature checks since start:
+    /// what token traffic costs (a replayed token costs a cache lookup).
+    pub fetches: std::sync::atomic::AtomicU64,
+    pub signature_checks: std::sync::atomic::AtomicU64,
 }
 
 fn now() -> u64 {
@@ -121,7 +127,31 @@ impl Validator {
             tls,
             cache: Mutex::new(HashMap::new()),
             min_refetch,
+            leeway: LEEWAY_SECS,
+            fetches: Default::default(),
+            signature_checks: Default::default(),
         })
+    }
+
+    /// As [`Validator::with_min_refetch`], with `leeway` seconds of clock
+    /// skew allowed instead of [`LEEWAY_SECS`] (`[auth] leeway_secs`).
+    pub fn with_leeway(
+        issuers: Vec<IssuerConfig>,
+        tls: Arc<ClientConfig>,
+        min_refetch: Duration,
+        leeway: u64,
+    ) -> Arc<Validator> {
+        let mut v = Arc::try_unwrap(Validator::with_min_refetch(issuers, tls, min_refetch))
+            .unwrap_or_else(|_| unreachable!("just made"));
+        v.leeway = leeway;
+        Arc::new(v)
+    }
+
+    /// Whether a grant that expires at `expires` is still good now (the
+    /// same rule validation applies, skew included): what a session that
+    /// logged in with a token checks on every request.
+    pub fn still_valid(&self, expires: u64) -> bool {
+        expires.saturating_add(self.leeway) > now()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -156,6 +186,8 @@ impl Validator {
     }
 
     async fn fetch_keys_locked(&self, i: &Issuer) -> Result<(), AuthError> {
+        self.fetches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         *i.fetched.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
         let meta = fetch::get_json(&fetch::discovery_url(&i.cfg.issuer), &self.tls).await?;
         let jwks_uri = meta
@@ -224,14 +256,14 @@ impl Validator {
             .unwrap_or_else(|p| p.into_inner())
             .get(token)
         {
-            if v.grant.expires > t.saturating_sub(LEEWAY_SECS) {
+            if v.grant.expires > t.saturating_sub(self.leeway) {
                 return Ok(Arc::clone(v));
             }
         }
         let v = Arc::new(self.verify(token)?);
         let mut c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if c.len() >= CACHE_MAX {
-            c.retain(|_, v| v.grant.expires + LEEWAY_SECS > t);
+            c.retain(|_, v| v.grant.expires + self.leeway > t);
             if c.len() >= CACHE_MAX {
                 c.clear();
             }
@@ -269,9 +301,11 @@ impl Validator {
                 issuer: iss.to_string(),
                 kid: kid.to_string(),
             })?;
+        self.signature_checks
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         parts.verify(&key)?;
         // The signature holds: now the claims.
-        let expires = claims::check_times(&c, now(), LEEWAY_SECS)?;
+        let expires = claims::check_times(&c, now(), self.leeway)?;
         claims::check_audience(&c, &i.cfg.audiences)?;
         claims::check_version(&c)?;
         let sub = match c.sub.as_deref() {

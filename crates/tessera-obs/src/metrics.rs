@@ -83,6 +83,9 @@ pub struct Metrics {
     pub connections_open: Gauge<u64, AtomicU64>,
     pub connections_limit: Gauge<u64, AtomicU64>,
     pub connections_refused: Gauge<u64, AtomicU64>,
+    /// Bearer tokens (set per scrape).
+    pub token_key_fetches: Gauge<u64, AtomicU64>,
+    pub token_signature_checks: Gauge<u64, AtomicU64>,
     pub quota_used_bytes: Family<QuotaLabels, Gauge<u64, AtomicU64>>,
     pub quota_used_inodes: Family<QuotaLabels, Gauge<u64, AtomicU64>>,
     pub quota_limit_bytes: Family<QuotaLabels, Gauge<u64, AtomicU64>>,
@@ -184,6 +187,18 @@ impl Metrics {
             "Client connections refused over the limits since start",
             connections_refused.clone(),
         );
+        let token_key_fetches = Gauge::<u64, AtomicU64>::default();
+        r.register(
+            "token_key_fetches",
+            "Issuer key fetches (discovery and JWKS) since start",
+            token_key_fetches.clone(),
+        );
+        let token_signature_checks = Gauge::<u64, AtomicU64>::default();
+        r.register(
+            "token_signature_checks",
+            "Token signatures checked since start (a cached token costs none)",
+            token_signature_checks.clone(),
+        );
         let g = Family::<QuotaLabels, Gauge<u64, AtomicU64>>::default;
         let (qub, qui, qlb, qli) = (g(), g(), g(), g());
         let bytes = prometheus_client::registry::Unit::Bytes;
@@ -231,6 +246,8 @@ impl Metrics {
             connections_open,
             connections_limit,
             connections_refused,
+            token_key_fetches,
+            token_signature_checks,
             quota_used_bytes: qub,
             quota_used_inodes: qui,
             quota_limit_bytes: qlb,

@@ -106,7 +106,12 @@ pub fn setup(cfg: &Config, https: Option<SocketAddr>) -> anyhow::Result<Option<T
         return Ok(None);
     }
     let tls = crate::tls::client_config(&ca_files)?;
-    let validator = Validator::new(issuers, tls);
+    let validator = Validator::with_leeway(
+        issuers,
+        tls,
+        tessera_auth::MIN_REFETCH,
+        cfg.auth.leeway_secs,
+    );
     if let Some((iss, jwks)) = dev_keys {
         // Our own issuer's keys are at hand: no fetch before the first
         // token can be checked (the background refresh still fetches them

@@ -174,6 +174,10 @@ pub struct Auth {
     /// makes `/data` for this identity.
     pub dev_uid: u32,
     pub dev_gid: u32,
+    /// Clock skew allowed on a token's times (`exp`, `nbf`, `iat`),
+    /// seconds; a session that logged in with a token ends this long after
+    /// its `exp`. Default 60.
+    pub leeway_secs: u64,
 }
 
 impl Default for Auth {
@@ -185,6 +189,7 @@ impl Default for Auth {
             dev_issuer: false,
             dev_uid: 1000,
             dev_gid: 1000,
+            leeway_secs: tessera_auth::LEEWAY_SECS,
         }
     }
 }

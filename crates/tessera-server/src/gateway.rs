@@ -126,6 +126,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
         crate::http::Load {
             buffers: buffers.clone(),
             conns: conns.clone(),
+            tokens: None,
         },
         stop_rx.clone(),
     ));

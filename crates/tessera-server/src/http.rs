@@ -30,6 +30,8 @@ pub enum Source {
 pub struct Load {
     pub buffers: tessera_core::Budget,
     pub conns: tessera_core::ConnLimits,
+    /// The token validator, when issuers are configured.
+    pub tokens: Option<Arc<tessera_auth::Validator>>,
 }
 
 pub async fn serve(
@@ -77,6 +79,12 @@ async fn handle(
     m.connections_open.set(load.conns.open() as u64);
     m.connections_limit.set(load.conns.max_total() as u64);
     m.connections_refused.set(load.conns.refused());
+    if let Some(v) = &load.tokens {
+        use std::sync::atomic::Ordering::Relaxed;
+        m.token_key_fetches.set(v.fetches.load(Relaxed));
+        m.token_signature_checks
+            .set(v.signature_checks.load(Relaxed));
+    }
     let (status, ctype, body) = match (req.uri().path(), &source) {
         ("/metrics", Source::Core(core)) => match core.refresh_gauges().await {
             Ok(()) => (StatusCode::OK, OPENMETRICS, core.metrics().encode()),

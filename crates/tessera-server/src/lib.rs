@@ -300,16 +300,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     // endpoint of this process.
     let buffers = cfg.buffers.budget();
     let conns = cfg.limits.conns(limits::raise_nofile());
-    let http = tokio::spawn(http::serve(
-        metrics_l,
-        http::Source::Core(core.clone()),
-        http::Load {
-            buffers: buffers.clone(),
-            conns: conns.clone(),
-        },
-        stop_rx.clone(),
-    ));
-    let mut tasks = vec![grpc, http];
+    let mut tasks = vec![grpc];
     let mut dev_issuer: Option<(String, String)> = None;
     if cfg.fsck.repair_interval_secs > 0 {
         tasks.push(tokio::spawn(repair::run(
@@ -337,6 +328,16 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     // Bearer tokens (the dev issuer's URL names the HTTPS port).
     let tokens = auth::setup(cfg, https_addr)?;
     let validator = tokens.as_ref().map(|t| Arc::clone(&t.validator));
+    tasks.push(tokio::spawn(http::serve(
+        metrics_l,
+        http::Source::Core(core.clone()),
+        http::Load {
+            buffers: buffers.clone(),
+            conns: conns.clone(),
+            tokens: validator.clone(),
+        },
+        stop_rx.clone(),
+    )));
     if let Some(t) = tokens {
         tasks.push(abort_on_stop(t.refresh, stop_rx.clone()));
         dev_issuer = t.dev.map(|d| (d.issuer, d.jwks));

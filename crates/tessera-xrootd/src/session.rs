@@ -109,6 +109,24 @@ impl Session {
         Arc::clone(&self.who.read().unwrap_or_else(|p| p.into_inner()))
     }
 
+    /// The auth error when the session logged in with a token that has
+    /// expired since (one clock read per request).
+    pub fn token_expired(&self) -> Option<XrdError> {
+        let who = self.who.read().unwrap_or_else(|p| p.into_inner());
+        let g = who.token.as_ref()?;
+        let v = self.cfg.tokens.as_ref()?;
+        if v.still_valid(g.expires) {
+            return None;
+        }
+        Some(XrdError::new(
+            crate::proto::err::AUTH_FAILED,
+            format!(
+                "the token this session logged in with (subject {}) has expired: log in again",
+                g.subject
+            ),
+        ))
+    }
+
     pub fn set_who(&self, who: Identity) {
         *self.who.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(who);
     }

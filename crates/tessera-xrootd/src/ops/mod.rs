@@ -80,6 +80,13 @@ pub async fn dispatch(
             .error(st, &XrdError::new(err::INVALID_REQUEST, "login first"))
             .await;
     }
+    // A session does not outlive the token it logged in with: every
+    // request is refused with the auth error, and the connection closed,
+    // so that the client logs in again with a fresh token.
+    if let Some(e) = s.token_expired() {
+        let _ = out.error(st, &e).await;
+        return false;
+    }
     if matches!(s.cfg.mode, crate::Mode::Gateway { .. })
         && !matches!(
             h.code,
