@@ -14,3 +14,4 @@ mod race;
 mod raw;
 mod tokens;
 mod topo;
+mod tpc;

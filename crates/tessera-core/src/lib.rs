@@ -13,6 +13,7 @@ mod error;
 mod fs;
 mod fsck;
 mod io;
+mod remote;
 mod scopes;
 mod service;
 mod sessionlog;
@@ -26,6 +27,7 @@ pub use fsck::{DrainReport, FileIssue, FsckReport, Orphan, RepairReport};
 pub use io::{
     DataPath, Expect, Ledger, ReadSession, WritePlan, WriteSession, DEFAULT_SPACE, FIRST_LEASE,
 };
+pub use remote::RemotePolicy;
 pub use service::{Core, RemoveReport, Unlogged};
 pub use sessionlog::SessionLog;
 pub use stall::{ReadOpen, Stall, STALL_ATTR};

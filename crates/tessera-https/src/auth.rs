@@ -28,13 +28,14 @@ fn token_of(req: &Req) -> Option<String> {
     tessera_auth::authz_token(raw)
 }
 
-/// The identity of a request, or the 401 to answer.
-pub async fn identity(cfg: &HttpsConfig, req: &Req) -> Result<Identity, Response<Body>> {
+/// The identity of a request and whether it presented credentials, or
+/// the 401 to answer.
+pub async fn identity(cfg: &HttpsConfig, req: &Req) -> Result<(Identity, bool), Response<Body>> {
     let (Some(v), Some(token)) = (&cfg.tokens, token_of(req)) else {
-        return Ok(cfg.anonymous.clone());
+        return Ok((cfg.anonymous.clone(), false));
     };
     match v.validate(&token).await {
-        Ok(val) => Ok(val.identity("https")),
+        Ok(val) => Ok((val.identity("https"), true)),
         Err(e) => {
             tracing::info!(error = %e, "bearer token refused");
             let mut r = crate::error_response(&crate::HttpError::new(401, e.to_string()));

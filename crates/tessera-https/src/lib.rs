@@ -65,6 +65,8 @@ pub struct HttpsConfig {
     pub buffers: tessera_core::Budget,
     /// Client connections this process takes (shared with XRootD).
     pub conns: tessera_core::ConnLimits,
+    /// The remote endpoints third-party copies may reach.
+    pub tpc_policy: tessera_core::RemotePolicy,
 }
 
 /// See [`HttpsConfig::body_timeout`].
@@ -86,6 +88,7 @@ impl Default for HttpsConfig {
             dev_issuer: None,
             buffers: tessera_core::Budget::default(),
             conns: tessera_core::ConnLimits::unlimited(),
+            tpc_policy: tessera_core::RemotePolicy::default(),
         }
     }
 }
@@ -97,6 +100,9 @@ pub struct Ctx {
     pub cfg: Arc<HttpsConfig>,
     /// The client's address (a gateway of its site is preferred).
     pub peer: std::net::SocketAddr,
+    /// Whether the request presented credentials (a valid token): an
+    /// anonymous one runs as `HttpsConfig::anonymous`.
+    pub credentials: bool,
 }
 
 /// Accept connections until `stop` turns true. A data gateway has no
@@ -230,7 +236,7 @@ fn service(
             }
             let r = match core {
                 Some(core) => {
-                    let who = match auth::identity(&cfg, &req).await {
+                    let (who, credentials) = match auth::identity(&cfg, &req).await {
                         Ok(w) => w,
                         Err(r) => return Ok(r),
                     };
@@ -239,6 +245,7 @@ fn service(
                         who,
                         cfg,
                         peer,
+                        credentials,
                     };
                     handle(ctx, req).await
                 }

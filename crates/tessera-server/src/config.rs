@@ -109,6 +109,13 @@ pub struct Https {
     /// Seconds a request body may bring no data before the upload is
     /// abandoned (408, nothing left behind). Default 60.
     pub body_timeout_s: Option<u64>,
+    /// Remote endpoints a third-party copy may reach: networks (CIDR or
+    /// an address) and host names (`*.example.org` for a domain). With
+    /// entries, nothing else is reached; without, anything but loopback
+    /// and link-local addresses (those only for root).
+    pub tpc_allow: Vec<String>,
+    /// Remote endpoints third-party copies never reach (checked first).
+    pub tpc_deny: Vec<String>,
 }
 
 impl Https {
@@ -508,6 +515,8 @@ impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         tessera_types::parse_size(&self.meta.block_cache)
             .map_err(|e| ConfigError::Invalid(format!("meta.block_cache: {e}")))?;
+        tessera_core::RemotePolicy::new(&self.https.tpc_allow, &self.https.tpc_deny)
+            .map_err(|e| ConfigError::Invalid(format!("https.tpc_allow/tpc_deny: {e}")))?;
         if self.auth.dev_uid == 0 {
             return Err(ConfigError::Invalid(
                 "auth.dev_uid must not be 0: development tokens never act as root".into(),

@@ -353,6 +353,8 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
                 }
             },
             tpc_tls: Some(tls::client_config(&cfg.https.tpc_ca_files)?),
+            tpc_policy: tessera_core::RemotePolicy::new(&cfg.https.tpc_allow, &cfg.https.tpc_deny)
+                .map_err(|e| anyhow::anyhow!("https.tpc_allow/tpc_deny: {e}"))?,
             mode: https_mode,
             http2: cfg.https.http2,
             body_timeout: cfg.https.body_timeout(),

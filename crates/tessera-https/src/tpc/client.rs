@@ -19,7 +19,16 @@ pub struct Remote {
     pub port: u16,
     /// Path and query, as sent.
     pub target: String,
+    /// The addresses `host` resolved to when the policy admitted it: the
+    /// ones connected to (empty until [`Remote::admit`]).
+    pub addrs: Vec<std::net::SocketAddr>,
 }
+
+/// What a client is told of any failure to reach a remote end (refused,
+/// timed out, not TLS, not HTTP): the same words, so that copies cannot
+/// probe which ports of which hosts are open, closed or TLS.
+pub const UNREACHABLE: &str =
+    "the remote endpoint could not be reached or gave no usable HTTP answer";
 
 impl Remote {
     /// `https://`, `davs://`, `http://` or `dav://` URLs.
@@ -50,7 +59,34 @@ impl Remote {
             host: host.to_string(),
             port,
             target: target.to_string(),
+            addrs: Vec::new(),
         })
+    }
+
+    /// Resolve the host and put every address through `policy` for `who`:
+    /// a 403 (saying nothing of the addresses) when it refuses them.
+    pub async fn admit(
+        &mut self,
+        policy: &tessera_core::RemotePolicy,
+        who: &tessera_types::Identity,
+    ) -> Result<(), HttpError> {
+        let refused = || HttpError::new(403, "third-party copy with this endpoint is not allowed");
+        let addrs: Vec<std::net::SocketAddr> = match tokio::time::timeout(
+            Duration::from_secs(10),
+            tokio::net::lookup_host((self.host.as_str(), self.port)),
+        )
+        .await
+        {
+            Ok(Ok(a)) => a.collect(),
+            _ => Vec::new(),
+        };
+        let ips: Vec<std::net::IpAddr> = addrs.iter().map(|a| a.ip()).collect();
+        if let Err(why) = policy.check(who, &self.host, &ips) {
+            tracing::info!(user = %who.name, host = %self.host, %why, "third-party copy refused");
+            return Err(refused());
+        }
+        self.addrs = addrs;
+        Ok(())
     }
 }
 
@@ -66,27 +102,39 @@ pub async fn connect(remote: &Remote, tls: Option<&Arc<ClientConfig>>) -> Result
 /// Open a connection for one request with a `body`-byte body, whose last
 /// byte goes out alone (see `tail`).
 async fn open(remote: &Remote, tls: Option<&Arc<ClientConfig>>, body: u64) -> Result<Conn, String> {
+    // Details go to the log; the client hears UNREACHABLE whatever it was.
+    let hide = |what: String| {
+        tracing::info!(host = %remote.host, port = remote.port, "third-party copy: {what}");
+        UNREACHABLE.to_string()
+    };
+    if remote.addrs.is_empty() {
+        return Err(hide("no admitted address".into()));
+    }
     let tcp = tokio::time::timeout(
         Duration::from_secs(30),
-        tokio::net::TcpStream::connect((remote.host.as_str(), remote.port)),
+        tokio::net::TcpStream::connect(&remote.addrs[..]),
     )
     .await
-    .map_err(|_| format!("connecting to {}:{} timed out", remote.host, remote.port))?
-    .map_err(|e| format!("cannot connect to {}:{}: {e}", remote.host, remote.port))?;
+    .map_err(|_| hide("connecting timed out".into()))?
+    .map_err(|e| hide(format!("connecting: {e}")))?;
     let _ = tcp.set_nodelay(true);
     if remote.tls {
         let cfg = tls.ok_or("no CA configured for third-party copies over TLS")?;
-        let name = ServerName::try_from(remote.host.clone()).map_err(|e| e.to_string())?;
+        let name = ServerName::try_from(remote.host.clone()).map_err(|e| hide(e.to_string()))?;
         let s = tokio::time::timeout(
             Duration::from_secs(30),
             tokio_rustls::TlsConnector::from(Arc::clone(cfg)).connect(name, tcp),
         )
         .await
-        .map_err(|_| format!("TLS with {} timed out", remote.host))?
-        .map_err(|e| format!("TLS with {}: {e}", remote.host))?;
-        handshake(TokioIo::new(TailApart::new(s, body))).await
+        .map_err(|_| hide("TLS timed out".into()))?
+        .map_err(|e| hide(format!("TLS: {e}")))?;
+        handshake(TokioIo::new(TailApart::new(s, body)))
+            .await
+            .map_err(hide)
     } else {
-        handshake(TokioIo::new(TailApart::new(tcp, body))).await
+        handshake(TokioIo::new(TailApart::new(tcp, body)))
+            .await
+            .map_err(hide)
     }
 }
 
@@ -103,7 +151,10 @@ pub async fn send(
         .and_then(|v| v.to_str().ok()?.parse().ok())
         .unwrap_or(0);
     let mut c = open(remote, tls, body).await?;
-    c.send_request(req).await.map_err(|e| e.to_string())
+    c.send_request(req).await.map_err(|e| {
+        tracing::info!(host = %remote.host, "third-party copy: {e}");
+        UNREACHABLE.to_string()
+    })
 }
 
 async fn handshake<I>(io: I) -> Result<Conn, String>
@@ -137,7 +188,8 @@ mod tests {
                 tls: true,
                 host: "host.example".into(),
                 port: 1094,
-                target: "/a/b?copy_mode=pull".into()
+                target: "/a/b?copy_mode=pull".into(),
+                addrs: Vec::new(),
             }
         );
         assert_eq!(Remote::parse("https://h/x").expect("url").port, 443);

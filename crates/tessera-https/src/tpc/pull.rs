@@ -43,7 +43,8 @@ pub async fn pull(ctx: &Ctx, req: crate::Req, source: &str) -> Result<Response<B
             _ => return Err(HttpError::new(400, format!("bad X-Number-Of-Streams: {n}"))),
         },
     };
-    let remote = Remote::parse(source)?;
+    let mut remote = Remote::parse(source)?;
+    super::authorize(ctx, &mut remote).await?;
     let dst = path::decode(req.uri().path())?;
     let overwrite = crate::ops::overwrite(h);
     if !overwrite && ctx.core.stat(&ctx.who, dst.clone()).await.is_ok() {

@@ -21,7 +21,8 @@ use tokio::sync::mpsc;
 pub async fn push(ctx: &Ctx, req: crate::Req, dest: &str) -> Result<Response<Body>, HttpError> {
     let h = req.headers();
     check_credential(h)?;
-    let remote = Remote::parse(dest)?;
+    let mut remote = Remote::parse(dest)?;
+    super::authorize(ctx, &mut remote).await?;
     let src = path::decode(req.uri().path())?;
     let (core, who, s2) = (ctx.core.clone(), ctx.who.clone(), src.clone());
     let rs = Arc::new(blocking(move || core.open_read(&who, &s2)).await?);

@@ -30,6 +30,10 @@ pub struct Env {
     pub addr: std::net::SocketAddr,
     pub server: Option<tessera_server::Running>,
     pub rt: tokio::runtime::Runtime,
+    /// A bearer token this server takes as root (see [`Env::trusting`]):
+    /// `copy` sends it with every COPY to this server, since a
+    /// third-party copy needs credentials.
+    pub token: Option<String>,
 }
 
 impl Env {
@@ -59,7 +63,41 @@ impl Env {
             server: Some(server),
             dir,
             rt,
+            token: None,
         }
+    }
+
+    /// A dev-mode server (with `change`) that trusts `issuer`'s dev issuer
+    /// as root (a site's explicit mapping), allows third-party copies to
+    /// loopback (test configurations must), and holds a token of that
+    /// issuer to send with COPY.
+    pub fn trusting(issuer: &Env, change: impl FnOnce(&mut tessera_server::config::Config)) -> Env {
+        let dev = issuer.dir.path().join("data").join("dev");
+        let info = tessera_auth::dev::DevIssuer::read_info(&dev).unwrap();
+        let ca = issuer.ca.clone();
+        let mut e = Env::start_with(move |c| {
+            c.auth.ca_files.push(ca.clone());
+            c.https.tpc_ca_files.push(ca);
+            c.https.tpc_allow = vec!["127.0.0.0/8".into(), "::1".into()];
+            c.auth.issuers.push(tessera_server::config::IssuerCfg {
+                issuer: info.issuer.clone(),
+                audiences: vec![info.issuer],
+                base_path: "/".into(),
+                default_uid: 0,
+                default_gid: 0,
+                default_name: "root".into(),
+                map_file: None,
+                groups: Default::default(),
+                may_create: true,
+                local_users: false,
+            });
+            change(c);
+        });
+        e.token = Some(crate::tokens::token(
+            issuer,
+            "storage.read:/ storage.modify:/",
+        ));
+        e
     }
 
     pub fn core(&self) -> &tessera_core::Core {
@@ -109,6 +147,16 @@ impl Env {
     /// status code and the body (markers and the final line) as text.
     pub fn copy(&self, url: &str, headers: &[&str]) -> (u16, String) {
         let mut args = vec!["-X", "COPY"];
+        let auth = self
+            .token
+            .as_ref()
+            .map(|t| format!("Authorization: Bearer {t}"));
+        let has_auth = headers
+            .iter()
+            .any(|h| h.to_ascii_lowercase().starts_with("authorization:"));
+        if let (Some(a), false, true) = (&auth, has_auth, url.starts_with(&self.url)) {
+            args.extend(["-H", a.as_str()]);
+        }
         for h in headers {
             args.extend(["-H", h]);
         }

@@ -148,6 +148,7 @@ impl Reference {
 fn gfal_copy(e: &Env, x: &Reference, mode: &str, src: &str, dst: &str) {
     let o = e
         .cmd("gfal-copy")
+        .env("BEARER_TOKEN", e.token.as_ref().expect("a token"))
         .args(["-t", "240", "--copy-mode", mode, "-K", "ADLER32", src, dst])
         .output()
         .unwrap();
@@ -161,19 +162,22 @@ fn gfal_copy(e: &Env, x: &Reference, mode: &str, src: &str, dst: &str) {
 }
 
 /// tesserad, trusting its own dev CA for the copies it drives, and the
-/// reference (which uses the same certificate).
-fn both() -> (Env, Reference) {
-    let e = Env::start_with(|cfg| {
+/// reference (which uses the same certificate); the copies tesserad drives
+/// carry a token of a third server's issuer (kept running: it serves its
+/// keys), which tesserad takes as root.
+fn both() -> (Env, Reference, Env) {
+    let issuer = Env::start();
+    let e = Env::trusting(&issuer, |cfg| {
         let ca = cfg.data_dir.join("dev").join("ca.pem");
         cfg.https.tpc_ca_files.push(ca);
     });
     let x = Reference::start(&e);
-    (e, x)
+    (e, x, issuer)
 }
 
 #[test]
 fn third_party_copies_with_debian_xrootd_both_ways() {
-    let (e, x) = both();
+    let (e, x, _issuer) = both();
     let body = data(7_340_033, 12);
     let f = e.local("src");
     std::fs::write(&f, &body).unwrap();
@@ -314,7 +318,7 @@ fn third_party_copies_with_debian_xrootd_both_ways() {
 /// poller): pushes of k MiB + 1 bytes, the last byte sent alone, all end.
 #[test]
 fn pushes_just_past_a_mebibyte_reach_the_reference() {
-    let (e, x) = both();
+    let (e, x, _issuer) = both();
     let f = e.local("src");
     for k in 1..=8u64 {
         std::fs::write(&f, data((k << 20) as usize + 1, k)).unwrap();
@@ -324,11 +328,14 @@ fn pushes_just_past_a_mebibyte_reach_the_reference() {
     for round in 0..3 {
         for k in 1..=8u64 {
             let to = format!("Destination: {}/ref/p{round}-{k}", x.url);
+            let auth = format!("Authorization: Bearer {}", e.token.as_ref().unwrap());
             let (code, out) = e.curl(&[
                 "-X",
                 "COPY",
                 "-m",
                 "60",
+                "-H",
+                &auth,
                 "-H",
                 &to,
                 "-H",

@@ -3,10 +3,11 @@
 
 use crate::{adler32, data, Env};
 
+/// A and B; B drives the copies, as root by a token of A's issuer (which
+/// gfal-copy also presents to A, where it reads as the dev identity).
 fn pair() -> (Env, Env) {
     let a = Env::start();
-    let a_ca = a.ca.clone();
-    let b = Env::start_with(move |cfg| cfg.https.tpc_ca_files.push(a_ca));
+    let b = Env::trusting(&a, |_| {});
     (a, b)
 }
 
@@ -122,6 +123,7 @@ fn gfal_copy_pull_between_two_servers() {
     let o = b
         .cmd("gfal-copy")
         .env("X509_CERT_DIR", &both)
+        .env("BEARER_TOKEN", b.token.as_ref().unwrap())
         .args(["--copy-mode", "pull", "-K", "ADLER32", &src, &dst])
         .output()
         .unwrap();
@@ -141,6 +143,10 @@ fn gfal_copy_pull_between_two_servers() {
 #[test]
 fn push_with_curl_and_gfal_copy() {
     let (a, b) = pair();
+    // gfal-copy hands B's token on to A (TransferHeaderAuthorization),
+    // where it acts as the dev identity: A's /p lets it write.
+    a.rt.block_on(a.core().mkdir(&Env::root(), Env::path("/p"), 0o777, false))
+        .unwrap();
     let body = data(5_000_003, 6);
     let f = b.local("src");
     std::fs::write(&f, &body).unwrap();
@@ -170,6 +176,7 @@ fn push_with_curl_and_gfal_copy() {
     let o = b
         .cmd("gfal-copy")
         .env("X509_CERT_DIR", &both)
+        .env("BEARER_TOKEN", b.token.as_ref().unwrap())
         .args(["--copy-mode", "push", "-K", "ADLER32", &src, &dst2])
         .output()
         .unwrap();
@@ -248,6 +255,9 @@ fn fts_style_pull_with_tokens_at_both_ends() {
     let b = Env::start_with(move |c| {
         c.https.anonymous = AnonymousCfg::ReadOnly;
         c.https.tpc_ca_files.push(a_ca);
+        // B's tokens act as the dev identity, not root: loopback sources
+        // must be allowed explicitly.
+        c.https.tpc_allow = vec!["127.0.0.0/8".into()];
     });
     // A's file is readable only by the identity A's tokens map to.
     let body = data(2_000_003, 12);
@@ -406,9 +416,7 @@ const DEV_UID: u32 = 1000;
 #[test]
 fn multi_stream_pull_holds_its_pieces_under_the_budget() {
     let a = Env::start();
-    let a_ca = a.ca.clone();
-    let b = Env::start_with(move |c| {
-        c.https.tpc_ca_files.push(a_ca);
+    let b = Env::trusting(&a, |c| {
         c.buffers.max_mib = Some(16);
         c.buffers.wait_ms = Some(300);
     });
