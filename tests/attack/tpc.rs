@@ -52,7 +52,7 @@ fn no_anonymous_copies_and_no_loopback_for_users() {
                     continue; // this server's own name: a WebDAV copy inside it
                 }
                 let h = format!("{dir}: {remote}/atk/existing");
-                let (code, out) = copy(&t, Some(&tok), path, &[h.clone()]);
+                let (code, out) = copy(&t, Some(&tok), path, std::slice::from_ref(&h));
                 assert_eq!(code, 403, "{shape:?} {h}: {out}");
                 assert!(
                     !out.contains("127.") && !out.contains("169.254"),
