@@ -15,3 +15,4 @@ mod raw;
 mod tokens;
 mod topo;
 mod tpc;
+mod unix;
