@@ -213,6 +213,30 @@ fn check_scope_path(item: &str, text: &str, raw: &[u8]) -> Result<(), AuthError>
     Ok(())
 }
 
+/// For the fuzzer (`fuzz/`): `data` as a token's `scope` claim under base
+/// path `/vo`; what validates must name only clean paths under the base.
+#[doc(hidden)]
+pub fn fuzz_scope(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let c = Claims {
+        scope: Some(text.to_string()),
+        ..Claims::default()
+    };
+    let base = NsPath::parse("/vo").expect("base");
+    if let Ok(grants) = scopes(&c, &base, true) {
+        for g in grants {
+            let shown = g.path.display();
+            assert!(g.path.starts_with(&base), "{shown} escapes /vo");
+            assert!(
+                !shown.contains("/../") && !shown.ends_with("/..") && !shown.contains("//"),
+                "{shown}"
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

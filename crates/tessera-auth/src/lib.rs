@@ -13,6 +13,6 @@ mod jws;
 pub mod users;
 mod validator;
 
-pub use claims::{authz_token, peek};
+pub use claims::{authz_token, fuzz_scope, peek};
 pub use error::AuthError;
 pub use validator::{IssuerConfig, Validated, Validator, ANY_AUDIENCE, LEEWAY_SECS, MIN_REFETCH};
