@@ -2,55 +2,22 @@
 //! `cluster.client_sites` maps networks (CIDR) to site names, and a
 //! redirect prefers a gateway of the client's site.
 
+use ipnet::IpNet;
 use std::net::IpAddr;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Net {
-    addr: IpAddr,
-    len: u8,
-}
-
-impl Net {
-    fn parse(s: &str) -> Result<Net, String> {
-        let (a, l) = s.split_once('/').unwrap_or((s, ""));
-        let addr: IpAddr = a.trim().parse().map_err(|_| format!("bad network {s:?}"))?;
-        let max = if addr.is_ipv4() { 32 } else { 128 };
-        let len = if l.is_empty() {
-            max
-        } else {
-            l.trim()
-                .parse()
-                .map_err(|_| format!("bad prefix length in {s:?}"))?
-        };
-        if len > max {
-            return Err(format!("prefix length {len} too long in {s:?}"));
-        }
-        Ok(Net { addr, len })
-    }
-
-    fn contains(&self, ip: IpAddr) -> bool {
-        let ip = match (self.addr, ip) {
-            // An IPv4 client seen on an IPv6 socket.
-            (IpAddr::V4(_), IpAddr::V6(v6)) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
-            _ => ip,
-        };
-        let (a, b, bits) = match (self.addr, ip) {
-            (IpAddr::V4(a), IpAddr::V4(b)) => (u32::from(a) as u128, u32::from(b) as u128, 32),
-            (IpAddr::V6(a), IpAddr::V6(b)) => (u128::from(a), u128::from(b), 128),
-            _ => return false,
-        };
-        if self.len == 0 {
-            return true;
-        }
-        let shift = bits - u32::from(self.len);
-        (a >> shift) == (b >> shift)
-    }
+/// A network (CIDR, or one address), by the `ipnet` crate (as the
+/// remote-endpoint policy's).
+fn parse_net(s: &str) -> Result<IpNet, String> {
+    let s = s.trim();
+    s.parse::<IpNet>()
+        .or_else(|_| s.parse::<IpAddr>().map(IpNet::from))
+        .map_err(|_| format!("bad network {s:?}"))
 }
 
 /// Networks to site names; the longest matching prefix wins.
 #[derive(Debug, Clone, Default)]
 pub struct SiteMap {
-    nets: Vec<(Net, String)>,
+    nets: Vec<(IpNet, String)>,
 }
 
 impl SiteMap {
@@ -61,17 +28,18 @@ impl SiteMap {
         let mut nets = Vec::new();
         for (site, list) in sites {
             for n in list {
-                nets.push((Net::parse(n)?, site.clone()));
+                nets.push((parse_net(n)?, site.clone()));
             }
         }
-        nets.sort_by_key(|(n, _)| std::cmp::Reverse(n.len));
+        nets.sort_by_key(|(n, _)| std::cmp::Reverse(n.prefix_len()));
         Ok(SiteMap { nets })
     }
 
     pub fn site_of(&self, ip: IpAddr) -> Option<&str> {
         self.nets
             .iter()
-            .find(|(n, _)| n.contains(ip))
+            // An IPv4 client seen on an IPv6 socket is its IPv4 address.
+            .find(|(n, _)| n.contains(&ip.to_canonical()))
             .map(|(_, s)| s.as_str())
     }
 }
