@@ -13,9 +13,7 @@ use crate::XrootdConfig;
 use std::sync::Arc;
 use std::time::Duration;
 use tessera_core::{Budget, Core, Lease, Share};
-use tokio::io::{
-    AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader,
-};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 
 /// A client must complete the handshake within this.
@@ -160,7 +158,7 @@ pub(crate) struct Limits<'a> {
 /// identity's), never as announced; every read of it must bring bytes
 /// within the body timeout, or the connection is given up (dropping what
 /// it held, and failing its files).
-async fn read_request<R: AsyncBufRead + Unpin>(
+async fn read_request<R: AsyncRead + Unpin>(
     r: &mut R,
     limits: Option<Limits<'_>>,
     stall: Duration,
@@ -212,75 +210,50 @@ async fn read_request<R: AsyncBufRead + Unpin>(
         return Ok((h, plain(read_small(r, n, l.body_timeout).await?)));
     }
     let shares: Vec<&Share> = shares.iter().collect();
-    let mut payload: Vec<u8> = Vec::new();
+    // The capacity is only address space until bytes land in it; what
+    // they take of the budget is leased ahead of them a step at a time
+    // (256 KiB, then as much again as has arrived), so a payload holds at
+    // most twice what it has brought, and bytes go from the socket into
+    // it directly (no copy through the connection's buffer, no regrowth).
+    let mut payload: Vec<u8> = Vec::with_capacity(n);
     let mut lease = Lease::default();
     while payload.len() < n {
-        let k = match in_time(l.body_timeout, r.fill_buf()).await {
-            None => return Err(stalled(l.body_timeout)),
-            Some(Ok([])) => return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into())),
-            Some(Ok(b)) => b.len().min(n - payload.len()),
-            Some(Err(e)) => return Err(e.into()),
-        };
-        if payload.len() + k > payload.capacity() {
-            // Grow by doubling (from 256 KiB), leasing what the growth
-            // holds before it is made: what is held stays within twice
-            // what has arrived.
-            let want = n.min((payload.capacity() * 2).max(LEASE_STEP));
-            if want > lease.bytes() {
-                match l.budget.lease_shared(want - lease.bytes(), &shares).await {
-                    Some(more) => lease.merge(more),
-                    None => {
-                        drop(lease);
-                        drain(r, n - payload.len(), l.body_timeout).await?;
-                        let msg = format!(
-                            "insufficient memory to take a write of {} bytes now (errno 12)",
-                            h.dlen
-                        );
-                        let e = XrdError::new(err::NO_MEMORY, msg);
-                        return Ok((
-                            h,
-                            Payload {
-                                refused: Some(e),
-                                ..plain(Vec::new())
-                            },
-                        ));
-                    }
+        let ahead = n.min((payload.len() * 2).max(LEASE_STEP));
+        if ahead > lease.bytes() {
+            match l.budget.lease_shared(ahead - lease.bytes(), &shares).await {
+                Some(more) => lease.merge(more),
+                None => {
+                    drop(lease);
+                    drain(r, n - payload.len(), l.body_timeout).await?;
+                    let msg = format!(
+                        "insufficient memory to take a write of {} bytes now (errno 12)",
+                        h.dlen
+                    );
+                    let e = XrdError::new(err::NO_MEMORY, msg);
+                    return Ok((
+                        h,
+                        Payload {
+                            refused: Some(e),
+                            ..plain(Vec::new())
+                        },
+                    ));
                 }
             }
-            payload.reserve_exact(want - payload.len());
         }
-        let b = r.fill_buf().await?;
-        payload.extend_from_slice(&b[..k]);
-        r.consume(k);
+        let room = (ahead - payload.len()) as u64;
+        match in_time(l.body_timeout, (&mut *r).take(room).read_buf(&mut payload)).await {
+            None => return Err(stalled(l.body_timeout)),
+            Some(Ok(0)) => return Err(ConnError::Io(std::io::ErrorKind::UnexpectedEof.into())),
+            Some(r) => {
+                r?;
+            }
+        }
     }
     Ok((
         h,
         Payload {
             bytes: payload,
             lease,
-            refused: None,
-        },
-    ))
-}
-
-/// The request that comes with the handshake (`kXR_protocol`, or another
-/// one before any session): short payloads only.
-async fn read_first<R: AsyncRead + Unpin>(r: &mut R) -> Result<(Header, Payload), ConnError> {
-    let mut hb = [0u8; HEADER_LEN];
-    r.read_exact(&mut hb).await?;
-    let h = Header::parse(&hb);
-    let n = decode::check_len(&h, PRELOGIN_MAX).map_err(ConnError::Protocol)?;
-    if n > PRELOGIN_MAX {
-        return Err(ConnError::Protocol(format!(
-            "a request before login carries at most {PRELOGIN_MAX} bytes"
-        )));
-    }
-    let bytes = read_small(r, n, HANDSHAKE_TIMEOUT).await?;
-    Ok((
-        h,
-        Payload {
-            bytes,
-            lease: Lease::default(),
             refused: None,
         },
     ))
@@ -305,6 +278,29 @@ async fn read_small<R: AsyncRead + Unpin>(
         }
     }
     Ok(payload)
+}
+
+/// The request that comes with the handshake (`kXR_protocol`, or another
+/// one before any session): short payloads only.
+async fn read_first<R: AsyncRead + Unpin>(r: &mut R) -> Result<(Header, Payload), ConnError> {
+    let mut hb = [0u8; HEADER_LEN];
+    r.read_exact(&mut hb).await?;
+    let h = Header::parse(&hb);
+    let n = decode::check_len(&h, PRELOGIN_MAX).map_err(ConnError::Protocol)?;
+    if n > PRELOGIN_MAX {
+        return Err(ConnError::Protocol(format!(
+            "a request before login carries at most {PRELOGIN_MAX} bytes"
+        )));
+    }
+    let bytes = read_small(r, n, HANDSHAKE_TIMEOUT).await?;
+    Ok((
+        h,
+        Payload {
+            bytes,
+            lease: Lease::default(),
+            refused: None,
+        },
+    ))
 }
 
 /// A request that brought no bytes for `stall`.
