@@ -322,9 +322,14 @@ impl Validator {
                 }
             }
         }
+        // NSS only for issuers that map to local accounts (a lookup can
+        // cost more than the signature check).
         let local = || {
+            if !i.cfg.local_users {
+                return None;
+            }
             crate::users::user_by_name(sub)
-                .filter(|u| i.cfg.local_users && u.uid != 0)
+                .filter(|u| u.uid != 0)
                 .map(|u| (u.uid, u.gid, u.name))
         };
         let (uid, gid, name) = match i.cfg.subjects.get(sub).cloned().or_else(local) {
