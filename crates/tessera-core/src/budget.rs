@@ -40,6 +40,9 @@ pub struct Budget {
     /// Bytes one connection, and one identity, may hold at most.
     per_connection: u64,
     per_identity: u64,
+    /// Shares every lease of this clone takes from too
+    /// ([`Budget::for_identity`]).
+    shares: Vec<Share>,
 }
 
 /// The part of a [`Budget`] one holder may take at most (clone it: every
@@ -71,7 +74,17 @@ impl Budget {
             identities: Arc::default(),
             per_connection: (u64::from(units) * UNIT / 8).max(MIN_SHARE),
             per_identity: (u64::from(units) * UNIT / 2).max(MIN_SHARE),
+            shares: Vec::new(),
         }
+    }
+
+    /// The same budget, every lease of which also takes from the share of
+    /// the identity with `key` (what a front-end serving that identity's
+    /// upload leases from).
+    pub fn for_identity(&self, key: &str) -> Budget {
+        let mut b = self.clone();
+        b.shares.push(self.identity_share_of(key));
+        b
     }
 
     /// The same budget with other share sizes (bytes; by default an
@@ -160,6 +173,10 @@ impl Budget {
     /// Take `bytes` from the budget, waiting up to the budget's wait for
     /// others to give theirs back; `None`: not granted in time.
     pub async fn lease(&self, bytes: usize) -> Option<Lease> {
+        if !self.shares.is_empty() {
+            let shares: Vec<&Share> = self.shares.iter().collect();
+            return self.lease_shared(bytes, &shares).await;
+        }
         let n = self.units_for(bytes);
         let permit = match Arc::clone(&self.sem).try_acquire_many_owned(n) {
             Ok(p) => p,

@@ -220,7 +220,8 @@ async fn gateway_data(
             if let Some(l) = log {
                 ws.set_log(l);
             }
-            let inode = put::receive(ws, req.into_body(), cfg.body_timeout, &cfg.buffers).await?;
+            let budget = cfg.buffers.for_identity(&holder.limit_key());
+            let inode = put::receive(ws, req.into_body(), cfg.body_timeout, &budget).await?;
             put::created(&inode, true)
         }
         _ => return Err(denied("the capability is for another access".into())),

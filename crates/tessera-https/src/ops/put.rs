@@ -23,7 +23,9 @@ pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
     let existed = ctx.core.stat(&ctx.who, p.clone()).await.is_ok();
     let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
     let ws = blocking(move || core.open_write(&who, &p2, 0o644, true, hint)).await?;
-    let inode = receive(ws, req.into_body(), ctx.cfg.body_timeout, &ctx.cfg.buffers).await?;
+    // The upload's memory counts against its identity's share too.
+    let budget = ctx.cfg.buffers.for_identity(&ctx.who.limit_key());
+    let inode = receive(ws, req.into_body(), ctx.cfg.body_timeout, &budget).await?;
     Ok(created(&inode, !existed))
 }
 
