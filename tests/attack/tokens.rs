@@ -159,22 +159,27 @@ fn token_floods_cost_no_key_fetches_and_one_signature_check() {
             parts.join(".")
         })
         .collect();
-    let list = p.dir.path().join("forged");
-    std::fs::write(&list, forged.join("\n")).unwrap();
+    let list = p.dir.path().join("tokens");
     let url = format!("{}/data/", p.https);
+    // One GET per token of `tokens`: how many of each status.
+    let flood = |tokens: &[&str]| -> String {
+        std::fs::write(&list, tokens.join("\n")).unwrap();
+        let o = p
+            .cmd("/usr/bin/python3")
+            .args(["-c", FLOOD, &url])
+            .arg(&p.ca)
+            .arg(&list)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
     let fetches = || p.metric("tessera_token_key_fetches").expect("metric");
     let checks = || p.metric("tessera_token_signature_checks").expect("metric");
     // The background refresh's first fetch at start-up.
     assert!(p.wait_for(std::time::Duration::from_secs(10), || fetches() >= 1.0));
     let before = fetches();
-    let o = p
-        .cmd("/usr/bin/python3")
-        .args(["-c", FLOOD, &url])
-        .arg(&p.ca)
-        .arg(&list)
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let forged: Vec<&str> = forged.iter().map(String::as_str).collect();
+    let out = flood(&forged);
     assert!(
         out.contains("401: 300"),
         "every forged token refused: {out}"
@@ -185,16 +190,8 @@ fn token_floods_cost_no_key_fetches_and_one_signature_check() {
         "300 unknown key ids caused {extra} key fetches"
     );
     // One valid token replayed 300 times: one signature check.
-    std::fs::write(&list, vec![valid.as_str(); 300].join("\n")).unwrap();
     let before = checks();
-    let o = p
-        .cmd("/usr/bin/python3")
-        .args(["-c", FLOOD, &url])
-        .arg(&p.ca)
-        .arg(&list)
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let out = flood(&[valid.as_str(); 300]);
     assert!(
         out.contains("207: 300") || out.contains("200: 300"),
         "{out}"

@@ -79,18 +79,7 @@ impl Env {
             c.auth.ca_files.push(ca.clone());
             c.https.tpc_ca_files.push(ca);
             c.https.tpc_allow = vec!["127.0.0.0/8".into(), "::1".into()];
-            c.auth.issuers.push(tessera_server::config::IssuerCfg {
-                issuer: info.issuer.clone(),
-                audiences: vec![info.issuer],
-                base_path: "/".into(),
-                default_uid: 0,
-                default_gid: 0,
-                default_name: "root".into(),
-                map_file: None,
-                groups: Default::default(),
-                may_create: true,
-                local_users: false,
-            });
+            c.auth.issuers.push(root_issuer(info.issuer));
             change(c);
         });
         e.token = Some(crate::tokens::token(
@@ -184,6 +173,23 @@ impl Env {
             .parse()
             .unwrap_or(0);
         (code, std::fs::read(&out).unwrap_or_default())
+    }
+}
+
+/// A trusted issuer (`iss`, also its audience) whose tokens act as root:
+/// a site's explicit choice, which these tests make.
+pub fn root_issuer(iss: String) -> tessera_server::config::IssuerCfg {
+    tessera_server::config::IssuerCfg {
+        issuer: iss.clone(),
+        audiences: vec![iss],
+        base_path: "/".into(),
+        default_uid: 0,
+        default_gid: 0,
+        default_name: "root".into(),
+        map_file: None,
+        groups: Default::default(),
+        may_create: true,
+        local_users: false,
     }
 }
 

@@ -316,7 +316,7 @@ fn fts_style_pull_with_tokens_at_both_ends() {
 /// must be told as 404, not 403. Without the token, nothing is copied.
 #[test]
 fn gfal_copy_pull_with_a_token() {
-    use tessera_server::config::{AnonymousCfg, IssuerCfg};
+    use tessera_server::config::AnonymousCfg;
     let a = Env::start_with(|c| c.https.anonymous = AnonymousCfg::ReadOnly);
     let dev = a.dir.path().join("data").join("dev");
     let info = tessera_auth::dev::DevIssuer::read_info(&dev).unwrap();
@@ -325,18 +325,7 @@ fn gfal_copy_pull_with_a_token() {
         c.https.anonymous = AnonymousCfg::ReadOnly;
         c.https.tpc_ca_files.push(a_ca.clone());
         c.auth.ca_files.push(a_ca);
-        c.auth.issuers.push(IssuerCfg {
-            issuer: iss.clone(),
-            audiences: vec![iss],
-            base_path: "/".into(),
-            default_uid: 0,
-            default_gid: 0,
-            default_name: "root".into(),
-            map_file: None,
-            groups: Default::default(),
-            may_create: true,
-            local_users: false,
-        });
+        c.auth.issuers.push(crate::root_issuer(iss));
     });
     let body = data(2_500_001, 13);
     owner_only_file(&a, &body);
