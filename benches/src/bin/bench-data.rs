@@ -86,14 +86,11 @@ fn main() -> anyhow::Result<()> {
         let targets: Vec<(u32, Arc<dyn Backend>)> = (0..folders)
             .map(|i| -> anyhow::Result<(u32, Arc<dyn Backend>)> {
                 let b: Arc<dyn Backend> = match &a.cephfs_conf {
-                    Some(conf) => tessera_backend::open_locator(
-                        &format!(
-                            "cephfs:{conf}:fs{}:/ec/bench-{}-{tag}-{i}",
-                            1 + i % 2,
-                            std::process::id()
-                        ),
-                        true,
-                    )?,
+                    Some(conf) => tessera_backend::format_locator(&format!(
+                        "cephfs:{conf}:fs{}:/ec/bench-{}-{tag}-{i}",
+                        1 + i % 2,
+                        std::process::id()
+                    ))?,
                     None => Arc::new(FolderBackend::new(run.join(format!("fs{i}")))?),
                 };
                 Ok((i as u32 + 1, b))
@@ -133,14 +130,11 @@ fn main() -> anyhow::Result<()> {
                     Some(conf) => {
                         let fresh: Vec<Option<Arc<dyn Backend>>> = (0..folders)
                             .map(|i| {
-                                tessera_backend::open_locator(
-                                    &format!(
-                                        "cephfs:{conf}:fs{}:/ec/bench-{}-{tag}-{i}",
-                                        1 + i % 2,
-                                        std::process::id()
-                                    ),
-                                    false,
-                                )
+                                tessera_backend::open_locator(&format!(
+                                    "cephfs:{conf}:fs{}:/ec/bench-{}-{tag}-{i}",
+                                    1 + i % 2,
+                                    std::process::id()
+                                ))
                                 .ok()
                             })
                             .collect();

@@ -65,8 +65,9 @@ impl Fs for FsSvc {
             } else {
                 status_of(&r.status)?
             },
+            uuid: String::new(),
         };
-        let rec = self.core.fs_add(&who, rec).await.map_err(err)?;
+        let rec = self.core.fs_add(&who, rec, r.create).await.map_err(err)?;
         Ok(Response::new(rec_pb(&rec)))
     }
 

@@ -19,6 +19,12 @@ struct DirResult {
 extern "C" {
     fn ceph_create(cmount: *mut *mut MountInfo, id: *const c_char) -> c_int;
     fn ceph_conf_read_file(cmount: *mut MountInfo, path: *const c_char) -> c_int;
+    fn ceph_conf_get(
+        cmount: *mut MountInfo,
+        option: *const c_char,
+        buf: *mut c_char,
+        len: libc::size_t,
+    ) -> c_int;
     fn ceph_select_filesystem(cmount: *mut MountInfo, fs_name: *const c_char) -> c_int;
     fn ceph_mount(cmount: *mut MountInfo, root: *const c_char) -> c_int;
     fn ceph_unmount(cmount: *mut MountInfo) -> c_int;
@@ -93,6 +99,9 @@ pub struct CephFsBackend {
     mount: Arc<Mount>,
     fs: String,
     root: String,
+    /// The cluster: its fsid from the configuration, else the
+    /// configuration file's canonical path.
+    cluster_key: String,
 }
 
 use std::sync::Arc;
@@ -133,10 +142,29 @@ impl CephFsBackend {
             check("ceph_mount", ceph_mount(mount.0, slash.as_ptr()))
                 .map_err(|e| BackendError::Unavailable(format!("cephfs {fs}: {e}")))?;
         }
+        let mut buf = vec![0u8; 128];
+        let key = cstr("fsid")?;
+        // SAFETY: valid mount; `buf` has the length given.
+        let rc =
+            unsafe { ceph_conf_get(mount.0, key.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+        let fsid = if rc == 0 {
+            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            String::from_utf8_lossy(&buf[..end]).into_owned()
+        } else {
+            String::new()
+        };
+        let cluster_key = if fsid.is_empty() {
+            std::fs::canonicalize(conf)
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| conf.to_string())
+        } else {
+            fsid
+        };
         let b = CephFsBackend {
             mount: Arc::new(mount),
             fs: fs.to_string(),
             root: root.trim_end_matches('/').to_string(),
+            cluster_key,
         };
         if format {
             b.mkdirs(&b.root)?;
@@ -221,6 +249,46 @@ impl CephFsBackend {
         // SAFETY: closes the handle opened above.
         unsafe { ceph_closedir(self.m(), d) };
         Ok(out)
+    }
+
+    /// The root directory about to be registered: it must exist (a
+    /// directory) unless `create`, which makes it.
+    pub fn prepare_root(&self, create: bool) -> Result<(), BackendError> {
+        let r = cstr(&self.root)?;
+        // SAFETY: valid mount and path; the fd is closed right after.
+        let fd = unsafe { ceph_open(self.m(), r.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY, 0) };
+        if fd >= 0 {
+            // SAFETY: fd is an open directory of this mount.
+            unsafe { ceph_close(self.m(), fd) };
+            return Ok(());
+        }
+        if fd == -libc::ENOENT && create {
+            return self.mkdirs(&self.root);
+        }
+        Err(BackendError::BadLocator(format!(
+            "cephfs {}:{}: {} (give --create to make it)",
+            self.fs,
+            self.root,
+            io::Error::from_raw_os_error(-fd)
+        )))
+    }
+
+    /// A small file's whole content (`None`: it does not exist).
+    fn read_small(&self, path: &str) -> Result<Option<Vec<u8>>, BackendError> {
+        let fd = match self.open_fd(path, libc::O_RDONLY, 0) {
+            Ok(fd) => fd,
+            Err(BackendError::NotFound(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let r = CephRead {
+            mount: Arc::clone(&self.mount),
+            fd,
+            what: path.to_string(),
+        };
+        let mut buf = vec![0u8; 4096];
+        let n = r.read_at(0, &mut buf)?;
+        buf.truncate(n);
+        Ok(Some(buf))
     }
 
     fn file_len(&self, path: &str) -> Result<u64, BackendError> {
@@ -437,5 +505,35 @@ impl Backend for CephFsBackend {
 
     fn describe(&self) -> String {
         format!("cephfs:{}:{}", self.fs, self.root)
+    }
+
+    fn read_marker(&self) -> Result<Option<String>, BackendError> {
+        let p = format!("{}/{}", self.root, crate::MARKER);
+        Ok(self
+            .read_small(&p)?
+            .map(|b| String::from_utf8_lossy(&b).into_owned()))
+    }
+
+    fn write_marker(&self, text: &str) -> Result<(), BackendError> {
+        let dest = format!("{}/{}", self.root, crate::MARKER);
+        let temp = format!("{}/.tessera-fs.new", self.root);
+        let fd = self.open_fd(&temp, libc::O_CREAT | libc::O_TRUNC | libc::O_WRONLY, 0o644)?;
+        let w = Box::new(CephWrite {
+            mount: Arc::clone(&self.mount),
+            fd,
+            temp,
+            dest,
+            dir: self.root.clone(),
+        });
+        w.write_all(0, text.as_bytes())?;
+        w.seal()
+    }
+
+    fn root_id(&self) -> Result<crate::RootId, BackendError> {
+        Ok(crate::RootId::Ceph {
+            fsid: self.cluster_key.clone(),
+            fs: self.fs.clone(),
+            dir: self.root.clone(),
+        })
     }
 }

@@ -8,10 +8,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// Written into a folder when it becomes a filesystem. A folder without it
-/// (say, a CephFS mount point whose mount went away) is refused for writes,
-/// so stripes never land on the disk underneath a missing mount.
-pub const MARKER: &str = ".tessera-fs";
+use crate::marker::MARKER;
 
 pub struct FolderBackend {
     root: PathBuf,
@@ -48,6 +45,42 @@ impl FolderBackend {
     /// `format` then use: for tests and tools.
     pub fn new(root: impl Into<PathBuf>) -> Result<FolderBackend, BackendError> {
         Self::format(root)
+    }
+
+    /// A folder about to be registered: it must exist and be a mount
+    /// point or carry a marker, unless `create` (then it is made if
+    /// missing). A path that does not exist would otherwise be made on
+    /// whatever disk holds its parent.
+    pub fn prepare(root: impl Into<PathBuf>, create: bool) -> Result<FolderBackend, BackendError> {
+        let root = root.into();
+        let shown = root.display().to_string();
+        match std::fs::metadata(&root) {
+            Ok(m) if !m.is_dir() => {
+                return Err(BackendError::BadLocator(format!(
+                    "{shown} is not a directory"
+                )))
+            }
+            Ok(_) => {
+                let marked = root.join(MARKER).is_file();
+                if !create && !marked && !is_mount_point(&root) {
+                    return Err(BackendError::BadLocator(format!(
+                        "{shown} is neither a mount point nor a Tessera filesystem (no {MARKER}): \
+                         mount the storage there, or give --create to use this directory as it is"
+                    )));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {
+                std::fs::create_dir_all(&root).map_err(|e| BackendError::io(&shown, e))?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(BackendError::BadLocator(format!(
+                    "{shown} does not exist: mount the storage there first (or give --create \
+                     for a dev or test folder)"
+                )))
+            }
+            Err(e) => return Err(BackendError::io(&shown, e)),
+        }
+        Ok(FolderBackend::open(root))
     }
 
     fn check_marker(&self) -> Result<(), BackendError> {
@@ -284,6 +317,59 @@ impl Backend for FolderBackend {
 
     fn describe(&self) -> String {
         format!("folder:{}", self.root.display())
+    }
+
+    fn read_marker(&self) -> Result<Option<String>, BackendError> {
+        let p = self.root.join(MARKER);
+        match std::fs::read(&p) {
+            Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(BackendError::io(p.display().to_string(), e)),
+        }
+    }
+
+    fn write_marker(&self, text: &str) -> Result<(), BackendError> {
+        let (p, tmp) = (self.root.join(MARKER), self.root.join(".tessera-fs.new"));
+        let err = |p: &Path, e| BackendError::io(p.display().to_string(), e);
+        let f = File::create(&tmp).map_err(|e| err(&tmp, e))?;
+        f.write_all_at(text.as_bytes(), 0)
+            .map_err(|e| err(&tmp, e))?;
+        f.sync_all().map_err(|e| err(&tmp, e))?;
+        std::fs::rename(&tmp, &p).map_err(|e| err(&p, e))?;
+        File::open(&self.root)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| err(&self.root, e))
+    }
+
+    fn root_id(&self) -> Result<crate::RootId, BackendError> {
+        use std::os::unix::fs::MetadataExt;
+        let shown = self.root.display().to_string();
+        let path = self
+            .root
+            .canonicalize()
+            .map_err(|e| BackendError::io(&shown, e))?;
+        let m = std::fs::metadata(&path).map_err(|e| BackendError::io(&shown, e))?;
+        Ok(crate::RootId::Folder {
+            path,
+            dev: m.dev(),
+            ino: m.ino(),
+        })
+    }
+}
+
+/// Whether `p` is where a file system is mounted: its device differs from
+/// its parent's (or it is `/`).
+fn is_mount_point(p: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(c) = p.canonicalize() else {
+        return false;
+    };
+    let Some(parent) = c.parent() else {
+        return true;
+    };
+    match (std::fs::metadata(&c), std::fs::metadata(parent)) {
+        (Ok(a), Ok(b)) => a.dev() != b.dev(),
+        _ => false,
     }
 }
 

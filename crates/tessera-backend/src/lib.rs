@@ -13,13 +13,15 @@ mod cephfs;
 mod cluster;
 mod dirsync;
 mod folder;
+mod marker;
 mod name;
 
 #[cfg(feature = "cephfs")]
 pub use cephfs::CephFsBackend;
 #[cfg(feature = "cephfs")]
 pub use cluster::{CephCluster, ClusterStatus};
-pub use folder::{FolderBackend, MARKER};
+pub use folder::FolderBackend;
+pub use marker::{new_uuid, Marker, RootId, MARKER};
 pub use name::StripeName;
 
 use tessera_types::ErrorKind;
@@ -110,22 +112,50 @@ impl Locator {
     }
 }
 
-/// Open the backend a locator names (see [`Locator`]). With `format`,
-/// prepare it as a new filesystem (writes the directory's marker).
-pub fn open_locator(
-    locator: &str,
-    format: bool,
-) -> Result<std::sync::Arc<dyn Backend>, BackendError> {
+/// Open the backend a locator names (see [`Locator`]): a registered
+/// filesystem, which may be down now (opening checks nothing).
+pub fn open_locator(locator: &str) -> Result<std::sync::Arc<dyn Backend>, BackendError> {
     match Locator::parse(locator)? {
-        Locator::Folder(path) => Ok(std::sync::Arc::new(if format {
-            FolderBackend::format(path)?
-        } else {
-            FolderBackend::open(path)
-        })),
+        Locator::Folder(path) => Ok(std::sync::Arc::new(FolderBackend::open(path))),
         #[cfg(feature = "cephfs")]
         Locator::CephFs { conf, fs, dir } => Ok(std::sync::Arc::new(CephFsBackend::connect(
-            &conf, &fs, &dir, format,
+            &conf, &fs, &dir, false,
         )?)),
+        #[cfg(not(feature = "cephfs"))]
+        Locator::CephFs { .. } => Err(BackendError::Unavailable(
+            "this build has no CephFS client (feature cephfs)".into(),
+        )),
+    }
+}
+
+/// Make the directory a locator names a filesystem without an identity
+/// (made if missing, a format-1 marker): for tests and tools, as
+/// [`FolderBackend::new`]; a registered filesystem's marker names it.
+pub fn format_locator(locator: &str) -> Result<std::sync::Arc<dyn Backend>, BackendError> {
+    let b = prepare_locator(locator, true)?;
+    if b.read_marker()?.is_none() {
+        b.write_marker("tessera stripe folder, format 1\n")?;
+    }
+    Ok(b)
+}
+
+/// Open the backend of a filesystem about to be registered. Its root must
+/// exist and be a mount point or carry a marker; with `create`, a missing
+/// or plain directory is made one (dev and test folders, a directory
+/// inside a mount). Nothing is written here but the directory: the caller
+/// writes the marker once the filesystem has its id.
+pub fn prepare_locator(
+    locator: &str,
+    create: bool,
+) -> Result<std::sync::Arc<dyn Backend>, BackendError> {
+    match Locator::parse(locator)? {
+        Locator::Folder(path) => Ok(std::sync::Arc::new(FolderBackend::prepare(path, create)?)),
+        #[cfg(feature = "cephfs")]
+        Locator::CephFs { conf, fs, dir } => {
+            let b = CephFsBackend::connect(&conf, &fs, &dir, false)?;
+            b.prepare_root(create)?;
+            Ok(std::sync::Arc::new(b))
+        }
         #[cfg(not(feature = "cephfs"))]
         Locator::CephFs { .. } => Err(BackendError::Unavailable(
             "this build has no CephFS client (feature cephfs)".into(),
@@ -210,6 +240,12 @@ pub trait Backend: Send + Sync {
     fn capacity(&self) -> Result<Capacity, BackendError>;
     /// A short description for logs (`folder:/mnt/cephfs1/tessera`).
     fn describe(&self) -> String;
+    /// The text of the root's marker (`None`: there is none).
+    fn read_marker(&self) -> Result<Option<String>, BackendError>;
+    /// Write the root's marker (whole, under a temporary name, renamed).
+    fn write_marker(&self, text: &str) -> Result<(), BackendError>;
+    /// What storage the root is (see [`RootId`]).
+    fn root_id(&self) -> Result<RootId, BackendError>;
 }
 
 /// A stripe being written.

@@ -350,22 +350,44 @@ fn filesystem_and_space_commands() {
         22,
     );
     let extra = e._dir.path().join("extra");
-    let added = kv(e
-        .ok(&[
-            "fs",
-            "add",
-            "-m",
-            "--label",
-            "extra",
-            "--domain",
-            "other",
-            &format!("folder:{}", extra.display()),
-        ])
-        .trim());
+    let add = |label: &str, path: &std::path::Path, create: bool| {
+        let loc = format!("folder:{}", path.display());
+        let mut a = vec!["fs", "add", "-m", "--label", label, "--domain", "other"];
+        if create {
+            a.push("--create");
+        }
+        a.push(&loc);
+        e.run(&a)
+    };
+    // A path that does not exist is not made on whatever disk holds its
+    // parent, unless asked to.
+    assert_eq!(add("extra", &extra, false).status.code(), Some(22));
+    assert!(!extra.exists());
+    let o = add("extra", &extra, true);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let added = kv(String::from_utf8_lossy(&o.stdout).trim());
     assert_eq!(
         (added["id"].as_str(), added["configstatus"].as_str()),
         ("7", "rw")
     );
+    // The same storage under another label, or by another path: refused.
+    let link = e._dir.path().join("link-to-extra");
+    std::os::unix::fs::symlink(&extra, &link).unwrap();
+    for (label, path) in [("again", &extra), ("by-link", &link)] {
+        let o = add(label, path, true);
+        assert_eq!(
+            o.status.code(),
+            Some(17),
+            "{label}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(String::from_utf8_lossy(&o.stderr).contains("already registered as filesystem 7"));
+    }
+    // A removed filesystem's id is never handed out again.
+    e.ok(&["fs", "set", "7", "--status", "off"]);
+    e.ok(&["fs", "rm", "7"]);
+    let readded = kv(String::from_utf8_lossy(&add("extra", &extra, false).stdout).trim());
+    assert_eq!(readded["id"], "8", "its marker is kept: no --create needed");
     e.fails(
         &[
             "fs",
@@ -483,6 +505,7 @@ fn stat_shows_the_layout_and_the_stripes() {
     e.ok(&[
         "fs",
         "add",
+        "--create",
         "--label",
         "fs7",
         "--domain",

@@ -93,6 +93,7 @@ impl ClusterClient {
                 domain: f.domain,
                 space: f.space,
                 status: FsConfigStatus::parse(&f.status).unwrap_or(FsConfigStatus::Off),
+                uuid: f.uuid,
             })
             .collect())
     }

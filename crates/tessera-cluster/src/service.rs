@@ -130,6 +130,7 @@ impl pb::cluster_server::Cluster for ClusterService {
                 domain: f.rec.domain,
                 space: f.rec.space,
                 status: f.rec.status.as_str().to_string(),
+                uuid: f.rec.uuid,
             })
             .collect();
         Ok(Response::new(pb::FilesystemsReply { filesystems }))

@@ -13,7 +13,7 @@ struct Opened {
     backend: Result<Arc<dyn Backend>, String>,
     /// Last capacity reading for placement (statfs on a CephFS mount is a
     /// round trip to the cluster: not once per file written).
-    capacity: std::sync::Mutex<Option<(std::time::Instant, Capacity)>>,
+    capacity: std::sync::Mutex<Option<(std::time::Instant, Option<Capacity>)>>,
 }
 
 impl Opened {
@@ -25,18 +25,26 @@ impl Opened {
         }
     }
 
-    /// Capacity for placement, read at most once per `CAPACITY_TTL`.
+    /// Capacity for placement, read at most once per `CAPACITY_TTL`,
+    /// with the root's marker checked to name this filesystem (`None`:
+    /// not usable for new stripes now).
     fn placement_capacity(&self) -> Option<Capacity> {
         let b = self.backend.as_ref().ok()?;
         let mut c = self.capacity.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((at, cap)) = *c {
             if at.elapsed() < CAPACITY_TTL {
-                return Some(cap);
+                return cap;
             }
         }
-        let cap = b.capacity().ok()?;
+        let cap = match crate::fsident::check_identity(&self.rec, b.as_ref()) {
+            Ok(()) => b.capacity().ok(),
+            Err(why) => {
+                tracing::warn!(fs = self.rec.id, "{why}");
+                None
+            }
+        };
         *c = Some((std::time::Instant::now(), cap));
-        Some(cap)
+        cap
     }
 }
 
@@ -111,7 +119,7 @@ impl Filesystems {
             .into_iter()
             .map(|rec| {
                 let backend =
-                    tessera_backend::open_locator(&rec.locator, false).map_err(|e| e.to_string());
+                    tessera_backend::open_locator(&rec.locator).map_err(|e| e.to_string());
                 (rec.id, Opened::new(rec, backend))
             })
             .collect();
@@ -130,8 +138,8 @@ impl Filesystems {
             match m.get_mut(&rec.id) {
                 Some(o) if o.rec.locator == rec.locator => o.rec = rec,
                 _ => {
-                    let backend = tessera_backend::open_locator(&rec.locator, false)
-                        .map_err(|e| e.to_string());
+                    let backend =
+                        tessera_backend::open_locator(&rec.locator).map_err(|e| e.to_string());
                     m.insert(rec.id, Opened::new(rec, backend));
                 }
             }
@@ -208,6 +216,19 @@ impl Filesystems {
         o.backend.as_ref().ok().cloned()
     }
 
+    /// Every registered filesystem with its backend (if it opened).
+    pub(crate) fn opened(&self) -> Vec<(FsRecord, Option<Arc<dyn Backend>>)> {
+        self.read()
+            .values()
+            .map(|o| (o.rec.clone(), o.backend.as_ref().ok().cloned()))
+            .collect()
+    }
+
+    /// Add a filesystem just registered.
+    pub(crate) fn insert(&self, rec: FsRecord, backend: Arc<dyn Backend>) {
+        self.write().insert(rec.id, Opened::new(rec, Ok(backend)));
+    }
+
     pub fn record(&self, id: u32) -> Option<FsRecord> {
         self.read().get(&id).map(|o| o.rec.clone())
     }
@@ -255,7 +276,10 @@ impl Filesystems {
                     // Skip the capacity call: without an MDS it would hang.
                     (Ok(_), Some((false, s))) => view(None, Some(format!("cluster: {s}"))),
                     (Ok(b), _) => match b.capacity() {
-                        Ok(c) => view(Some(c), None),
+                        Ok(c) => match crate::fsident::check_identity(&o.rec, b.as_ref()) {
+                            Ok(()) => view(Some(c), None),
+                            Err(why) => view(Some(c), Some(why)),
+                        },
                         Err(e) => view(None, Some(e.to_string())),
                     },
                 }
@@ -266,7 +290,7 @@ impl Filesystems {
     }
 }
 
-fn admin(who: &Identity) -> Result<(), CoreError> {
+pub(crate) fn admin(who: &Identity) -> Result<(), CoreError> {
     if who.is_root() {
         Ok(())
     } else {
@@ -277,21 +301,6 @@ fn admin(who: &Identity) -> Result<(), CoreError> {
 }
 
 impl Core {
-    /// Register a filesystem (its locator must open).
-    pub async fn fs_add(&self, who: &Identity, rec: FsRecord) -> Result<FsRecord, CoreError> {
-        admin(who)?;
-        let backend = tessera_backend::open_locator(&rec.locator, true)?;
-        backend.capacity()?;
-        let core = self.clone();
-        let rec = tokio::task::spawn_blocking(move || core.meta.fs_add(rec))
-            .await
-            .map_err(|e| CoreError::Task(e.to_string()))??;
-        self.fs
-            .write()
-            .insert(rec.id, Opened::new(rec.clone(), Ok(backend)));
-        Ok(rec)
-    }
-
     pub fn fs_list(&self) -> Vec<FsView> {
         self.fs.views()
     }
@@ -332,12 +341,31 @@ impl Core {
         Ok(rec)
     }
 
+    /// Forget a filesystem that holds nothing: drained (`empty`) or `off`,
+    /// and no file's placement names it (checked against the whole
+    /// namespace). Its id is never handed out again.
     pub async fn fs_rm(&self, who: &Identity, id: u32) -> Result<FsRecord, CoreError> {
         admin(who)?;
         let core = self.clone();
-        let rec = tokio::task::spawn_blocking(move || core.meta.fs_remove(id))
-            .await
-            .map_err(|e| CoreError::Task(e.to_string()))??;
+        let rec = tokio::task::spawn_blocking(move || {
+            let rec = core
+                .fs
+                .record(id)
+                .ok_or_else(|| CoreError::NotFound(format!("filesystem {id}")))?;
+            if matches!(rec.status, FsConfigStatus::Empty | FsConfigStatus::Off) {
+                let (files, stripes) = core.stripes_on(id)?;
+                if stripes > 0 {
+                    return Err(tessera_meta::MetaError::Busy(format!(
+                        "filesystem {id} still holds {stripes} stripes of {files} files: \
+                         drain it first (tessera fs drain {id})"
+                    ))
+                    .into());
+                }
+            }
+            core.meta.fs_remove(id).map_err(CoreError::from)
+        })
+        .await
+        .map_err(|e| CoreError::Task(e.to_string()))??;
         self.fs.write().remove(&id);
         Ok(rec)
     }

@@ -128,7 +128,7 @@ fn no_target(stripe: usize) -> String {
 impl Core {
     /// Call `f` for every file with data, a page at a time (the namespace
     /// is never held in memory whole).
-    fn for_each_file(&self, mut f: impl FnMut(&Inode)) -> Result<(), CoreError> {
+    pub(crate) fn for_each_file(&self, mut f: impl FnMut(&Inode)) -> Result<(), CoreError> {
         let mut after = 0;
         loop {
             let page = self.meta.scan_files(after, 1024)?;

@@ -12,6 +12,7 @@ mod conns;
 mod error;
 mod fs;
 mod fsck;
+mod fsident;
 mod io;
 mod remote;
 mod scopes;

@@ -199,7 +199,9 @@ async fn native_libcephfs_backend_on_both_instances() {
                 domain: format!("ceph:{fs}"),
                 space: DEFAULT_SPACE.into(),
                 status: FsConfigStatus::Rw,
+                uuid: String::new(),
             },
+            true,
         )
         .await
         .unwrap_or_else(|e| panic!("cephfs backend {n}: {e}"));

@@ -261,6 +261,15 @@ impl Backend for Hanging {
     fn describe(&self) -> String {
         "hanging".into()
     }
+    fn read_marker(&self) -> Result<Option<String>, tessera_backend::BackendError> {
+        self.inner.read_marker()
+    }
+    fn write_marker(&self, text: &str) -> Result<(), tessera_backend::BackendError> {
+        self.inner.write_marker(text)
+    }
+    fn root_id(&self) -> Result<tessera_backend::RootId, tessera_backend::BackendError> {
+        self.inner.root_id()
+    }
 }
 
 /// The folder backend `dir/fs<i>` with reads that take `delay`.

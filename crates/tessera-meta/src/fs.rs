@@ -7,6 +7,10 @@ use crate::keys::CF_FS;
 use crate::store::MetaStore;
 use prost::Message;
 
+/// The key of the lowest filesystem id never handed out (not a u32 key,
+/// so no record).
+const NEXT_ID_KEY: &[u8] = b"next-id";
+
 /// EOS `configstatus`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FsConfigStatus {
@@ -61,6 +65,10 @@ pub struct FsRecord {
     /// Placement pool.
     pub space: String,
     pub status: FsConfigStatus,
+    /// The identity written into the filesystem's marker when it was
+    /// added (random, hex): a root whose marker says otherwise is not this
+    /// filesystem. Empty for filesystems added before markers had one.
+    pub uuid: String,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -75,6 +83,8 @@ struct FsV1 {
     space: String,
     #[prost(string, tag = "5")]
     status: String,
+    #[prost(string, tag = "6")]
+    uuid: String,
 }
 
 const FS_V1: u8 = 1;
@@ -86,6 +96,7 @@ fn encode(r: &FsRecord) -> Vec<u8> {
         domain: r.domain.clone(),
         space: r.space.clone(),
         status: r.status.as_str().to_string(),
+        uuid: r.uuid.clone(),
     };
     let mut out = vec![FS_V1];
     m.encode(&mut out).expect("Vec has room");
@@ -113,6 +124,7 @@ fn decode(id: u32, raw: &[u8]) -> Result<FsRecord, MetaError> {
         domain: m.domain,
         space: m.space,
         status: FsConfigStatus::parse(&m.status).ok_or_else(|| corrupt(&what, "status"))?,
+        uuid: m.uuid,
     })
 }
 
@@ -123,10 +135,29 @@ impl MetaStore {
         let mut out = Vec::new();
         for item in self.db.iterator_cf(h, rocksdb::IteratorMode::Start) {
             let (k, v) = item?;
+            if &k[..] == NEXT_ID_KEY {
+                continue;
+            }
             let id = u32::from_be_bytes(k[..].try_into().map_err(|_| corrupt("fs key", "length"))?);
             out.push(decode(id, &v)?);
         }
         Ok(out)
+    }
+
+    /// The lowest id never handed out (ids are never reused: a removed
+    /// filesystem's stripes, found again, must not pass for another's).
+    fn fs_next_id(&self, all: &[FsRecord]) -> Result<u32, MetaError> {
+        let h = self.db.cf_handle(CF_FS).expect("cf exists");
+        let kept = match self.db.get_cf(h, NEXT_ID_KEY)? {
+            Some(v) => u32::from_be_bytes(
+                v[..]
+                    .try_into()
+                    .map_err(|_| corrupt("fs next id", "length"))?,
+            ),
+            None => 1,
+        };
+        let used = all.iter().map(|f| f.id + 1).max().unwrap_or(1);
+        Ok(kept.max(used))
     }
 
     /// Register a filesystem; id 0 picks the next free id. Labels are unique.
@@ -144,12 +175,23 @@ impl MetaStore {
                 r.label
             )));
         }
+        let next = self.fs_next_id(&all)?;
         if r.id == 0 {
-            r.id = all.iter().map(|f| f.id).max().unwrap_or(0) + 1;
-        } else if all.iter().any(|f| f.id == r.id) {
-            return Err(MetaError::AlreadyExists(format!("filesystem id {}", r.id)));
+            r.id = next;
+        } else if all.iter().any(|f| f.id == r.id) || r.id < next {
+            return Err(MetaError::AlreadyExists(format!(
+                "filesystem id {} (ids are never reused; the next is {next})",
+                r.id
+            )));
         }
-        self.fs_put(&r)?;
+        // The high-water mark and the record in one batch.
+        let h = self.db.cf_handle(CF_FS).expect("cf exists");
+        let mut b = rocksdb::WriteBatch::default();
+        b.put_cf(h, NEXT_ID_KEY, (r.id + 1).max(next).to_be_bytes());
+        b.put_cf(h, r.id.to_be_bytes(), encode(&r));
+        let mut wo = rocksdb::WriteOptions::default();
+        wo.set_sync(true);
+        self.db.write_opt(b, &wo)?;
         Ok(r)
     }
 
@@ -188,6 +230,17 @@ impl MetaStore {
         wo.set_sync(true);
         self.db.delete_cf_opt(h, id.to_be_bytes(), &wo)?;
         Ok(r)
+    }
+
+    /// Drop filesystem `id`'s record whatever its status (a registration
+    /// that did not complete); its id stays used.
+    pub fn fs_forget(&self, id: u32) -> Result<(), MetaError> {
+        let _st = self.lock();
+        let h = self.db.cf_handle(CF_FS).expect("cf exists");
+        let mut wo = rocksdb::WriteOptions::default();
+        wo.set_sync(true);
+        self.db.delete_cf_opt(h, id.to_be_bytes(), &wo)?;
+        Ok(())
     }
 
     fn fs_put(&self, r: &FsRecord) -> Result<(), MetaError> {

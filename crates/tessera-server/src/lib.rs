@@ -113,7 +113,9 @@ async fn register_dev_filesystems(core: &Core, data_dir: &std::path::Path) -> an
                 domain: format!("dev-domain-{i}"),
                 space: tessera_core::DEFAULT_SPACE.to_string(),
                 status: tessera_core::FsConfigStatus::Rw,
+                uuid: String::new(),
             },
+            true,
         )
         .await?;
     }

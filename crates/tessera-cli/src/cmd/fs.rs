@@ -7,10 +7,18 @@ use tessera_types::format_size;
 
 #[derive(clap::Subcommand)]
 pub enum FsCmd {
-    /// Register a filesystem: LOCATOR is folder:/path (a CephFS mount or local folder).
+    /// Register a filesystem: LOCATOR is folder:/path (a CephFS mount or local
+    /// folder) or cephfs:CONF:FSNAME:/dir. The path must exist and be a mount
+    /// point or a Tessera filesystem, and no other registered filesystem's
+    /// storage.
     Add {
         #[arg(long)]
         label: String,
+        /// Make the directory if missing, and use it although it is neither a
+        /// mount point nor a Tessera filesystem yet (dev and test folders, a
+        /// directory inside a mount).
+        #[arg(long)]
+        create: bool,
         /// Failure domain (the Ceph cluster / CephFS instance and host).
         #[arg(long)]
         domain: String,
@@ -34,7 +42,8 @@ pub enum FsCmd {
         #[arg(long)]
         space: Option<String>,
     },
-    /// Forget an empty or off filesystem.
+    /// Forget a filesystem that holds no stripe (drained, or off and never
+    /// used); its id is never reused.
     Rm { id: u32 },
     /// Move every stripe off a filesystem, then mark it empty.
     Drain { id: u32 },
@@ -101,6 +110,7 @@ pub async fn fs(c: &mut Clients, fmt: Format, cmd: FsCmd) -> Result<(), Failure>
     match cmd {
         FsCmd::Add {
             label,
+            create,
             domain,
             space,
             id,
@@ -114,6 +124,7 @@ pub async fn fs(c: &mut Clients, fmt: Format, cmd: FsCmd) -> Result<(), Failure>
                     domain,
                     space,
                     status: String::new(),
+                    create,
                 })
                 .await?
                 .into_inner();

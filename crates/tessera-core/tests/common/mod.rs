@@ -64,7 +64,9 @@ pub async fn add_folder(core: &Core, label: &str, path: &std::path::Path, domain
             domain: domain.to_string(),
             space: DEFAULT_SPACE.into(),
             status: FsConfigStatus::Rw,
+            uuid: String::new(),
         },
+        true,
     )
     .await
     .expect("fs add");
