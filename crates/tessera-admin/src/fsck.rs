@@ -1,7 +1,7 @@
 use crate::auth::AdminAuth;
 use crate::convert::err;
 use std::sync::Arc;
-use tessera_core::{Core, CoreError, FsckReport, StripeState};
+use tessera_core::{Core, CoreError, FsckReport, RepairPlan, StripeState, ORPHAN_GRACE};
 use tessera_proto::admin::v1 as pb;
 use tessera_proto::admin::v1::fsck_server::Fsck;
 use tonic::{Request, Response, Status};
@@ -64,6 +64,7 @@ fn report_pb(r: &FsckReport) -> pb::FsckResponse {
                 index: o.name.index as u32,
                 temp_of_write: o.temp_of_write,
                 bytes: o.bytes,
+                age_s: o.age.map(|a| a.as_secs()),
             })
             .collect(),
         read_errors: r
@@ -119,20 +120,33 @@ impl Fsck for FsckSvc {
         req: Request<pb::FsckRequest>,
     ) -> Result<Response<pb::RepairResponse>, Status> {
         admin(&self.auth.identity(&req)?)?;
-        let (core, deep) = (self.core.clone(), req.get_ref().deep);
+        let q = req.get_ref();
+        let plan = RepairPlan {
+            apply: q.apply,
+            orphan_grace: q
+                .orphan_grace_s
+                .map(std::time::Duration::from_secs)
+                .unwrap_or(ORPHAN_GRACE),
+        };
+        let (core, deep) = (self.core.clone(), q.deep);
         let r = blocking(move || {
             let scan = core.fsck_scan(deep)?;
-            core.fsck_repair(&scan)
+            core.fsck_repair(&scan, &plan)
         })
         .await?;
         Ok(Response::new(pb::RepairResponse {
+            applied: r.applied,
             stripes_rebuilt: r.stripes_rebuilt,
             files_repaired: r.files_repaired,
             orphans_removed: r.orphans_removed,
+            orphans_kept: r.orphans_kept,
             failed: r
                 .failed
                 .iter()
-                .map(|(fid, e)| format!("fid {fid}: {e}"))
+                .map(|(fid, e)| match fid {
+                    0 => e.clone(),
+                    _ => format!("fid {fid}: {e}"),
+                })
                 .collect(),
         }))
     }
@@ -150,7 +164,10 @@ impl Fsck for FsckSvc {
             failed: r
                 .failed
                 .iter()
-                .map(|(fid, e)| format!("fid {fid}: {e}"))
+                .map(|(fid, e)| match fid {
+                    0 => e.clone(),
+                    _ => format!("fid {fid}: {e}"),
+                })
                 .collect(),
         }))
     }

@@ -15,8 +15,40 @@ struct DirResult {
     _private: [u8; 0],
 }
 
+/// `struct ceph_statx` (cephfs/ceph_ll_client.h): the C layout, of which
+/// only the size and mtime are read.
+#[repr(C)]
+#[allow(dead_code)]
+struct CephStatx {
+    stx_mask: u32,
+    stx_blksize: u32,
+    stx_nlink: u32,
+    stx_uid: u32,
+    stx_gid: u32,
+    stx_mode: u16,
+    stx_ino: u64,
+    stx_size: u64,
+    stx_blocks: u64,
+    stx_dev: libc::dev_t,
+    stx_rdev: libc::dev_t,
+    stx_atime: libc::timespec,
+    stx_ctime: libc::timespec,
+    stx_mtime: libc::timespec,
+    stx_btime: libc::timespec,
+    stx_version: u64,
+}
+const CEPH_STATX_MTIME: u32 = 0x40;
+const CEPH_STATX_SIZE: u32 = 0x200;
+
 #[link(name = "cephfs")]
 extern "C" {
+    fn ceph_statx(
+        cmount: *mut MountInfo,
+        path: *const c_char,
+        stx: *mut CephStatx,
+        want: u32,
+        flags: u32,
+    ) -> c_int;
     fn ceph_create(cmount: *mut *mut MountInfo, id: *const c_char) -> c_int;
     fn ceph_conf_read_file(cmount: *mut MountInfo, path: *const c_char) -> c_int;
     fn ceph_conf_get(
@@ -291,16 +323,27 @@ impl CephFsBackend {
         Ok(Some(buf))
     }
 
-    fn file_len(&self, path: &str) -> Result<u64, BackendError> {
-        let fd = self.open_fd(path, libc::O_RDONLY, 0)?;
-        // SAFETY: fd is open on this mount.
-        let len = unsafe { ceph_lseek(self.m(), fd, 0, libc::SEEK_END) };
-        // SAFETY: as above.
-        unsafe { ceph_close(self.m(), fd) };
-        if len < 0 {
-            return check(path, len as c_int).map(|_| 0);
-        }
-        Ok(len as u64)
+    /// A file's size and last modification.
+    fn stat_file(&self, path: &str) -> Result<(u64, std::time::SystemTime), BackendError> {
+        let c = cstr(path)?;
+        // SAFETY: CephStatx is plain data; ceph_statx fills it.
+        let mut st: CephStatx = unsafe { std::mem::zeroed() };
+        // SAFETY: valid mount, path and output struct.
+        check(path, unsafe {
+            ceph_statx(
+                self.m(),
+                c.as_ptr(),
+                &mut st,
+                CEPH_STATX_SIZE | CEPH_STATX_MTIME,
+                0,
+            )
+        })?;
+        let mtime = std::time::UNIX_EPOCH
+            + std::time::Duration::new(
+                st.stx_mtime.tv_sec.max(0) as u64,
+                st.stx_mtime.tv_nsec.clamp(0, 999_999_999) as u32,
+            );
+        Ok((st.stx_size, mtime))
     }
 }
 
@@ -481,8 +524,11 @@ impl Backend for CephFsBackend {
         {
             let dir = format!("{}/{d}", self.root);
             for f in self.read_dir(&dir)? {
-                let bytes = self.file_len(&format!("{dir}/{f}")).unwrap_or(0);
-                files.push((f, bytes));
+                let (bytes, modified) = match self.stat_file(&format!("{dir}/{f}")) {
+                    Ok((b, m)) => (b, Some(m)),
+                    Err(_) => (0, None),
+                };
+                files.push((f, bytes, modified));
             }
         }
         Ok(crate::listing(files))

@@ -298,7 +298,12 @@ impl Backend for FolderBackend {
             for f in std::fs::read_dir(d.path()).map_err(|e| err(&d.path(), e))? {
                 let f = f.map_err(|e| err(&d.path(), e))?;
                 if let Some(name) = f.file_name().to_str() {
-                    files.push((name.to_string(), f.metadata().map(|m| m.len()).unwrap_or(0)));
+                    let m = f.metadata().ok();
+                    files.push((
+                        name.to_string(),
+                        m.as_ref().map(|m| m.len()).unwrap_or(0),
+                        m.and_then(|m| m.modified().ok()),
+                    ));
                 }
             }
         }

@@ -21,7 +21,7 @@ pub use cephfs::CephFsBackend;
 #[cfg(feature = "cephfs")]
 pub use cluster::{CephCluster, ClusterStatus};
 pub use folder::FolderBackend;
-pub use marker::{new_uuid, Marker, RootId, MARKER};
+pub use marker::{new_uuid, random_u64, Marker, RootId, MARKER};
 pub use name::StripeName;
 
 use tessera_types::ErrorKind;
@@ -164,16 +164,20 @@ pub fn prepare_locator(
 }
 
 /// Turn the files found in the fan-out directories of a filesystem
-/// (`(file name, bytes)`) into the stripe listing, in stripe order.
-pub(crate) fn listing(files: impl IntoIterator<Item = (String, u64)>) -> Vec<ListedStripe> {
+/// (`(file name, bytes, last modified)`) into the stripe listing, in
+/// stripe order.
+pub(crate) fn listing(
+    files: impl IntoIterator<Item = (String, u64, Option<std::time::SystemTime>)>,
+) -> Vec<ListedStripe> {
     let mut out: Vec<ListedStripe> = files
         .into_iter()
-        .filter_map(|(f, bytes)| {
+        .filter_map(|(f, bytes, modified)| {
             let (name, temp_of_write) = StripeName::parse(&f)?;
             Some(ListedStripe {
                 name,
                 temp_of_write,
                 bytes,
+                modified,
             })
         })
         .collect();
@@ -200,6 +204,8 @@ pub struct ListedStripe {
     /// Set for a temporary (unsealed) stripe: the write id in its name.
     pub temp_of_write: Option<u64>,
     pub bytes: u64,
+    /// When it was last written (`None`: the backend could not say).
+    pub modified: Option<std::time::SystemTime>,
 }
 
 /// One place stripes can go.

@@ -64,6 +64,11 @@ pub fn new_uuid() -> String {
     format!("{a:032x}")
 }
 
+/// 64 random bits (unique names, not secrets).
+pub fn random_u64() -> u64 {
+    rand_u128() as u64
+}
+
 fn rand_u128() -> u128 {
     // The kernel's random bytes (no crate needed for 16 of them).
     let mut b = [0u8; 16];

@@ -121,10 +121,7 @@ fn main() -> std::process::ExitCode {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(f) => {
             if fmt == Format::Json {
-                println!(
-                    "{}",
-                    serde_json::json!({"retc": f.errno, "errormsg": f.msg, "result": []})
-                );
+                output::line(serde_json::json!({"retc": f.errno, "errormsg": f.msg, "result": []}));
             }
             eprintln!("error: {} (errno={})", f.msg, f.errno);
             std::process::ExitCode::from(f.errno.clamp(1, 255) as u8)

@@ -76,23 +76,37 @@ pub fn quote(s: &str) -> String {
     }
 }
 
+/// Print one line on stdout. A reader that went away (`tessera ls | head`)
+/// ends the command quietly, as coreutils do (status 141, 128 + SIGPIPE).
+pub fn line(s: impl std::fmt::Display) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{s}").and_then(|_| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        eprintln!("error: stdout: {e}");
+        std::process::exit(5);
+    }
+}
+
 /// Print records in the machine forms; `human` is used for the default form.
 pub fn emit(fmt: Format, recs: &[Rec], human: impl FnOnce() -> String) {
     match fmt {
         Format::Human => {
             let h = human();
             if !h.is_empty() {
-                println!("{}", h.trim_end_matches('\n'));
+                line(h.trim_end_matches('\n'));
             }
         }
         Format::Monitoring => {
             for r in recs {
-                println!("{}", r.monitoring());
+                line(r.monitoring());
             }
         }
         Format::Json => {
             let result: Vec<Value> = recs.iter().map(Rec::json).collect();
-            println!("{}", json!({"retc": 0, "errormsg": "", "result": result}));
+            line(json!({"retc": 0, "errormsg": "", "result": result}));
         }
     }
 }

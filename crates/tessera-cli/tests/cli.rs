@@ -438,9 +438,31 @@ fn fsck_and_drain_commands() {
             .any(|r| r.get("orphan").is_some() && r["fid"] == "1048575"),
         "{all:?}"
     );
-    let rep = kv(e.ok(&["fsck", "repair", "-m"]).trim());
-    assert_eq!(rep["orphansremoved"], "1");
-    assert!(!fs1.join("00000000000fffff.0").exists());
+    // A dry run by default: it says what it would remove, and keeps it.
+    let stray = fs1.join("00000000000fffff.0");
+    let rep = kv(e.ok(&["fsck", "repair", "-m", "--grace", "0"]).trim());
+    assert_eq!(
+        (rep["applied"].as_str(), rep["orphansremoved"].as_str()),
+        ("false", "1")
+    );
+    assert!(e.ok(&["fsck", "repair"]).contains("dry run"));
+    assert!(stray.exists());
+    // With --apply, a stripe written just now is kept (one hour's grace).
+    let rep = kv(e.ok(&["fsck", "repair", "-m", "--apply"]).trim());
+    assert_eq!(
+        (rep["orphansremoved"].as_str(), rep["orphanskept"].as_str()),
+        ("0", "1")
+    );
+    assert!(stray.exists());
+    e.fails(&["fsck", "repair", "--grace", "soon"], 22);
+    let rep = kv(e
+        .ok(&["fsck", "repair", "-m", "--apply", "--grace", "0s"])
+        .trim());
+    assert_eq!(
+        (rep["applied"].as_str(), rep["orphansremoved"].as_str()),
+        ("true", "1")
+    );
+    assert!(!stray.exists());
     let d = kv(e.ok(&["fs", "drain", "-m", "2"]).trim());
     assert_eq!(
         (d["emptied"].as_str(), d["stripesmoved"].as_str()),
@@ -518,4 +540,35 @@ fn stat_shows_the_layout_and_the_stripes() {
         !after["stripes"].split(',').any(|f| f == first),
         "{after:?}"
     );
+}
+
+/// `tessera ls / | head -2`: a reader that goes away ends the listing
+/// quietly (status 141, as coreutils under pipefail), never a panic.
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    let e = Env::start();
+    e.ok(&["mkdir", "/many"]);
+    let core = e.server.as_ref().expect("running").core().expect("core");
+    let root = tessera_types::Identity::root("test");
+    // More than a pipe holds (64 KiB), so a write meets the closed end.
+    for i in 0..1200 {
+        let name = format!("/many/{i:04}-{}", "x".repeat(60));
+        let path = tessera_types::NsPath::parse(&name).expect("path");
+        core.open_write(&root, &path, 0o644, false, 0)
+            .and_then(|w| w.close())
+            .expect("create");
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["--admin", &e.admin, "--token-file"])
+        .arg(&e.token)
+        .args(["ls", "/many"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{err}");
+    assert!(err.is_empty(), "quiet: {err}");
 }

@@ -4,9 +4,9 @@
 
 use crate::{Core, CoreError};
 use std::collections::HashSet;
-use std::sync::Arc;
-use tessera_backend::{Backend, StripeName};
-use tessera_data::{check_stripe, place, Candidate, Placement, StripeState};
+use std::time::Duration;
+use tessera_backend::StripeName;
+use tessera_data::{check_stripe, Placement, StripeState};
 use tessera_meta::{DamageRecord, FsConfigStatus, Inode};
 
 /// One file with stripes that are not as they should be.
@@ -28,6 +28,9 @@ pub struct Orphan {
     pub name: StripeName,
     pub temp_of_write: Option<u64>,
     pub bytes: u64,
+    /// How long ago it was last written, when the scan listed it
+    /// (`None`: the filesystem could not say).
+    pub age: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -101,15 +104,6 @@ impl FsckReport {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RepairReport {
-    pub stripes_rebuilt: u64,
-    pub files_repaired: u64,
-    pub orphans_removed: u64,
-    /// (fid or 0, what failed)
-    pub failed: Vec<(u64, String)>,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DrainReport {
     pub stripes_moved: u64,
     pub failed: Vec<(u64, String)>,
@@ -118,7 +112,7 @@ pub struct DrainReport {
 }
 
 /// Why a stripe has nowhere to go.
-fn no_target(stripe: usize) -> String {
+pub(crate) fn no_target(stripe: usize) -> String {
     format!(
         "no filesystem for stripe {stripe}: none is rw, healthy and has room in the file's \
          space in a failure domain the file's other stripes do not use"
@@ -167,6 +161,7 @@ impl Core {
         let open: HashSet<u64> = self.meta.open_write_ids().into_iter().collect();
         let open_fids: HashSet<u64> = self.meta.open_write_inos().into_iter().collect();
         let mut referenced: HashSet<(u32, u64, u8)> = HashSet::new();
+        let now = std::time::SystemTime::now();
         self.for_each_file(|f| {
             rep.files += 1;
             let p = match Placement::decode(&f.layout) {
@@ -205,6 +200,9 @@ impl Core {
                         name: s.name,
                         temp_of_write: s.temp_of_write,
                         bytes: s.bytes,
+                        age: s
+                            .modified
+                            .map(|m| now.duration_since(m).unwrap_or_default()),
                     });
                 }
             }
@@ -213,7 +211,7 @@ impl Core {
     }
 
     /// Every damage record (paged from the store).
-    fn damage_all(&self) -> Result<Vec<DamageRecord>, CoreError> {
+    pub(crate) fn damage_all(&self) -> Result<Vec<DamageRecord>, CoreError> {
         let mut out: Vec<DamageRecord> = Vec::new();
         loop {
             let after = out.last().map(|d| d.fid).unwrap_or(0);
@@ -228,7 +226,7 @@ impl Core {
 
     /// What is wrong with file `f`'s stripes (`deep`: every block's
     /// checksum too); `None` when nothing is.
-    fn check_file(&self, f: &Inode, p: &Placement, deep: bool) -> Option<FileIssue> {
+    pub(crate) fn check_file(&self, f: &Inode, p: &Placement, deep: bool) -> Option<FileIssue> {
         let mut bad = Vec::new();
         for (i, id) in p.fsids.iter().enumerate() {
             let b = self.fs.backend(*id);
@@ -240,7 +238,8 @@ impl Core {
         if bad.is_empty() {
             return None;
         }
-        let recoverable = bad.len() <= p.layout.m as usize;
+        // An empty file has nothing to lose: its stripes are only headers.
+        let recoverable = bad.len() <= p.layout.m as usize || f.size == 0;
         Some(FileIssue {
             fid: f.ino,
             path: self.path_or_fid(f.ino),
@@ -250,222 +249,11 @@ impl Core {
         })
     }
 
-    /// Deal with the files reads found damaged, and only those: check
-    /// each one block by block, rebuild what is broken, and forget the
-    /// record once the file is whole again (or gone). A file that cannot
-    /// be repaired keeps its record. (What a server runs in the
-    /// background; `fsck_repair` does the same for a whole scan.)
-    pub fn repair_damaged(&self) -> Result<RepairReport, CoreError> {
-        let mut out = RepairReport::default();
-        let mut fids: Vec<u64> = self.damage_all()?.iter().map(|d| d.fid).collect();
-        fids.dedup();
-        for fid in fids {
-            let looked = now_ns();
-            let f = match self.meta.stat_ino(fid) {
-                Ok(f) if !f.layout.is_empty() => f,
-                // Gone, or no stripes any more: nothing to repair.
-                _ => {
-                    self.meta.damage_clear(fid, looked)?;
-                    continue;
-                }
-            };
-            let p = match Placement::decode(&f.layout) {
-                Ok(p) => p,
-                Err(e) => {
-                    out.failed.push((fid, e.to_string()));
-                    continue;
-                }
-            };
-            match self.check_file(&f, &p, true) {
-                None => self.meta.damage_clear(fid, looked)?,
-                Some(issue) if !issue.recoverable => out.failed.push((
-                    fid,
-                    format!("{} stripes lost: beyond repair", issue.bad.len()),
-                )),
-                Some(issue) => {
-                    if self.repair_issue(&issue, &mut out) {
-                        self.meta.damage_clear(fid, looked)?;
-                    }
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// Rebuild the bad stripes of one file; true when all were rebuilt.
-    fn repair_issue(&self, issue: &FileIssue, out: &mut RepairReport) -> bool {
-        let Ok(f) = self.meta.stat_ino(issue.fid) else {
-            return true; // removed meanwhile
-        };
-        let p = match Placement::decode(&f.layout) {
-            Ok(p) => p,
-            Err(e) => {
-                out.failed.push((f.ino, e.to_string()));
-                return false;
-            }
-        };
-        let mut moves = Vec::new();
-        for (i, _, state) in &issue.bad {
-            let same_ok = !matches!(state, StripeState::Unavailable(_));
-            match self.target_for(&p, *i, f.ino, same_ok) {
-                Some((id, b)) => moves.push((*i, id, b)),
-                None => out.failed.push((f.ino, no_target(*i))),
-            }
-        }
-        if moves.is_empty() {
-            return false;
-        }
-        // What has a target is rebuilt even when another stripe has none.
-        let all = moves.len() == issue.bad.len();
-        match self.rebuild_file(&f, &p, &moves) {
-            Ok(()) => {
-                out.stripes_rebuilt += moves.len() as u64;
-                out.files_repaired += 1;
-                all
-            }
-            Err(e) => {
-                out.failed.push((f.ino, e.to_string()));
-                false
-            }
-        }
-    }
-
-    fn path_or_fid(&self, ino: u64) -> String {
+    pub(crate) fn path_or_fid(&self, ino: u64) -> String {
         self.meta
             .path_of(ino)
             .map(|p| p.display())
             .unwrap_or_else(|_| format!("fid:{ino}"))
-    }
-
-    /// A filesystem for stripe `index` of `p` avoiding the failure domains
-    /// of every other stripe (the same one if it is still usable).
-    fn target_for(
-        &self,
-        p: &Placement,
-        index: usize,
-        fid: u64,
-        allow_same: bool,
-    ) -> Option<(u32, Arc<dyn Backend>)> {
-        let cur = p.fsids[index];
-        if allow_same {
-            if let Some(rec) = self.fs.record(cur) {
-                if rec.status == FsConfigStatus::Rw {
-                    if let Some(b) = self.fs.backend(cur) {
-                        return Some((cur, b));
-                    }
-                }
-            }
-        }
-        let others: HashSet<String> = p
-            .fsids
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != index)
-            .filter_map(|(_, id)| self.fs.record(*id).map(|r| r.domain))
-            .collect();
-        let space = self
-            .fs
-            .record(cur)
-            .map(|r| r.space)
-            .unwrap_or_else(|| crate::DEFAULT_SPACE.into());
-        let cands: Vec<Candidate> = self
-            .fs
-            .candidates(&space)
-            .into_iter()
-            .filter(|c| c.fsid != cur && !others.contains(&c.domain))
-            .collect();
-        let one = tessera_data::Layout::plain();
-        let id = *place(&one, &cands, fid ^ index as u64).ok()?.first()?;
-        self.fs.backend(id).map(|b| (id, b))
-    }
-
-    /// Move or rebuild stripes `moves` of file `f`, then record the new
-    /// placement atomically; old stripes on other filesystems are removed.
-    fn rebuild_file(
-        &self,
-        f: &Inode,
-        p: &Placement,
-        moves: &[(usize, u32, Arc<dyn Backend>)],
-    ) -> Result<(), CoreError> {
-        let sources: Vec<_> = p.fsids.iter().map(|id| self.fs.backend(*id)).collect();
-        // A write id no real write uses: the top bit is set.
-        let write_id = (1u64 << 63) | f.ino;
-        let (newp, adler) = tessera_data::rebuild(p, f.ino, f.size, sources, moves, write_id)?;
-        if let Some(c) = &f.checksum {
-            if c.kind == "adler32" && c.value != adler.to_be_bytes() {
-                for (i, id, b) in moves {
-                    if *id != p.fsids[*i] {
-                        let _ = b.remove(&StripeName::new(f.ino, *i as u8), None);
-                    }
-                }
-                return Err(CoreError::Invalid(format!(
-                    "file {} reads back with adler32 {adler:08x}, stored {}: not rewritten",
-                    f.ino,
-                    c.hex()
-                )));
-            }
-        }
-        self.meta.set_layout(f.ino, &f.layout, newp.encode())?;
-        for (i, id, _) in moves {
-            let old = p.fsids[*i];
-            if *id != old {
-                if let Some(b) = self.fs.backend(old) {
-                    let _ = b.remove(&StripeName::new(f.ino, *i as u8), None);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Rebuild what `fsck_scan` found broken and remove orphans.
-    pub fn fsck_repair(&self, report: &FsckReport) -> Result<RepairReport, CoreError> {
-        let mut out = RepairReport::default();
-        let mut unrepaired: HashSet<u64> = HashSet::new();
-        for issue in &report.issues {
-            if !issue.recoverable || !self.repair_issue(issue, &mut out) {
-                unrepaired.insert(issue.fid);
-            } else {
-                self.meta.damage_clear(issue.fid, report.started_ns)?;
-            }
-        }
-        // The scan checked every damaged file block by block: what it
-        // found is repaired now, the rest was whole.
-        let mut cleared: HashSet<u64> = HashSet::new();
-        for d in &report.read_errors {
-            if !unrepaired.contains(&d.fid) && cleared.insert(d.fid) {
-                self.meta.damage_clear(d.fid, report.started_ns)?;
-            }
-        }
-        // Orphans: re-check against running writes and the namespace right
-        // before removing each one.
-        let open: HashSet<u64> = self.meta.open_write_ids().into_iter().collect();
-        let open_inos: HashSet<u64> = self.meta.open_write_inos().into_iter().collect();
-        for o in &report.orphans {
-            let live = match o.temp_of_write {
-                Some(w) => open.contains(&w),
-                None => open_inos.contains(&o.name.fid) || self.references(o.fsid, &o.name),
-            };
-            if live {
-                continue;
-            }
-            if let Some(b) = self.fs.backend(o.fsid) {
-                match b.remove(&o.name, o.temp_of_write) {
-                    Ok(()) => out.orphans_removed += 1,
-                    Err(tessera_backend::BackendError::NotFound(_)) => {}
-                    Err(e) => out.failed.push((o.name.fid, e.to_string())),
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    fn references(&self, fsid: u32, name: &StripeName) -> bool {
-        let Ok(f) = self.meta.stat_ino(name.fid) else {
-            return false;
-        };
-        Placement::decode(&f.layout)
-            .map(|p| p.fsids.get(name.index as usize) == Some(&fsid))
-            .unwrap_or(false)
     }
 
     /// Move every stripe off filesystem `fsid` (set to `drain` first), then

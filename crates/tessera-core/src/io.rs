@@ -535,23 +535,7 @@ impl DataPath {
 /// The layout and space for new files in a directory, from its
 /// `sys.forced.*` attributes (EOS names).
 fn layout_of(meta: &MetaStore, dir: u64) -> Result<(Layout, String), CoreError> {
-    let attrs = meta.xattr_list_of(dir)?;
-    let get = |k: &str| {
-        attrs
-            .iter()
-            .find(|(n, _)| n == k.as_bytes())
-            .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
-    };
-    let layout = match get("sys.forced.layout") {
-        Some(l) => Layout::from_eos(
-            &l,
-            get("sys.forced.nstripes").as_deref(),
-            get("sys.forced.blocksize").as_deref(),
-        )?,
-        None => Layout::plain(),
-    };
-    let space = get("sys.forced.space").unwrap_or_else(|| DEFAULT_SPACE.to_string());
-    Ok((layout, space))
+    crate::attrs::layout_from(&meta.xattr_list_of(dir)?)
 }
 
 impl Core {

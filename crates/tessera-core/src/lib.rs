@@ -6,6 +6,7 @@
 //! Token scopes are checked here before the store is touched
 //! (`scopes.rs`); mode bits are the store's own check.
 
+mod attrs;
 mod authz;
 mod budget;
 mod conns;
@@ -15,6 +16,7 @@ mod fsck;
 mod fsident;
 mod io;
 mod remote;
+mod repair;
 mod scopes;
 mod service;
 mod sessionlog;
@@ -24,11 +26,12 @@ pub use budget::{Budget, Lease, Share, DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_WAIT
 pub use conns::{default_limits, ConnGuard, ConnLimits, Refused};
 pub use error::CoreError;
 pub use fs::{FsChange, FsView, SpaceView};
-pub use fsck::{DrainReport, FileIssue, FsckReport, Orphan, RepairReport};
+pub use fsck::{DrainReport, FileIssue, FsckReport, Orphan};
 pub use io::{
     DataPath, Expect, Ledger, ReadSession, WritePlan, WriteSession, DEFAULT_SPACE, FIRST_LEASE,
 };
 pub use remote::RemotePolicy;
+pub use repair::{RepairPlan, RepairReport, ORPHAN_GRACE};
 pub use service::{Core, RemoveReport, Unlogged};
 pub use sessionlog::SessionLog;
 pub use stall::{ReadOpen, Stall, STALL_ATTR};

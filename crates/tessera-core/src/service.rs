@@ -334,7 +334,7 @@ impl Core {
         name: Vec<u8>,
         value: Vec<u8>,
     ) -> Result<(), CoreError> {
-        if let Err(e) = check_forced(&name, &value) {
+        if let Err(e) = self.check_attr(&path, &name, &value).await {
             let start = Instant::now();
             let r = Err(e);
             self.finish("attr_set", who, &path.display(), start, &r);
@@ -503,42 +503,6 @@ impl Core {
 /// The layout attributes are read by every write below the directory: a
 /// value no write could use is refused when it is set, not at the next
 /// upload.
-fn check_forced(name: &[u8], value: &[u8]) -> Result<(), CoreError> {
-    let v = || {
-        std::str::from_utf8(value)
-            .map_err(|_| CoreError::Invalid("layout attributes are text".into()))
-    };
-    let bad = |e: tessera_data::DataError| CoreError::Invalid(e.to_string());
-    match name {
-        b"sys.forced.layout" => tessera_data::Layout::from_eos(v()?, None, None)
-            .map(|_| ())
-            .map_err(bad),
-        b"sys.forced.nstripes" => {
-            let n = v()?;
-            match n.trim().parse::<u8>() {
-                Ok(1..) => Ok(()),
-                _ => Err(CoreError::Invalid(format!(
-                    "sys.forced.nstripes must be 1 to 255, not {n:?}"
-                ))),
-            }
-        }
-        b"sys.forced.blocksize" => tessera_data::Layout::from_eos("plain", None, Some(v()?))
-            .map(|_| ())
-            .map_err(bad),
-        n if n == crate::STALL_ATTR.as_bytes() => {
-            let s = v()?;
-            match s.trim().parse::<u32>() {
-                Ok(_) => Ok(()),
-                _ => Err(CoreError::Invalid(format!(
-                    "{} must be a number of seconds, not {s:?}",
-                    crate::STALL_ATTR
-                ))),
-            }
-        }
-        _ => Ok(()),
-    }
-}
-
 fn remove_tree(
     m: &MetaStore,
     fs: &Filesystems,

@@ -49,8 +49,8 @@ async fn stripes_on_two_cephfs_instances_survive_losing_one() {
         &core,
         "/ceph",
         &[
-            ("sys.forced.layout", "raid5"),
             ("sys.forced.nstripes", "3"),
+            ("sys.forced.layout", "raid5"),
             ("sys.forced.blocksize", "1M"),
         ],
     )
@@ -213,7 +213,7 @@ async fn native_libcephfs_backend_on_both_instances() {
     common::layout(
         &core,
         "/n",
-        &[("sys.forced.layout", "raid5"), ("sys.forced.nstripes", "3")],
+        &[("sys.forced.nstripes", "3"), ("sys.forced.layout", "raid5")],
     )
     .await;
     let files: Vec<(String, Vec<u8>)> = [0usize, 10, 3_000_000, 17 << 20]
@@ -256,7 +256,7 @@ async fn native_libcephfs_backend_on_both_instances() {
     }
     let scan = core.fsck_scan(false).expect("scan");
     assert_eq!(scan.issues.len(), 1, "{:?}", scan.issues);
-    let rep = core.fsck_repair(&scan).expect("repair");
+    let rep = core.fsck_repair(&scan, &common::APPLY_NOW).expect("repair");
     assert_eq!(rep.stripes_rebuilt, 1, "{rep:?}");
     assert!(core.fsck_scan(true).expect("scan").issues.is_empty());
     // Take fs2's MDS out (`ceph fs fail`): placement avoids that file

@@ -148,7 +148,7 @@ async fn kill_9_during_parallel_writes() {
         !scan.orphans.is_empty(),
         "in-flight writes leave temporary stripes"
     );
-    let rep = core.fsck_repair(&scan).expect("repair");
+    let rep = core.fsck_repair(&scan, &common::APPLY_NOW).expect("repair");
     assert_eq!(rep.orphans_removed as usize, scan.orphans.len());
     let after = core.fsck_scan(false).expect("scan");
     assert!(after.orphans.is_empty() && after.issues.is_empty());

@@ -129,10 +129,28 @@ async fn unusable_layout_attributes_are_refused() {
         ("sys.forced.nstripes", "0"),
         ("sys.forced.nstripes", "many"),
         ("sys.forced.blocksize", "huge"),
+        // More stripes than the space has failure domains (six here).
+        ("sys.forced.nstripes", "99"),
+        ("sys.forced.nstripes", "7"),
+        // A RAIN layout with no more stripes than parity.
+        ("sys.forced.nstripes", "2"),
     ] {
         let err = set(k, v).await.expect_err(v);
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{k}={v}: {err}");
     }
+    let err = set("sys.forced.nstripes", "20").await.expect_err("20");
+    assert!(
+        err.to_string().contains("needs 20 stripes") && err.to_string().contains("has 6"),
+        "the reason is given: {err}"
+    );
+    let err = set("sys.forced.nstripes", "2").await.expect_err("2");
+    assert!(err.to_string().contains("more than 2"), "{err}");
+    // A space with no filesystems takes no layout at all.
+    let err = set("sys.forced.space", "nowhere").await.expect_err("space");
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    set("sys.forced.nstripes", "5")
+        .await
+        .expect("raid6 3+2 fits six domains");
     set("sys.forced.blocksize", "64k").await.expect("64k");
     set("user.note", "anything goes").await.expect("user attr");
     let got = c

@@ -147,7 +147,7 @@ async fn fsck_reports_exactly_what_was_done_and_repair_restores_it() {
 
     // A repair from the latest (shallow) scan fixes everything: the
     // damaged files were checked block by block.
-    let rep = c.fsck_repair(&seen).expect("repair");
+    let rep = c.fsck_repair(&seen, &common::APPLY_NOW).expect("repair");
     assert_eq!(
         (rep.stripes_rebuilt, rep.files_repaired, rep.orphans_removed),
         (3, 2, 1),
@@ -252,7 +252,7 @@ async fn repair_moves_stripes_off_a_dead_filesystem_and_drain_empties_one() {
         && i.bad
             .iter()
             .all(|(_, id, s)| *id == dead && matches!(s, StripeState::Unavailable(_)))));
-    let rep = c.fsck_repair(&scan).expect("repair");
+    let rep = c.fsck_repair(&scan, &common::APPLY_NOW).expect("repair");
     assert_eq!(rep.files_repaired as usize, on_dead, "{rep:?}");
     let clean = c.fsck_scan(true).expect("scan");
     assert!(clean.issues.is_empty(), "{:?}", clean.issues);
@@ -318,4 +318,147 @@ async fn a_sealed_stripe_of_an_open_write_is_not_an_orphan() {
         .map(|o| (o.fsid, o.name, o.temp_of_write))
         .collect();
     assert_eq!(found, vec![(fsid, StripeName::new(fid, 3), None)]);
+}
+
+/// Orphan removal deletes a stripe only with `apply`, only past the grace
+/// period, and never on a filesystem whose marker is not its own.
+#[tokio::test]
+async fn orphans_go_only_when_applied_old_and_on_their_own_filesystem() {
+    let (_dir, c, root) = env(7).await;
+    let f = put(&c, &root, "/d/f", &data(20_000, 4));
+    // Two stripes no file references: copies of f's stripes 0 and 1 under
+    // the name of a file that does not exist.
+    let ids = fsids(&f);
+    let plant = |i: usize| {
+        let dst = stripe_path(&c, ids[i], 999_999, i);
+        std::fs::create_dir_all(dst.parent().expect("dir")).expect("mkdir");
+        std::fs::copy(stripe_path(&c, ids[i], f.ino, i), &dst).expect("copy");
+        dst
+    };
+    let (o0, o1) = (plant(0), plant(1));
+    let scan = c.fsck_scan(false).expect("scan");
+    assert_eq!(scan.orphans.len(), 2, "{:?}", scan.orphans);
+    assert!(scan.orphans.iter().all(|o| o.age.is_some()));
+
+    // A dry run says what it would remove and removes nothing.
+    let dry = RepairPlan {
+        apply: false,
+        orphan_grace: std::time::Duration::ZERO,
+    };
+    let rep = c.fsck_repair(&scan, &dry).expect("dry run");
+    assert_eq!((rep.applied, rep.orphans_removed), (false, 2), "{rep:?}");
+    assert!(o0.exists() && o1.exists());
+
+    // The default grace period keeps stripes written just now.
+    let rep = c.fsck_repair(&scan, &RepairPlan::apply()).expect("repair");
+    assert_eq!((rep.orphans_removed, rep.orphans_kept), (0, 2), "{rep:?}");
+    assert!(o0.exists() && o1.exists());
+
+    // Two hours old: past the grace period.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+    for o in [&o0, &o1] {
+        std::fs::File::options()
+            .write(true)
+            .open(o)
+            .and_then(|h| h.set_modified(old))
+            .expect("mtime");
+    }
+    // Stripe 1's filesystem now holds a marker naming another filesystem
+    // (other storage mounted there): nothing of it is removed.
+    let v = c
+        .fs_list()
+        .into_iter()
+        .find(|v| v.rec.id == ids[1])
+        .expect("fs");
+    let root1 = std::path::Path::new(v.rec.locator.trim_start_matches("folder:")).to_path_buf();
+    let marker = root1.join(tessera_backend::MARKER);
+    let own = std::fs::read_to_string(&marker).expect("marker");
+    let other = tessera_backend::Marker {
+        fs: 4242,
+        uuid: tessera_backend::new_uuid(),
+    };
+    std::fs::write(&marker, other.render()).expect("write marker");
+    let scan = c.fsck_scan(false).expect("scan");
+    let rep = c.fsck_repair(&scan, &RepairPlan::apply()).expect("repair");
+    assert_eq!(rep.orphans_removed, 1, "{rep:?}");
+    assert!(!o0.exists(), "the old orphan on its own filesystem is gone");
+    assert!(o1.exists(), "the foreign filesystem's stripe is kept");
+    assert!(
+        rep.failed.iter().any(|(_, e)| e.contains("marker")),
+        "{:?}",
+        rep.failed
+    );
+    std::fs::write(&marker, own).expect("restore marker");
+    assert_eq!(read(&c, &root, "/d/f"), data(20_000, 4));
+}
+
+/// A file beyond repair is a failure of the repair (the CLI exits
+/// non-zero); an empty file never is, whatever happened to its stripes.
+#[tokio::test]
+async fn unrecoverable_files_fail_the_repair_and_empty_files_are_rebuilt() {
+    let (_dir, c, root) = env(7).await;
+    let lost = put(&c, &root, "/d/lost", &data(30_000, 5));
+    let empty = put(&c, &root, "/d/empty", &[]);
+    for i in 0..3 {
+        std::fs::remove_file(stripe_path(&c, fsids(&lost)[i], lost.ino, i)).expect("rm");
+    }
+    for (i, id) in fsids(&empty).iter().enumerate() {
+        let _ = std::fs::remove_file(stripe_path(&c, *id, empty.ino, i));
+    }
+    let scan = c.fsck_scan(false).expect("scan");
+    let rep = c.fsck_repair(&scan, &common::APPLY_NOW).expect("repair");
+    assert_eq!(rep.failed.len(), 1, "{rep:?}");
+    assert_eq!(rep.failed[0].0, lost.ino);
+    assert!(rep.failed[0].1.contains("beyond repair"), "{rep:?}");
+    assert_eq!(rep.files_repaired, 1, "the empty file: {rep:?}");
+    assert!(read(&c, &root, "/d/empty").is_empty());
+    let after = c.fsck_scan(true).expect("scan");
+    assert_eq!(
+        after.issues.len(),
+        1,
+        "only the lost file: {:?}",
+        after.issues
+    );
+}
+
+/// What an interrupted repair left (a temporary stripe under the name an
+/// earlier release used for every attempt) does not block the next one,
+/// and fsck removes it once past the grace period.
+#[tokio::test]
+async fn a_leftover_of_a_crashed_repair_blocks_nothing() {
+    let (_dir, c, root) = env(7).await;
+    let d = data(50_000, 6);
+    let f = put(&c, &root, "/d/f", &d);
+    let id = fsids(&f)[2];
+    let good = stripe_path(&c, id, f.ino, 2);
+    let name = StripeName::new(f.ino, 2);
+    for write_id in [(1u64 << 63) | f.ino, (1u64 << 63) | 12345] {
+        let tmp = good.with_file_name(name.temp_file(write_id));
+        std::fs::copy(&good, &tmp).expect("leftover");
+    }
+    std::fs::remove_file(&good).expect("rm");
+    for round in 0..2 {
+        let scan = c.fsck_scan(false).expect("scan");
+        let rep = c.fsck_repair(&scan, &RepairPlan::apply()).expect("repair");
+        assert!(rep.failed.is_empty(), "round {round}: {rep:?}");
+        assert_eq!(read(&c, &root, "/d/f"), d);
+        let back = stripe_path(
+            &c,
+            fsids(&c.stat(&root, p("/d/f")).await.expect("stat"))[2],
+            f.ino,
+            2,
+        );
+        std::fs::remove_file(back).expect("break it again");
+    }
+    let scan = c.fsck_scan(false).expect("scan");
+    let temps: Vec<_> = scan
+        .orphans
+        .iter()
+        .filter(|o| o.temp_of_write.is_some())
+        .collect();
+    assert_eq!(temps.len(), 2, "{:?}", scan.orphans);
+    let rep = c.fsck_repair(&scan, &common::APPLY_NOW).expect("repair");
+    assert_eq!(rep.orphans_removed, 2, "{rep:?}");
+    assert!(c.fsck_scan(true).expect("scan").orphans.is_empty());
+    assert_eq!(read(&c, &root, "/d/f"), d);
 }

@@ -15,17 +15,51 @@ pub enum FsckCmd {
         #[arg(short = 'a')]
         all: bool,
     },
-    /// Scan, rebuild broken stripes and remove orphans.
+    /// Scan, then say what repair would do: rebuild broken stripes, remove
+    /// orphans older than the grace period. Changes nothing without --apply.
     Repair {
         #[arg(long)]
         deep: bool,
+        /// Rebuild and remove for real.
+        #[arg(long)]
+        apply: bool,
+        /// Keep orphans last written less than this long ago (seconds, or
+        /// with s, m, h or d); default 1h.
+        #[arg(long, value_parser = parse_age)]
+        grace: Option<u64>,
     },
+}
+
+/// `90`, `90s`, `15m`, `1h`, `2d` as seconds.
+fn parse_age(s: &str) -> Result<u64, String> {
+    let (n, unit) = match s.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&s[..i], c),
+        _ => (s, 's'),
+    };
+    let mult = match unit {
+        's' => 1,
+        'm' => 60,
+        'h' => 3600,
+        'd' => 86400,
+        _ => return Err(format!("{s:?}: a number of seconds, or with s, m, h or d")),
+    };
+    n.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| format!("{s:?}: a number of seconds, or with s, m, h or d"))
 }
 
 pub async fn fsck(c: &mut Clients, fmt: Format, cmd: FsckCmd) -> Result<(), Failure> {
     match cmd {
         FsckCmd::Report { deep, all } => {
-            let r = c.fsck.report(pb::FsckRequest { deep }).await?.into_inner();
+            let r = c
+                .fsck
+                .report(pb::FsckRequest {
+                    deep,
+                    ..Default::default()
+                })
+                .await?
+                .into_inner();
             let mut recs: Vec<Rec> = r
                 .tags
                 .iter()
@@ -59,7 +93,8 @@ pub async fn fsck(c: &mut Clients, fmt: Format, cmd: FsckCmd) -> Result<(), Fail
                             .n("fid", o.fid)
                             .n("stripe", o.index)
                             .o("tempofwrite", o.temp_of_write)
-                            .n("bytes", o.bytes),
+                            .n("bytes", o.bytes)
+                            .o("age", o.age_s),
                     );
                 }
                 for d in &r.read_errors {
@@ -91,8 +126,12 @@ pub async fn fsck(c: &mut Clients, fmt: Format, cmd: FsckCmd) -> Result<(), Fail
                     }
                     for o in &r.orphans {
                         s.push_str(&format!(
-                            "  orphan: fs {} fid {} stripe {} ({} bytes)\n",
-                            o.fsid, o.fid, o.index, o.bytes
+                            "  orphan: fs {} fid {} stripe {} ({} bytes{})\n",
+                            o.fsid,
+                            o.fid,
+                            o.index,
+                            o.bytes,
+                            o.age_s.map(|a| format!(", {a} s old")).unwrap_or_default()
                         ));
                     }
                     for d in &r.read_errors {
@@ -105,18 +144,35 @@ pub async fn fsck(c: &mut Clients, fmt: Format, cmd: FsckCmd) -> Result<(), Fail
                 s
             });
         }
-        FsckCmd::Repair { deep } => {
-            let r = c.fsck.repair(pb::FsckRequest { deep }).await?.into_inner();
+        FsckCmd::Repair { deep, apply, grace } => {
+            let q = pb::FsckRequest {
+                deep,
+                apply,
+                orphan_grace_s: grace,
+            };
+            let r = c.fsck.repair(q).await?.into_inner();
             let rec = Rec::new()
+                .b("applied", r.applied)
                 .n("stripesrebuilt", r.stripes_rebuilt)
                 .n("filesrepaired", r.files_repaired)
                 .n("orphansremoved", r.orphans_removed)
+                .n("orphanskept", r.orphans_kept)
                 .n("failed", r.failed.len() as u64);
             let failed = r.failed.clone();
             emit(fmt, std::slice::from_ref(&rec), || {
+                let (would, note) = if r.applied {
+                    ("", "")
+                } else {
+                    (
+                        " (would be)",
+                        "dry run: nothing was changed; repeat with --apply to repair\n",
+                    )
+                };
                 let mut s = format!(
-                    "stripes rebuilt := {}\nfiles repaired := {}\norphans removed := {}\n",
-                    r.stripes_rebuilt, r.files_repaired, r.orphans_removed
+                    "{note}stripes rebuilt{would} := {}\nfiles repaired{would} := {}\n\
+                     orphans removed{would} := {}\norphans kept (younger than the grace \
+                     period) := {}\n",
+                    r.stripes_rebuilt, r.files_repaired, r.orphans_removed, r.orphans_kept
                 );
                 for f in &failed {
                     s.push_str(&format!("  failed: {f}\n"));
@@ -124,7 +180,10 @@ pub async fn fsck(c: &mut Clients, fmt: Format, cmd: FsckCmd) -> Result<(), Fail
                 s
             });
             if !failed.is_empty() {
-                return Err(Failure::new(5, format!("{} repairs failed", failed.len())));
+                return Err(Failure::new(
+                    5,
+                    format!("{} files or stripes cannot be repaired", failed.len()),
+                ));
             }
         }
     }

@@ -91,7 +91,7 @@ pub fn run(fmt: Format, cmd: TokenCmd) -> Result<(), Failure> {
             let t = key
                 .issue_in_groups(&info, &sub, &scope, &groups, lifetime)
                 .map_err(|e| Failure::new(5, e.to_string()))?;
-            println!("{t}");
+            crate::output::line(t);
             Ok(())
         }
     }

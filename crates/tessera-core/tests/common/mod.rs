@@ -6,6 +6,12 @@ use tessera_core::*;
 use tessera_obs::{AccessLog, Metrics};
 use tessera_types::{Identity, NsPath};
 
+/// Repair for real, orphans of any age (tests make theirs just now).
+pub const APPLY_NOW: RepairPlan = RepairPlan {
+    apply: true,
+    orphan_grace: std::time::Duration::ZERO,
+};
+
 pub fn p(s: &str) -> NsPath {
     NsPath::parse(s).expect("path")
 }
