@@ -39,6 +39,19 @@ fn view_pb(v: &FsView) -> pb::Filesystem {
     }
     f.error = v.error.clone().unwrap_or_default();
     f.cluster = v.cluster.clone().unwrap_or_default();
+    f.health = v.health.state.as_str().to_string();
+    if let Some((since, why)) = &v.health.reason {
+        f.health_reason = why.clone();
+        f.health_since = since
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
+    }
+    f.probe_seconds = v
+        .health
+        .probe_latency
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
     f
 }
 

@@ -311,8 +311,9 @@ fn filesystem_and_space_commands() {
     domains.dedup();
     assert_eq!(domains.len(), 6);
     assert!(
-        fs.iter()
-            .all(|f| f["configstatus"] == "rw" && f["stat.error"].is_empty()),
+        fs.iter().all(|f| f["configstatus"] == "rw"
+            && f["stat.error"].is_empty()
+            && f["stat.health"] == "ok"),
         "{fs:?}"
     );
     assert!(fs

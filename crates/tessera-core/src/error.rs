@@ -27,7 +27,40 @@ pub enum CoreError {
     Remote { kind: ErrorKind, msg: String },
 }
 
+/// A backend error as a client may see it: what failed, not where (no
+/// mount points or stripe file names).
+fn backend_public(e: &BackendError) -> String {
+    match e {
+        BackendError::NotFound(_) => "stripe not found".into(),
+        BackendError::Exists(_) => "stripe already exists".into(),
+        BackendError::Unavailable(_) => "storage unavailable".into(),
+        BackendError::BadLocator(_) => "storage misconfigured".into(),
+        BackendError::Io { source, .. } => format!("storage I/O error: {source}"),
+    }
+}
+
 impl CoreError {
+    /// The message for a client: the server's own paths (stripe files,
+    /// mount points) stay in its logs. Everything else as `Display`.
+    pub fn client_message(&self) -> String {
+        match self {
+            CoreError::Data(DataError::Backend { index, source }) => {
+                format!("stripe {index}: {}", backend_public(source))
+            }
+            CoreError::Backend(b) => backend_public(b),
+            other => other.to_string(),
+        }
+    }
+
+    /// Whether `client_message` leaves something out that the server's
+    /// log should keep.
+    pub fn has_internal_detail(&self) -> bool {
+        matches!(
+            self,
+            CoreError::Data(DataError::Backend { .. }) | CoreError::Backend(_)
+        )
+    }
+
     pub fn kind(&self) -> ErrorKind {
         match self {
             CoreError::Meta(e) => e.kind(),

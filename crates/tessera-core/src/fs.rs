@@ -1,6 +1,7 @@
 //! The filesystems Tessera writes stripes to: the registry (kept in the
 //! namespace store) and the opened backends.
 
+use crate::health::{Health, HealthCell};
 use crate::{Core, CoreError};
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -14,6 +15,7 @@ struct Opened {
     /// Last capacity reading for placement (statfs on a CephFS mount is a
     /// round trip to the cluster: not once per file written).
     capacity: std::sync::Mutex<Option<(std::time::Instant, Option<Capacity>)>>,
+    health: Arc<HealthCell>,
 }
 
 impl Opened {
@@ -22,6 +24,7 @@ impl Opened {
             rec,
             backend,
             capacity: std::sync::Mutex::new(None),
+            health: Arc::default(),
         }
     }
 
@@ -87,6 +90,8 @@ pub struct FsView {
     pub error: Option<String>,
     /// The Ceph cluster's health for a `cephfs:` filesystem.
     pub cluster: Option<String>,
+    /// What this process's I/O and probes found.
+    pub health: Health,
 }
 
 /// A placement pool, summed over its filesystems.
@@ -239,11 +244,61 @@ impl Filesystems {
         }
     }
 
+    pub(crate) fn health_of(&self, id: u32) -> Option<Arc<HealthCell>> {
+        self.read().get(&id).map(|o| Arc::clone(&o.health))
+    }
+
+    /// The filesystems a health probe writes to: not off, opened.
+    pub(crate) fn probe_targets(&self) -> Vec<(u32, Arc<dyn Backend>, Arc<HealthCell>)> {
+        self.read()
+            .values()
+            .filter(|o| o.rec.status != FsConfigStatus::Off)
+            .filter_map(|o| {
+                let b = o.backend.as_ref().ok()?;
+                Some((o.rec.id, Arc::clone(b), Arc::clone(&o.health)))
+            })
+            .collect()
+    }
+
+    /// Another filesystem for stripe `index` of `p`: writable and healthy,
+    /// in the space of the one it had, in a failure domain none of the
+    /// other stripes uses.
+    pub(crate) fn replacement(
+        &self,
+        p: &tessera_data::Placement,
+        index: usize,
+        seed: u64,
+    ) -> Option<u32> {
+        let cur = p.fsids[index];
+        let others: std::collections::HashSet<String> = p
+            .fsids
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != index)
+            .filter_map(|(_, id)| self.record(*id).map(|r| r.domain))
+            .collect();
+        let space = self
+            .record(cur)
+            .map(|r| r.space)
+            .unwrap_or_else(|| crate::DEFAULT_SPACE.into());
+        let cands: Vec<tessera_data::Candidate> = self
+            .candidates(&space)
+            .into_iter()
+            .filter(|c| c.fsid != cur && !others.contains(&c.domain))
+            .collect();
+        let one = tessera_data::Layout::plain();
+        tessera_data::place(&one, &cands, seed)
+            .ok()?
+            .first()
+            .copied()
+    }
+
     /// Writable filesystems of a space, with their free space.
     pub fn candidates(&self, space: &str) -> Vec<tessera_data::Candidate> {
         self.read()
             .values()
             .filter(|o| o.rec.space == space && o.rec.status == FsConfigStatus::Rw)
+            .filter(|o| o.health.usable())
             // Ask the cluster first: a file system without an active MDS
             // would hang the capacity call.
             .filter(|o| self.cluster_verdict(&o.rec).is_none_or(|(ok, _)| ok))
@@ -270,6 +325,7 @@ impl Filesystems {
                     capacity,
                     error,
                     cluster: cluster.clone(),
+                    health: o.health.get(),
                 };
                 match (&o.backend, verdict) {
                     (Err(e), _) => view(None, Some(e.clone())),
@@ -384,7 +440,8 @@ impl Core {
                 )
             });
             s.filesystems += 1;
-            if f.rec.status == FsConfigStatus::Rw && f.error.is_none() {
+            let healthy = f.health.state == crate::HealthState::Ok;
+            if f.rec.status == FsConfigStatus::Rw && f.error.is_none() && healthy {
                 s.writable += 1;
                 domains.insert(f.rec.domain.clone());
             }

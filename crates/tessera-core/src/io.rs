@@ -3,11 +3,11 @@
 //! (disk and CephFS I/O); async front-ends call them from `spawn_blocking`.
 
 use crate::fs::Filesystems;
-use crate::{Core, CoreError, SessionLog};
-use std::sync::atomic::{AtomicU64, Ordering};
+use crate::{Core, CoreError, ReadSession, SessionLog};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use tessera_backend::{Backend, StripeName};
-use tessera_data::{FileReader, FileWriter, Layout, Placement, ReadData, ReadEvent};
+use tessera_data::{FileReader, FileWriter, Layout, Placement};
 use tessera_meta::{Checksum, CommitWrite, Inode, MetaStore};
 use tessera_obs::{AccessLog, Metrics};
 use tessera_types::{Identity, NsPath};
@@ -196,8 +196,20 @@ impl WriteSession {
             };
             self.reserved += more;
         }
-        w.write(data)?;
+        if let Err(e) = w.write(data) {
+            return Err(self.noted(e));
+        }
         Ok(())
+    }
+
+    /// A failed stripe write marks its filesystem degraded.
+    fn noted(&self, e: tessera_data::DataError) -> CoreError {
+        if let tessera_data::DataError::Backend { index, source } = &e {
+            if let Some(id) = self.plan.placement.fsids.get(*index) {
+                self.fs.note_failure(*id, source);
+            }
+        }
+        e.into()
     }
 
     /// Seal every stripe, then make the file visible in one namespace step.
@@ -227,7 +239,7 @@ impl WriteSession {
             Ok(d) => d,
             Err(e) => {
                 self.ledger.abort(self.plan.resv_id);
-                return Err(e.into());
+                return Err(self.noted(e));
             }
         };
         let wrong = [
@@ -287,112 +299,6 @@ impl Drop for WriteSession {
     }
 }
 
-/// A file open for reading.
-pub struct ReadSession {
-    inode: Inode,
-    reader: Option<FileReader>,
-    /// Where damaged stripes are reported (fsck's `read_errors_n`).
-    damage: Option<Arc<dyn Ledger>>,
-    fsids: Vec<u32>,
-    /// Where the close is logged (`close_read`), with the bytes read.
-    log: Option<SessionLog>,
-    read_bytes: AtomicU64,
-    /// Reads served by `read_cached` (for the metrics).
-    reads_in_line: AtomicU64,
-}
-
-impl Drop for ReadSession {
-    /// Report the stripes reads found damaged, one entry per stripe (the
-    /// first thing that went wrong with it).
-    fn drop(&mut self) {
-        if let Some(l) = self.log.take() {
-            l.read_closed(*self.read_bytes.get_mut(), *self.reads_in_line.get_mut());
-        }
-        let Some(r) = &self.reader else { return };
-        let mut per: Vec<(u8, u32, String)> = Vec::new();
-        for e in r.events() {
-            if e.what.starts_with(tessera_data::SKIPPED_PREFIX)
-                || per.iter().any(|(s, _, _)| *s as usize == e.stripe)
-            {
-                continue;
-            }
-            let fsid = self.fsids.get(e.stripe).copied().unwrap_or(0);
-            per.push((e.stripe as u8, fsid, e.what));
-        }
-        if per.is_empty() {
-            return;
-        }
-        match &self.damage {
-            Some(l) => l.damaged(self.inode.ino, per),
-            None => {
-                for (stripe, fsid, what) in per {
-                    tracing::warn!(fid = self.inode.ino, stripe, fsid, "degraded read: {what}");
-                }
-            }
-        }
-    }
-}
-
-impl ReadSession {
-    pub fn inode(&self) -> &Inode {
-        &self.inode
-    }
-
-    pub fn size(&self) -> u64 {
-        self.inode.size
-    }
-
-    /// Log this session's close there (with the bytes it read).
-    pub fn set_log(&mut self, log: SessionLog) {
-        self.log = Some(log);
-    }
-
-    fn count(&self, n: usize) {
-        self.read_bytes.fetch_add(n as u64, Ordering::Relaxed);
-    }
-
-    /// Read up to `buf.len()` bytes at `offset`; short only at end of file.
-    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, CoreError> {
-        match &self.reader {
-            Some(r) => {
-                let n = r.read_at(offset, buf)?;
-                self.count(n);
-                Ok(n)
-            }
-            None => Ok(0),
-        }
-    }
-
-    /// Read up to `len` bytes at `offset` without copying them out of the
-    /// stripe buffers (hand `slices()` to a vectored write).
-    pub fn read(&self, offset: u64, len: usize) -> Result<Option<ReadData>, CoreError> {
-        match &self.reader {
-            Some(r) => {
-                let d = r.read(offset, len)?;
-                self.count(d.len());
-                Ok(Some(d))
-            }
-            None => Ok(None),
-        }
-    }
-
-    /// A short read (under 512 KiB) from memory only, so that an async
-    /// caller can do it without leaving its thread: `None` when it would
-    /// wait for storage (or needs a degraded read, or the file has no
-    /// stripes): then [`ReadSession::read`].
-    pub fn read_cached(&self, offset: u64, len: usize) -> Option<ReadData> {
-        let d = self.reader.as_ref()?.read_cached(offset, len)?;
-        self.count(d.len());
-        self.reads_in_line.fetch_add(1, Ordering::Relaxed);
-        Some(d)
-    }
-
-    /// Stripes that failed during this session (degraded reads).
-    pub fn events(&self) -> Vec<ReadEvent> {
-        self.reader.as_ref().map(|r| r.events()).unwrap_or_default()
-    }
-}
-
 /// The data path without the namespace: opened filesystems and read
 /// buffers. A data gateway has one built from the metadata service's
 /// filesystem list; the core hands out one over its own.
@@ -400,13 +306,13 @@ impl ReadSession {
 pub struct DataPath {
     /// Stripes sealed with fsync (false with `buffered` durability).
     durable: bool,
-    fs: Arc<Filesystems>,
+    pub(crate) fs: Arc<Filesystems>,
     read_pool: Arc<tessera_data::BufPool>,
     /// Where reads report damaged stripes (`None`: only logged).
     damage: Option<Arc<dyn Ledger>>,
     /// The metrics and access log that sessions opened here are logged to
     /// (the core's, or a gateway's own).
-    obs: Option<(Arc<Metrics>, Arc<AccessLog>)>,
+    pub(crate) obs: Option<(Arc<Metrics>, Arc<AccessLog>)>,
 }
 
 impl DataPath {
@@ -479,21 +385,15 @@ impl DataPath {
         path: NsPath,
         size_hint: u64,
     ) -> Result<WriteSession, CoreError> {
-        let targets: Vec<(u32, Arc<dyn Backend>)> = plan
-            .placement
-            .fsids
-            .iter()
-            .filter_map(|id| self.fs.backend(*id).map(|b| (*id, b)))
-            .collect();
-        let writer =
-            match FileWriter::create(plan.placement.layout, plan.fid, plan.resv_id, &targets) {
-                Ok(w) if self.durable => w,
-                Ok(w) => w.buffered(),
-                Err(e) => {
-                    ledger.abort(plan.resv_id);
-                    return Err(e.into());
-                }
-            };
+        let mut plan = plan;
+        let writer = match self.create_stripes(&mut plan) {
+            Ok(w) if self.durable => w,
+            Ok(w) => w.buffered(),
+            Err(e) => {
+                ledger.abort(plan.resv_id);
+                return Err(e);
+            }
+        };
         Ok(WriteSession {
             ledger,
             fs: Arc::clone(&self.fs),
@@ -504,6 +404,47 @@ impl DataPath {
             log: None,
             memory: crate::Lease::default(),
         })
+    }
+
+    /// Create the stripes of `plan`. A filesystem that fails with an I/O
+    /// error (read-only, full, broken) is marked degraded and its stripe
+    /// placed on another one where the layout still fits (`plan` then
+    /// says where).
+    fn create_stripes(&self, plan: &mut WritePlan) -> Result<FileWriter, CoreError> {
+        let mut tries = plan.placement.fsids.len();
+        loop {
+            let targets: Vec<(u32, Arc<dyn Backend>)> = plan
+                .placement
+                .fsids
+                .iter()
+                .filter_map(|id| self.fs.backend(*id).map(|b| (*id, b)))
+                .collect();
+            let err =
+                match FileWriter::create(plan.placement.layout, plan.fid, plan.resv_id, &targets) {
+                    Ok(w) => return Ok(w),
+                    Err(e) => e,
+                };
+            let tessera_data::DataError::Backend { index, source } = &err else {
+                return Err(err.into());
+            };
+            let failed = plan.placement.fsids[*index];
+            self.fs.note_failure(failed, source);
+            if !crate::health::is_storage_failure(source) || tries == 0 {
+                return Err(err.into());
+            }
+            tries -= 1;
+            let Some(other) = self.fs.replacement(&plan.placement, *index, plan.fid) else {
+                return Err(err.into());
+            };
+            tracing::info!(
+                fid = plan.fid,
+                stripe = index,
+                from = failed,
+                to = other,
+                "stripe placed again: {source}"
+            );
+            plan.placement.fsids[*index] = other;
+        }
     }
 
     /// Open a file whose inode the caller has (and has checked access to).

@@ -14,7 +14,9 @@ mod error;
 mod fs;
 mod fsck;
 mod fsident;
+mod health;
 mod io;
+mod readsession;
 mod remote;
 mod repair;
 mod scopes;
@@ -27,9 +29,9 @@ pub use conns::{default_limits, ConnGuard, ConnLimits, Refused};
 pub use error::CoreError;
 pub use fs::{FsChange, FsView, SpaceView};
 pub use fsck::{DrainReport, FileIssue, FsckReport, Orphan};
-pub use io::{
-    DataPath, Expect, Ledger, ReadSession, WritePlan, WriteSession, DEFAULT_SPACE, FIRST_LEASE,
-};
+pub use health::{Health, HealthState, PROBE_DEADLINE};
+pub use io::{DataPath, Expect, Ledger, WritePlan, WriteSession, DEFAULT_SPACE, FIRST_LEASE};
+pub use readsession::ReadSession;
 pub use remote::RemotePolicy;
 pub use repair::{RepairPlan, RepairReport, ORPHAN_GRACE};
 pub use service::{Core, RemoveReport, Unlogged};

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 use tessera_backend::{Backend, StripeName};
-use tessera_data::{place, Candidate, Placement, StripeState};
+use tessera_data::{Placement, StripeState};
 use tessera_meta::{FsConfigStatus, Inode};
 
 /// Orphans younger than this are kept by default: a write or a repair
@@ -143,33 +143,15 @@ impl Core {
         let cur = p.fsids[index];
         if allow_same {
             if let Some(rec) = self.fs.record(cur) {
-                if rec.status == FsConfigStatus::Rw {
+                let healthy = self.fs.health_of(cur).is_some_and(|h| h.usable());
+                if rec.status == FsConfigStatus::Rw && healthy {
                     if let Some(b) = self.fs.backend(cur) {
                         return Some((cur, b));
                     }
                 }
             }
         }
-        let others: HashSet<String> = p
-            .fsids
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != index)
-            .filter_map(|(_, id)| self.fs.record(*id).map(|r| r.domain))
-            .collect();
-        let space = self
-            .fs
-            .record(cur)
-            .map(|r| r.space)
-            .unwrap_or_else(|| crate::DEFAULT_SPACE.into());
-        let cands: Vec<Candidate> = self
-            .fs
-            .candidates(&space)
-            .into_iter()
-            .filter(|c| c.fsid != cur && !others.contains(&c.domain))
-            .collect();
-        let one = tessera_data::Layout::plain();
-        let id = *place(&one, &cands, fid ^ index as u64).ok()?.first()?;
+        let id = self.fs.replacement(p, index, fid ^ index as u64)?;
         self.fs.backend(id).map(|b| (id, b))
     }
 

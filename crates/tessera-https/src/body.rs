@@ -10,6 +10,9 @@ pub enum Body {
     Empty,
     Full(Option<Bytes>),
     Stream(mpsc::Receiver<Result<Bytes, std::io::Error>>),
+    /// A stream whose first piece was taken already (to see that the file
+    /// reads before the status line goes out).
+    Primed(Option<Bytes>, mpsc::Receiver<Result<Bytes, std::io::Error>>),
 }
 
 impl Body {
@@ -34,6 +37,10 @@ impl hyper::body::Body for Body {
             Body::Empty => Poll::Ready(None),
             Body::Full(b) => Poll::Ready(b.take().map(|b| Ok(Frame::data(b)))),
             Body::Stream(rx) => rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data))),
+            Body::Primed(first, rx) => match first.take() {
+                Some(b) => Poll::Ready(Some(Ok(Frame::data(b)))),
+                None => rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data))),
+            },
         }
     }
 

@@ -42,6 +42,12 @@ pub fn status_of(kind: ErrorKind) -> u16 {
 impl From<CoreError> for HttpError {
     fn from(e: CoreError) -> HttpError {
         let kind = e.kind();
-        HttpError::new(status_of(kind), format!("{e} (errno {})", kind.errno()))
+        if e.has_internal_detail() {
+            tracing::warn!("request failed: {e}");
+        }
+        HttpError::new(
+            status_of(kind),
+            format!("{} (errno {})", e.client_message(), kind.errno()),
+        )
     }
 }

@@ -204,7 +204,9 @@ async fn gateway_data(
                 None => blocking(move || get::with_small_body(rs)).await?,
             };
             match get::Leases::first_part(&cfg.buffers, &rs, &whole, head).await {
-                Ok(leases) => get::respond(rs, whole, req.headers(), head, leases),
+                Ok(leases) => {
+                    get::prime(get::respond(rs, whole, req.headers(), head, leases)).await
+                }
                 Err(busy) => busy,
             }
         }

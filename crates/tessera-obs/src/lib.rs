@@ -6,4 +6,4 @@ mod access;
 mod metrics;
 
 pub use access::{AccessLog, AccessRecord};
-pub use metrics::{Metrics, OpLabels, ProtocolLabels, QuotaLabels, ResultLabels};
+pub use metrics::{FsLabels, Metrics, OpLabels, ProtocolLabels, QuotaLabels, ResultLabels};

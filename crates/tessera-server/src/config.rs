@@ -43,6 +43,8 @@ pub enum DurabilityCfg {
     Buffered,
 }
 
+pub use crate::config_data::{Data, Fsck};
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
@@ -59,6 +61,7 @@ pub struct Config {
     pub buffers: Buffers,
     pub cluster: Cluster,
     pub fsck: Fsck,
+    pub data: Data,
     pub auth: Auth,
     pub limits: crate::limits::Limits,
     /// Register `<data_dir>/fs/fs1..6` as filesystems (dev mode).
@@ -246,23 +249,6 @@ fn nobody_name() -> String {
 }
 fn yes() -> bool {
     true
-}
-
-/// Background repair of what reads found damaged (degraded reads).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Fsck {
-    /// How often damaged files are checked and rebuilt; 0 turns the
-    /// background repair off (`tessera fsck repair` still does it).
-    pub repair_interval_secs: u64,
-}
-
-impl Default for Fsck {
-    fn default() -> Self {
-        Fsck {
-            repair_interval_secs: 60,
-        }
-    }
 }
 
 impl Default for Cluster {
@@ -461,6 +447,7 @@ impl Default for Config {
             buffers: Buffers::default(),
             cluster: Cluster::default(),
             fsck: Fsck::default(),
+            data: Data::default(),
             auth: Auth::default(),
             limits: Default::default(),
             dev_filesystems: false,

@@ -80,6 +80,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
         None => None,
     };
     let data_for_health = data.clone();
+    let data_for_probes = data.clone();
     let loops = tessera_cluster::start_gateway_loops(
         client.clone(),
         data.clone(),
@@ -139,6 +140,15 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
             l,
             None,
             hcfg,
+            stop_rx.clone(),
+        )));
+    }
+    if cfg.data.probe_interval_s > 0 {
+        let d = data_for_probes;
+        tasks.push(tokio::spawn(crate::repair::probes(
+            move |t| d.probe_filesystems(t),
+            std::time::Duration::from_secs(cfg.data.probe_interval_s),
+            std::time::Duration::from_secs(cfg.data.io_timeout_s.max(1)),
             stop_rx.clone(),
         )));
     }

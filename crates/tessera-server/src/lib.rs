@@ -4,6 +4,7 @@
 
 mod auth;
 pub mod config;
+mod config_data;
 pub mod dev;
 mod gateway;
 mod http;
@@ -308,6 +309,15 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         tasks.push(tokio::spawn(repair::run(
             core.clone(),
             std::time::Duration::from_secs(cfg.fsck.repair_interval_secs),
+            stop_rx.clone(),
+        )));
+    }
+    if cfg.data.probe_interval_s > 0 {
+        let c = core.clone();
+        tasks.push(tokio::spawn(repair::probes(
+            move |d| c.probe_filesystems(d),
+            std::time::Duration::from_secs(cfg.data.probe_interval_s),
+            std::time::Duration::from_secs(cfg.data.io_timeout_s.max(1)),
             stop_rx.clone(),
         )));
     }

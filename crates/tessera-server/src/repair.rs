@@ -1,6 +1,7 @@
-//! The background repair: every interval, the files that reads found
-//! damaged (degraded reads, kept in the namespace store) are checked block
-//! by block and their broken stripes rebuilt (`Core::repair_damaged`).
+//! Background upkeep: the repair (every interval, the files that reads
+//! found damaged, kept in the namespace store, are checked block by block
+//! and their broken stripes rebuilt: `Core::repair_damaged`) and the
+//! filesystems' health probes.
 
 use std::time::Duration;
 use tessera_core::Core;
@@ -29,6 +30,27 @@ pub async fn run(core: Core, every: Duration, mut stop: watch::Receiver<bool>) {
             }
             Ok(Err(e)) => tracing::warn!("background repair: {e}"),
             Err(e) => tracing::warn!("background repair stopped: {e}"),
+        }
+    }
+}
+
+/// Probe the filesystems every `every` (`probe`: the core's or a gateway's
+/// data path), each probe bounded by `deadline`.
+pub async fn probes(
+    probe: impl Fn(Duration) + Clone + Send + Sync + 'static,
+    every: Duration,
+    deadline: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        let p = probe.clone();
+        if let Err(e) = tokio::task::spawn_blocking(move || p(deadline)).await {
+            tracing::warn!("filesystem probes stopped: {e}");
+            return;
+        }
+        tokio::select! {
+            _ = stop.changed() => return,
+            _ = tokio::time::sleep(every) => {}
         }
     }
 }

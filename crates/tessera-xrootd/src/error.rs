@@ -62,7 +62,13 @@ pub fn code_of(kind: ErrorKind) -> i32 {
 impl From<CoreError> for XrdError {
     fn from(e: CoreError) -> XrdError {
         let kind = e.kind();
-        XrdError::new(code_of(kind), format!("{e} (errno {})", kind.errno()))
+        if e.has_internal_detail() {
+            tracing::warn!("request failed: {e}");
+        }
+        XrdError::new(
+            code_of(kind),
+            format!("{} (errno {})", e.client_message(), kind.errno()),
+        )
     }
 }
 

@@ -71,6 +71,9 @@ fn fs_rec(f: &pb::Filesystem) -> Rec {
         )
         .s("stat.error", f.error.clone())
         .s("stat.cluster", f.cluster.clone())
+        .s("stat.health", f.health.clone())
+        .s("stat.health.reason", f.health_reason.clone())
+        .n("stat.health.since", f.health_since)
 }
 
 fn fs_table(list: &[pb::Filesystem]) -> String {
@@ -90,10 +93,10 @@ fn fs_table(list: &[pb::Filesystem]) -> String {
             f.label.clone(),
             f.domain.clone(),
             f.space.clone(),
-            if f.error.is_empty() {
-                f.status.clone()
-            } else {
-                format!("{} (error)", f.status)
+            match (f.error.is_empty(), f.health.as_str()) {
+                (false, _) => format!("{} (error)", f.status),
+                (true, "ok" | "") => f.status.clone(),
+                (true, h) => format!("{} ({h})", f.status),
             },
             format_size(f.capacity_bytes),
             format_size(f.free_bytes),

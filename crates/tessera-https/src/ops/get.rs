@@ -54,10 +54,56 @@ pub async fn get(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
     };
     Ok(
         match Leases::first_part(&ctx.cfg.buffers, &rs, &whole, head).await {
-            Ok(leases) => respond(rs, whole, req.headers(), head, leases),
+            Ok(leases) => prime(respond(rs, whole, req.headers(), head, leases)).await,
             Err(busy) => busy,
         },
     )
+}
+
+/// A read that failed while streaming: the status its error maps to.
+#[derive(Debug)]
+struct ReadFailure {
+    status: u16,
+    msg: String,
+}
+
+impl std::fmt::Display for ReadFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.msg)
+    }
+}
+
+impl std::error::Error for ReadFailure {}
+
+fn read_failure(e: tessera_core::CoreError) -> std::io::Error {
+    let h = HttpError::from(e);
+    std::io::Error::other(ReadFailure {
+        status: h.status,
+        msg: h.msg,
+    })
+}
+
+/// Wait for a streamed body's first piece (the first part read, and the
+/// piece's preamble) before the status line goes out: a file that cannot
+/// be read (or reconstructed) gets an error status, not a 200 and a body
+/// that breaks off at its first byte.
+pub async fn prime(mut r: Response<Body>) -> Response<Body> {
+    let Body::Stream(rx) = std::mem::replace(r.body_mut(), Body::Empty) else {
+        return r;
+    };
+    let mut rx = rx;
+    match rx.recv().await {
+        Some(Ok(b)) => *r.body_mut() = Body::Primed(Some(b), rx),
+        None => *r.body_mut() = Body::Primed(None, rx),
+        Some(Err(e)) => {
+            let h = match e.get_ref().and_then(|i| i.downcast_ref::<ReadFailure>()) {
+                Some(f) => HttpError::new(f.status, f.msg.clone()),
+                None => HttpError::new(500, e.to_string()),
+            };
+            return crate::error_response(&h);
+        }
+    }
+    r
 }
 
 /// Where a streamed body takes each part's bytes of the memory budget:
@@ -268,10 +314,14 @@ pub fn stream_file(
 ) -> Body {
     let (tx, rx) = mpsc::channel(2);
     tokio::spawn(async move {
-        for (pre, mut pos, end) in pieces {
-            if let Some(b) = pre {
-                if tx.send(Ok(b)).await.is_err() {
-                    return;
+        for (mut pre, mut pos, end) in pieces {
+            // A piece's preamble goes out with its first part (the first
+            // thing sent is then known to have read).
+            if pos >= end {
+                if let Some(b) = pre.take() {
+                    if tx.send(Ok(b)).await.is_err() {
+                        return;
+                    }
                 }
             }
             while pos < end {
@@ -293,13 +343,18 @@ pub fn stream_file(
                 let chunks = match got {
                     Ok(Ok(Some(d))) if d.len() == n => Ok(frames(d, lease)),
                     Ok(Ok(_)) => Err(std::io::Error::other("file shorter than its size")),
-                    Ok(Err(e)) => Err(std::io::Error::other(e.to_string())),
+                    Ok(Err(e)) => Err(read_failure(e)),
                     Err(e) => Err(std::io::Error::other(e.to_string())),
                 };
                 // An error ends the body early: the client sees a short
                 // read, never wrong bytes.
                 match chunks {
                     Ok(frames) => {
+                        if let Some(b) = pre.take() {
+                            if tx.send(Ok(b)).await.is_err() {
+                                return;
+                            }
+                        }
                         for f in frames {
                             if tx.send(Ok(f)).await.is_err() {
                                 return;

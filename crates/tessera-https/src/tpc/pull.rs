@@ -208,7 +208,7 @@ async fn transfer(
             Some(s) => s
                 .close_expecting(want)
                 .map(|_| ())
-                .map_err(|e| e.to_string()),
+                .map_err(|e| crate::HttpError::from(e).msg),
             None => Err("closed twice".into()),
         }
     })

@@ -274,3 +274,105 @@ fn a_put_without_memory_is_told_to_come_back() {
     }
     assert_eq!(buffers.in_use(), 0);
 }
+
+/// A file that cannot be read (three stripes of a RAIN 4+2 file gone):
+/// HTTPS answers an error status before the first byte, not a 200 that
+/// breaks off; neither HTTPS nor XRootD tells the client where the server
+/// keeps its stripes.
+#[test]
+fn an_unreadable_file_is_an_error_status_without_server_paths() {
+    let e = Env::start();
+    let core = e.core();
+    e.rt.block_on(async {
+        core.mkdir(&Env::root(), Env::path("/r"), 0o755, false)
+            .await
+            .expect("mkdir");
+        core.xattr_set(
+            &Env::root(),
+            Env::path("/r"),
+            b"sys.forced.layout".to_vec(),
+            b"raiddp".to_vec(),
+        )
+        .await
+        .expect("layout");
+    });
+    let f = e.local("big");
+    std::fs::write(&f, data(6 << 20, 9)).unwrap();
+    let url = format!("{}/r/big", e.url);
+    assert_eq!(e.curl(&["-T", f.to_str().unwrap(), &url]).0, 201);
+    let fs_root = e.dir.path().join("data").join("fs");
+    let mut gone = 0;
+    for fs in std::fs::read_dir(&fs_root).unwrap().flatten() {
+        for d in std::fs::read_dir(fs.path()).unwrap().flatten() {
+            if !d.path().is_dir() {
+                continue;
+            }
+            for s in std::fs::read_dir(d.path()).unwrap().flatten() {
+                let name = s.file_name().to_string_lossy().into_owned();
+                if [".0", ".1", ".2"].iter().any(|x| name.ends_with(x)) {
+                    std::fs::remove_file(s.path()).unwrap();
+                    gone += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(gone, 3, "stripes 0-2 of the one file");
+    let secret = e.dir.path().to_string_lossy().into_owned();
+    let (code, body) = e.curl(&[&url]);
+    let body = String::from_utf8_lossy(&body);
+    assert_eq!(code, 500, "an error status, not a 200 cut short: {body}");
+    assert!(body.contains("cannot read"), "{body}");
+    assert!(!body.contains(&secret), "no server paths: {body}");
+    // A range past the first part too.
+    let (code, _) = e.curl(&["-r", "5000000-5000100", &url]);
+    assert_eq!(code, 500);
+    // XRootD: the error names no stripe file either.
+    let x = e.server.as_ref().unwrap().xrootd_addr.expect("xrootd");
+    let out = std::process::Command::new("xrdcp")
+        .args(["-f", "--nopbar"])
+        .arg(format!("root://127.0.0.1:{}//r/big", x.port()))
+        .arg(e.local("big.back"))
+        .output()
+        .expect("xrdcp");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}");
+    assert!(!text.contains(&secret), "no server paths: {text}");
+    assert!(!text.contains("/fs/fs"), "no server paths: {text}");
+    // A write that cannot be placed once a folder is read-only (4+2 needs
+    // all six): the error says what, not where.
+    let fs3 = fs_root.join("fs3");
+    let d3 = fs3.to_str().unwrap();
+    let mount = |a: &[&str]| {
+        let ok = std::process::Command::new("mount")
+            .args(a)
+            .status()
+            .unwrap();
+        assert!(ok.success(), "mount {a:?} (tests run as root)");
+    };
+    mount(&["--bind", d3, d3]);
+    struct Umount<'a>(&'a str);
+    impl Drop for Umount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _guard = Umount(d3);
+    mount(&["-o", "remount,bind,ro", d3]);
+    let (code, body) = e.curl(&["-T", f.to_str().unwrap(), &format!("{}/r/new", e.url)]);
+    let body = String::from_utf8_lossy(&body);
+    assert!(code >= 500, "{code}: {body}");
+    assert!(!body.contains(&secret), "no server paths: {body}");
+    let out = std::process::Command::new("xrdcp")
+        .args(["-f", "--nopbar"])
+        .arg(&f)
+        .arg(format!("root://127.0.0.1:{}//r/new2", x.port()))
+        .output()
+        .expect("xrdcp");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}");
+    assert!(!text.contains(&secret), "no server paths: {text}");
+    assert!(
+        text.contains("Read-only") || text.contains("failure domains"),
+        "{text}"
+    );
+}

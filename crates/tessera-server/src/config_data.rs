@@ -1,0 +1,44 @@
+//! The `[fsck]` and `[data]` sections: background repair, and how the
+//! filesystems' health is watched.
+
+use serde::{Deserialize, Serialize};
+
+/// Background repair of what reads found damaged (degraded reads).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Fsck {
+    /// How often damaged files are checked and rebuilt; 0 turns the
+    /// background repair off (`tessera fsck repair` still does it).
+    pub repair_interval_secs: u64,
+}
+
+impl Default for Fsck {
+    fn default() -> Self {
+        Fsck {
+            repair_interval_secs: 60,
+        }
+    }
+}
+
+/// The filesystems' health: every `probe_interval_s` each one is probed (a
+/// small stripe written and removed on a thread of its own); a probe that
+/// takes longer than `io_timeout_s` makes its filesystem `unresponsive`,
+/// one that fails `degraded`; either way new stripes avoid it until a
+/// probe succeeds again. An I/O error on a write degrades at once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Data {
+    /// 0 turns the probes off: then a degraded filesystem stays so until
+    /// the server restarts.
+    pub probe_interval_s: u64,
+    pub io_timeout_s: u64,
+}
+
+impl Default for Data {
+    fn default() -> Self {
+        Data {
+            probe_interval_s: 5,
+            io_timeout_s: 10,
+        }
+    }
+}
