@@ -239,7 +239,9 @@ impl Core {
             return None;
         }
         // An empty file has nothing to lose: its stripes are only headers.
-        let recoverable = bad.len() <= p.layout.m as usize || f.size == 0;
+        // Group by group: a corrupt block rules out only its own group.
+        let states: Vec<&StripeState> = bad.iter().map(|(_, _, s)| s).collect();
+        let recoverable = tessera_data::recoverable(&states, p.layout.m as usize) || f.size == 0;
         Some(FileIssue {
             fid: f.ino,
             path: self.path_or_fid(f.ino),

@@ -45,6 +45,26 @@ pub fn expected_stripe_len(geo: &Geometry) -> u64 {
 
 /// Check stripe `index` of file `fid`: present, header, length, and with
 /// `deep` every block's CRC.
+/// Whether a file whose stripes are in the states `bad` (the others are
+/// whole) can be read and rebuilt: every group has at most `m` bad blocks,
+/// a stripe that is missing, unreadable or of the wrong size counting in
+/// every group, one with corrupt blocks only in the groups named.
+pub fn recoverable(bad: &[&StripeState], m: usize) -> bool {
+    let whole = bad
+        .iter()
+        .filter(|s| !matches!(s, StripeState::CorruptBlocks(_) | StripeState::Ok))
+        .count();
+    let mut per_group: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    for s in bad {
+        if let StripeState::CorruptBlocks(groups) = s {
+            for g in groups {
+                *per_group.entry(*g).or_default() += 1;
+            }
+        }
+    }
+    whole + per_group.values().copied().max().unwrap_or(0) <= m
+}
+
 pub fn check_stripe(
     backend: Option<&Arc<dyn Backend>>,
     placement: &Placement,

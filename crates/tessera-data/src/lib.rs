@@ -20,7 +20,7 @@ mod recent;
 mod writer;
 
 pub use ahead::{AheadStats, FileReader, READ_AHEAD_MIN};
-pub use check::{check_stripe, expected_stripe_len, rebuild, StripeState};
+pub use check::{check_stripe, expected_stripe_len, rebuild, recoverable, StripeState};
 pub use error::DataError;
 pub use format::{StripeHeader, HEADER_LEN};
 pub use layout::{Geometry, Layout, LayoutKind, Placement};

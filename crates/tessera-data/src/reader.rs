@@ -70,12 +70,12 @@ impl Stripes {
             .read_at(self.geo.block_offset(g), &mut buf)
             .map_err(|e| e.to_string())?;
         if n != len + 4 {
-            return Err(format!("short block: {n} of {} bytes", len + 4));
+            return Err(format!("{BAD_BLOCK} short: {n} of {} bytes", len + 4));
         }
         let crc = u32::from_le_bytes(buf[len..].try_into().expect("4 bytes"));
         buf.truncate(len);
         if tessera_ec::crc32c(&buf) != crc {
-            return Err("block checksum mismatch".into());
+            return Err(format!("{BAD_BLOCK} checksum mismatch"));
         }
         Ok(buf)
     }
@@ -89,6 +89,11 @@ pub const DEFAULT_SLOW: Duration = Duration::from_secs(2);
 pub const DEFAULT_POOL_BYTES: usize = 32 << 20;
 
 const SLOW_PREFIX: &str = "no answer within";
+
+/// How the error of one bad block begins (a checksum mismatch, a short
+/// block): it rules out that block only, not the rest of its stripe (each
+/// group is rebuilt from whatever good blocks it has).
+const BAD_BLOCK: &str = "bad block:";
 
 /// How a [`ReadEvent`] begins when a stripe was not asked again because
 /// it already failed earlier in the same read.
@@ -272,6 +277,9 @@ impl Striped {
             let mut slow = self.slowset.lock().unwrap_or_else(|p| p.into_inner());
             for (i, r) in &out {
                 if let Err(e) = r {
+                    if e.starts_with(BAD_BLOCK) {
+                        continue;
+                    }
                     a[*i] = true;
                     if e.starts_with(SLOW_PREFIX) {
                         slow[*i] = true;
@@ -561,7 +569,11 @@ impl Striped {
             if cached {
                 return Ok(None);
             }
-            pos = self.read_group(g0, pos, end, &mut out)?;
+            // Group by group to the end of this batch: a span that failed
+            // (a bad block in it) is not read whole again for each group.
+            while pos < end && pos / gb <= g1 {
+                pos = self.read_group(pos / gb, pos, end, &mut out)?;
+            }
         }
         Ok(Some(out))
     }
