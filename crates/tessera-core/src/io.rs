@@ -469,6 +469,7 @@ impl DataPath {
             log: None,
             read_bytes: AtomicU64::new(0),
             reads_in_line: AtomicU64::new(0),
+            failed: std::sync::OnceLock::new(),
         })
     }
 }

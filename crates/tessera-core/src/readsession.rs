@@ -20,6 +20,8 @@ pub struct ReadSession {
     pub(crate) read_bytes: AtomicU64,
     /// Reads served by `read_cached` (for the metrics).
     pub(crate) reads_in_line: AtomicU64,
+    /// The first error a read met (the session's logged outcome).
+    pub(crate) failed: std::sync::OnceLock<tessera_types::ErrorKind>,
 }
 
 impl Drop for ReadSession {
@@ -27,7 +29,11 @@ impl Drop for ReadSession {
     /// first thing that went wrong with it).
     fn drop(&mut self) {
         if let Some(l) = self.log.take() {
-            l.read_closed(*self.read_bytes.get_mut(), *self.reads_in_line.get_mut());
+            l.read_closed(
+                *self.read_bytes.get_mut(),
+                *self.reads_in_line.get_mut(),
+                self.failed.get().copied(),
+            );
         }
         let Some(r) = &self.reader else { return };
         let mut per: Vec<(u8, u32, String)> = Vec::new();
@@ -68,6 +74,13 @@ impl ReadSession {
         self.log = Some(log);
     }
 
+    /// Note the session's first failure; the error, for the caller.
+    fn failure(&self, e: tessera_data::DataError) -> CoreError {
+        let e = CoreError::from(e);
+        let _ = self.failed.set(e.kind());
+        e
+    }
+
     fn count(&self, n: usize) {
         self.read_bytes.fetch_add(n as u64, Ordering::Relaxed);
     }
@@ -76,7 +89,7 @@ impl ReadSession {
     pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize, CoreError> {
         match &self.reader {
             Some(r) => {
-                let n = r.read_at(offset, buf)?;
+                let n = r.read_at(offset, buf).map_err(|e| self.failure(e))?;
                 self.count(n);
                 Ok(n)
             }
@@ -89,7 +102,7 @@ impl ReadSession {
     pub fn read(&self, offset: u64, len: usize) -> Result<Option<ReadData>, CoreError> {
         match &self.reader {
             Some(r) => {
-                let d = r.read(offset, len)?;
+                let d = r.read(offset, len).map_err(|e| self.failure(e))?;
                 self.count(d.len());
                 Ok(Some(d))
             }

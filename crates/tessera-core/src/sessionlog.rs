@@ -58,10 +58,19 @@ impl SessionLog {
     }
 
     /// A read session closed after reading `bytes`, `in_line` of its
-    /// reads served from memory on the request's own thread.
-    pub(crate) fn read_closed(&self, bytes: u64, in_line: u64) {
+    /// reads served from memory on the request's own thread; `failed`: the
+    /// first error a read of it met (the session's outcome).
+    pub(crate) fn read_closed(
+        &self,
+        bytes: u64,
+        in_line: u64,
+        failed: Option<tessera_types::ErrorKind>,
+    ) {
         self.metrics.read_in_line(self.protocol, in_line);
-        self.record(false, bytes, "ok", 0);
+        match failed {
+            None => self.record(false, bytes, "ok", 0),
+            Some(k) => self.record(false, bytes, k.as_str(), k.errno()),
+        }
     }
 
     fn record(&self, write: bool, bytes: u64, status: &'static str, errno: i32) {

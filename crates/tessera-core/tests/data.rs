@@ -348,6 +348,20 @@ async fn closes_are_logged_with_their_bytes() {
     let mut buf = vec![0u8; 1000];
     assert_eq!(r.read_at(0, &mut buf).expect("read"), 1000);
     assert_eq!(r.read_at(299_500, &mut buf).expect("read"), 500);
+    let fid = r.inode().ino;
+    drop(r);
+    // Its stripe gone, a read fails: the close says so.
+    let stripe = tessera_backend::StripeName::new(fid, 0);
+    for i in 1..=6 {
+        let f = dir
+            .path()
+            .join(format!("fs{i}"))
+            .join(stripe.dir())
+            .join(stripe.file());
+        let _ = std::fs::remove_file(f);
+    }
+    let r = c.open_read(&root, &p("/logged")).expect("open");
+    r.read_at(0, &mut buf).expect_err("stripe gone");
     drop(r);
     access.flush();
     let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log_path)
@@ -373,8 +387,14 @@ async fn closes_are_logged_with_their_bytes() {
             ("close_write", "/logged", "ok", 300_000),
             ("close_write", "/abandoned", "aborted", 1234),
             ("close_read", "/logged", "ok", 1500),
+            ("close_read", "/logged", "corrupt", 0),
         ]
     );
+    let failed = lines
+        .iter()
+        .rfind(|v| v["op"] == "close_read")
+        .expect("line");
+    assert_eq!(failed["errno"], 5, "EIO: {failed}");
     let m = c.metrics().encode();
     assert!(
         m.contains("tessera_written_bytes_total{protocol=\"test\"} 301234"),
@@ -382,6 +402,12 @@ async fn closes_are_logged_with_their_bytes() {
     );
     assert!(
         m.contains("tessera_read_bytes_total{protocol=\"test\"} 1500"),
+        "{m}"
+    );
+    assert!(
+        m.contains(
+            "tessera_requests_total{protocol=\"test\",op=\"close_read\",code=\"corrupt\"} 1"
+        ),
         "{m}"
     );
 }
