@@ -1,30 +1,54 @@
+use std::sync::Arc;
 use tessera_proto::ROLE_KEY;
 use tessera_types::Identity;
 use tonic::{Request, Status};
 
 /// The admin credential: a bearer secret every call must present as
-/// `authorization: Bearer <secret>`.
+/// `authorization: Bearer <secret>`; the few calls a user may make about
+/// themselves (`quota ls`, `quota show`) take a WLCG bearer token instead.
 pub struct AdminAuth {
     secret: Vec<u8>,
+    tokens: Option<Arc<tessera_auth::Validator>>,
 }
 
 impl AdminAuth {
     pub fn new(secret: impl Into<Vec<u8>>) -> AdminAuth {
         AdminAuth {
             secret: secret.into(),
+            tokens: None,
+        }
+    }
+
+    /// Accept bearer tokens of these issuers on the user calls.
+    pub fn with_tokens(mut self, tokens: Option<Arc<tessera_auth::Validator>>) -> AdminAuth {
+        self.tokens = tokens;
+        self
+    }
+
+    /// For a call a user may make about themselves: the admin credential
+    /// (as [`AdminAuth::identity`]) or a valid bearer token, whose identity
+    /// (uid, groups) the call runs as.
+    pub async fn user_identity<T>(&self, req: &Request<T>) -> Result<Identity, Status> {
+        let given = bearer(req)?;
+        if constant_time_eq(given.as_bytes(), &self.secret) {
+            return self.identity(req);
+        }
+        let Some(v) = &self.tokens else {
+            return Err(Status::unauthenticated("invalid admin credential"));
+        };
+        match v.validate(given).await {
+            Ok(t) => Ok(t.identity("grpc")),
+            Err(e) => Err(Status::unauthenticated(format!(
+                "neither the admin credential nor a valid token: {e}"
+            ))),
         }
     }
 
     /// Authenticate a call and return the identity it runs as: root, or
     /// the `uid:gid` named in the `tessera-role` metadata (like `eos -r`).
     pub fn identity<T>(&self, req: &Request<T>) -> Result<Identity, Status> {
-        let given = req
-            .metadata()
-            .get("authorization")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .ok_or_else(|| Status::unauthenticated("admin credential required"))?;
-        if !constant_time_eq(given.trim().as_bytes(), &self.secret) {
+        let given = bearer(req)?;
+        if !constant_time_eq(given.as_bytes(), &self.secret) {
             return Err(Status::unauthenticated("invalid admin credential"));
         }
         let Some(role) = req.metadata().get(ROLE_KEY) else {
@@ -49,6 +73,16 @@ impl AdminAuth {
             "grpc",
         ))
     }
+}
+
+/// The `authorization: Bearer …` value of a call.
+fn bearer<T>(req: &Request<T>) -> Result<&str, Status> {
+    req.metadata()
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .ok_or_else(|| Status::unauthenticated("admin credential required"))
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {

@@ -78,7 +78,7 @@ impl Quota for QuotaSvc {
         &self,
         req: Request<pb::PathRequest>,
     ) -> Result<Response<pb::QuotaListResponse>, Status> {
-        let who = self.auth.identity(&req)?;
+        let who = self.auth.user_identity(&req).await?;
         let nodes = self
             .core
             .quota_ls(&who, path(&req.get_ref().path)?)
@@ -94,7 +94,7 @@ impl Quota for QuotaSvc {
         &self,
         req: Request<pb::QuotaShowRequest>,
     ) -> Result<Response<pb::QuotaNode>, Status> {
-        let who = self.auth.identity(&req)?;
+        let who = self.auth.user_identity(&req).await?;
         let r = req.into_inner();
         let n = self
             .core

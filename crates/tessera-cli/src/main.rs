@@ -129,20 +129,50 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// The credential a call presents: the admin credential (`--token-file`,
+/// `TESSERA_TOKEN_FILE`), else the user's own bearer token found as WLCG
+/// bearer token discovery says (`BEARER_TOKEN`, `BEARER_TOKEN_FILE`,
+/// `$XDG_RUNTIME_DIR/bt_u<uid>`, `/tmp/bt_u<uid>`): enough for the calls
+/// about oneself (`quota ls`, `quota show`).
 fn read_token(path: Option<&PathBuf>) -> Result<String, Failure> {
-    let path = path.ok_or_else(|| {
-        Failure::new(
+    let read = |path: &std::path::Path| {
+        std::fs::read_to_string(path)
+            .map(|s| s.trim().to_string())
+            .map_err(|e| {
+                Failure::new(
+                    e.raw_os_error().unwrap_or(5),
+                    format!("{}: {e}", path.display()),
+                )
+            })
+    };
+    if let Some(p) = path {
+        return read(p);
+    }
+    if let Ok(t) = std::env::var("BEARER_TOKEN") {
+        if !t.trim().is_empty() {
+            return Ok(t.trim().to_string());
+        }
+    }
+    if let Ok(f) = std::env::var("BEARER_TOKEN_FILE") {
+        return read(std::path::Path::new(&f));
+    }
+    let uid = std::fs::metadata("/proc/self")
+        .map(|m| std::os::unix::fs::MetadataExt::uid(&m))
+        .unwrap_or(u32::MAX);
+    let mut places = Vec::new();
+    if let Ok(d) = std::env::var("XDG_RUNTIME_DIR") {
+        places.push(PathBuf::from(d).join(format!("bt_u{uid}")));
+    }
+    places.push(PathBuf::from(format!("/tmp/bt_u{uid}")));
+    match places.iter().find(|p| p.is_file()) {
+        Some(p) => read(p),
+        None => Err(Failure::new(
             22,
-            "no admin credential: give --token-file FILE or set TESSERA_TOKEN_FILE",
-        )
-    })?;
-    let s = std::fs::read_to_string(path).map_err(|e| {
-        Failure::new(
-            e.raw_os_error().unwrap_or(5),
-            format!("{}: {e}", path.display()),
-        )
-    })?;
-    Ok(s.trim().to_string())
+            "no credential: give --token-file FILE (the admin credential) or set \
+             TESSERA_TOKEN_FILE; a user's bearer token is found in BEARER_TOKEN, \
+             BEARER_TOKEN_FILE or bt_u<uid> (WLCG token discovery)",
+        )),
+    }
 }
 
 async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {

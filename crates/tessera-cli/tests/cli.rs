@@ -573,3 +573,91 @@ fn a_closed_pipe_ends_the_output_quietly() {
     assert_eq!(out.status.code(), Some(141), "{err}");
     assert!(err.is_empty(), "quiet: {err}");
 }
+
+/// A user runs `tessera quota ls` with their own bearer token (WLCG token
+/// discovery, no admin credential) and sees their own records and the
+/// projects', not other users', as `eos quota ls` does.
+#[test]
+fn a_user_sees_their_own_quota_with_their_token() {
+    let e = Env::start();
+    e.ok(&["mkdir", "-p", "/a"]);
+    for (who, id) in [("--uid", "1000"), ("--uid", "1001"), ("--gid", "4242")] {
+        e.ok(&["quota", "set", "--path", "/a", who, id, "--max-bytes", "1G"]);
+    }
+    e.ok(&[
+        "quota",
+        "set",
+        "--path",
+        "/a",
+        "--project",
+        "--max-inodes",
+        "9",
+    ]);
+    let token = e
+        .ok(&[
+            "token",
+            "issue",
+            "--data-dir",
+            e._dir.path().to_str().unwrap(),
+            "--sub",
+            "alice",
+            "--scope",
+            "storage.read:/",
+        ])
+        .trim()
+        .to_string();
+    let user = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["--admin", &e.admin])
+            .args(args)
+            .env_remove("TESSERA_TOKEN_FILE")
+            .env("BEARER_TOKEN", &token)
+            .output()
+            .expect("run")
+    };
+    let o = user(&["quota", "ls", "-m", "/a"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let recs: Vec<_> = String::from_utf8(o.stdout)
+        .unwrap()
+        .lines()
+        .map(kv)
+        .collect();
+    let mut seen: Vec<String> = recs
+        .iter()
+        .map(|r| match r["type"].as_str() {
+            "project" => "project".to_string(),
+            t => format!("{t}:{}", r.get("uid").or(r.get("gid")).unwrap()),
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec!["project".to_string(), "user:1000".into()],
+        "{recs:?}"
+    );
+    // Another user's record is not theirs to see; admin calls stay closed.
+    let o = user(&[
+        "quota", "show", "--path", "/a", "--uid", "1001", "--gid", "1001",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(13),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = user(&[
+        "quota",
+        "set",
+        "--path",
+        "/a",
+        "--uid",
+        "1000",
+        "--max-bytes",
+        "9G",
+    ]);
+    assert!(!o.status.success());
+    let o = user(&["ls", "/"]);
+    assert!(!o.status.success(), "only the user calls take a token");
+    // The admin still sees every record.
+    assert_eq!(e.ok(&["quota", "ls", "-m", "/a"]).lines().count(), 4);
+}

@@ -429,8 +429,22 @@ impl Core {
         who: &Identity,
         path: NsPath,
     ) -> Result<Vec<QuotaNodeReport>, CoreError> {
-        self.run("quota_ls", who, path.display(), move |m| m.quota_ls(&path))
-            .await
+        let mut nodes = self
+            .run("quota_ls", who, path.display(), move |m| m.quota_ls(&path))
+            .await?;
+        // As `eos quota ls`: a user sees their own record, their groups'
+        // and the projects', not other users'.
+        if !who.is_root() {
+            for n in &mut nodes {
+                n.entries.retain(|e| match e.target.kind {
+                    QuotaKind::User => e.target.id == who.uid,
+                    QuotaKind::Group => e.target.id == who.gid || who.groups.contains(&e.target.id),
+                    QuotaKind::Project => true,
+                });
+            }
+            nodes.retain(|n| !n.entries.is_empty());
+        }
+        Ok(nodes)
     }
 
     pub async fn quota_show(
@@ -440,6 +454,12 @@ impl Core {
         uid: u32,
         gid: u32,
     ) -> Result<QuotaNodeReport, CoreError> {
+        let own_group = gid == who.gid || who.groups.contains(&gid);
+        if !who.is_root() && (uid != who.uid || !own_group) {
+            return Err(CoreError::Denied(
+                "a user sees only their own quota (and their groups')".into(),
+            ));
+        }
         self.run("quota_show", who, path.display(), move |m| {
             m.quota_show(&path, uid, gid)
         })

@@ -231,7 +231,25 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         .with_context(|| format!("binding metrics listener {}", cfg.listen.metrics))?;
     let metrics_addr = metrics_l.local_addr()?;
 
-    let auth = Arc::new(tessera_admin::AdminAuth::new(admin_secret));
+    let mut https_stats = None;
+    let https_l = match cfg.listen.https {
+        Some(a) => Some(
+            TcpListener::bind(a)
+                .await
+                .with_context(|| format!("binding HTTPS listener {a}"))?,
+        ),
+        None => None,
+    };
+    let https_addr = match &https_l {
+        Some(l) => Some(l.local_addr()?),
+        None => None,
+    };
+    // Bearer tokens (the dev issuer's URL names the HTTPS port).
+    let tokens = auth::setup(cfg, https_addr)?;
+    let validator = tokens.as_ref().map(|t| Arc::clone(&t.validator));
+    // The admin API takes users' bearer tokens for the calls about
+    // themselves (quota ls/show).
+    let auth = Arc::new(tessera_admin::AdminAuth::new(admin_secret).with_tokens(validator.clone()));
     let svc = tessera_admin::services(core.clone(), auth);
     let mut sweeper = None;
     // With a cluster secret this server is a metadata service: gateways
@@ -324,22 +342,6 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     if let Some(s) = sweeper {
         tasks.push(abort_on_stop(s, stop_rx.clone()));
     }
-    let mut https_stats = None;
-    let https_l = match cfg.listen.https {
-        Some(a) => Some(
-            TcpListener::bind(a)
-                .await
-                .with_context(|| format!("binding HTTPS listener {a}"))?,
-        ),
-        None => None,
-    };
-    let https_addr = match &https_l {
-        Some(l) => Some(l.local_addr()?),
-        None => None,
-    };
-    // Bearer tokens (the dev issuer's URL names the HTTPS port).
-    let tokens = auth::setup(cfg, https_addr)?;
-    let validator = tokens.as_ref().map(|t| Arc::clone(&t.validator));
     tasks.push(tokio::spawn(http::serve(
         metrics_l,
         http::Source::Core(core.clone()),
