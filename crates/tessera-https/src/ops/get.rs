@@ -88,10 +88,12 @@ fn read_failure(e: tessera_core::CoreError) -> std::io::Error {
 /// be read (or reconstructed) gets an error status, not a 200 and a body
 /// that breaks off at its first byte.
 pub async fn prime(mut r: Response<Body>) -> Response<Body> {
-    let Body::Stream(rx) = std::mem::replace(r.body_mut(), Body::Empty) else {
+    if !matches!(r.body(), Body::Stream(_)) {
+        return r;
+    }
+    let Body::Stream(mut rx) = std::mem::replace(r.body_mut(), Body::Empty) else {
         return r;
     };
-    let mut rx = rx;
     match rx.recv().await {
         Some(Ok(b)) => *r.body_mut() = Body::Primed(Some(b), rx),
         None => *r.body_mut() = Body::Primed(None, rx),
