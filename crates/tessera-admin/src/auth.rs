@@ -9,6 +9,7 @@ use tonic::{Request, Status};
 pub struct AdminAuth {
     secret: Vec<u8>,
     tokens: Option<Arc<tessera_auth::Validator>>,
+    audit: Arc<tessera_obs::AuditLog>,
 }
 
 impl AdminAuth {
@@ -16,7 +17,40 @@ impl AdminAuth {
         AdminAuth {
             secret: secret.into(),
             tokens: None,
+            audit: Arc::new(tessera_obs::AuditLog::disabled()),
         }
+    }
+
+    /// Record every administrative action there.
+    pub fn with_audit(mut self, audit: Arc<tessera_obs::AuditLog>) -> AdminAuth {
+        self.audit = audit;
+        self
+    }
+
+    /// Record action `action` of `who` on `target` (`args`: the request)
+    /// and how it ended; `res` is handed back.
+    pub fn audited<T>(
+        &self,
+        who: &Identity,
+        action: &str,
+        target: &str,
+        args: &str,
+        res: Result<T, Status>,
+    ) -> Result<T, Status> {
+        self.audit.record(&tessera_obs::AuditRecord {
+            who: &who.name,
+            uid: who.uid,
+            gid: who.gid,
+            protocol: who.protocol,
+            action,
+            target,
+            args,
+            result: res
+                .as_ref()
+                .map(|_| ())
+                .map_err(|s| format!("{:?}: {}", s.code(), s.message())),
+        });
+        res
     }
 
     /// Accept bearer tokens of these issuers on the user calls.

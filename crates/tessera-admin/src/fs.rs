@@ -63,25 +63,9 @@ impl Fs for FsSvc {
     ) -> Result<Response<pb::Filesystem>, Status> {
         let who = self.auth.identity(&req)?;
         let r = req.into_inner();
-        let rec = FsRecord {
-            id: r.id,
-            label: r.label,
-            locator: r.locator,
-            domain: r.domain,
-            space: if r.space.is_empty() {
-                DEFAULT_SPACE.to_string()
-            } else {
-                r.space
-            },
-            status: if r.status.is_empty() {
-                FsConfigStatus::Rw
-            } else {
-                status_of(&r.status)?
-            },
-            uuid: String::new(),
-        };
-        let rec = self.core.fs_add(&who, rec, r.create).await.map_err(err)?;
-        Ok(Response::new(rec_pb(&rec)))
+        let (target, args) = (r.locator.clone(), format!("{r:?}"));
+        let res = self.add_one(&who, r).await;
+        self.auth.audited(&who, "fs add", &target, &args, res)
     }
 
     async fn list(&self, req: Request<pb::Empty>) -> Result<Response<pb::FsListResponse>, Status> {
@@ -96,19 +80,9 @@ impl Fs for FsSvc {
     ) -> Result<Response<pb::Filesystem>, Status> {
         let who = self.auth.identity(&req)?;
         let r = req.into_inner();
-        let change = FsChange {
-            label: r.label,
-            domain: r.domain,
-            space: r.space,
-            status: r.status.as_deref().map(status_of).transpose()?,
-        };
-        let rec = self.core.fs_set(&who, r.id, change).await.map_err(err)?;
-        // Answered as `fs ls` shows it (capacity, error, cluster), not just
-        // the record that was changed.
-        let shown = self.core.fs_list().into_iter().find(|v| v.rec.id == rec.id);
-        Ok(Response::new(
-            shown.as_ref().map_or_else(|| rec_pb(&rec), view_pb),
-        ))
+        let (target, args) = (r.id.to_string(), format!("{r:?}"));
+        let res = self.set_one(&who, r).await;
+        self.auth.audited(&who, "fs set", &target, &args, res)
     }
 
     async fn remove(
@@ -116,8 +90,10 @@ impl Fs for FsSvc {
         req: Request<pb::FsRemoveRequest>,
     ) -> Result<Response<pb::Filesystem>, Status> {
         let who = self.auth.identity(&req)?;
-        let rec = self.core.fs_rm(&who, req.get_ref().id).await.map_err(err)?;
-        Ok(Response::new(rec_pb(&rec)))
+        let id = req.get_ref().id;
+        let res = self.core.fs_rm(&who, id).await.map_err(err);
+        let res = res.map(|rec| Response::new(rec_pb(&rec)));
+        self.auth.audited(&who, "fs rm", &id.to_string(), "", res)
     }
 
     async fn spaces(
@@ -139,5 +115,53 @@ impl Fs for FsSvc {
             })
             .collect();
         Ok(Response::new(pb::SpaceListResponse { spaces }))
+    }
+}
+
+impl FsSvc {
+    async fn add_one(
+        &self,
+        who: &tessera_types::Identity,
+        r: pb::FsAddRequest,
+    ) -> Result<Response<pb::Filesystem>, Status> {
+        let rec = FsRecord {
+            id: r.id,
+            label: r.label,
+            locator: r.locator,
+            domain: r.domain,
+            space: if r.space.is_empty() {
+                DEFAULT_SPACE.to_string()
+            } else {
+                r.space
+            },
+            status: if r.status.is_empty() {
+                FsConfigStatus::Rw
+            } else {
+                status_of(&r.status)?
+            },
+            uuid: String::new(),
+        };
+        let rec = self.core.fs_add(who, rec, r.create).await.map_err(err)?;
+        Ok(Response::new(rec_pb(&rec)))
+    }
+
+    async fn set_one(
+        &self,
+        who: &tessera_types::Identity,
+        r: pb::FsSetRequest,
+    ) -> Result<Response<pb::Filesystem>, Status> {
+        let change = FsChange {
+            label: r.label,
+            domain: r.domain,
+            space: r.space,
+            status: r.status.as_deref().map(status_of).transpose()?,
+        };
+        let rec = self.core.fs_set(who, r.id, change).await.map_err(err)?;
+        // Answered as `fs ls` shows it (capacity, error, cluster), not just
+        // the record that was changed.
+        let shown = self.core.fs_list().into_iter().find(|v| v.rec.id == rec.id);
+        Ok(Response::new(
+            shown.as_ref().map_or_else(|| rec_pb(&rec), view_pb),
+        ))
     }
 }

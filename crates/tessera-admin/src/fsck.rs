@@ -119,8 +119,31 @@ impl Fsck for FsckSvc {
         &self,
         req: Request<pb::FsckRequest>,
     ) -> Result<Response<pb::RepairResponse>, Status> {
-        admin(&self.auth.identity(&req)?)?;
-        let q = req.get_ref();
+        let who = self.auth.identity(&req)?;
+        let args = format!("{:?}", req.get_ref());
+        let res = self.repair_all(&who, req.into_inner()).await;
+        self.auth.audited(&who, "fsck repair", "/", &args, res)
+    }
+
+    async fn drain(
+        &self,
+        req: Request<pb::DrainRequest>,
+    ) -> Result<Response<pb::DrainResponse>, Status> {
+        let who = self.auth.identity(&req)?;
+        let fsid = req.get_ref().fsid;
+        let res = self.drain_one(&who, fsid).await;
+        self.auth
+            .audited(&who, "fs drain", &fsid.to_string(), "", res)
+    }
+}
+
+impl FsckSvc {
+    async fn repair_all(
+        &self,
+        who: &tessera_types::Identity,
+        q: pb::FsckRequest,
+    ) -> Result<Response<pb::RepairResponse>, Status> {
+        admin(who)?;
         let plan = RepairPlan {
             apply: q.apply,
             orphan_grace: q
@@ -151,12 +174,13 @@ impl Fsck for FsckSvc {
         }))
     }
 
-    async fn drain(
+    async fn drain_one(
         &self,
-        req: Request<pb::DrainRequest>,
+        who: &tessera_types::Identity,
+        fsid: u32,
     ) -> Result<Response<pb::DrainResponse>, Status> {
-        admin(&self.auth.identity(&req)?)?;
-        let (core, fsid) = (self.core.clone(), req.get_ref().fsid);
+        admin(who)?;
+        let core = self.core.clone();
         let r = blocking(move || core.drain(fsid)).await?;
         Ok(Response::new(pb::DrainResponse {
             stripes_moved: r.stripes_moved,

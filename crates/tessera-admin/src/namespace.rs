@@ -61,23 +61,36 @@ impl Namespace for NamespaceSvc {
     async fn mkdir(&self, req: Request<pb::MkdirRequest>) -> Result<Response<pb::Entry>, Status> {
         let who = self.auth.identity(&req)?;
         let r = req.into_inner();
-        let p = path(&r.path)?;
-        let mode = if r.mode == 0 { 0o755 } else { r.mode };
-        let i = self
-            .core
-            .mkdir(&who, p.clone(), mode, r.parents)
-            .await
-            .map_err(err)?;
-        Ok(Response::new(entry(&p, &i)))
+        let (target, args) = (
+            String::from_utf8_lossy(&r.path).into_owned(),
+            format!("mode {:o} parents {}", r.mode, r.parents),
+        );
+        let res = async {
+            let p = path(&r.path)?;
+            let mode = if r.mode == 0 { 0o755 } else { r.mode };
+            let i = self
+                .core
+                .mkdir(&who, p.clone(), mode, r.parents)
+                .await
+                .map_err(err)?;
+            Ok(Response::new(entry(&p, &i)))
+        }
+        .await;
+        self.auth.audited(&who, "mkdir", &target, &args, res)
     }
 
     async fn touch(&self, req: Request<pb::TouchRequest>) -> Result<Response<pb::Entry>, Status> {
         let who = self.auth.identity(&req)?;
         let r = req.into_inner();
-        let p = path(&r.path)?;
-        let mode = if r.mode == 0 { 0o644 } else { r.mode };
-        let i = self.core.touch(&who, p.clone(), mode).await.map_err(err)?;
-        Ok(Response::new(entry(&p, &i)))
+        let (target, args) = (String::from_utf8_lossy(&r.path).into_owned(), String::new());
+        let res = async {
+            let p = path(&r.path)?;
+            let mode = if r.mode == 0 { 0o644 } else { r.mode };
+            let i = self.core.touch(&who, p.clone(), mode).await.map_err(err)?;
+            Ok(Response::new(entry(&p, &i)))
+        }
+        .await;
+        self.auth.audited(&who, "touch", &target, &args, res)
     }
 
     async fn remove(
@@ -86,34 +99,50 @@ impl Namespace for NamespaceSvc {
     ) -> Result<Response<pb::RemoveResponse>, Status> {
         let who = self.auth.identity(&req)?;
         let r = req.into_inner();
-        let rep = self
-            .core
-            .remove(&who, path(&r.path)?, r.recursive)
-            .await
-            .map_err(err)?;
-        Ok(Response::new(pb::RemoveResponse {
-            files: rep.files,
-            directories: rep.dirs,
-        }))
+        let (target, args) = (
+            String::from_utf8_lossy(&r.path).into_owned(),
+            format!("recursive {}", r.recursive),
+        );
+        let res = async {
+            let rep = self
+                .core
+                .remove(&who, path(&r.path)?, r.recursive)
+                .await
+                .map_err(err)?;
+            Ok(Response::new(pb::RemoveResponse {
+                files: rep.files,
+                directories: rep.dirs,
+            }))
+        }
+        .await;
+        self.auth.audited(&who, "rm", &target, &args, res)
     }
 
     async fn rename(&self, req: Request<pb::RenameRequest>) -> Result<Response<pb::Entry>, Status> {
         let who = self.auth.identity(&req)?;
         let r = req.into_inner();
-        let dst = path(&r.destination)?;
-        let i = self
-            .core
-            .rename(
-                &who,
-                path(&r.source)?,
-                dst.clone(),
-                RenameFlags {
-                    no_replace: r.no_replace,
-                },
-            )
-            .await
-            .map_err(err)?;
-        Ok(Response::new(entry(&dst, &i)))
+        let (target, args) = (
+            String::from_utf8_lossy(&r.source).into_owned(),
+            format!("to {}", String::from_utf8_lossy(&r.destination)),
+        );
+        let res = async {
+            let dst = path(&r.destination)?;
+            let i = self
+                .core
+                .rename(
+                    &who,
+                    path(&r.source)?,
+                    dst.clone(),
+                    RenameFlags {
+                        no_replace: r.no_replace,
+                    },
+                )
+                .await
+                .map_err(err)?;
+            Ok(Response::new(entry(&dst, &i)))
+        }
+        .await;
+        self.auth.audited(&who, "mv", &target, &args, res)
     }
 
     async fn set_attr(
@@ -122,15 +151,26 @@ impl Namespace for NamespaceSvc {
     ) -> Result<Response<pb::Entry>, Status> {
         let who = self.auth.identity(&req)?;
         let r = req.into_inner();
-        let p = path(&r.path)?;
-        let a = SetAttr {
-            uid: r.uid,
-            gid: r.gid,
-            mode: r.mode,
-            mtime_ns: r.mtime_ns,
-        };
-        let i = self.core.setattr(&who, p.clone(), a).await.map_err(err)?;
-        Ok(Response::new(entry(&p, &i)))
+        let (target, args) = (
+            String::from_utf8_lossy(&r.path).into_owned(),
+            format!(
+                "uid {:?} gid {:?} mode {:?} mtime_ns {:?}",
+                r.uid, r.gid, r.mode, r.mtime_ns
+            ),
+        );
+        let res = async {
+            let p = path(&r.path)?;
+            let a = SetAttr {
+                uid: r.uid,
+                gid: r.gid,
+                mode: r.mode,
+                mtime_ns: r.mtime_ns,
+            };
+            let i = self.core.setattr(&who, p.clone(), a).await.map_err(err)?;
+            Ok(Response::new(entry(&p, &i)))
+        }
+        .await;
+        self.auth.audited(&who, "setattr", &target, &args, res)
     }
 
     async fn xattr_set(
@@ -139,11 +179,23 @@ impl Namespace for NamespaceSvc {
     ) -> Result<Response<pb::Empty>, Status> {
         let who = self.auth.identity(&req)?;
         let r = req.into_inner();
-        self.core
-            .xattr_set(&who, path(&r.path)?, r.name, r.value)
-            .await
-            .map_err(err)?;
-        Ok(Response::new(pb::Empty {}))
+        let (target, args) = (
+            String::from_utf8_lossy(&r.path).into_owned(),
+            format!(
+                "{}={}",
+                String::from_utf8_lossy(&r.name),
+                String::from_utf8_lossy(&r.value)
+            ),
+        );
+        let res = async {
+            self.core
+                .xattr_set(&who, path(&r.path)?, r.name, r.value)
+                .await
+                .map_err(err)?;
+            Ok(Response::new(pb::Empty {}))
+        }
+        .await;
+        self.auth.audited(&who, "attr set", &target, &args, res)
     }
 
     async fn xattr_get(
@@ -185,11 +237,19 @@ impl Namespace for NamespaceSvc {
     ) -> Result<Response<pb::Empty>, Status> {
         let who = self.auth.identity(&req)?;
         let r = req.into_inner();
-        self.core
-            .xattr_rm(&who, path(&r.path)?, r.name)
-            .await
-            .map_err(err)?;
-        Ok(Response::new(pb::Empty {}))
+        let (target, args) = (
+            String::from_utf8_lossy(&r.path).into_owned(),
+            String::from_utf8_lossy(&r.name).into_owned(),
+        );
+        let res = async {
+            self.core
+                .xattr_rm(&who, path(&r.path)?, r.name)
+                .await
+                .map_err(err)?;
+            Ok(Response::new(pb::Empty {}))
+        }
+        .await;
+        self.auth.audited(&who, "attr rm", &target, &args, res)
     }
 
     async fn check(&self, req: Request<pb::Empty>) -> Result<Response<pb::CheckResponse>, Status> {

@@ -24,22 +24,13 @@ fn admin_only(who: &Identity) -> Result<(), Status> {
 impl Quota for QuotaSvc {
     async fn set(&self, req: Request<pb::QuotaSetRequest>) -> Result<Response<pb::Empty>, Status> {
         let who = self.auth.identity(&req)?;
-        admin_only(&who)?;
         let r = req.into_inner();
-        if r.max_bytes.is_none() && r.max_inodes.is_none() {
-            return Err(Status::invalid_argument("give max_bytes and/or max_inodes"));
-        }
-        self.core
-            .quota_set(
-                &who,
-                path(&r.path)?,
-                target(r.target)?,
-                r.max_bytes,
-                r.max_inodes,
-            )
-            .await
-            .map_err(err)?;
-        Ok(Response::new(pb::Empty {}))
+        let (target, args) = (
+            String::from_utf8_lossy(&r.path).into_owned(),
+            format!("{r:?}"),
+        );
+        let res = self.set_one(&who, r).await;
+        self.auth.audited(&who, "quota set", &target, &args, res)
     }
 
     async fn remove(
@@ -47,18 +38,13 @@ impl Quota for QuotaSvc {
         req: Request<pb::QuotaRemoveRequest>,
     ) -> Result<Response<pb::Empty>, Status> {
         let who = self.auth.identity(&req)?;
-        admin_only(&who)?;
         let r = req.into_inner();
-        let (b, i) = if !r.bytes && !r.inodes {
-            (true, true)
-        } else {
-            (r.bytes, r.inodes)
-        };
-        self.core
-            .quota_rm(&who, path(&r.path)?, target(r.target)?, b, i)
-            .await
-            .map_err(err)?;
-        Ok(Response::new(pb::Empty {}))
+        let (target, args) = (
+            String::from_utf8_lossy(&r.path).into_owned(),
+            format!("{r:?}"),
+        );
+        let res = self.remove_one(&who, r).await;
+        self.auth.audited(&who, "quota rm", &target, &args, res)
     }
 
     async fn remove_node(
@@ -66,14 +52,10 @@ impl Quota for QuotaSvc {
         req: Request<pb::PathRequest>,
     ) -> Result<Response<pb::Empty>, Status> {
         let who = self.auth.identity(&req)?;
-        admin_only(&who)?;
-        self.core
-            .quota_rmnode(&who, path(&req.get_ref().path)?)
-            .await
-            .map_err(err)?;
-        Ok(Response::new(pb::Empty {}))
+        let target = String::from_utf8_lossy(&req.get_ref().path).into_owned();
+        let res = self.remove_node_one(&who, &req.get_ref().path).await;
+        self.auth.audited(&who, "quota rmnode", &target, "", res)
     }
-
     async fn list(
         &self,
         req: Request<pb::PathRequest>,
@@ -102,5 +84,57 @@ impl Quota for QuotaSvc {
             .await
             .map_err(err)?;
         Ok(Response::new(node(n)))
+    }
+}
+
+impl QuotaSvc {
+    async fn set_one(
+        &self,
+        who: &Identity,
+        r: pb::QuotaSetRequest,
+    ) -> Result<Response<pb::Empty>, Status> {
+        admin_only(who)?;
+        if r.max_bytes.is_none() && r.max_inodes.is_none() {
+            return Err(Status::invalid_argument("give max_bytes and/or max_inodes"));
+        }
+        self.core
+            .quota_set(
+                who,
+                path(&r.path)?,
+                target(r.target)?,
+                r.max_bytes,
+                r.max_inodes,
+            )
+            .await
+            .map_err(err)?;
+        Ok(Response::new(pb::Empty {}))
+    }
+
+    async fn remove_one(
+        &self,
+        who: &Identity,
+        r: pb::QuotaRemoveRequest,
+    ) -> Result<Response<pb::Empty>, Status> {
+        admin_only(who)?;
+        let (b, i) = if !r.bytes && !r.inodes {
+            (true, true)
+        } else {
+            (r.bytes, r.inodes)
+        };
+        self.core
+            .quota_rm(who, path(&r.path)?, target(r.target)?, b, i)
+            .await
+            .map_err(err)?;
+        Ok(Response::new(pb::Empty {}))
+    }
+
+    async fn remove_node_one(
+        &self,
+        who: &Identity,
+        p: &[u8],
+    ) -> Result<Response<pb::Empty>, Status> {
+        admin_only(who)?;
+        self.core.quota_rmnode(who, path(p)?).await.map_err(err)?;
+        Ok(Response::new(pb::Empty {}))
     }
 }

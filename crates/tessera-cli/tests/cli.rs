@@ -661,3 +661,79 @@ fn a_user_sees_their_own_quota_with_their_token() {
     // The admin still sees every record.
     assert_eq!(e.ok(&["quota", "ls", "-m", "/a"]).lines().count(), 4);
 }
+
+/// Every admin action leaves one JSON line in the audit log: who, what,
+/// on what, and how it ended (refusals too).
+#[test]
+fn admin_actions_are_audited() {
+    let e = Env::start();
+    e.ok(&["mkdir", "/au"]);
+    e.ok(&[
+        "quota",
+        "set",
+        "--path",
+        "/au",
+        "--uid",
+        "7",
+        "--max-bytes",
+        "1G",
+    ]);
+    e.ok(&["acl", "set", "u:7:rx", "/au"]);
+    e.fails(
+        &[
+            "fs",
+            "add",
+            "--label",
+            "x",
+            "--domain",
+            "dx",
+            "folder:/nonexistent/tessera",
+        ],
+        22,
+    );
+    e.ok(&["fs", "set", "2", "--status", "ro"]);
+    e.fails(&["-r", "1000:1000", "quota", "rmnode", "--path", "/au"], 13);
+    e.ok(&["fsck", "repair"]);
+    let log = e._dir.path().join("logs/audit.log");
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .expect("audit log")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let seen: Vec<(String, String, String)> = lines
+        .iter()
+        .map(|v| {
+            (
+                v["action"].as_str().unwrap().to_string(),
+                v["target"].as_str().unwrap().to_string(),
+                v["result"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want = [
+        ("mkdir", "/au", "ok"),
+        ("quota set", "/au", "ok"),
+        ("attr set", "/au", "ok"),
+        ("fs add", "folder:/nonexistent/tessera", "error"),
+        ("fs set", "2", "ok"),
+        ("quota rmnode", "/au", "error"),
+        ("fsck repair", "/", "ok"),
+    ];
+    let want: Vec<(String, String, String)> = want
+        .iter()
+        .map(|(a, t, r)| (a.to_string(), t.to_string(), r.to_string()))
+        .collect();
+    assert_eq!(seen, want, "{lines:?}");
+    assert!(lines[2]["args"]
+        .as_str()
+        .unwrap()
+        .contains("sys.acl=u:7:rx"));
+    assert_eq!(lines[5]["uid"], 1000, "who asked: {}", lines[5]);
+    assert!(
+        lines[3]["error"].as_str().unwrap().contains("not exist")
+            || lines[3]["error"].as_str().unwrap().contains("No such"),
+        "{}",
+        lines[3]
+    );
+    assert_eq!(lines[0]["who"], "root");
+}

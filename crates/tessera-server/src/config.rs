@@ -428,6 +428,9 @@ pub struct Log {
     /// Access log: a file path, "-" for stdout, or "" for none.
     /// Default `<data_dir>/logs/access.log`.
     pub access: Option<String>,
+    /// Audit log (every admin action, who and how it ended): a file path,
+    /// "-" for stdout, or "" for none. Default `<data_dir>/logs/audit.log`.
+    pub audit: Option<String>,
     /// Diagnostic log filter (RUST_LOG syntax).
     pub level: String,
 }
@@ -480,6 +483,7 @@ impl Default for Log {
     fn default() -> Self {
         Log {
             access: None,
+            audit: None,
             level: "info".into(),
         }
     }

@@ -157,6 +157,20 @@ pub(crate) fn access_log(cfg: &Config) -> anyhow::Result<AccessLog> {
     })
 }
 
+pub(crate) fn audit_log(cfg: &Config) -> anyhow::Result<tessera_obs::AuditLog> {
+    use tessera_obs::AuditLog;
+    Ok(match cfg.log.audit.as_deref() {
+        Some("") => AuditLog::disabled(),
+        Some("-") => AuditLog::to_writer(Box::new(std::io::stdout())),
+        Some(p) => AuditLog::to_file(std::path::Path::new(p))?,
+        None => {
+            let dir = cfg.data_dir.join("logs");
+            std::fs::create_dir_all(&dir)?;
+            AuditLog::to_file(&dir.join("audit.log"))?
+        }
+    })
+}
+
 /// The XRootD endpoint's settings from `[xrootd]`, for `mode`.
 pub(crate) fn xrootd_config(
     cfg: &Config,
@@ -249,7 +263,11 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     let validator = tokens.as_ref().map(|t| Arc::clone(&t.validator));
     // The admin API takes users' bearer tokens for the calls about
     // themselves (quota ls/show).
-    let auth = Arc::new(tessera_admin::AdminAuth::new(admin_secret).with_tokens(validator.clone()));
+    let auth = Arc::new(
+        tessera_admin::AdminAuth::new(admin_secret)
+            .with_tokens(validator.clone())
+            .with_audit(Arc::new(audit_log(cfg)?)),
+    );
     let svc = tessera_admin::services(core.clone(), auth);
     let mut sweeper = None;
     // With a cluster secret this server is a metadata service: gateways

@@ -44,7 +44,12 @@ fn quota_traversal_and_bounds() {
             "Transfer-Encoding: chunked",
             &format!("{}/q/chunked", e.url),
         ]);
-        assert_eq!(code, 507, "round {round}: {}", String::from_utf8_lossy(&body));
+        assert_eq!(
+            code,
+            507,
+            "round {round}: {}",
+            String::from_utf8_lossy(&body)
+        );
         assert!(String::from_utf8_lossy(&body).contains("quota"));
     }
     assert!(
