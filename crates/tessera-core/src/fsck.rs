@@ -207,6 +207,15 @@ impl Core {
                 }
             }
         }
+        let d = &self.metrics.data;
+        d.fsck_orphans.set(rep.orphans.len() as u64);
+        d.fsck_files_with_issues.set(rep.issues.len() as u64);
+        d.fsck_unrecoverable
+            .set(rep.issues.iter().filter(|i| !i.recoverable).count() as u64);
+        d.fsck_last_scan.set(rep.started_ns / 1_000_000_000);
+        let mut damaged: Vec<u64> = rep.read_errors.iter().map(|d| d.fid).collect();
+        damaged.dedup();
+        d.damaged_files.set(damaged.len() as u64);
         Ok(rep)
     }
 
@@ -290,7 +299,15 @@ impl Core {
                 return;
             }
             match self.rebuild_file(f, &p, &moves) {
-                Ok(()) => out.stripes_moved += moves.len() as u64,
+                Ok(()) => {
+                    out.stripes_moved += moves.len() as u64;
+                    let l = tessera_obs::FsLabels {
+                        fs: fsid.to_string(),
+                        label: rec.label.clone(),
+                    };
+                    let n = moves.len() as u64;
+                    self.metrics.data.drain_stripes.get_or_create(&l).inc_by(n);
+                }
                 Err(e) => out.failed.push((f.ino, e.to_string())),
             }
         })?;

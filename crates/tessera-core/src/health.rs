@@ -207,17 +207,23 @@ impl Filesystems {
                 fs: rec.id.to_string(),
                 label: rec.label.clone(),
             };
-            m.fs_state.get_or_create(&l).set(match h.state {
+            m.data.fs_state.get_or_create(&l).set(match h.state {
                 HealthState::Ok => 0,
                 HealthState::Degraded => 1,
                 HealthState::Unresponsive => 2,
             });
             if let Some(t) = h.probe_latency {
-                m.fs_probe_seconds.get_or_create(&l).set(t.as_secs_f64());
+                m.data
+                    .fs_probe_seconds
+                    .get_or_create(&l)
+                    .set(t.as_secs_f64());
             }
             if let Some(c) = h.capacity {
-                m.fs_free_bytes.get_or_create(&l).set(c.free_bytes);
-                m.fs_capacity_bytes.get_or_create(&l).set(c.total_bytes);
+                m.data.fs_free_bytes.get_or_create(&l).set(c.free_bytes);
+                m.data
+                    .fs_capacity_bytes
+                    .get_or_create(&l)
+                    .set(c.total_bytes);
             }
         }
     }

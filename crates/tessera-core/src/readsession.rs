@@ -28,12 +28,27 @@ impl Drop for ReadSession {
     /// Report the stripes reads found damaged, one entry per stripe (the
     /// first thing that went wrong with it).
     fn drop(&mut self) {
+        let events = self.reader.as_ref().map(|r| r.events()).unwrap_or_default();
         if let Some(l) = self.log.take() {
             l.read_closed(
                 *self.read_bytes.get_mut(),
                 *self.reads_in_line.get_mut(),
                 self.failed.get().copied(),
             );
+            // Groups rebuilt (one per group, whatever failed in it), and
+            // stripe requests given up for slowness.
+            let mut groups: Vec<u64> = events
+                .iter()
+                .filter(|e| !e.what.starts_with(tessera_data::SKIPPED_PREFIX))
+                .map(|e| e.group)
+                .collect();
+            groups.sort_unstable();
+            groups.dedup();
+            let hedged = events
+                .iter()
+                .filter(|e| e.what.starts_with(tessera_data::SLOW_PREFIX))
+                .count();
+            l.read_events(groups.len() as u64, hedged as u64);
         }
         let Some(r) = &self.reader else { return };
         let mut per: Vec<(u8, u32, String)> = Vec::new();

@@ -90,6 +90,11 @@ impl Core {
                 }
             }
         }
+        self.metrics
+            .data
+            .repair_failures
+            .inc_by(out.failed.len() as u64);
+        self.metrics.data.damaged_files.set(self.damaged_fids()?);
         Ok(out)
     }
 
@@ -184,6 +189,9 @@ impl Core {
             }
         }
         self.meta.set_layout(f.ino, &f.layout, newp.encode())?;
+        let d = &self.metrics.data;
+        d.repair_stripes.inc_by(moves.len() as u64);
+        d.repair_bytes.inc_by(f.size);
         for (i, id, _) in moves {
             let old = p.fsids[*i];
             if *id != old {
@@ -240,6 +248,11 @@ impl Core {
             }
         }
         self.remove_orphans(report, plan, &mut out);
+        if plan.apply {
+            let d = &self.metrics.data;
+            d.repair_failures.inc_by(out.failed.len() as u64);
+            d.damaged_files.set(self.damaged_fids()?);
+        }
         Ok(out)
     }
 
@@ -317,6 +330,13 @@ impl Core {
                 }
             }
         }
+    }
+
+    /// How many files have damage records.
+    fn damaged_fids(&self) -> Result<u64, CoreError> {
+        let mut fids: Vec<u64> = self.damage_all()?.iter().map(|d| d.fid).collect();
+        fids.dedup();
+        Ok(fids.len() as u64)
     }
 
     fn references(&self, fsid: u32, name: &StripeName) -> bool {

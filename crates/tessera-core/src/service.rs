@@ -491,6 +491,7 @@ impl Core {
         m.quota_used_inodes.clear();
         m.quota_limit_bytes.clear();
         m.quota_limit_inodes.clear();
+        m.quota_used_ratio.clear();
         for n in nodes {
             let l = QuotaLabels {
                 node: n.path.display(),
@@ -507,6 +508,15 @@ impl Core {
                 }
                 if let Some(x) = e.max_inodes {
                     m.quota_limit_inodes.get_or_create(&l).set(x);
+                }
+                let ratio =
+                    |used: u64, max: Option<u64>| max.map(|x| used as f64 / x.max(1) as f64);
+                let r = [
+                    ratio(e.used_bytes, e.max_bytes),
+                    ratio(e.used_inodes, e.max_inodes),
+                ];
+                if let Some(worst) = r.into_iter().flatten().reduce(f64::max) {
+                    m.quota_used_ratio.get_or_create(&l).set(worst);
                 }
             }
         }

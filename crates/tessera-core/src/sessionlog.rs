@@ -73,6 +73,13 @@ impl SessionLog {
         }
     }
 
+    /// What reads of a session had to work around: groups rebuilt, and
+    /// stripe requests given up for slowness.
+    pub(crate) fn read_events(&self, degraded_groups: u64, hedged: u64) {
+        self.metrics.data.degraded_groups.inc_by(degraded_groups);
+        self.metrics.data.hedged_reads.inc_by(hedged);
+    }
+
     fn record(&self, write: bool, bytes: u64, status: &'static str, errno: i32) {
         let op = if write { "close_write" } else { "close_read" };
         let secs = self.opened.elapsed().as_secs_f64();

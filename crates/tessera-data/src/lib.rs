@@ -26,5 +26,5 @@ pub use format::{StripeHeader, HEADER_LEN};
 pub use layout::{Geometry, Layout, LayoutKind, Placement};
 pub use placement::{place, Candidate};
 pub use readdata::{BufPool, ReadData};
-pub use reader::{ReadEvent, DEFAULT_POOL_BYTES, SKIPPED_PREFIX};
+pub use reader::{ReadEvent, DEFAULT_POOL_BYTES, SKIPPED_PREFIX, SLOW_PREFIX};
 pub use writer::{FileWriter, WrittenFile};

@@ -88,7 +88,9 @@ pub const DEFAULT_SLOW: Duration = Duration::from_secs(2);
 /// Idle read buffers a reader keeps when it has no shared pool.
 pub const DEFAULT_POOL_BYTES: usize = 32 << 20;
 
-const SLOW_PREFIX: &str = "no answer within";
+/// How a [`ReadEvent`] begins when a stripe was given up for slowness
+/// (a hedged read: its group was rebuilt from the others).
+pub const SLOW_PREFIX: &str = "no answer within";
 
 /// How the error of one bad block begins (a checksum mismatch, a short
 /// block): it rules out that block only, not the rest of its stripe (each

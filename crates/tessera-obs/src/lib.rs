@@ -4,8 +4,10 @@
 
 mod access;
 mod audit;
+mod datametrics;
 mod metrics;
 
 pub use access::{AccessLog, AccessRecord};
 pub use audit::{AuditLog, AuditRecord};
-pub use metrics::{FsLabels, Metrics, OpLabels, ProtocolLabels, QuotaLabels, ResultLabels};
+pub use datametrics::{DataMetrics, FsLabels};
+pub use metrics::{Metrics, OpLabels, ProtocolLabels, QuotaLabels, ResultLabels};

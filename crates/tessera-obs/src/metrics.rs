@@ -59,12 +59,6 @@ pub struct QuotaLabels {
     pub node: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct FsLabels {
-    pub fs: String,
-    pub label: String,
-}
-
 /// Every metric Tessera exports; see `docs/metrics.md`.
 pub struct Metrics {
     registry: Mutex<Registry>,
@@ -96,12 +90,11 @@ pub struct Metrics {
     pub quota_used_inodes: Family<QuotaLabels, Gauge<u64, AtomicU64>>,
     pub quota_limit_bytes: Family<QuotaLabels, Gauge<u64, AtomicU64>>,
     pub quota_limit_inodes: Family<QuotaLabels, Gauge<u64, AtomicU64>>,
-    /// Each filesystem's health (0 ok, 1 degraded, 2 unresponsive), set by
-    /// the probes.
-    pub fs_state: Family<FsLabels, Gauge<u64, AtomicU64>>,
-    pub fs_probe_seconds: Family<FsLabels, Gauge<f64, AtomicU64>>,
-    pub fs_free_bytes: Family<FsLabels, Gauge<u64, AtomicU64>>,
-    pub fs_capacity_bytes: Family<FsLabels, Gauge<u64, AtomicU64>>,
+    /// Each quota node's fullness: the larger of bytes and inodes, used
+    /// over the limit (only nodes with a limit).
+    pub quota_used_ratio: Family<QuotaLabels, Gauge<f64, AtomicU64>>,
+    /// The data layer's health.
+    pub data: crate::DataMetrics,
 }
 
 impl Metrics {
@@ -236,32 +229,13 @@ impl Metrics {
             "Project inode limit of a quota node",
             qli.clone(),
         );
-        let fsg = Family::<FsLabels, Gauge<u64, AtomicU64>>::default;
-        let (fs_state, fs_free_bytes, fs_capacity_bytes) = (fsg(), fsg(), fsg());
-        let fs_probe_seconds = Family::<FsLabels, Gauge<f64, AtomicU64>>::default();
+        let quota_used_ratio = Family::<QuotaLabels, Gauge<f64, AtomicU64>>::default();
         r.register(
-            "fs_state",
-            "Filesystem health as this process sees it: 0 ok, 1 degraded (an I/O error; no new stripes), 2 unresponsive (a probe past its deadline)",
-            fs_state.clone(),
+            "quota_used_ratio",
+            "Project usage of a quota node over its limit (the larger of bytes and inodes; 1 is full)",
+            quota_used_ratio.clone(),
         );
-        r.register_with_unit(
-            "fs_probe",
-            "How long the last finished health probe of a filesystem took",
-            prometheus_client::registry::Unit::Seconds,
-            fs_probe_seconds.clone(),
-        );
-        r.register_with_unit(
-            "fs_free",
-            "Free space of a filesystem at its last probe",
-            prometheus_client::registry::Unit::Bytes,
-            fs_free_bytes.clone(),
-        );
-        r.register_with_unit(
-            "fs_capacity",
-            "Size of a filesystem at its last probe",
-            prometheus_client::registry::Unit::Bytes,
-            fs_capacity_bytes.clone(),
-        );
+        let data = crate::DataMetrics::register(&mut r);
         let build = Family::<Vec<(String, String)>, Gauge>::default();
         build
             .get_or_create(&vec![("version".to_string(), version.to_string())])
@@ -290,10 +264,8 @@ impl Metrics {
             quota_used_inodes: qui,
             quota_limit_bytes: qlb,
             quota_limit_inodes: qli,
-            fs_state,
-            fs_probe_seconds,
-            fs_free_bytes,
-            fs_capacity_bytes,
+            quota_used_ratio,
+            data,
         }
     }
 

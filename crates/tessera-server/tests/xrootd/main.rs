@@ -5,6 +5,7 @@
 
 mod bounds;
 mod clients;
+mod dashboards;
 mod errors;
 mod python;
 mod scaleout;
