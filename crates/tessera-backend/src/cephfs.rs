@@ -582,4 +582,8 @@ impl Backend for CephFsBackend {
             dir: self.root.clone(),
         })
     }
+
+    fn remote(&self) -> bool {
+        true
+    }
 }

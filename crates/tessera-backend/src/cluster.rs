@@ -40,6 +40,10 @@ pub struct ClusterStatus {
     pub health: String,
     /// Names of the health checks that are raised.
     pub checks: Vec<String>,
+    /// Those of severity HEALTH_ERR that concern the whole cluster (not
+    /// one CephFS file system or its MDS: those are judged per file
+    /// system, by whether it has an active MDS).
+    pub cluster_errors: Vec<String>,
     /// A pool or OSD is full.
     pub full: bool,
     /// CephFS file systems and whether each has an active MDS.
@@ -47,9 +51,11 @@ pub struct ClusterStatus {
 }
 
 impl ClusterStatus {
-    /// May new stripes go to file system `fs` of this cluster?
+    /// May new stripes go to file system `fs` of this cluster? Each file
+    /// system on its own: one whose MDS failed (HEALTH_ERR, `FS_DEGRADED`)
+    /// says nothing about the others.
     pub fn writable(&self, fs: &str) -> bool {
-        self.health != "HEALTH_ERR"
+        self.cluster_errors.is_empty()
             && !self.full
             && self
                 .filesystems
@@ -70,6 +76,19 @@ impl ClusterStatus {
         let full = checks
             .iter()
             .any(|c| c.contains("FULL") && !c.contains("NEARFULL"));
+        // A check without a severity (older mons) counts as the overall
+        // status says.
+        let overall = h["status"].as_str().unwrap_or("UNKNOWN");
+        let cluster_errors = h["checks"]
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .filter(|(_, v)| v["severity"].as_str().unwrap_or(overall) == "HEALTH_ERR")
+                    .map(|(k, _)| k.clone())
+                    .filter(|k| !k.starts_with("FS_") && !k.starts_with("MDS_"))
+                    .collect()
+            })
+            .unwrap_or_default();
         let filesystems = d["filesystems"]
             .as_array()
             .map(|fss| {
@@ -89,6 +108,7 @@ impl ClusterStatus {
         Ok(ClusterStatus {
             health: h["status"].as_str().unwrap_or("UNKNOWN").to_string(),
             checks,
+            cluster_errors,
             full,
             filesystems,
         })
@@ -224,6 +244,19 @@ mod tests {
         assert!(s.full && !s.writable("fs1"));
         let warn = r#"{"status":"HEALTH_WARN","checks":{"OSD_NEARFULL":{}},"mutes":[]}"#;
         assert!(ClusterStatus::parse(warn, dump)
+            .expect("parse")
+            .writable("fs1"));
+        // fs2's MDS failed (`ceph fs fail fs2`): HEALTH_ERR, but fs1 is
+        // as writable as before.
+        let fs_err = r#"{"status":"HEALTH_ERR","checks":{
+            "FS_DEGRADED":{"severity":"HEALTH_WARN"},
+            "MDS_ALL_DOWN":{"severity":"HEALTH_ERR"}},"mutes":[]}"#;
+        let s = ClusterStatus::parse(fs_err, dump).expect("parse");
+        assert!(s.writable("fs1") && !s.writable("fs2"), "{s:?}");
+        // A cluster-wide error stops every file system.
+        let mon = r#"{"status":"HEALTH_ERR","checks":{
+            "PG_DAMAGED":{"severity":"HEALTH_ERR"}},"mutes":[]}"#;
+        assert!(!ClusterStatus::parse(mon, dump)
             .expect("parse")
             .writable("fs1"));
     }

@@ -360,6 +360,23 @@ impl Backend for FolderBackend {
             ino: m.ino(),
         })
     }
+
+    /// Not on a local disk file system (CephFS through FUSE or the
+    /// kernel, NFS): asked with a statfs that may itself hang, so on a
+    /// thread of its own, for at most 2 s (no answer: remote).
+    fn remote(&self) -> bool {
+        let root = self.root.clone();
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let spawned = std::thread::Builder::new()
+            .name("tessera-statfs".into())
+            .spawn(move || {
+                let _ = tx.send(local_fs(&root));
+            });
+        spawned.is_err()
+            || !rx
+                .recv_timeout(std::time::Duration::from_secs(2))
+                .unwrap_or(false)
+    }
 }
 
 /// Whether `p` is where a file system is mounted: its device differs from

@@ -7,6 +7,7 @@
 //! runtime. Backends: [`FolderBackend`] (a directory: a CephFS mount, or a
 //! local folder in dev mode).
 
+mod bounded;
 #[cfg(feature = "cephfs")]
 mod cephfs;
 #[cfg(feature = "cephfs")]
@@ -16,6 +17,7 @@ mod folder;
 mod marker;
 mod name;
 
+pub use bounded::{deadline, Bounded, Deadline};
 #[cfg(feature = "cephfs")]
 pub use cephfs::CephFsBackend;
 #[cfg(feature = "cephfs")]
@@ -34,6 +36,9 @@ pub enum BackendError {
     Exists(String),
     #[error("backend unavailable: {0}")]
     Unavailable(String),
+    /// A call did not finish within its deadline (see [`Bounded`]).
+    #[error("backend unresponsive: {0}")]
+    TimedOut(String),
     #[error("invalid locator: {0}")]
     BadLocator(String),
     #[error("I/O error on {what}: {source}")]
@@ -48,7 +53,7 @@ impl BackendError {
         match self {
             BackendError::NotFound(_) => ErrorKind::NotFound,
             BackendError::Exists(_) => ErrorKind::AlreadyExists,
-            BackendError::Unavailable(_) => ErrorKind::Unavailable,
+            BackendError::Unavailable(_) | BackendError::TimedOut(_) => ErrorKind::Unavailable,
             BackendError::BadLocator(_) => ErrorKind::InvalidArgument,
             BackendError::Io { source, .. } => match source.raw_os_error() {
                 Some(28) => ErrorKind::NoSpace,
@@ -252,6 +257,11 @@ pub trait Backend: Send + Sync {
     fn write_marker(&self, text: &str) -> Result<(), BackendError>;
     /// What storage the root is (see [`RootId`]).
     fn root_id(&self) -> Result<RootId, BackendError>;
+    /// Whether calls can hang on the network (CephFS, a FUSE or NFS
+    /// mount): such a backend is used through [`Bounded`].
+    fn remote(&self) -> bool {
+        false
+    }
 }
 
 /// A stripe being written.

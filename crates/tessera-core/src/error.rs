@@ -34,6 +34,7 @@ fn backend_public(e: &BackendError) -> String {
         BackendError::NotFound(_) => "stripe not found".into(),
         BackendError::Exists(_) => "stripe already exists".into(),
         BackendError::Unavailable(_) => "storage unavailable".into(),
+        BackendError::TimedOut(_) => "storage unresponsive".into(),
         BackendError::BadLocator(_) => "storage misconfigured".into(),
         BackendError::Io { source, .. } => format!("storage I/O error: {source}"),
     }

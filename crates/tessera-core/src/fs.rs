@@ -79,6 +79,30 @@ struct ClusterWatch {
 pub(crate) struct Filesystems {
     map: RwLock<HashMap<u32, Opened>>,
     clusters: std::sync::Mutex<HashMap<String, ClusterWatch>>,
+    /// The deadline of every call to a remote backend (`[data]
+    /// io_timeout_s`), shared with their `Bounded` wrappers.
+    io_timeout: tessera_backend::Deadline,
+}
+
+/// The deadline of backend calls until a server sets its own.
+pub const DEFAULT_IO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Open `locator`; a backend whose calls can hang gets `deadline`.
+fn open_bounded(
+    locator: &str,
+    deadline: &tessera_backend::Deadline,
+) -> Result<Arc<dyn Backend>, String> {
+    let b = tessera_backend::open_locator(locator).map_err(|e| e.to_string())?;
+    Ok(bound(b, deadline))
+}
+
+/// `b` behind a deadline when its calls can hang.
+pub(crate) fn bound(b: Arc<dyn Backend>, deadline: &tessera_backend::Deadline) -> Arc<dyn Backend> {
+    if b.remote() {
+        Arc::new(tessera_backend::Bounded::new(b, Arc::clone(deadline)))
+    } else {
+        b
+    }
 }
 
 /// A filesystem as the admin sees it.
@@ -120,18 +144,27 @@ impl Filesystems {
     }
 
     pub fn from_records(records: Vec<FsRecord>) -> Filesystems {
+        let io_timeout = tessera_backend::deadline(DEFAULT_IO_TIMEOUT);
         let map = records
             .into_iter()
             .map(|rec| {
-                let backend =
-                    tessera_backend::open_locator(&rec.locator).map_err(|e| e.to_string());
+                let backend = open_bounded(&rec.locator, &io_timeout);
                 (rec.id, Opened::new(rec, backend))
             })
             .collect();
         Filesystems {
             map: RwLock::new(map),
             clusters: std::sync::Mutex::new(HashMap::new()),
+            io_timeout,
         }
+    }
+
+    /// The deadline of every call to a remote backend from now on.
+    pub fn set_io_timeout(&self, d: std::time::Duration) {
+        self.io_timeout.store(
+            d.as_millis().max(1) as u64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 
     /// Take a new list: changed records are updated, new locators opened,
@@ -143,8 +176,7 @@ impl Filesystems {
             match m.get_mut(&rec.id) {
                 Some(o) if o.rec.locator == rec.locator => o.rec = rec,
                 _ => {
-                    let backend =
-                        tessera_backend::open_locator(&rec.locator).map_err(|e| e.to_string());
+                    let backend = open_bounded(&rec.locator, &self.io_timeout);
                     m.insert(rec.id, Opened::new(rec, backend));
                 }
             }
@@ -211,6 +243,16 @@ impl Filesystems {
         self.read().len()
     }
 
+    /// The backend to read filesystem `id`'s stripes from: as `backend`,
+    /// and not while it is unresponsive (a read rebuilds around it instead
+    /// of waiting; a degraded one, e.g. read-only, still serves reads).
+    pub fn backend_for_read(&self, id: u32) -> Option<Arc<dyn Backend>> {
+        let responsive = self
+            .health_of(id)
+            .is_some_and(|h| h.get().state != crate::HealthState::Unresponsive);
+        self.backend(id).filter(|_| responsive)
+    }
+
     /// The backend of filesystem `id`, unless it is unknown, off or broken.
     pub fn backend(&self, id: u32) -> Option<Arc<dyn Backend>> {
         let m = self.read();
@@ -231,7 +273,8 @@ impl Filesystems {
 
     /// Add a filesystem just registered.
     pub(crate) fn insert(&self, rec: FsRecord, backend: Arc<dyn Backend>) {
-        self.write().insert(rec.id, Opened::new(rec, Ok(backend)));
+        let b = bound(backend, &self.io_timeout);
+        self.write().insert(rec.id, Opened::new(rec, Ok(b)));
     }
 
     pub fn record(&self, id: u32) -> Option<FsRecord> {
@@ -327,6 +370,12 @@ impl Filesystems {
                     cluster: cluster.clone(),
                     health: o.health.get(),
                 };
+                let h = o.health.get();
+                if h.state == crate::HealthState::Unresponsive {
+                    // No call that would wait for it: what the probes saw.
+                    let why = h.reason.map(|(_, w)| w).unwrap_or_default();
+                    return view(h.capacity, Some(format!("unresponsive: {why}")));
+                }
                 match (&o.backend, verdict) {
                     (Err(e), _) => view(None, Some(e.clone())),
                     // Skip the capacity call: without an MDS it would hang.
@@ -336,7 +385,10 @@ impl Filesystems {
                             Ok(()) => view(Some(c), None),
                             Err(why) => view(Some(c), Some(why)),
                         },
-                        Err(e) => view(None, Some(e.to_string())),
+                        Err(e) => {
+                            o.health.note(o.rec.id, &e);
+                            view(None, Some(e.to_string()))
+                        }
                     },
                 }
             })

@@ -238,7 +238,9 @@ impl Core {
     pub(crate) fn check_file(&self, f: &Inode, p: &Placement, deep: bool) -> Option<FileIssue> {
         let mut bad = Vec::new();
         for (i, id) in p.fsids.iter().enumerate() {
-            let b = self.fs.backend(*id);
+            // An unresponsive filesystem is not asked (fsck ends in
+            // bounded time): its stripes are unavailable.
+            let b = self.fs.backend_for_read(*id);
             let st = check_stripe(b.as_ref(), p, f.ino, f.size, i, deep);
             if !st.is_ok() {
                 bad.push((i, *id, st));

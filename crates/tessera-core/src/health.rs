@@ -78,6 +78,25 @@ impl HealthCell {
         self.get().state == HealthState::Ok
     }
 
+    /// An error of a call to filesystem `id`: a storage failure degrades
+    /// it (a deadline passed: unresponsive).
+    pub(crate) fn note(&self, id: u32, e: &BackendError) {
+        if !is_storage_failure(e) {
+            return;
+        }
+        let state = match e {
+            BackendError::TimedOut(_) => HealthState::Unresponsive,
+            _ => HealthState::Degraded,
+        };
+        if self.set(state, Some(e.to_string())) {
+            tracing::warn!(
+                fs = id,
+                "filesystem {}, no new stripes until a probe succeeds: {e}",
+                state.as_str()
+            );
+        }
+    }
+
     fn set(&self, state: HealthState, why: Option<String>) -> bool {
         let mut h = self.health.lock().unwrap_or_else(|p| p.into_inner());
         let changed = h.state != state;
@@ -92,7 +111,10 @@ impl HealthCell {
 /// Whether `e` says the storage itself is failing (as opposed to the
 /// request: a stripe that does not exist or already does).
 pub(crate) fn is_storage_failure(e: &BackendError) -> bool {
-    matches!(e, BackendError::Io { .. } | BackendError::Unavailable(_))
+    matches!(
+        e,
+        BackendError::Io { .. } | BackendError::Unavailable(_) | BackendError::TimedOut(_)
+    )
 }
 
 /// Write a small stripe of file id 0 (never a file's) and remove it; then
@@ -111,16 +133,8 @@ fn probe(b: &dyn Backend) -> Result<tessera_backend::Capacity, BackendError> {
 impl Filesystems {
     /// An I/O error on filesystem `id`: new stripes avoid it from now on.
     pub(crate) fn note_failure(&self, id: u32, e: &BackendError) {
-        if !is_storage_failure(e) {
-            return;
-        }
         if let Some(cell) = self.health_of(id) {
-            if cell.set(HealthState::Degraded, Some(e.to_string())) {
-                tracing::warn!(
-                    fs = id,
-                    "filesystem degraded, no new stripes until a probe succeeds: {e}"
-                );
-            }
+            cell.note(id, e);
         }
     }
 
@@ -230,6 +244,12 @@ impl Filesystems {
 }
 
 impl crate::Core {
+    /// The deadline of every call to a filesystem that can hang (CephFS,
+    /// FUSE, NFS), from now on (`[data] io_timeout_s`; 10 s until set).
+    pub fn set_io_timeout(&self, d: Duration) {
+        self.fs.set_io_timeout(d);
+    }
+
     /// Probe every filesystem (blocking, at most `deadline`; see
     /// `Filesystems::probe_all`) and export what was found. A server runs
     /// this every few seconds.
@@ -240,6 +260,11 @@ impl crate::Core {
 }
 
 impl crate::DataPath {
+    /// As [`crate::Core::set_io_timeout`], for a gateway's filesystems.
+    pub fn set_io_timeout(&self, d: Duration) {
+        self.fs.set_io_timeout(d);
+    }
+
     /// As [`crate::Core::probe_filesystems`], for a gateway's filesystems.
     pub fn probe_filesystems(&self, deadline: Duration) {
         self.fs.probe_all(deadline);

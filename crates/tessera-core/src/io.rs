@@ -456,7 +456,11 @@ impl DataPath {
         } else {
             let p = Placement::decode(&inode.layout)?;
             let fsids = p.fsids.clone();
-            let backends = p.fsids.iter().map(|id| self.fs.backend(*id)).collect();
+            let backends = p
+                .fsids
+                .iter()
+                .map(|id| self.fs.backend_for_read(*id))
+                .collect();
             let r = FileReader::new(p, inode.ino, inode.size, backends)?
                 .with_pool(Arc::clone(&self.read_pool));
             (Some(r), fsids)

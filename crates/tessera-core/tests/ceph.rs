@@ -262,6 +262,15 @@ async fn native_libcephfs_backend_on_both_instances() {
     // Take fs2's MDS out (`ceph fs fail`): placement avoids that file
     // system (3 stripes, 2 usable domains: no placement), reads go on;
     // back in (`joinable true`), writes work again.
+    core.mkdir(&root, p("/n2"), 0o755, false)
+        .await
+        .expect("mkdir");
+    common::layout(
+        &core,
+        "/n2",
+        &[("sys.forced.nstripes", "2"), ("sys.forced.layout", "raid5")],
+    )
+    .await;
     assert!(ceph(&["fs", "fail", "fs2"]));
     let _rejoin = Rejoin;
     wait_until(30, || {
@@ -274,6 +283,21 @@ async fn native_libcephfs_backend_on_both_instances() {
     });
     let err = common::put(&core, &root, "/n/blocked", b"x").expect_err("no placement");
     assert_eq!(err.kind(), tessera_types::ErrorKind::NoSpace, "{err}");
+    // Health is per file system: fs1 of the same cluster (HEALTH_ERR now)
+    // is as usable as before, its cluster's health shown beside it.
+    let fs1 = core
+        .fs_list()
+        .into_iter()
+        .find(|v| v.rec.label == "native-fs1")
+        .expect("fs1");
+    assert!(fs1.error.is_none(), "fs1 is fine: {fs1:?}");
+    assert!(
+        fs1.cluster
+            .as_deref()
+            .is_some_and(|c| c.ends_with("mds active")),
+        "{fs1:?}"
+    );
+    common::put(&core, &root, "/n2/one-down", &data(300_000, 7)).expect("fs1 + local");
     assert_eq!(
         &read(&core, &root, &files[1].0),
         &files[1].1,
@@ -295,6 +319,9 @@ async fn native_libcephfs_backend_on_both_instances() {
         core.remove(&root, p(path), false).await.expect("rm");
     }
     core.remove(&root, p("/n/after"), false).await.expect("rm");
+    core.remove(&root, p("/n2/one-down"), false)
+        .await
+        .expect("rm");
     let end = core.fsck_scan(false).expect("scan");
     assert!(end.orphans.is_empty() && end.issues.is_empty(), "{end:?}");
 }
@@ -324,5 +351,158 @@ struct Rejoin;
 impl Drop for Rejoin {
     fn drop(&mut self) {
         ceph(&["fs", "set", "fs2", "joinable", "true"]);
+    }
+}
+
+/// The name of the MDS daemon active for CephFS `fs` (from `fs dump`).
+fn active_mds(fs: &str) -> String {
+    let out = Command::new("ceph")
+        .args(["fs", "dump", "--format", "json"])
+        .output()
+        .expect("ceph fs dump");
+    let d: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    d["filesystems"]
+        .as_array()
+        .expect("filesystems")
+        .iter()
+        .find(|f| f["mdsmap"]["fs_name"] == fs)
+        .and_then(|f| f["mdsmap"]["info"].as_object())
+        .and_then(|i| i.values().find(|v| v["state"] == "up:active"))
+        .and_then(|v| v["name"].as_str())
+        .expect("an active MDS")
+        .to_string()
+}
+
+/// Resumes a stopped daemon even if an assertion fails while it is stopped.
+struct Resume(String);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-CONT", &self.0]).status();
+    }
+}
+
+/// A stopped MDS (SIGSTOP to the daemon of fs2, under its ceph-fuse mount)
+/// stalls nothing: uploads placed on fs2 give it up within the I/O
+/// deadline and put that stripe elsewhere, `fs ls` shows it unresponsive,
+/// reads rebuild around it and fsck finishes in bounded time; once the MDS
+/// runs again a probe brings it back.
+#[tokio::test]
+#[ignore = "needs the loopback Ceph cluster of deploy/ceph/up.sh"]
+async fn a_stopped_mds_stalls_nothing() {
+    let (dir, mnt1, mnt2) = (env("TC_DIR"), env("TC_MNT1"), env("TC_MNT2"));
+    let tmp = tempfile::tempdir().expect("tmp");
+    let core = common::core_at(tmp.path(), tessera_meta::Durability::Sync, 0o755);
+    let deadline = std::time::Duration::from_secs(3);
+    core.set_io_timeout(deadline);
+    let root = Identity::root("test");
+    let run = format!("tessera-mds-{}", std::process::id());
+    let local = tmp.path().join("local");
+    let places = [
+        ("cephfs1", format!("{mnt1}/{run}"), "ceph:fs1"),
+        ("cephfs2", format!("{mnt2}/{run}"), "ceph:fs2"),
+        ("local", local.display().to_string(), "local"),
+    ];
+    for (label, path, domain) in &places {
+        common::add_folder(&core, label, std::path::Path::new(path), domain).await;
+    }
+    let fs2 = core
+        .fs_list()
+        .into_iter()
+        .find(|v| v.rec.label == "cephfs2")
+        .expect("fs2")
+        .rec
+        .id;
+    core.mkdir(&root, p("/m"), 0o755, false)
+        .await
+        .expect("mkdir");
+    common::layout(
+        &core,
+        "/m",
+        &[("sys.forced.nstripes", "2"), ("sys.forced.layout", "raid5")],
+    )
+    .await;
+    // Before: files on fs2 among others.
+    let before: Vec<(String, Vec<u8>)> = (0..6)
+        .map(|i| (format!("/m/b{i}"), data(200_000 + i, i as u64 + 31)))
+        .collect();
+    for (path, d) in &before {
+        common::put(&core, &root, path, d).expect("write");
+    }
+    let mds = active_mds("fs2");
+    let pid = std::fs::read_to_string(format!("{dir}/pids/mds.{mds}"))
+        .expect("mds pid")
+        .trim()
+        .to_string();
+    assert!(Command::new("kill")
+        .args(["-STOP", &pid])
+        .status()
+        .expect("kill")
+        .success());
+    let _resume = Resume(pid.clone());
+    // Uploads: each done within the deadline and a little, none lost.
+    for i in 0..8 {
+        let t0 = std::time::Instant::now();
+        let d = data(150_000, 900 + i);
+        let f = common::put(&core, &root, &format!("/m/a{i}"), &d).expect("write around fs2");
+        assert!(
+            t0.elapsed() < deadline * 2 + std::time::Duration::from_secs(2),
+            "{:?}",
+            t0.elapsed()
+        );
+        let on = tessera_data::Placement::decode(&f.layout)
+            .expect("placement")
+            .fsids;
+        assert!(
+            !on.contains(&fs2),
+            "write {i} placed on the stopped fs2: {on:?}"
+        );
+    }
+    // A probe finds fs2 unresponsive (it may have been marked already).
+    core.probe_filesystems(deadline);
+    let t0 = std::time::Instant::now();
+    let v = core
+        .fs_list()
+        .into_iter()
+        .find(|v| v.rec.id == fs2)
+        .expect("fs2");
+    assert!(t0.elapsed() < deadline * 2, "fs ls took {:?}", t0.elapsed());
+    assert_eq!(v.health.state, HealthState::Unresponsive, "{v:?}");
+    assert!(
+        v.error
+            .as_deref()
+            .is_some_and(|e| e.contains("unresponsive")),
+        "{v:?}"
+    );
+    // Reads rebuild around it, without waiting for it.
+    for (path, d) in &before {
+        let t0 = std::time::Instant::now();
+        assert_eq!(&read(&core, &root, path), d);
+        assert!(t0.elapsed() < deadline, "{path}: {:?}", t0.elapsed());
+    }
+    // fsck finishes, and says which filesystem it could not look at.
+    let t0 = std::time::Instant::now();
+    let scan = core.fsck_scan(false).expect("scan");
+    assert!(t0.elapsed() < deadline * 3, "fsck took {:?}", t0.elapsed());
+    assert!(
+        scan.unlisted.iter().any(|(id, _)| *id == fs2),
+        "{:?}",
+        scan.unlisted
+    );
+    // The MDS runs again: a probe brings fs2 back.
+    assert!(Command::new("kill")
+        .args(["-CONT", &pid])
+        .status()
+        .expect("kill")
+        .success());
+    wait_until(60, || {
+        core.probe_filesystems(deadline);
+        core.fs_list()
+            .iter()
+            .any(|v| v.rec.id == fs2 && v.health.state == HealthState::Ok)
+    });
+    for (path, d) in &before {
+        assert_eq!(&read(&core, &root, path), d);
+        core.remove(&root, p(path), false).await.expect("rm");
     }
 }

@@ -34,6 +34,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
     if cfg.meta.durability == crate::config::DurabilityCfg::Buffered {
         data = data.buffered();
     }
+    data.set_io_timeout(std::time::Duration::from_secs(cfg.data.io_timeout_s.max(1)));
     let stats = Arc::new(tessera_xrootd::Stats::default());
     let buffers = cfg.buffers.budget();
     let conns = cfg.limits.conns(crate::limits::raise_nofile());

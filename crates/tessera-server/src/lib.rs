@@ -225,6 +225,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     );
     let metrics = Arc::new(Metrics::new(VERSION));
     let core = Core::new(meta, metrics, Arc::new(access_log(cfg)?))?;
+    core.set_io_timeout(std::time::Duration::from_secs(cfg.data.io_timeout_s.max(1)));
     if cfg.dev_filesystems {
         register_dev_filesystems(&core, &cfg.data_dir).await?;
         make_dev_data_dir(&core, cfg).await?;
