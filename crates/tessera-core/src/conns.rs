@@ -97,6 +97,17 @@ impl ConnLimits {
         self.inner.total.load(Ordering::Relaxed)
     }
 
+    /// At shutdown, after the listeners stopped accepting: wait until
+    /// every admitted connection has ended, at most `limit`; the number
+    /// still open then.
+    pub async fn drained(&self, limit: std::time::Duration) -> usize {
+        let end = tokio::time::Instant::now() + limit;
+        while self.open() > 0 && tokio::time::Instant::now() < end {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        self.open()
+    }
+
     /// Connections refused since start.
     pub fn refused(&self) -> u64 {
         self.inner.refused.load(Ordering::Relaxed)

@@ -67,6 +67,9 @@ pub struct HttpsConfig {
     pub conns: tessera_core::ConnLimits,
     /// The remote endpoints third-party copies may reach.
     pub tpc_policy: tessera_core::RemotePolicy,
+    /// At shutdown, how long requests in flight may go on (uploads and
+    /// downloads finish); idle keep-alive connections close at once.
+    pub drain: Duration,
 }
 
 /// See [`HttpsConfig::body_timeout`].
@@ -89,6 +92,7 @@ impl Default for HttpsConfig {
             buffers: tessera_core::Budget::default(),
             conns: tessera_core::ConnLimits::unlimited(),
             tpc_policy: tessera_core::RemotePolicy::default(),
+            drain: Duration::from_secs(30),
         }
     }
 }
@@ -124,7 +128,10 @@ pub async fn serve(
         };
         Arc::new(t)
     });
+    // The connections, so that what is left after the drain is cut.
+    let mut live = tokio::task::JoinSet::new();
     loop {
+        while live.try_join_next().is_some() {}
         let (sock, peer) = tokio::select! {
             r = listener.accept() => match r {
                 Ok(s) => s,
@@ -135,7 +142,16 @@ pub async fn serve(
                 }
             },
             _ = stop.changed() => {
-                if *stop.borrow() { return; }
+                if *stop.borrow() {
+                    // Stop accepting; let the requests in flight finish.
+                    drop(listener);
+                    let left = cfg.conns.drained(cfg.drain).await;
+                    if left > 0 {
+                        tracing::warn!(left, "https: drain time over, closing what is left");
+                    }
+                    live.shutdown().await;
+                    return;
+                }
                 continue;
             }
         };
@@ -149,21 +165,22 @@ pub async fn serve(
                 continue;
             }
         };
-        tokio::spawn(async move {
+        let stop = stop.clone();
+        live.spawn(async move {
             let _guard = guard;
             let r = match &tls {
                 Some(tls) => {
                     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls));
                     match tokio::time::timeout(cfg.header_timeout, acceptor.accept(sock)).await {
                         Ok(Ok(s)) if s.get_ref().1.alpn_protocol() == Some(b"h2") => {
-                            connection_h2(TokioIo::new(s), core, cfg, peer).await
+                            connection_h2(TokioIo::new(s), core, cfg, peer, stop).await
                         }
-                        Ok(Ok(s)) => connection(TokioIo::new(s), core, cfg, peer).await,
+                        Ok(Ok(s)) => connection(TokioIo::new(s), core, cfg, peer, stop).await,
                         Ok(Err(e)) => Err(e.to_string()),
                         Err(_) => Err("TLS handshake timed out".into()),
                     }
                 }
-                None => connection(TokioIo::new(sock), core, cfg, peer).await,
+                None => connection(TokioIo::new(sock), core, cfg, peer, stop).await,
             };
             if let Err(e) = r {
                 tracing::debug!(%peer, error = %e, "https connection ended");
@@ -263,18 +280,33 @@ async fn connection_h2<I>(
     core: Option<Core>,
     cfg: Arc<HttpsConfig>,
     peer: std::net::SocketAddr,
+    stop: watch::Receiver<bool>,
 ) -> Result<(), String>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let svc = service(core, Arc::clone(&cfg), peer, true);
-    hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
-        .timer(hyper_util::rt::TokioTimer::new())
+    let mut b = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
+    b.timer(hyper_util::rt::TokioTimer::new())
         .max_header_list_size(64 << 10)
-        .max_concurrent_streams(256)
-        .serve_connection(io, svc)
-        .await
-        .map_err(|e| e.to_string())
+        .max_concurrent_streams(256);
+    let conn = b.serve_connection(io, svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        r = conn.as_mut() => return r.map_err(|e| e.to_string()),
+        _ = stopped(stop) => {}
+    }
+    conn.as_mut().graceful_shutdown();
+    conn.await.map_err(|e| e.to_string())
+}
+
+/// Resolves once `stop` is true (never if its sender went away first).
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    while !*stop.borrow_and_update() {
+        if stop.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 async fn connection<I>(
@@ -282,6 +314,7 @@ async fn connection<I>(
     core: Option<Core>,
     cfg: Arc<HttpsConfig>,
     peer: std::net::SocketAddr,
+    stop: watch::Receiver<bool>,
 ) -> Result<(), String>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
@@ -291,7 +324,16 @@ where
     b.max_headers(cfg.max_headers)
         .header_read_timeout(cfg.header_timeout)
         .timer(hyper_util::rt::TokioTimer::new());
-    b.serve_connection(io, svc).await.map_err(|e| e.to_string())
+    // At shutdown: the request in flight finishes, then the connection
+    // closes (an idle keep-alive one at once).
+    let conn = b.serve_connection(io, svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        r = conn.as_mut() => return r.map_err(|e| e.to_string()),
+        _ = stopped(stop) => {}
+    }
+    conn.as_mut().graceful_shutdown();
+    conn.await.map_err(|e| e.to_string())
 }
 
 async fn handle(ctx: Ctx, req: crate::Req) -> Response<Body> {

@@ -43,7 +43,7 @@ pub enum DurabilityCfg {
     Buffered,
 }
 
-pub use crate::config_data::{Data, Fsck};
+pub use crate::config_data::{Data, Fsck, Server};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -62,6 +62,7 @@ pub struct Config {
     pub cluster: Cluster,
     pub fsck: Fsck,
     pub data: Data,
+    pub server: Server,
     pub auth: Auth,
     pub limits: crate::limits::Limits,
     /// Register `<data_dir>/fs/fs1..6` as filesystems (dev mode).
@@ -451,6 +452,7 @@ impl Default for Config {
             cluster: Cluster::default(),
             fsck: Fsck::default(),
             data: Data::default(),
+            server: Server::default(),
             auth: Auth::default(),
             limits: Default::default(),
             dev_filesystems: false,

@@ -1,5 +1,5 @@
-//! The `[fsck]` and `[data]` sections: background repair, and how the
-//! filesystems' health is watched.
+//! The `[fsck]`, `[data]` and `[server]` sections: background repair, how
+//! the filesystems' health is watched, and how the process stops.
 
 use serde::{Deserialize, Serialize};
 
@@ -40,5 +40,22 @@ impl Default for Data {
             probe_interval_s: 5,
             io_timeout_s: 10,
         }
+    }
+}
+
+/// How the process stops (SIGTERM, SIGINT).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Server {
+    /// After the listeners stop accepting, transfers in flight (XRootD
+    /// connections with open files, HTTPS requests) may go on this long;
+    /// idle connections close at once. What is left after it is cut (an
+    /// upload cut short leaves nothing).
+    pub drain_s: u64,
+}
+
+impl Default for Server {
+    fn default() -> Self {
+        Server { drain_s: 30 }
     }
 }

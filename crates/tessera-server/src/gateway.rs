@@ -74,6 +74,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
                 body_timeout: cfg.https.body_timeout(),
                 buffers: buffers.clone(),
                 conns: conns.clone(),
+                drain: std::time::Duration::from_secs(cfg.server.drain_s),
                 ..tessera_https::HttpsConfig::default()
             });
             Some((l, local, adv, hcfg))

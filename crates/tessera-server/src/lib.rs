@@ -199,6 +199,7 @@ pub(crate) fn xrootd_config(
         idle_timeout,
         idle_open_timeout,
         conns,
+        drain: std::time::Duration::from_secs(cfg.server.drain_s),
         ..tessera_xrootd::XrootdConfig::default()
     }
 }
@@ -395,6 +396,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
             dev_issuer: dev_issuer.clone(),
             buffers: buffers.clone(),
             conns: conns.clone(),
+            drain: std::time::Duration::from_secs(cfg.server.drain_s),
             ..tessera_https::HttpsConfig::default()
         });
         https_stats = Some(Arc::clone(&hcfg.stats));

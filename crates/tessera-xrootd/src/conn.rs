@@ -33,6 +33,7 @@ pub async fn serve_connection(
     mut sock: TcpStream,
     core: Option<Core>,
     cfg: Arc<XrootdConfig>,
+    stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), ConnError> {
     let local = sock.local_addr()?;
     let peer = sock.peer_addr()?;
@@ -59,7 +60,16 @@ pub async fn serve_connection(
         .await
         .map_err(|_| ConnError::Timeout)??;
     if h.code != req::PROTOCOL {
-        return run(sock, core, cfg, local, peer, false, Some((h, payload))).await;
+        return run(
+            sock,
+            core,
+            cfg,
+            (local, peer),
+            false,
+            Some((h, payload)),
+            stop,
+        )
+        .await;
     }
     let want_tls = h.u8_at(8) & pflags::WANT_TLS != 0;
     let mut flags = pflags::IS_SERVER;
@@ -82,9 +92,9 @@ pub async fn serve_connection(
             let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(sock))
                 .await
                 .map_err(|_| ConnError::Timeout)??;
-            run(stream, core, cfg, local, peer, true, None).await
+            run(stream, core, cfg, (local, peer), true, None, stop).await
         }
-        _ => run(sock, core, cfg, local, peer, false, None).await,
+        _ => run(sock, core, cfg, (local, peer), false, None, stop).await,
     }
 }
 
@@ -336,10 +346,10 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     stream: S,
     core: Option<Core>,
     cfg: Arc<XrootdConfig>,
-    local: std::net::SocketAddr,
-    peer: std::net::SocketAddr,
+    (local, peer): (std::net::SocketAddr, std::net::SocketAddr),
     tls: bool,
     first: Option<(Header, Payload)>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), ConnError> {
     let (max_write, stall, body_timeout) = (cfg.max_write, cfg.request_stall, cfg.body_timeout);
     let budget = cfg.buffers.clone();
@@ -365,12 +375,23 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
             break Ok(());
         };
         if next.is_none() {
+            // Shutting down: a connection with no open file and nothing in
+            // flight closes now; one with open files goes on until they
+            // are closed (its transfers finish) or the drain time is over.
+            let quiet = || {
+                sess.open_files() == 0
+                    && slots.available_permits() + 1 >= sess.cfg.max_in_flight.max(1)
+            };
+            if *stop.borrow() && quiet() {
+                break Ok(());
+            }
             // Between requests: idle limits (a client that logged in and
             // went quiet gives its descriptor back).
             let idle = tokio::select! {
                 biased;
                 r = idle::next_request(&mut rd, &sess, &slots) => r,
                 _ = &mut gone => break Ok(()),
+                _ = stop.changed(), if !*stop.borrow() => continue,
             };
             match idle {
                 Ok(()) => {}

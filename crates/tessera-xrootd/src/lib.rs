@@ -22,6 +22,7 @@ pub use error::XrdError;
 pub use identity::UnixPolicy;
 
 use std::sync::Arc;
+use std::time::Duration;
 use tessera_core::Core;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -108,6 +109,9 @@ pub struct XrootdConfig {
     pub idle_open_timeout: std::time::Duration,
     /// Client connections this process takes (shared with HTTPS).
     pub conns: tessera_core::ConnLimits,
+    /// At shutdown, how long connections with open files may go on (their
+    /// transfers finish); idle ones close at once.
+    pub drain: Duration,
 }
 
 /// See [`XrootdConfig::body_timeout`].
@@ -143,9 +147,13 @@ impl Default for XrootdConfig {
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             idle_open_timeout: DEFAULT_IDLE_OPEN_TIMEOUT,
             conns: tessera_core::ConnLimits::unlimited(),
+            drain: DEFAULT_DRAIN,
         }
     }
 }
+
+/// How long a shutdown waits for transfers by default (`[server] drain_s`).
+pub const DEFAULT_DRAIN: Duration = Duration::from_secs(30);
 
 /// Accept connections until `stop` turns true; each connection runs as
 /// its own task.
@@ -155,10 +163,20 @@ pub async fn serve(
     cfg: Arc<XrootdConfig>,
     mut stop: watch::Receiver<bool>,
 ) {
+    // The connections, so that what is left after the drain is cut.
+    let mut live = tokio::task::JoinSet::new();
     loop {
+        while live.try_join_next().is_some() {}
         tokio::select! {
             _ = stop.changed() => {
                 if *stop.borrow() {
+                    // Stop accepting; let the transfers in flight finish.
+                    drop(listener);
+                    let left = cfg.conns.drained(cfg.drain).await;
+                    if left > 0 {
+                        tracing::warn!(left, "xroot: drain time over, closing what is left");
+                    }
+                    live.shutdown().await;
                     return;
                 }
             }
@@ -167,8 +185,9 @@ pub async fn serve(
                     let (core, cfg) = (core.clone(), Arc::clone(&cfg));
                     match cfg.conns.admit(peer.ip()) {
                         Ok(guard) => {
-                            tokio::spawn(async move {
-                                if let Err(e) = conn::serve_connection(sock, core, cfg).await {
+                            let stop = stop.clone();
+                            live.spawn(async move {
+                                if let Err(e) = conn::serve_connection(sock, core, cfg, stop).await {
                                     tracing::debug!(%peer, error = %e, "xroot connection ended");
                                 }
                                 drop(guard);

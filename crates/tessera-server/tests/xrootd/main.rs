@@ -6,6 +6,7 @@
 mod bounds;
 mod clients;
 mod dashboards;
+mod drain;
 mod errors;
 mod python;
 mod scaleout;
