@@ -77,6 +77,54 @@ impl ClusterClient {
         Ok(())
     }
 
+    /// Keep a registration stream open: a heartbeat on it every
+    /// [`HEARTBEAT_EVERY`]; the metadata service forgets the gateway the
+    /// moment the stream breaks. Returns when it breaks.
+    pub async fn register(
+        &self,
+        xrootd: &str,
+        https: &str,
+        site: &str,
+        open_files: &AtomicU64,
+    ) -> Result<(), CoreError> {
+        let (tx, rx) = tokio::sync::mpsc::channel(4);
+        let mut r = Request::new(tokio_stream::wrappers::ReceiverStream::new(rx));
+        if let Ok(v) = self.bearer.parse() {
+            r.metadata_mut().insert("authorization", v);
+        }
+        let beat = || pb::HeartbeatRequest {
+            xrootd: xrootd.to_string(),
+            https: https.to_string(),
+            site: site.to_string(),
+            open_files: open_files.load(Ordering::Relaxed),
+        };
+        let feed = async {
+            let mut tick = tokio::time::interval(HEARTBEAT_EVERY);
+            loop {
+                tick.tick().await;
+                if tx.send(beat()).await.is_err() {
+                    return;
+                }
+            }
+        };
+        let mut api = self.api();
+        tokio::select! {
+            r = api.register(r) => r.map(|_| ()).map_err(remote),
+            _ = feed => Ok(()),
+        }
+    }
+
+    /// Say that this gateway is stopping: no more redirects to it.
+    pub async fn deregister(&self, xrootd: &str) -> Result<(), CoreError> {
+        self.api()
+            .deregister(self.req(pb::DeregisterRequest {
+                xrootd: xrootd.to_string(),
+            }))
+            .await
+            .map_err(remote)?;
+        Ok(())
+    }
+
     pub async fn filesystems(&self) -> Result<Vec<FsRecord>, CoreError> {
         let r = self
             .api()
@@ -239,21 +287,28 @@ pub async fn start_gateway_loops(
     let _ = client
         .heartbeat(&xrootd, &https, &site, open_files.load(Ordering::Relaxed))
         .await;
-    Ok(tokio::spawn(async move {
-        let mut hb = tokio::time::interval(HEARTBEAT_EVERY);
-        let mut fsr = tokio::time::interval(FS_REFRESH_EVERY);
+    let c2 = client.clone();
+    let registration = async move {
+        // Reopened when it breaks (the metadata service restarted).
         loop {
-            tokio::select! {
-                _ = hb.tick() => {
-                    if let Err(e) = client.heartbeat(&xrootd, &https, &site, open_files.load(Ordering::Relaxed)).await {
-                        tracing::warn!("heartbeat to the metadata service failed: {e}");
-                    }
-                }
-                _ = fsr.tick() => match client.filesystems().await {
+            match c2.register(&xrootd, &https, &site, &open_files).await {
+                Ok(()) => tracing::info!("registration stream ended; registering again"),
+                Err(e) => tracing::warn!("registration with the metadata service broke: {e}"),
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    };
+    Ok(tokio::spawn(async move {
+        let refresh = async {
+            let mut fsr = tokio::time::interval(FS_REFRESH_EVERY);
+            loop {
+                fsr.tick().await;
+                match client.filesystems().await {
                     Ok(list) => data.update(list),
                     Err(e) => tracing::warn!("filesystem list not refreshed: {e}"),
-                },
+                }
             }
-        }
+        };
+        tokio::join!(registration, refresh);
     }))
 }

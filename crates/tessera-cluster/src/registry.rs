@@ -30,6 +30,15 @@ pub struct GatewayView {
     pub age_ms: u64,
 }
 
+/// The host of `host:port` (`[v6]:port` too).
+fn host_of(addr: &str) -> &str {
+    let h = match addr.rsplit_once(':') {
+        Some((h, p)) if p.parse::<u16>().is_ok() => h,
+        _ => addr,
+    };
+    h.trim_start_matches('[').trim_end_matches(']')
+}
+
 #[derive(Default)]
 pub struct Registry {
     gateways: Mutex<HashMap<String, Entry>>,
@@ -54,26 +63,39 @@ impl Registry {
         );
     }
 
+    /// Gateway `xrootd` is gone (its registration stream broke) or going
+    /// (it deregistered at shutdown): no more redirects there.
+    pub fn forget(&self, xrootd: &str) {
+        let mut g = self.gateways.lock().unwrap_or_else(|p| p.into_inner());
+        if g.remove(xrootd).is_some() {
+            tracing::info!(gateway = xrootd, "gateway left: no more redirects there");
+        }
+    }
+
     /// A live gateway's XRootD address for a client (at `site`, when
-    /// known); `None` when no gateway is alive (the metadata service then
-    /// serves data itself).
-    pub fn pick(&self, site: Option<&str>) -> Option<String> {
-        self.pick_where(site, false)
+    /// known), none of whose host names the client `tried` already (the
+    /// `tried=` CGI of a client coming back after a failed redirect);
+    /// `None` when no gateway is left (the metadata service then serves
+    /// data itself).
+    pub fn pick(&self, site: Option<&str>, tried: &[&str]) -> Option<String> {
+        self.pick_where(site, false, tried)
     }
 
     /// As [`Registry::pick`], among gateways with an HTTPS listener; its
     /// HTTPS address.
     pub fn pick_https(&self, site: Option<&str>) -> Option<String> {
-        let xrootd = self.pick_where(site, true)?;
+        let xrootd = self.pick_where(site, true, &[])?;
         let g = self.gateways.lock().unwrap_or_else(|p| p.into_inner());
         g.get(&xrootd).map(|e| e.https.clone())
     }
 
-    fn pick_where(&self, site: Option<&str>, https: bool) -> Option<String> {
+    fn pick_where(&self, site: Option<&str>, https: bool, tried: &[&str]) -> Option<String> {
         let mut g = self.gateways.lock().unwrap_or_else(|p| p.into_inner());
+        let was_tried = |addr: &str| tried.iter().any(|t| !t.is_empty() && *t == host_of(addr));
         let live: Vec<(&String, &Entry)> = g
             .iter()
             .filter(|(_, e)| e.seen.elapsed() < GATEWAY_TTL && (!https || !e.https.is_empty()))
+            .filter(|(a, e)| !was_tried(a) && !was_tried(&e.https))
             .collect();
         if live.is_empty() {
             return None;
@@ -158,19 +180,37 @@ mod tests {
     #[test]
     fn spreads_and_prefers_site() {
         let r = Registry::default();
-        assert_eq!(r.pick(None), None);
+        assert_eq!(r.pick(None, &[]), None);
         r.heartbeat("a:1", "", "cern", 0);
         r.heartbeat("b:1", "", "desy", 0);
-        let picks: Vec<String> = (0..4).filter_map(|_| r.pick(None)).collect();
+        let picks: Vec<String> = (0..4).filter_map(|_| r.pick(None, &[])).collect();
         assert!(picks.contains(&"a:1".to_string()) && picks.contains(&"b:1".to_string()));
-        assert!((0..4).all(|_| r.pick(Some("desy")).as_deref() == Some("b:1")));
+        assert!((0..4).all(|_| r.pick(Some("desy"), &[]).as_deref() == Some("b:1")));
         r.heartbeat("a:1", "", "cern", 100);
         r.heartbeat("b:1", "", "desy", 0);
-        assert_eq!(r.pick(None).as_deref(), Some("b:1"), "least busy");
+        assert_eq!(r.pick(None, &[]).as_deref(), Some("b:1"), "least busy");
         // Only gateways with an HTTPS listener serve HTTPS.
         assert_eq!(r.pick_https(None), None);
         r.heartbeat("a:1", "a:2", "cern", 100);
         assert_eq!(r.pick_https(Some("desy")).as_deref(), Some("a:2"));
+    }
+
+    #[test]
+    fn tried_hosts_and_departed_gateways_are_not_chosen() {
+        let r = Registry::default();
+        r.heartbeat("localhost:1094", "", "", 0);
+        r.heartbeat("127.0.0.1:1095", "", "", 0);
+        // A client back from a failed redirect to localhost.
+        for _ in 0..4 {
+            assert_eq!(
+                r.pick(None, &["localhost"]).as_deref(),
+                Some("127.0.0.1:1095")
+            );
+        }
+        assert_eq!(r.pick(None, &["localhost", "127.0.0.1"]), None);
+        r.forget("127.0.0.1:1095");
+        assert!((0..4).all(|_| r.pick(None, &[]).as_deref() == Some("localhost:1094")));
+        assert_eq!(host_of("[::1]:1094"), "::1");
     }
 
     #[test]

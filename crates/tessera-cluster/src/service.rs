@@ -114,6 +114,41 @@ impl pb::cluster_server::Cluster for ClusterService {
         Ok(Response::new(pb::HeartbeatReply {}))
     }
 
+    async fn register(
+        &self,
+        r: Request<tonic::Streaming<pb::HeartbeatRequest>>,
+    ) -> Result<Response<pb::HeartbeatReply>, Status> {
+        self.auth(&r)?;
+        let mut stream = r.into_inner();
+        let mut name: Option<String> = None;
+        // Each message is a heartbeat; the end of the stream (the gateway
+        // died, its connection broke, it stopped) is its departure.
+        let end = loop {
+            match stream.message().await {
+                Ok(Some(h)) => {
+                    self.registry
+                        .heartbeat(&h.xrootd, &h.https, &h.site, h.open_files);
+                    name = Some(h.xrootd);
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        if let Some(n) = name {
+            self.registry.forget(&n);
+        }
+        end.map(|()| Response::new(pb::HeartbeatReply {}))
+    }
+
+    async fn deregister(
+        &self,
+        r: Request<pb::DeregisterRequest>,
+    ) -> Result<Response<pb::Done>, Status> {
+        self.auth(&r)?;
+        self.registry.forget(&r.get_ref().xrootd);
+        Ok(Response::new(pb::Done {}))
+    }
+
     async fn filesystems(
         &self,
         r: Request<pb::FilesystemsRequest>,

@@ -23,6 +23,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
     let addr = l.local_addr()?;
     let advertise = c.advertise.clone().unwrap_or_else(|| addr.to_string());
     let client = tessera_cluster::ClusterClient::new(&mgm, &secret)?;
+    let (deregister_client, advertise_for_deregister) = (client.clone(), advertise.clone());
     // Its own counters and access log: the closes of the files it serves.
     let metrics = Arc::new(tessera_obs::Metrics::new(crate::VERSION));
     let access = Arc::new(crate::access_log(cfg)?);
@@ -154,6 +155,7 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
             stop_rx.clone(),
         )));
     }
+    let registration = loops.abort_handle();
     let keepalive = crate::abort_on_stop(loops, stop_rx);
     tracing::info!(xrootd = %addr, %advertise, %mgm, "data gateway started");
     let none = SocketAddr::from(([0, 0, 0, 0], 0));
@@ -171,5 +173,6 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
             tasks
         },
         core: None,
+        registered: Some((deregister_client, advertise_for_deregister, registration)),
     })
 }

@@ -44,6 +44,13 @@ pub struct Running {
     tasks: Vec<JoinHandle<()>>,
     /// None on a data gateway (it has no namespace).
     core: Option<Core>,
+    /// A data gateway: its metadata service and the address it registered
+    /// with, to deregister before draining.
+    registered: Option<(
+        tessera_cluster::ClusterClient,
+        String,
+        tokio::task::AbortHandle,
+    )>,
 }
 
 impl Running {
@@ -55,6 +62,24 @@ impl Running {
 
     /// Stop accepting, let in-flight requests finish, flush the namespace.
     pub async fn shutdown(self) -> anyhow::Result<()> {
+        // A gateway first leaves its metadata service (no more redirects
+        // to it), then drains.
+        if let Some((client, xrootd, registration)) = &self.registered {
+            // No more heartbeats (they would register it again); the
+            // stream closing is a departure too.
+            registration.abort();
+            let bye = client.deregister(xrootd);
+            match tokio::time::timeout(std::time::Duration::from_secs(2), bye).await {
+                Ok(Ok(())) => {
+                    tracing::info!("deregistered from the metadata service");
+                    // Clients it redirected here just before may still
+                    // arrive: serve them as usual for a moment.
+                    tokio::time::sleep(DEREGISTER_GRACE).await;
+                }
+                Ok(Err(e)) => tracing::warn!("deregistering: {e}"),
+                Err(_) => tracing::warn!("deregistering: no answer within 2 s"),
+            }
+        }
         let _ = self.stop.send(true);
         for t in self.tasks {
             let _ = t.await;
@@ -65,6 +90,10 @@ impl Running {
         Ok(())
     }
 }
+
+/// How long a stopping gateway goes on as usual after deregistering, for
+/// the clients its metadata service sent to it just before.
+pub const DEREGISTER_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The dev-mode configuration for `data_dir` (prepared on disk: folders,
 /// CA, admin token) with every listener on loopback port 0, and the admin
@@ -439,6 +468,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         stop,
         tasks,
         core: Some(core),
+        registered: None,
     })
 }
 

@@ -51,7 +51,12 @@ pub async fn serve_connection(
     let mut reply = [0u8; 16];
     reply[4..8].copy_from_slice(&8i32.to_be_bytes());
     reply[8..12].copy_from_slice(&proto::PROTOCOL_VERSION.to_be_bytes());
-    reply[12..16].copy_from_slice(&1i32.to_be_bytes()); // kXR_DataServer
+    // The metadata service of a scale-out setup redirects: it says so
+    // (kXR_LBalServer, kXR_isManager) so that clients come back to it when
+    // a gateway fails; everything else is a data server.
+    let manager = matches!(cfg.mode, crate::Mode::Mgm { .. });
+    let server_type: i32 = if manager { 0 } else { 1 };
+    reply[12..16].copy_from_slice(&server_type.to_be_bytes());
     sock.write_all(&reply).await?;
 
     // kXR_protocol comes first (XrdCl sends it with the handshake); it
@@ -72,7 +77,13 @@ pub async fn serve_connection(
         .await;
     }
     let want_tls = h.u8_at(8) & pflags::WANT_TLS != 0;
-    let mut flags = pflags::IS_SERVER;
+    // Not kXR_isServer as well: XrdCl would then name the metadata
+    // service, not the failed gateway, in `tried=`.
+    let mut flags = if manager {
+        pflags::IS_MANAGER
+    } else {
+        pflags::IS_SERVER
+    };
     if cfg.tls.is_some() {
         flags |= pflags::HAVE_TLS;
     }

@@ -82,6 +82,9 @@ pub mod err {
 pub mod pflags {
     pub const WANT_TLS: u8 = 0x04;
     pub const IS_SERVER: u32 = 0x0000_0001;
+    /// A redirector: XrdCl comes back to it when a server it sent the
+    /// client to fails, naming that server in `tried=`.
+    pub const IS_MANAGER: u32 = 0x0000_0002;
     pub const HAVE_TLS: u32 = 0x8000_0000;
     pub const GOTO_TLS: u32 = 0x4000_0000;
 }

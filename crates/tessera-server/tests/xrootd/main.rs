@@ -8,6 +8,7 @@ mod clients;
 mod dashboards;
 mod drain;
 mod errors;
+mod failover;
 mod python;
 mod scaleout;
 mod tokens;

@@ -57,7 +57,12 @@ pub async fn mgm_open(
     else {
         return Ok(false);
     };
-    let Some(gw) = registry.pick(sites.site_of(s.peer.ip())) else {
+    // A client back from a failed redirect names where it failed
+    // (`tried=host,...`, XrdCl): not there again.
+    let tried_cgi = t.cgi("tried").unwrap_or_default();
+    let tried_cgi = tried_cgi.replace("%2C", ",").replace("%2c", ",");
+    let tried: Vec<&str> = tried_cgi.split(',').map(str::trim).collect();
+    let Some(gw) = registry.pick(sites.site_of(s.peer.ip()), &tried) else {
         return Ok(false);
     };
     let who = s.who();

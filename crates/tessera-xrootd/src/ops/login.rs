@@ -7,7 +7,11 @@ use crate::session::Session;
 
 /// A repeated `kXR_protocol` on an established connection: no TLS switch.
 pub fn protocol(s: &Session, _h: &Header) -> Result<Vec<u8>, XrdError> {
-    let mut flags = pflags::IS_SERVER;
+    let mut flags = if matches!(s.cfg.mode, crate::Mode::Mgm { .. }) {
+        pflags::IS_MANAGER
+    } else {
+        pflags::IS_SERVER
+    };
     if s.cfg.tls.is_some() {
         flags |= pflags::HAVE_TLS;
     }
