@@ -9,7 +9,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 dir=/var/tmp/tessera-promtool
 if [ ! -x "$dir/usr/bin/promtool" ]; then
   rm -rf "$dir" && mkdir -p "$dir/deb"
-  (cd "$dir/deb" && apt-get download -qq prometheus 2>/dev/null)
+  if ! (cd "$dir/deb" && apt-get download -qq prometheus 2>/dev/null); then
+    # No package lists yet (a fresh machine): fetch them, then retry.
+    apt-get -o DPkg::Lock::Timeout=600 update -qq
+    (cd "$dir/deb" && apt-get download -qq prometheus)
+  fi
   dpkg-deb -x "$dir"/deb/prometheus_*.deb "$dir"
 fi
 "$dir/usr/bin/promtool" check rules deploy/prometheus/alerts.yml
