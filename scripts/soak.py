@@ -168,6 +168,8 @@ def main():
             time.sleep(rnd.uniform(0.0, 0.3))
             log(f"kill -9 (upload of {path} in flight)")
             srv.kill9()
+            # The dev issuer's URL names the HTTPS port, new at each start.
+            ENV["BEARER_TOKEN"] = token()
             p.wait()
             before = model.get(path)
             maybe[path] = {before, digest(data)}
@@ -185,7 +187,9 @@ def main():
             if path in maybe or path not in model:
                 continue
             got = get(srv, path, proto)
-            if got is None or digest(got) != model[path]:
+            if got is None:
+                sys.exit(f"FAIL: {path} over {proto} cannot be read (seed {SEED})")
+            if digest(got) != model[path]:
                 sys.exit(f"FAIL: {path} over {proto} reads back wrong (seed {SEED})")
         elif op == "mv" and path in model and path not in maybe:
             dst = rnd.choice(names)
