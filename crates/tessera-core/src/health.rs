@@ -192,8 +192,13 @@ impl Filesystems {
                     }
                 }
                 Err(e) => {
-                    if cell.set(HealthState::Degraded, Some(format!("probe: {e}"))) {
-                        tracing::warn!(fs = id, "filesystem degraded: probe: {e}");
+                    // A bounded backend's own deadline may answer first.
+                    let state = match e {
+                        BackendError::TimedOut(_) => HealthState::Unresponsive,
+                        _ => HealthState::Degraded,
+                    };
+                    if cell.set(state, Some(format!("probe: {e}"))) {
+                        tracing::warn!(fs = id, "filesystem {}: probe: {e}", state.as_str());
                     }
                 }
             }
