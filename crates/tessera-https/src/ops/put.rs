@@ -88,7 +88,10 @@ pub async fn receive(
         let Some(frame) = next else { break };
         let frame = frame.map_err(|e| HttpError::new(400, format!("upload interrupted: {e}")))?;
         if let Ok(data) = frame.into_data() {
-            feed(&ws, data, budget).await?;
+            if let Err(e) = feed(&ws, data, budget).await {
+                linger(body, idle);
+                return Err(e);
+            }
         }
     }
     let w2 = Arc::clone(&ws);
@@ -98,6 +101,28 @@ pub async fn receive(
             .close()
     })
     .await
+}
+
+/// After a refusal mid-upload (over quota, no space): read and drop what
+/// the client still sends, for a while, so that it reads the answer
+/// instead of a connection reset while it writes (a chunked upload does
+/// not know it should stop). At most `LINGER_BYTES`, and not past `idle`
+/// without data or `LINGER` in all; then the body is dropped and the
+/// connection closes.
+fn linger(mut body: crate::ReqBody, idle: std::time::Duration) {
+    const LINGER: std::time::Duration = std::time::Duration::from_secs(30);
+    const LINGER_BYTES: u64 = 1 << 30;
+    tokio::spawn(async move {
+        let end = tokio::time::Instant::now() + LINGER;
+        let mut n = 0u64;
+        while n < LINGER_BYTES {
+            let wait = end.min(tokio::time::Instant::now() + idle);
+            match tokio::time::timeout_at(wait, body.frame()).await {
+                Ok(Some(Ok(f))) => n += f.data_ref().map_or(0, |d| d.len() as u64),
+                _ => break,
+            }
+        }
+    });
 }
 
 /// 201 for a new file, 204 for a replaced one.

@@ -36,7 +36,7 @@ fn quota_traversal_and_bounds() {
     // not a broken pipe, however much it was still sending.
     let big = e.local("bigger");
     std::fs::write(&big, data(24 << 20, 2)).unwrap();
-    for round in 0..3 {
+    for round in 0..6 {
         let (code, body) = e.curl(&[
             "-T",
             big.to_str().unwrap(),
