@@ -58,6 +58,14 @@ pub(crate) fn now_ns() -> u64 {
         .unwrap_or(0)
 }
 
+/// How many files damage records (in file order, as the store keeps
+/// them) name.
+pub(crate) fn files_in(records: &[DamageRecord]) -> u64 {
+    let mut fids: Vec<u64> = records.iter().map(|d| d.fid).collect();
+    fids.dedup();
+    fids.len() as u64
+}
+
 /// Damage records read per page.
 const DAMAGE_PAGE: usize = 1024;
 
@@ -213,9 +221,7 @@ impl Core {
         d.fsck_unrecoverable
             .set(rep.issues.iter().filter(|i| !i.recoverable).count() as u64);
         d.fsck_last_scan.set(rep.started_ns / 1_000_000_000);
-        let mut damaged: Vec<u64> = rep.read_errors.iter().map(|d| d.fid).collect();
-        damaged.dedup();
-        d.damaged_files.set(damaged.len() as u64);
+        d.damaged_files.set(files_in(&rep.read_errors));
         Ok(rep)
     }
 

@@ -84,10 +84,7 @@ impl HealthCell {
         if !is_storage_failure(e) {
             return;
         }
-        let state = match e {
-            BackendError::TimedOut(_) => HealthState::Unresponsive,
-            _ => HealthState::Degraded,
-        };
+        let state = failed_state(e);
         if self.set(state, Some(e.to_string())) {
             tracing::warn!(
                 fs = id,
@@ -115,6 +112,15 @@ pub(crate) fn is_storage_failure(e: &BackendError) -> bool {
         e,
         BackendError::Io { .. } | BackendError::Unavailable(_) | BackendError::TimedOut(_)
     )
+}
+
+/// The state a storage failure puts a filesystem in: a passed deadline
+/// makes it unresponsive, anything else degraded.
+fn failed_state(e: &BackendError) -> HealthState {
+    match e {
+        BackendError::TimedOut(_) => HealthState::Unresponsive,
+        _ => HealthState::Degraded,
+    }
 }
 
 /// Write a small stripe of file id 0 (never a file's) and remove it; then
@@ -193,10 +199,7 @@ impl Filesystems {
                 }
                 Err(e) => {
                     // A bounded backend's own deadline may answer first.
-                    let state = match e {
-                        BackendError::TimedOut(_) => HealthState::Unresponsive,
-                        _ => HealthState::Degraded,
-                    };
+                    let state = failed_state(&e);
                     if cell.set(state, Some(format!("probe: {e}"))) {
                         tracing::warn!(fs = id, "filesystem {}: probe: {e}", state.as_str());
                     }

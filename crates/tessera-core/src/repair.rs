@@ -334,9 +334,7 @@ impl Core {
 
     /// How many files have damage records.
     fn damaged_fids(&self) -> Result<u64, CoreError> {
-        let mut fids: Vec<u64> = self.damage_all()?.iter().map(|d| d.fid).collect();
-        fids.dedup();
-        Ok(fids.len() as u64)
+        Ok(crate::fsck::files_in(&self.damage_all()?))
     }
 
     fn references(&self, fsid: u32, name: &StripeName) -> bool {
