@@ -14,6 +14,7 @@ mod cephfs;
 mod cluster;
 mod dirsync;
 mod folder;
+mod folder_stripe;
 mod marker;
 mod name;
 

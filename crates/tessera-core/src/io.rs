@@ -3,10 +3,11 @@
 //! (disk and CephFS I/O); async front-ends call them from `spawn_blocking`.
 
 use crate::fs::Filesystems;
+use crate::ledger::{drop_stripes, Ledger, LocalLedger};
 use crate::{Core, CoreError, ReadSession, SessionLog};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use tessera_backend::{Backend, StripeName};
+use tessera_backend::Backend;
 use tessera_data::{FileReader, FileWriter, Layout, Placement};
 use tessera_meta::{Checksum, CommitWrite, Inode, MetaStore};
 use tessera_obs::{AccessLog, Metrics};
@@ -19,78 +20,6 @@ const RESERVE_STEP: u64 = 64 << 20;
 pub const FIRST_LEASE: u64 = 64 << 10;
 /// The space used when a directory names none.
 pub const DEFAULT_SPACE: &str = "default";
-
-/// Remove every stripe of a file (best effort: what fails is an orphan for fsck).
-pub(crate) fn drop_stripes(fs: &Filesystems, p: &Placement, fid: u64) {
-    for (i, id) in p.fsids.iter().enumerate() {
-        if let Some(b) = fs.backend(*id) {
-            if let Err(e) = b.remove(&StripeName::new(fid, i as u8), None) {
-                tracing::warn!(fid, stripe = i, fsid = id, "stripe not removed: {e}");
-            }
-        }
-    }
-}
-
-pub(crate) fn drop_stripes_of(fs: &Filesystems, inode: &Inode) {
-    if inode.layout.is_empty() {
-        return;
-    }
-    match Placement::decode(&inode.layout) {
-        Ok(p) => drop_stripes(fs, &p, inode.ino),
-        Err(e) => tracing::warn!(fid = inode.ino, "unreadable placement: {e}"),
-    }
-}
-
-/// Where a write's quota reservation lives and where the finished file is
-/// committed: the local namespace, or, on a data gateway, the metadata
-/// service (over its internal API). Blocking.
-pub trait Ledger: Send + Sync {
-    /// Grow reservation `id` by `bytes` (refused over quota).
-    fn extend(&self, id: u64, bytes: u64) -> Result<(), CoreError>;
-    /// Make the file visible in one step; the stripes of a file it
-    /// replaces are dropped by the ledger.
-    fn commit(&self, id: u64, c: CommitWrite) -> Result<Inode, CoreError>;
-    /// Give the reservation up.
-    fn abort(&self, id: u64);
-    /// Reads of file `fid` ran into damaged stripes: (stripe index,
-    /// filesystem id, what went wrong), one entry per stripe. Kept for
-    /// fsck and repair; never fails the read that found them.
-    fn damaged(&self, fid: u64, stripes: Vec<(u8, u32, String)>);
-}
-
-/// The local namespace as a ledger.
-pub(crate) struct LocalLedger {
-    pub(crate) meta: Arc<MetaStore>,
-    pub(crate) fs: Arc<Filesystems>,
-}
-
-impl Ledger for LocalLedger {
-    fn extend(&self, id: u64, bytes: u64) -> Result<(), CoreError> {
-        Ok(self.meta.extend_write(id, bytes)?)
-    }
-
-    fn commit(&self, id: u64, c: CommitWrite) -> Result<Inode, CoreError> {
-        let (inode, replaced) = self.meta.commit_write(id, c)?;
-        if let Some(old) = replaced {
-            drop_stripes_of(&self.fs, &old);
-        }
-        Ok(inode)
-    }
-
-    fn abort(&self, id: u64) {
-        let _ = self.meta.abort_write(id);
-    }
-
-    fn damaged(&self, fid: u64, stripes: Vec<(u8, u32, String)>) {
-        let now = crate::fsck::now_ns();
-        for (stripe, fsid, what) in stripes {
-            tracing::warn!(fid, stripe, fsid, "degraded read: {what}");
-            if let Err(e) = self.meta.damage_note(fid, stripe, fsid, &what, now) {
-                tracing::warn!(fid, stripe, "damage not recorded: {e}");
-            }
-        }
-    }
-}
 
 /// What a write needs before its first byte: its reservation, the file id
 /// its stripes are named after, the layout and the filesystems chosen.
@@ -660,51 +589,5 @@ impl Core {
             .into());
         }
         Ok(Some(inode))
-    }
-}
-
-impl Core {
-    /// Set a file's size (blocking): shorter keeps the first `size` bytes,
-    /// longer appends zeros. The file is rewritten under the same rules as
-    /// any write (permissions, quota, layout) and replaced in one step.
-    pub fn truncate(&self, who: &Identity, path: &NsPath, size: u64) -> Result<Inode, CoreError> {
-        crate::scopes::modify(who, path)?;
-        let old = self.meta.stat(path)?;
-        if old.is_dir() {
-            return Err(tessera_meta::MetaError::IsADirectory(path.display()).into());
-        }
-        if old.size == size {
-            return Ok(old);
-        }
-        // The kept bytes are read as part of the change: the token's modify
-        // scope covers it, the mode bits still have to allow reading.
-        let src = if size > 0 && old.size > 0 {
-            if !tessera_meta::may(who, &old, 4) {
-                return Err(tessera_meta::MetaError::PermissionDenied(format!(
-                    "{} may not read {}",
-                    who.name,
-                    path.display()
-                ))
-                .into());
-            }
-            Some(self.data().open_inode(old.clone())?)
-        } else {
-            None
-        };
-        let mut w = self.open_write(who, path, old.mode, true, size)?;
-        let chunk = 8u64 << 20;
-        let mut pos = 0u64;
-        let mut buf = vec![0u8; chunk as usize];
-        while pos < size {
-            let n = chunk.min(size - pos) as usize;
-            let got = match &src {
-                Some(r) if pos < old.size => r.read_at(pos, &mut buf[..n])?,
-                _ => 0,
-            };
-            buf[got..n].fill(0);
-            w.write(&buf[..n])?;
-            pos += n as u64;
-        }
-        w.close()
     }
 }

@@ -267,7 +267,7 @@ impl Core {
             let top = m.stat(&path)?;
             if !top.is_dir() {
                 let gone = m.unlink(&path, &w)?;
-                crate::io::drop_stripes_of(&fs, &gone);
+                crate::ledger::drop_stripes_of(&fs, &gone);
                 rep.files += 1;
                 return Ok(rep);
             }
@@ -554,7 +554,7 @@ fn remove_tree(
                 rep.dirs += 1;
             } else {
                 let gone = m.unlink(&p, who)?;
-                crate::io::drop_stripes_of(fs, &gone);
+                crate::ledger::drop_stripes_of(fs, &gone);
                 rep.files += 1;
             }
         }

@@ -17,6 +17,7 @@ mod placement;
 mod readdata;
 mod reader;
 mod recent;
+mod stripes;
 mod writer;
 
 pub use ahead::{AheadStats, FileReader, READ_AHEAD_MIN};

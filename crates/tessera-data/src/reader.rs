@@ -5,10 +5,11 @@
 
 use crate::layout::{Geometry, LayoutKind, Placement};
 use crate::readdata::{BufPool, ReadData};
+use crate::stripes::{Stripes, BAD_BLOCK};
 use crate::DataError;
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
-use tessera_backend::{Backend, StripeName, StripeRead};
+use tessera_backend::Backend;
 use tessera_ec::Codec;
 
 /// Something that went wrong with one stripe during a read (for fsck).
@@ -17,68 +18,6 @@ pub struct ReadEvent {
     pub stripe: usize,
     pub group: u64,
     pub what: String,
-}
-
-type OpenResult = Result<Box<dyn StripeRead>, String>;
-
-impl Stripes {
-    fn stripe(&self, i: usize) -> Result<&dyn StripeRead, String> {
-        let r = self.opened[i].get_or_init(|| match &self.backends[i] {
-            None => Err("filesystem unavailable".to_string()),
-            Some(b) => b
-                .open(&StripeName::new(self.fid, i as u8))
-                .map_err(|e| e.to_string()),
-        });
-        match r {
-            Ok(s) => Ok(s.as_ref()),
-            Err(e) => Err(e.clone()),
-        }
-    }
-
-    /// Stripe `i`, only if it is open already or opens without waiting
-    /// (see `Backend::open_cached`).
-    fn stripe_cached(&self, i: usize) -> Option<&dyn StripeRead> {
-        if self.opened[i].get().is_none() {
-            let s = self.backends[i]
-                .as_ref()?
-                .open_cached(&StripeName::new(self.fid, i as u8))?;
-            // Another reader may have opened it meanwhile: either will do.
-            let _ = self.opened[i].set(Ok(s));
-        }
-        match self.opened[i].get()? {
-            Ok(s) => Some(s.as_ref()),
-            Err(_) => None,
-        }
-    }
-
-    /// Whether every block of groups `ga..=gb` in `buf` (which holds a
-    /// stripe's bytes from offset `from`) matches its CRC-32C.
-    fn verified(&self, buf: &[u8], from: u64, ga: u64, gb: u64) -> bool {
-        (ga..=gb).all(|g| {
-            let off = (self.geo.block_offset(g) - from) as usize;
-            let len = self.geo.block_len(g);
-            tessera_ec::crc32c(&buf[off..off + len]).to_le_bytes() == buf[off + len..off + len + 4]
-        })
-    }
-
-    /// Block `g` of stripe `i`, verified.
-    fn block(&self, i: usize, g: u64) -> Result<Vec<u8>, String> {
-        let len = self.geo.block_len(g);
-        let s = self.stripe(i)?;
-        let mut buf = vec![0u8; len + 4];
-        let n = s
-            .read_at(self.geo.block_offset(g), &mut buf)
-            .map_err(|e| e.to_string())?;
-        if n != len + 4 {
-            return Err(format!("{BAD_BLOCK} short: {n} of {} bytes", len + 4));
-        }
-        let crc = u32::from_le_bytes(buf[len..].try_into().expect("4 bytes"));
-        buf.truncate(len);
-        if tessera_ec::crc32c(&buf) != crc {
-            return Err(format!("{BAD_BLOCK} checksum mismatch"));
-        }
-        Ok(buf)
-    }
 }
 
 /// A stripe that has not answered within this is treated as missing and
@@ -92,11 +31,6 @@ pub const DEFAULT_POOL_BYTES: usize = 32 << 20;
 /// (a hedged read: its group was rebuilt from the others).
 pub const SLOW_PREFIX: &str = "no answer within";
 
-/// How the error of one bad block begins (a checksum mismatch, a short
-/// block): it rules out that block only, not the rest of its stripe (each
-/// group is rebuilt from whatever good blocks it has).
-const BAD_BLOCK: &str = "bad block:";
-
 /// How a [`ReadEvent`] begins when a stripe was not asked again because
 /// it already failed earlier in the same read.
 pub const SKIPPED_PREFIX: &str = "skipped:";
@@ -108,16 +42,6 @@ struct Span {
     first: u64,
     last: u64,
     buf: Vec<u8>,
-}
-
-/// The stripes of one file, shared with the reader threads (which may
-/// outlive a read when a stripe is slow).
-struct Stripes {
-    geo: Geometry,
-    fid: u64,
-    backends: Vec<Option<Arc<dyn Backend>>>,
-    opened: Vec<OnceLock<OpenResult>>,
-    pool: Arc<BufPool>,
 }
 
 /// The stripes of one file read as one range at a time; [`crate::FileReader`]

@@ -22,6 +22,7 @@ mod recount;
 mod store;
 mod txn;
 mod write;
+mod xattr;
 
 pub use damage::DamageRecord;
 pub use error::MetaError;

@@ -1,0 +1,51 @@
+//! Truncate: a file rewritten to a new size under the rules of any write.
+
+use crate::{Core, CoreError};
+use tessera_meta::Inode;
+use tessera_types::{Identity, NsPath};
+
+impl Core {
+    /// Set a file's size (blocking): shorter keeps the first `size` bytes,
+    /// longer appends zeros. The file is rewritten under the same rules as
+    /// any write (permissions, quota, layout) and replaced in one step.
+    pub fn truncate(&self, who: &Identity, path: &NsPath, size: u64) -> Result<Inode, CoreError> {
+        crate::scopes::modify(who, path)?;
+        let old = self.meta.stat(path)?;
+        if old.is_dir() {
+            return Err(tessera_meta::MetaError::IsADirectory(path.display()).into());
+        }
+        if old.size == size {
+            return Ok(old);
+        }
+        // The kept bytes are read as part of the change: the token's modify
+        // scope covers it, the mode bits still have to allow reading.
+        let src = if size > 0 && old.size > 0 {
+            if !tessera_meta::may(who, &old, 4) {
+                return Err(tessera_meta::MetaError::PermissionDenied(format!(
+                    "{} may not read {}",
+                    who.name,
+                    path.display()
+                ))
+                .into());
+            }
+            Some(self.data().open_inode(old.clone())?)
+        } else {
+            None
+        };
+        let mut w = self.open_write(who, path, old.mode, true, size)?;
+        let chunk = 8u64 << 20;
+        let mut pos = 0u64;
+        let mut buf = vec![0u8; chunk as usize];
+        while pos < size {
+            let n = chunk.min(size - pos) as usize;
+            let got = match &src {
+                Some(r) if pos < old.size => r.read_at(pos, &mut buf[..n])?,
+                _ => 0,
+            };
+            buf[got..n].fill(0);
+            w.write(&buf[..n])?;
+            pos += n as u64;
+        }
+        w.close()
+    }
+}

@@ -1,0 +1,89 @@
+//! Extended attributes: set and remove, `sys.*` for admins, others for the
+//! owner; names and sizes checked before the transaction.
+
+use crate::error::MetaError;
+use crate::keys::*;
+use crate::read::resolve;
+use crate::records::*;
+use crate::store::MetaStore;
+use crate::txn::Cf;
+use tessera_types::{Identity, NsPath};
+
+/// Largest xattr value.
+pub const MAX_XATTR_VALUE: usize = 64 * 1024;
+
+impl MetaStore {
+    /// Set an extended attribute. `sys.*` needs root; others the owner.
+    pub fn xattr_set(
+        &self,
+        path: &NsPath,
+        who: &Identity,
+        name: &[u8],
+        value: &[u8],
+    ) -> Result<(), MetaError> {
+        check_xattr_name(name)?;
+        if value.len() > MAX_XATTR_VALUE {
+            return Err(MetaError::Invalid(format!(
+                "attribute value longer than {MAX_XATTR_VALUE} bytes"
+            )));
+        }
+        let seq = {
+            let st = self.lock();
+            let mut txn = self.txn();
+            let i = resolve(&txn, path)?;
+            xattr_permission(who, &i, name)?;
+            // Access control lists are checked when set, not when used.
+            if name == b"sys.acl" || name == b"user.acl" {
+                crate::acl::parse(&String::from_utf8_lossy(value))?;
+            }
+            txn.put(Cf::Xattr, &xattr_key(i.ino, name), encode_xattr(value));
+            self.commit(txn, &st)?
+        };
+        self.finish(seq)
+    }
+
+    pub fn xattr_rm(&self, path: &NsPath, who: &Identity, name: &[u8]) -> Result<(), MetaError> {
+        check_xattr_name(name)?;
+        let seq = {
+            let st = self.lock();
+            let mut txn = self.txn();
+            let i = resolve(&txn, path)?;
+            xattr_permission(who, &i, name)?;
+            let key = xattr_key(i.ino, name);
+            if txn.get(Cf::Xattr, &key)?.is_none() {
+                return Err(MetaError::NotFound(format!(
+                    "no attribute {} on {}",
+                    String::from_utf8_lossy(name),
+                    path.display()
+                )));
+            }
+            txn.delete(Cf::Xattr, &key);
+            self.commit(txn, &st)?
+        };
+        self.finish(seq)
+    }
+}
+
+fn check_xattr_name(name: &[u8]) -> Result<(), MetaError> {
+    if name.is_empty() || name.len() > 255 || name.contains(&0) {
+        return Err(MetaError::Invalid(
+            "attribute names are 1 to 255 bytes without NUL".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn xattr_permission(who: &Identity, i: &Inode, name: &[u8]) -> Result<(), MetaError> {
+    if name.starts_with(b"sys.") {
+        if !who.is_root() {
+            return Err(MetaError::PermissionDenied(
+                "sys.* attributes are for admins".into(),
+            ));
+        }
+    } else if !(who.is_root() || who.uid == i.uid) {
+        return Err(MetaError::PermissionDenied(
+            "only the owner may change attributes".into(),
+        ));
+    }
+    Ok(())
+}
