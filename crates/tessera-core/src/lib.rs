@@ -10,6 +10,7 @@ mod attrs;
 mod authz;
 mod budget;
 mod conns;
+mod copy;
 mod error;
 mod fs;
 mod fsck;
@@ -24,10 +25,12 @@ mod scopes;
 mod service;
 mod sessionlog;
 mod stall;
+mod tree;
 mod truncate;
 
 pub use budget::{Budget, Lease, Share, DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_WAIT, MIN_SHARE};
 pub use conns::{default_limits, ConnGuard, ConnLimits, Refused};
+pub use copy::{stored_checksums, TreeCopy};
 pub use error::CoreError;
 pub use fs::{FsChange, FsView, SpaceView};
 pub use fsck::{DrainReport, FileIssue, FsckReport, Orphan};
@@ -47,3 +50,4 @@ pub use tessera_meta::{
     CheckReport, Checksum, CommitWrite, EntryKind, Inode, MetaOptions, MetaStore, NsStats,
     QuotaEntry, QuotaKind, QuotaNodeReport, QuotaTarget, RenameFlags, Reservation, SetAttr,
 };
+pub use tree::TreeRemoval;

@@ -73,7 +73,7 @@ impl Core {
     }
 
     /// Run one operation off the async runtime, timed and logged.
-    async fn run<T, F>(
+    pub(crate) async fn run<T, F>(
         &self,
         op: &'static str,
         who: &Identity,
@@ -385,6 +385,28 @@ impl Core {
         self.run("attr_rm", who, path.display(), move |m| {
             crate::scopes::modify(&w, &path)?;
             m.xattr_rm(&path, &w, &name)
+        })
+        .await
+    }
+
+    /// Set and remove `user.*` attributes in one step, in order (WebDAV's
+    /// PROPPATCH: all of them or none).
+    pub async fn xattr_patch(
+        &self,
+        who: &Identity,
+        path: NsPath,
+        ops: Vec<(Vec<u8>, Option<Vec<u8>>)>,
+    ) -> Result<(), CoreError> {
+        let w = who.clone();
+        self.run("attr_set", who, path.display(), move |m| {
+            crate::scopes::modify(&w, &path)?;
+            if let Some((n, _)) = ops.iter().find(|(n, _)| !n.starts_with(b"user.")) {
+                return Err(MetaError::Invalid(format!(
+                    "{} is not a user.* attribute",
+                    String::from_utf8_lossy(n)
+                )));
+            }
+            m.xattr_patch(&path, &w, &ops)
         })
         .await
     }

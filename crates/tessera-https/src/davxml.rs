@@ -54,16 +54,93 @@ pub fn parse(body: &[u8]) -> Result<Propfind, String> {
     Err("propfind holds none of allprop, propname and prop".into())
 }
 
+/// One change of a PROPPATCH, in document order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PatchOp {
+    /// Set the property to this value (XML content, see [`Element`]).
+    Set(PropName, String),
+    Remove(PropName),
+}
+
+/// Parse a PROPPATCH body (RFC 4918 §14.19: `propertyupdate` holding
+/// `set` and `remove` instructions, each with a `prop`).
+pub fn parse_proppatch(body: &[u8]) -> Result<Vec<PatchOp>, String> {
+    let text = std::str::from_utf8(body).map_err(|_| "the body is not UTF-8".to_string())?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let root = Reader::new(text).document()?;
+    if root.name != dav("propertyupdate") {
+        return Err(format!(
+            "the body's root is {{{}}}{}, not DAV: propertyupdate",
+            root.name.0, root.name.1
+        ));
+    }
+    let mut ops = Vec::new();
+    for c in &root.children {
+        let set = match (c.name.0.as_str(), c.name.1.as_str()) {
+            ("DAV:", "set") => true,
+            ("DAV:", "remove") => false,
+            _ => continue,
+        };
+        for prop in c.children.iter().filter(|p| p.name == dav("prop")) {
+            for p in &prop.children {
+                ops.push(if set {
+                    PatchOp::Set(p.name.clone(), p.inner.clone())
+                } else {
+                    PatchOp::Remove(p.name.clone())
+                });
+            }
+        }
+    }
+    if ops.is_empty() {
+        return Err("propertyupdate changes no property".into());
+    }
+    Ok(ops)
+}
+
 fn dav(local: &str) -> PropName {
     ("DAV:".to_string(), local.to_string())
 }
 
-/// An element: its resolved name and its child elements (text is checked
-/// and dropped: no PROPFIND element needs it).
+/// An element: its resolved name, its child elements, and its content
+/// written out again as XML (a dead property's value): text escaped,
+/// child elements each declaring its own namespace as the default one
+/// (so the value means the same wherever it is put back), comments,
+/// processing instructions and attributes left out.
 #[derive(Debug)]
 struct Element {
     name: PropName,
     children: Vec<Element>,
+    inner: String,
+}
+
+impl Element {
+    /// The element itself written out as `inner` is.
+    fn outer(&self) -> String {
+        let (ns, local) = &self.name;
+        let ns = escape(ns);
+        if self.inner.is_empty() {
+            format!("<{local} xmlns=\"{ns}\"/>")
+        } else {
+            format!("<{local} xmlns=\"{ns}\">{}</{local}>", self.inner)
+        }
+    }
+}
+
+/// XML escaping of text and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&apos;"),
+            c if (c as u32) < 0x20 && c != '\t' && c != '\n' && c != '\r' => o.push('\u{FFFD}'),
+            c => o.push(c),
+        }
+    }
+    o
 }
 
 struct Reader<'a> {
@@ -192,9 +269,10 @@ impl<'a> Reader<'a> {
         let empty = self.attributes()?;
         let name = self.resolve(qname)?;
         let mut children = Vec::new();
+        let mut inner = String::new();
         if !empty {
             loop {
-                self.text()?;
+                inner.push_str(&escape(&self.text()?));
                 let r = self.rest();
                 if r.starts_with("</") {
                     self.at += 2;
@@ -211,20 +289,28 @@ impl<'a> Reader<'a> {
                 } else if r.starts_with("<!--") {
                     self.comment()?;
                 } else if r.starts_with("<![CDATA[") {
+                    let from = self.at + 9;
                     self.skip_past("]]>")?;
+                    inner.push_str(&escape(&self.s[from..self.at - 3]));
                 } else if r.starts_with("<?") {
                     self.skip_past("?>")?;
                 } else if r.starts_with("<!") {
                     return self.err("a declaration inside an element");
                 } else if r.starts_with('<') {
-                    children.push(self.element(depth + 1)?);
+                    let child = self.element(depth + 1)?;
+                    inner.push_str(&child.outer());
+                    children.push(child);
                 } else {
                     return self.err(&format!("unclosed element <{qname}>"));
                 }
             }
         }
         self.scope.truncate(mark);
-        Ok(Element { name, children })
+        Ok(Element {
+            name,
+            children,
+            inner,
+        })
     }
 
     /// Attributes up to `>` or `/>` (returns true for `/>`); `xmlns`
@@ -290,13 +376,13 @@ impl<'a> Reader<'a> {
         Ok(v)
     }
 
-    /// Character data up to the next `<`: checked, not kept.
-    fn text(&mut self) -> Result<(), String> {
+    /// Character data up to the next `<`, references replaced.
+    fn text(&mut self) -> Result<String, String> {
         let r = self.rest();
         let n = r.find('<').unwrap_or(r.len());
-        unescape(&r[..n]).map_err(|e| format!("{e} at byte {}", self.at))?;
+        let t = unescape(&r[..n]).map_err(|e| format!("{e} at byte {}", self.at))?;
         self.at += n;
-        Ok(())
+        Ok(t)
     }
 
     fn resolve(&self, qname: &str) -> Result<PropName, String> {

@@ -350,6 +350,7 @@ async fn handle(ctx: Ctx, req: crate::Req) -> Response<Body> {
         "MKCOL" => ops::mkcol::mkcol(&ctx, req).await,
         "MOVE" => ops::moves::mv(&ctx, req).await,
         "PROPFIND" => ops::propfind::propfind(&ctx, req).await,
+        "PROPPATCH" => ops::proppatch::proppatch(&ctx, req).await,
         "COPY" => copy(&ctx, req).await,
         "OPTIONS" => Ok(ops::options()),
         _ => Err(HttpError::new(

@@ -1,9 +1,19 @@
 //! URL paths: percent-decoding into namespace paths (which can never climb
 //! above `/`), and encoding namespace names back for `href`s and
-//! `Location`s.
+//! `Location`s (the `percent-encoding` crate; a `%` not followed by two
+//! hex digits is refused here first, where the crate would pass it on).
 
 use crate::error::HttpError;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC};
 use tessera_types::NsPath;
+
+/// What an `href` escapes: everything but unreserved characters and `/`.
+const HREF: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~')
+    .remove(b'/');
 
 /// The namespace path of a request target (`/a%20b/c?query` → `/a b/c`).
 pub fn decode(target: &str) -> Result<NsPath, HttpError> {
@@ -17,21 +27,19 @@ pub fn decode(target: &str) -> Result<NsPath, HttpError> {
 }
 
 pub(crate) fn unescape(s: &str) -> Option<Vec<u8>> {
-    tessera_types::percent_decode(s)
+    let b = s.as_bytes();
+    let well_formed = b.iter().enumerate().all(|(i, &c)| {
+        c != b'%'
+            || (b.get(i + 1).is_some_and(u8::is_ascii_hexdigit)
+                && b.get(i + 2).is_some_and(u8::is_ascii_hexdigit))
+    });
+    well_formed.then(|| percent_encoding::percent_decode_str(s).collect())
 }
 
 /// Percent-encode a path for an `href` (unreserved characters and `/`
 /// kept).
 pub fn encode(p: &[u8]) -> String {
-    let mut s = String::with_capacity(p.len());
-    for &c in p {
-        if c.is_ascii_alphanumeric() || b"-._~/".contains(&c) {
-            s.push(c as char);
-        } else {
-            s.push_str(&format!("%{c:02X}"));
-        }
-    }
-    s
+    percent_encoding::percent_encode(p, HREF).to_string()
 }
 
 #[cfg(test)]

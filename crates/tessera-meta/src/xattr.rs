@@ -13,6 +13,40 @@ use tessera_types::{Identity, NsPath};
 pub const MAX_XATTR_VALUE: usize = 64 * 1024;
 
 impl MetaStore {
+    /// Set (`Some`) and remove (`None`) several attributes in one
+    /// transaction, in order (a later change to the same name wins; a
+    /// removal of a missing one is no error): all of them or none.
+    pub fn xattr_patch(
+        &self,
+        path: &NsPath,
+        who: &Identity,
+        ops: &[(Vec<u8>, Option<Vec<u8>>)],
+    ) -> Result<(), MetaError> {
+        for (name, value) in ops {
+            check_xattr_name(name)?;
+            if value.as_ref().is_some_and(|v| v.len() > MAX_XATTR_VALUE) {
+                return Err(MetaError::Invalid(format!(
+                    "attribute value longer than {MAX_XATTR_VALUE} bytes"
+                )));
+            }
+        }
+        let seq = {
+            let st = self.lock();
+            let mut txn = self.txn();
+            let i = resolve(&txn, path)?;
+            for (name, value) in ops {
+                xattr_permission(who, &i, name)?;
+                let key = xattr_key(i.ino, name);
+                match value {
+                    Some(v) => txn.put(Cf::Xattr, &key, encode_xattr(v)),
+                    None => txn.delete(Cf::Xattr, &key),
+                }
+            }
+            self.commit(txn, &st)?
+        };
+        self.finish(seq)
+    }
+
     /// Set an extended attribute. `sys.*` needs root; others the owner.
     pub fn xattr_set(
         &self,

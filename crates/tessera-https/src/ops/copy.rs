@@ -3,22 +3,24 @@
 //! request came to) and none of the third-party-copy headers. The bytes
 //! are read and written through the data path like any upload, checked
 //! against the source's checksums before the copy becomes visible.
-//! `Overwrite: T|F` (default T): 201 new, 204 replaced, 412 when
-//! `Overwrite: F` meets an existing file; 409 without the destination's
-//! directory; 501 for a directory (collection copies are not done).
+//! A collection is copied with `Depth: infinity` (the default: everything
+//! under it) or `0` (the collection and its properties only), going on
+//! past members that fail (207 naming them). `Overwrite: T|F` (default T):
+//! 201 new, 204 replaced (an existing destination is deleted first, as
+//! RFC 4918 §9.8.4 says), 412 when `Overwrite: F` meets one; 409 without
+//! the destination's parent (RFC 4918; a third-party copy creates it as
+//! PUT does); dead properties go with the copy. The copy itself is the
+//! core's (`Core::copy_file`, `Core::copy_tree`).
 
 use super::moves::destination_path;
-use super::{header, status};
+use super::{header, precond, status};
 use crate::body::Body;
 use crate::error::HttpError;
 use crate::path;
 use crate::Ctx;
 use hyper::header::HeaderMap;
 use hyper::Response;
-use tessera_types::{ErrorKind, NsPath};
-
-/// How much is read and written at a time.
-const PART: usize = 8 << 20;
+use tessera_types::NsPath;
 
 /// The namespace path of `dest` when it names this server and the request
 /// is not a third-party copy (those go to `tpc::push`).
@@ -51,58 +53,50 @@ pub fn names_this_server(h: &HeaderMap, uri: &hyper::Uri, dest: &str) -> bool {
 
 pub async fn copy(ctx: &Ctx, req: crate::Req, dst: NsPath) -> Result<Response<Body>, HttpError> {
     let src = path::decode(req.uri().path())?;
-    if src == dst {
-        return Err(HttpError::new(403, "source and destination are the same"));
-    }
-    let overwrite = super::overwrite(req.headers());
-    let existed = match ctx.core.stat(&ctx.who, dst.clone()).await {
-        Ok(i) if i.is_dir() => {
-            return Err(HttpError::new(409, "the destination is a directory"));
+    let h = req.headers();
+    let deep = match header(h, "depth").map(str::trim) {
+        None => true,
+        Some("0") => false,
+        Some(d) if d.eq_ignore_ascii_case("infinity") => true,
+        Some(d) => {
+            return Err(HttpError::new(
+                400,
+                format!("COPY takes Depth 0 or infinity, not {d:?}"),
+            ))
         }
-        Ok(_) if !overwrite => return Err(super::exists_refused()),
-        Ok(_) => true,
-        Err(_) => false,
     };
-    let (core, who) = (ctx.core.clone(), ctx.who.clone());
-    let done = tokio::task::spawn_blocking(move || -> Result<(), HttpError> {
-        let rs = core.open_read(&who, &src).map_err(|e| match e.kind() {
-            ErrorKind::IsADirectory => {
-                HttpError::new(501, "COPY of a directory is not supported; copy its files")
-            }
-            _ => e.into(),
-        })?;
-        let inode = rs.inode().clone();
-        let size = rs.size();
-        let mut ws = core
-            .open_write(&who, &dst, inode.mode & 0o777, overwrite, size)
-            .map_err(|e| match e.kind() {
-                // RFC 4918: the destination's collection must exist.
-                ErrorKind::NotFound => HttpError::new(
-                    409,
-                    format!("no directory for {} (create it first)", dst.display()),
-                ),
-                ErrorKind::AlreadyExists if !overwrite => super::exists_refused(),
-                _ => e.into(),
-            })?;
-        let mut off = 0u64;
-        while off < size {
-            let d = rs.read(off, PART.min((size - off) as usize))?;
-            let Some(d) = d.filter(|d| !d.is_empty()) else {
-                return Err(HttpError::new(
-                    500,
-                    format!("{} ended at {off} of {size} bytes", src.display()),
-                ));
-            };
-            for s in d.slices() {
-                ws.write(s)?;
-            }
-            off += d.len() as u64;
-        }
-        ws.close_expecting(super::stored(&inode))?;
-        Ok(())
-    })
-    .await;
-    done.map_err(|e| HttpError::new(500, e.to_string()))??;
+    precond::check_path(ctx, h, &src).await?;
+    let me = ctx.core.stat(&ctx.who, src.clone()).await?;
+    if src == dst || (me.is_dir() && dst.starts_with(&src)) {
+        return Err(HttpError::new(
+            403,
+            "the destination is the source or inside it",
+        ));
+    }
+    let overwrite = super::overwrite(h);
+    let existed = super::moves::clear_destination(ctx, &dst, overwrite, me.is_dir()).await?;
+    let failed = if me.is_dir() {
+        let done = ctx
+            .core
+            .copy_tree(&ctx.who, src, dst.clone(), deep)
+            .await
+            .map_err(|e| super::moves::at_destination(e, &dst))?;
+        done.failed
+    } else {
+        let (core, who, d2) = (ctx.core.clone(), ctx.who.clone(), dst.clone());
+        tokio::task::spawn_blocking(move || core.copy_file(&who, &src, &d2, true))
+            .await
+            .map_err(|e| HttpError::new(500, e.to_string()))?
+            .map_err(|e| super::moves::at_destination(e, &dst))?;
+        Vec::new()
+    };
+    if !failed.is_empty() {
+        let failed: Vec<_> = failed
+            .into_iter()
+            .map(|(p, e)| (p, HttpError::from(e)))
+            .collect();
+        return Ok(super::multistatus::failures(&failed));
+    }
     let mut r = Response::new(Body::Empty);
     status(&mut r, if existed { 204 } else { 201 });
     Ok(r)

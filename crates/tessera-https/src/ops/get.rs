@@ -4,7 +4,7 @@
 
 use super::{digests, etag, header, secs, set, status};
 use crate::body::Body;
-use crate::date::{http_date, parse_http_date};
+use crate::date::http_date;
 use crate::error::HttpError;
 use crate::path;
 use crate::ranges::{self, Ranges};
@@ -216,20 +216,23 @@ pub fn respond(
     let size = i.size;
     let tag = etag(&i);
     let mtime = secs(i.mtime_ns);
-    let not_modified = match header(h, "if-none-match") {
-        Some(v) => v.split(',').any(|t| t.trim() == tag || t.trim() == "*"),
-        None => header(h, "if-modified-since")
-            .and_then(parse_http_date)
-            .is_some_and(|since| mtime <= since),
-    };
+    let outcome = super::precond::evaluate(h, Some(&i), true);
     let mut r = Response::new(Body::Empty);
     set(&mut r, "ETag", &tag);
     set(&mut r, "Last-Modified", &http_date(mtime));
     set(&mut r, "Accept-Ranges", "bytes");
     digests(h, &i, &mut r);
-    if not_modified {
-        status(&mut r, 304);
-        return r;
+    match outcome {
+        super::precond::Outcome::Proceed => {}
+        super::precond::Outcome::NotModified => {
+            status(&mut r, 304);
+            return r;
+        }
+        super::precond::Outcome::Failed => {
+            let mut r = crate::error_response(&super::precond::failed());
+            set(&mut r, "ETag", &tag);
+            return r;
+        }
     }
     let wanted = match header(h, "range") {
         None => Ranges::Whole,

@@ -1,11 +1,15 @@
 //! One module per method (GET and HEAD share one).
 
 pub mod copy;
+pub mod deadprops;
 pub mod delete;
 pub mod get;
 pub mod mkcol;
 pub mod moves;
+pub mod multistatus;
+pub mod precond;
 pub mod propfind;
+pub mod proppatch;
 pub mod put;
 
 use crate::body::Body;
@@ -14,7 +18,7 @@ use hyper::header::{HeaderMap, HeaderValue};
 use hyper::{Response, StatusCode};
 use tessera_core::Inode;
 
-pub const ALLOW: &str = "OPTIONS,GET,HEAD,PUT,DELETE,MKCOL,MOVE,PROPFIND,COPY";
+pub const ALLOW: &str = "OPTIONS,GET,HEAD,PUT,DELETE,MKCOL,MOVE,PROPFIND,PROPPATCH,COPY";
 
 pub fn options() -> Response<Body> {
     let mut r = Response::new(Body::Empty);
@@ -94,16 +98,6 @@ pub fn overwrite(h: &HeaderMap) -> bool {
 /// The answer to `Overwrite: F` meeting an existing destination.
 pub fn exists_refused() -> HttpError {
     HttpError::new(412, "the destination exists and Overwrite is F")
-}
-
-/// The checksums stored for a file, as a copy of it must reproduce them.
-pub fn stored(i: &Inode) -> tessera_core::Expect {
-    tessera_core::Expect {
-        adler32: adler32_bytes(i)
-            .and_then(|b| <[u8; 4]>::try_from(b.as_slice()).ok())
-            .map(u32::from_be_bytes),
-        crc32c: crc32c_bytes(i).map(u32::from_be_bytes),
-    }
 }
 
 /// The file's CRC-32C as big-endian bytes (0 for an empty file).

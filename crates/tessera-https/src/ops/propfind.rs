@@ -13,7 +13,7 @@
 use super::{header, secs, set, status};
 use crate::body::Body;
 use crate::date::{http_date, iso8601};
-use crate::davxml::{self, PropName, Propfind};
+use crate::davxml::{self, escape, PropName, Propfind};
 use crate::error::HttpError;
 use crate::path;
 use crate::Ctx;
@@ -22,12 +22,39 @@ use hyper::Response;
 use tessera_core::Inode;
 use tessera_types::NsPath;
 
-/// Largest PROPFIND body read (then refused with 413).
+/// Largest PROPFIND or PROPPATCH body read (then refused with 413).
 pub const MAX_BODY: usize = 64 << 10;
 /// A body over `MAX_BODY` is still read, and dropped, up to this much
 /// before the 413: a client cut off while it sends can lose the answer
 /// (the connection is reset under it). Beyond it, the connection closes.
 const DISCARD_UP_TO: usize = 8 << 20;
+
+/// An XML request body of at most `MAX_BODY` bytes (413 beyond; read
+/// within bounds, which keeps the connection usable).
+pub async fn small_body(req: crate::Req, method: &str) -> Result<Vec<u8>, HttpError> {
+    let mut body = req.into_body();
+    let mut seen = 0usize;
+    let mut text = Vec::new();
+    while let Some(f) = body.frame().await {
+        let f = f.map_err(|e| HttpError::new(400, format!("request body: {e}")))?;
+        if let Ok(d) = f.into_data() {
+            seen += d.len();
+            if seen <= MAX_BODY {
+                text.extend_from_slice(&d);
+            }
+            if seen > DISCARD_UP_TO {
+                break;
+            }
+        }
+    }
+    if seen > MAX_BODY {
+        return Err(HttpError::new(
+            413,
+            format!("{method} body over {MAX_BODY} bytes"),
+        ));
+    }
+    Ok(text)
+}
 /// Entries of a depth-1 listing per storage page.
 const PAGE: usize = 4096;
 
@@ -64,29 +91,7 @@ pub async fn propfind(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Http
             ))
         }
     };
-    // Read the body within bounds (beyond them it is drained, which keeps
-    // the connection usable).
-    let mut body = req.into_body();
-    let mut seen = 0usize;
-    let mut text = Vec::new();
-    while let Some(f) = body.frame().await {
-        let f = f.map_err(|e| HttpError::new(400, format!("request body: {e}")))?;
-        if let Ok(d) = f.into_data() {
-            seen += d.len();
-            if seen <= MAX_BODY {
-                text.extend_from_slice(&d);
-            }
-            if seen > DISCARD_UP_TO {
-                break;
-            }
-        }
-    }
-    if seen > MAX_BODY {
-        return Err(HttpError::new(
-            413,
-            format!("PROPFIND body over {MAX_BODY} bytes"),
-        ));
-    }
+    let text = small_body(req, "PROPFIND").await?;
     if depth == Depth::Infinity {
         return Ok(finite_depth_only());
     }
@@ -97,7 +102,12 @@ pub async fn propfind(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Http
         "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n\
          <D:multistatus xmlns:D=\"DAV:\" xmlns:L=\"LCGDM:\">\n",
     );
-    entry(&mut xml, &p, &me, &want);
+    let dead = if wants_dead(&want) {
+        super::deadprops::of(ctx, &p).await?
+    } else {
+        Vec::new()
+    };
+    entry(&mut xml, &p, &me, &want, &dead);
     if depth == Depth::One && me.is_dir() {
         let mut after: Option<Vec<u8>> = None;
         loop {
@@ -111,7 +121,12 @@ pub async fn propfind(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Http
                 let child = p
                     .join(&e.name)
                     .map_err(|e| HttpError::new(500, e.to_string()))?;
-                entry(&mut xml, &child, e, &want);
+                let dead = if wants_dead(&want) {
+                    super::deadprops::of(ctx, &child).await?
+                } else {
+                    Vec::new()
+                };
+                entry(&mut xml, &child, e, &want, &dead);
             }
             if page.len() < PAGE {
                 break;
@@ -176,7 +191,27 @@ fn named(ns: &str, local: &str) -> String {
     }
 }
 
-fn entry(xml: &mut String, p: &NsPath, i: &Inode, want: &Propfind) {
+/// Whether answering `want` needs the dead properties (every `allprop`
+/// and `propname`; a `prop` list only when it names one not ours).
+fn wants_dead(want: &Propfind) -> bool {
+    match want {
+        Propfind::AllProp | Propfind::PropName => true,
+        Propfind::Prop(names) => names
+            .iter()
+            .any(|(ns, l)| !PROPS.contains(&(ns.as_str(), l.as_str()))),
+    }
+}
+
+/// A dead property with its value.
+fn dead_value((ns, local): &PropName, v: &str) -> String {
+    if v.is_empty() {
+        format!("<{local} xmlns=\"{}\"/>", escape(ns))
+    } else {
+        format!("<{local} xmlns=\"{}\">{v}</{local}>", escape(ns))
+    }
+}
+
+fn entry(xml: &mut String, p: &NsPath, i: &Inode, want: &Propfind, dead: &[(PropName, String)]) {
     let mut href = path::encode(p.as_bytes());
     if i.is_dir() && !href.ends_with('/') {
         href.push('/');
@@ -187,9 +222,15 @@ fn entry(xml: &mut String, p: &NsPath, i: &Inode, want: &Propfind) {
             for (ns, local) in PROPS {
                 found.extend(value(ns, local, p, i));
             }
+            for (n, v) in dead {
+                found.push_str(&dead_value(n, v));
+            }
         }
         Propfind::PropName => {
             for (ns, local) in PROPS {
+                found.push_str(&named(ns, local));
+            }
+            for ((ns, local), _) in dead {
                 found.push_str(&named(ns, local));
             }
         }
@@ -198,9 +239,13 @@ fn entry(xml: &mut String, p: &NsPath, i: &Inode, want: &Propfind) {
                 .iter()
                 .map(|n: &PropName| (n.0.as_str(), n.1.as_str()))
             {
+                let stored = || dead.iter().find(|(n, _)| n.0 == ns && n.1 == local);
                 match value(ns, local, p, i) {
                     Some(v) => found.push_str(&v),
-                    None => missing.push_str(&named(ns, local)),
+                    None => match stored() {
+                        Some((n, v)) => found.push_str(&dead_value(n, v)),
+                        None => missing.push_str(&named(ns, local)),
+                    },
                 }
             }
         }
@@ -218,21 +263,4 @@ fn entry(xml: &mut String, p: &NsPath, i: &Inode, want: &Propfind) {
         ));
     }
     xml.push_str("</D:response>\n");
-}
-
-/// XML text escaping.
-pub fn escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&apos;"),
-            c if (c as u32) < 0x20 && c != '\t' && c != '\n' && c != '\r' => o.push('\u{FFFD}'),
-            c => o.push(c),
-        }
-    }
-    o
 }

@@ -4,7 +4,7 @@
 //! stripe is sealed; an interrupted upload, an over-quota one or any error
 //! leaves nothing. Parents are created, as the reference server does.
 
-use super::{blocking, header, set, status};
+use super::{blocking, header, precond, set, status};
 use crate::body::Body;
 use crate::error::HttpError;
 use crate::path;
@@ -20,12 +20,39 @@ pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
     let p = path::decode(req.uri().path())?;
     let hint = size_hint(req.headers());
     make_parents(ctx, &p).await?;
-    let existed = ctx.core.stat(&ctx.who, p.clone()).await.is_ok();
+    let h = req.headers();
+    let current = ctx.core.stat(&ctx.who, p.clone()).await.ok();
+    if precond::evaluate(h, current.as_ref(), false) != precond::Outcome::Proceed {
+        return Err(precond::failed());
+    }
+    if current.as_ref().is_some_and(|i| i.is_dir()) {
+        return Err(HttpError::new(405, "PUT on a collection"));
+    }
+    // `If-None-Match: *` is a create-only upload: the namespace refuses a
+    // file that appeared meanwhile when the upload commits.
+    let create_only = header(h, "if-none-match").is_some_and(|v| v.trim() == "*");
     let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
-    let ws = blocking(move || core.open_write(&who, &p2, 0o644, true, hint)).await?;
+    let ws = blocking(move || core.open_write(&who, &p2, 0o644, !create_only, hint))
+        .await
+        .map_err(|e| {
+            if create_only && e.status == 409 {
+                precond::failed()
+            } else {
+                e
+            }
+        })?;
+    let existed = current.is_some();
     // The upload's memory counts against its identity's share too.
     let budget = ctx.cfg.buffers.for_identity(&ctx.who.limit_key());
-    let inode = receive(ws, req.into_body(), ctx.cfg.body_timeout, &budget).await?;
+    let inode = receive(ws, req.into_body(), ctx.cfg.body_timeout, &budget)
+        .await
+        .map_err(|e| {
+            if create_only && e.status == 409 {
+                precond::failed()
+            } else {
+                e
+            }
+        })?;
     Ok(created(&inode, !existed))
 }
 

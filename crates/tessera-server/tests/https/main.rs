@@ -7,6 +7,7 @@ mod acl;
 mod clients;
 mod errors;
 mod http2;
+mod litmus;
 mod reference;
 mod scaleout;
 mod tokens;

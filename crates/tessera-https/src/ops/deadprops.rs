@@ -1,0 +1,80 @@
+//! WebDAV dead properties (RFC 4918 §4) kept as extended attributes in
+//! their own namespace: `{ns}local` is `user.dav.<ns percent-encoded>.<local>`
+//! (the namespace's dots are encoded, so the first dot after it ends it;
+//! an empty namespace is allowed). The value is the property's content
+//! as XML (`davxml`). Properties in `DAV:` and `LCGDM:` are live: never
+//! stored, refused by PROPPATCH.
+
+use crate::davxml::PropName;
+use crate::error::HttpError;
+use crate::Ctx;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC};
+use tessera_types::NsPath;
+
+pub const PREFIX: &str = "user.dav.";
+
+/// What a namespace URI escapes in an attribute name.
+const NS: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b':')
+    .remove(b'/')
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Whether `{ns}` holds live properties (the server's own).
+pub fn protected(ns: &str) -> bool {
+    ns == "DAV:" || ns == "LCGDM:"
+}
+
+/// The attribute that holds property `name`; `None` when its name is
+/// longer than an attribute name may be (255 bytes).
+pub fn attr_name(name: &PropName) -> Option<Vec<u8>> {
+    let n = format!(
+        "{PREFIX}{}.{}",
+        percent_encoding::utf8_percent_encode(&name.0, NS),
+        name.1
+    );
+    (n.len() <= 255).then(|| n.into_bytes())
+}
+
+/// The property an attribute holds, if it is one.
+pub fn prop_of(attr: &[u8]) -> Option<PropName> {
+    let rest = std::str::from_utf8(attr).ok()?.strip_prefix(PREFIX)?;
+    let (ns, local) = rest.split_once('.')?;
+    let ns = percent_encoding::percent_decode_str(ns)
+        .decode_utf8()
+        .ok()?;
+    Some((ns.into_owned(), local.to_string()))
+}
+
+/// The dead properties of `p`, with their values.
+pub async fn of(ctx: &Ctx, p: &NsPath) -> Result<Vec<(PropName, String)>, HttpError> {
+    let attrs = ctx.core.xattr_list(&ctx.who, p.clone()).await?;
+    Ok(attrs
+        .into_iter()
+        .filter_map(|(n, v)| Some((prop_of(&n)?, String::from_utf8(v).ok()?)))
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for (ns, local) in [
+            ("http://example.com/neon/litmus/", "prop0"),
+            ("", "nonamespace"),
+            ("urn:x.y%z", "a.b-c"),
+        ] {
+            let n = (ns.to_string(), local.to_string());
+            let a = attr_name(&n).expect("short enough");
+            assert!(a.starts_with(b"user.dav."));
+            assert_eq!(prop_of(&a), Some(n));
+        }
+        assert_eq!(prop_of(b"user.other"), None);
+        let long = ("x".repeat(300), "p".to_string());
+        assert_eq!(attr_name(&long), None);
+        assert!(protected("DAV:") && !protected("http://x/"));
+    }
+}
