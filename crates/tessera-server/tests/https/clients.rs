@@ -173,7 +173,7 @@ fn curl_methods_and_ranges() {
 
 /// COPY inside the namespace (a Destination on this server, no
 /// third-party-copy headers): the bytes and both checksums arrive, and the
-/// WebDAV answers: 201, 204, 412, 409, 501, 403, 404.
+/// WebDAV answers: 201, 204, 412, 409, 403, 404.
 #[test]
 fn curl_copy_inside_the_namespace() {
     let e = Env::start();
@@ -209,10 +209,23 @@ fn curl_copy_inside_the_namespace() {
     assert_eq!(copy(&orphan, &[]).0, 409, "no parent directory");
     assert_eq!(e.curl(&[&orphan]).0, 404, "nothing left behind");
     assert_eq!(copy(&a, &[]).0, 403, "onto itself");
+    // A collection: the whole tree (Depth infinity), or only itself.
     let dir = format!("{}/cp", e.url);
     assert_eq!(
         e.copy(&dir, &[&format!("Destination: {}/cp2", e.url)]).0,
-        501
+        201
+    );
+    assert!(e.curl(&[&format!("{}/cp2/c.bin", e.url)]).1 == body);
+    assert_eq!(
+        e.copy(&dir, &[&format!("Destination: {}/cp3", e.url), "Depth: 0"])
+            .0,
+        201
+    );
+    assert_eq!(e.curl(&[&format!("{}/cp3/c.bin", e.url)]).0, 404);
+    assert_eq!(
+        e.copy(&dir, &[&format!("Destination: {}/cp/in", e.url)]).0,
+        403,
+        "into itself"
     );
     let gone = format!("{}/cp/gone.bin", e.url);
     assert_eq!(e.copy(&gone, &[&format!("Destination: {b}")]).0, 404);

@@ -12,6 +12,7 @@ mod reference;
 mod scaleout;
 mod tokens;
 mod tpc;
+mod webdav;
 
 #[path = "../common/mod.rs"]
 mod common;
