@@ -1,6 +1,7 @@
 //! Pull: `COPY <local path>` with `Source: <URL>`. Early refusals are plain
 //! statuses (400 bad request or Credential, 412 Overwrite F on an existing
-//! file, the local open's own status); then `201` with a chunked
+//! file, the local open's own status; missing parents are made as for a
+//! PUT); then `201` with a chunked
 //! `text/plain` body: a performance marker every 5 s and one final line,
 //! `success: Created` only after the file and its checksum are committed,
 //! or `failure: <reason>` with nothing left behind. When the source
@@ -54,6 +55,10 @@ pub async fn pull(ctx: &Ctx, req: crate::Req, source: &str) -> Result<Response<B
     let get = get
         .body(Body::Empty)
         .map_err(|e| HttpError::new(400, e.to_string()))?;
+    // As PUT does (and the reference server and FTS expect): missing
+    // parents are made. A WebDAV COPY inside the namespace does not
+    // (RFC 4918 §9.8.5: 409).
+    put::make_parents(ctx, &dst).await?;
     let (core, who, d2) = (ctx.core.clone(), ctx.who.clone(), dst.clone());
     let ws = blocking(move || core.open_write(&who, &d2, 0o644, overwrite, 0)).await?;
     let (tx, rx) = mpsc::channel(4);

@@ -36,9 +36,8 @@ fn pull_with_curl_markers_and_failures() {
     std::fs::write(&f, &body).unwrap();
     let src = format!("{}/tpc/src.bin", a.url);
     assert_eq!(a.curl(&["-T", f.to_str().unwrap(), &src]).0, 201);
-    let dst = format!("{}/in/dst.bin", b.url);
-    // B needs the parent (COPY does not create parents, as XrdTpc).
-    assert_eq!(b.curl(&["-X", "MKCOL", &format!("{}/in", b.url)]).0, 201);
+    // B has no /in/deeper yet: the pull makes the parents, as a PUT does.
+    let dst = format!("{}/in/deeper/dst.bin", b.url);
     let (code, out) = b.copy(
         &dst,
         &[
