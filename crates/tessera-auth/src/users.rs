@@ -38,6 +38,11 @@ pub fn user_by_uid(uid: u32) -> Option<LocalUser> {
     })
 }
 
+/// The name of user `uid`.
+pub fn user_name(uid: u32) -> Option<String> {
+    uzers::get_user_by_uid(uid).map(|u| u.name().to_string_lossy().into_owned())
+}
+
 /// The groups account `u` is in, (gid, name), its primary group first.
 pub fn groups_of(u: &LocalUser) -> Vec<(u32, String)> {
     let mut out: Vec<(u32, String)> = vec![(u.gid, u.group.clone().unwrap_or_default())];

@@ -1,16 +1,20 @@
 //! Owner and group names for stat replies (`xrdfs ls -l`, `xrdfs stat`):
-//! a uid or gid is shown by its name in the local password or group file,
-//! as the reference server shows it, and as its number when it has none.
-//! The files are read once and again at most once a minute when an id is
-//! not found (a user added since).
+//! a uid or gid is shown by its name as the C library's name service
+//! switch gives it (files, LDAP, SSSD: `tessera_auth::users`), as the
+//! reference server shows it, and as its number when it has none. Answers
+//! are kept: a name for ten minutes, an unknown id for one (a stat never
+//! waits for a directory service twice in a row).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
-/// How often a missing id may make the file be read again.
-const RELOAD_AFTER: Duration = Duration::from_secs(60);
+/// How long a name found is kept.
+const KEEP_NAME: Duration = Duration::from_secs(600);
+/// How long an id without a name is kept as a number.
+const KEEP_MISS: Duration = Duration::from_secs(60);
+
+type Lookup = Box<dyn Fn(u32) -> Option<String> + Send + Sync>;
 
 pub struct Names {
     users: Table,
@@ -18,15 +22,22 @@ pub struct Names {
 }
 
 impl Names {
-    /// Names from `/etc/passwd` and `/etc/group`.
+    /// Names from the name service switch.
     pub fn system() -> Names {
-        Names::from_files("/etc/passwd", "/etc/group")
+        Names::with(
+            |uid| tessera_auth::users::user_name(uid),
+            |gid| tessera_auth::users::group_name(gid),
+        )
     }
 
-    pub fn from_files(passwd: impl Into<PathBuf>, group: impl Into<PathBuf>) -> Names {
+    /// Names from these lookups (tests).
+    pub fn with(
+        user: impl Fn(u32) -> Option<String> + Send + Sync + 'static,
+        group: impl Fn(u32) -> Option<String> + Send + Sync + 'static,
+    ) -> Names {
         Names {
-            users: Table::new(passwd.into()),
-            groups: Table::new(group.into()),
+            users: Table::new(Box::new(user)),
+            groups: Table::new(Box::new(group)),
         }
     }
 
@@ -68,71 +79,53 @@ impl std::hash::Hasher for IdHasher {
     }
 }
 
-type IdMap = HashMap<u32, String, std::hash::BuildHasherDefault<IdHasher>>;
+/// An id's name (`None`: it has none) and when it was looked up.
+type IdMap = HashMap<u32, (Option<String>, Instant), std::hash::BuildHasherDefault<IdHasher>>;
 
 struct Table {
-    path: PathBuf,
-    /// Names by id, and when the file was last read (`None`: never).
-    map: RwLock<(IdMap, Option<Instant>)>,
+    lookup: Lookup,
+    map: RwLock<IdMap>,
 }
 
 impl Table {
-    fn new(path: PathBuf) -> Table {
+    fn new(lookup: Lookup) -> Table {
         Table {
-            path,
-            map: RwLock::new((IdMap::default(), None)),
+            lookup,
+            map: RwLock::new(IdMap::default()),
         }
     }
 
     fn push(&self, id: u32, out: &mut String) {
         {
             let m = self.map.read().unwrap_or_else(|p| p.into_inner());
-            if let Some(name) = m.0.get(&id) {
-                out.push_str(name);
-                return;
-            }
-            let fresh = m.1.is_some_and(|t| t.elapsed() < RELOAD_AFTER);
-            if fresh {
-                out.push_str(itoa::Buffer::new().format(id));
-                return;
+            if let Some((name, at)) = m.get(&id) {
+                let keep = if name.is_some() { KEEP_NAME } else { KEEP_MISS };
+                if at.elapsed() < keep {
+                    return show(id, name.as_deref(), out);
+                }
             }
         }
+        // Looked up outside the lock: a slow directory service holds up
+        // only the stats that need this id.
+        let name = (self.lookup)(id);
+        show(id, name.as_deref(), out);
         let mut m = self.map.write().unwrap_or_else(|p| p.into_inner());
-        if m.1.is_none_or(|t| t.elapsed() >= RELOAD_AFTER) {
-            *m = (read_ids(&self.path), Some(Instant::now()));
-        }
-        match m.0.get(&id) {
-            Some(name) => out.push_str(name),
-            None => out.push_str(itoa::Buffer::new().format(id)),
-        }
+        m.insert(id, (name, Instant::now()));
     }
 }
 
-/// `name:x:id:...` lines: id to name (the first name of an id wins, as
-/// `getpwuid` answers). An unreadable file gives no names.
-fn read_ids(path: &Path) -> IdMap {
-    let mut m = IdMap::default();
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return m;
-    };
-    for line in text.lines() {
-        let mut f = line.split(':');
-        let (Some(name), Some(_), Some(id)) = (f.next(), f.next(), f.next()) else {
-            continue;
-        };
-        if name.is_empty() || name.starts_with('#') || name.chars().any(char::is_whitespace) {
-            continue;
-        }
-        if let Ok(id) = id.parse::<u32>() {
-            m.entry(id).or_insert_with(|| name.to_string());
-        }
+fn show(id: u32, name: Option<&str>, out: &mut String) {
+    match name {
+        Some(n) => out.push_str(n),
+        None => out.push_str(itoa::Buffer::new().format(id)),
     }
-    m
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
 
     fn show(n: &Names, uid: u32, gid: u32) -> String {
         let mut s = String::new();
@@ -143,27 +136,37 @@ mod tests {
     }
 
     #[test]
-    fn names_numbers_and_reloads() {
-        let d = tempfile::tempdir().expect("tmp");
-        let (pw, gr) = (d.path().join("passwd"), d.path().join("group"));
-        std::fs::write(
-            &pw,
-            "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000::/home/alice:/bin/sh\nalias:x:1000:1000::/:/bin/sh\nbroken line\n",
-        )
-        .expect("passwd");
-        std::fs::write(&gr, "root:x:0:\natlas:x:2000:alice\n").expect("group");
-        let n = Names::from_files(&pw, &gr);
-        assert_eq!(show(&n, 0, 0), "root root");
+    fn names_numbers_and_what_is_kept() {
+        let asked = Arc::new(AtomicUsize::new(0));
+        let a2 = Arc::clone(&asked);
+        let n = Names::with(
+            move |uid| {
+                a2.fetch_add(1, Ordering::Relaxed);
+                (uid == 1000).then(|| "alice".to_string())
+            },
+            |gid| (gid == 2000).then(|| "atlas".to_string()),
+        );
         assert_eq!(show(&n, 1000, 2000), "alice atlas");
         assert_eq!(show(&n, 4242, 1000), "4242 1000");
-        // A user added now is seen after the reload interval, not before
-        // (the file is not read again on every unknown id).
-        std::fs::write(&pw, "bob:x:4242:4242::/:/bin/sh\n").expect("passwd");
-        assert_eq!(show(&n, 4242, 0), "4242 root");
-        n.users.map.write().expect("lock").1 = None; // as if a minute had passed
-        assert_eq!(show(&n, 4242, 0), "bob root");
-        // Without the files every id is its number.
-        let none = Names::from_files(d.path().join("nope"), d.path().join("nope2"));
-        assert_eq!(show(&none, 0, 5), "0 5");
+        for _ in 0..10 {
+            assert_eq!(show(&n, 1000, 2000), "alice atlas");
+            assert_eq!(show(&n, 4242, 2000), "4242 atlas");
+        }
+        assert_eq!(asked.load(Ordering::Relaxed), 2, "each id asked once");
+        // A miss is asked again once it is old.
+        n.users
+            .map
+            .write()
+            .expect("lock")
+            .get_mut(&4242)
+            .expect("kept")
+            .1 -= KEEP_MISS;
+        show(&n, 4242, 0);
+        assert_eq!(asked.load(Ordering::Relaxed), 3);
+    }
+
+    #[test]
+    fn the_system_names_root() {
+        assert_eq!(show(&Names::system(), 0, 0), "root root");
     }
 }
