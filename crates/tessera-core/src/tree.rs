@@ -1,4 +1,5 @@
-//! Whole trees in one call: remove a directory and everything under it,
+//! Whole trees in one call: make a path's missing parents; remove a
+//! directory and everything under it,
 //! going on past what cannot be removed (WebDAV's DELETE of a collection,
 //! RFC 4918 §9.6.1: what could be removed is gone, the rest is named).
 //! Each entry goes in its own namespace transaction (its quota with it).
@@ -8,7 +9,7 @@ use crate::service::RemoveReport;
 use crate::{Core, CoreError};
 use std::sync::Arc;
 use tessera_meta::{MetaError, MetaStore};
-use tessera_types::{Identity, NsPath};
+use tessera_types::{ErrorKind, Identity, NsPath};
 
 /// What a removal that goes on past failures did.
 #[derive(Debug, Default)]
@@ -20,6 +21,24 @@ pub struct TreeRemoval {
 }
 
 impl Core {
+    /// Make the missing parents of `path` (`mkdir -p` of its directory,
+    /// mode 0755), as a PUT and an XRootD open with `kXR_mkpath` do; a
+    /// parent that appears meanwhile is no error.
+    pub async fn make_parents(&self, who: &Identity, path: &NsPath) -> Result<(), CoreError> {
+        let Some((parent, _)) = path.split_last() else {
+            return Ok(());
+        };
+        match self.stat(who, parent.clone()).await {
+            Ok(_) => return Ok(()),
+            Err(e) if e.kind() != ErrorKind::NotFound => return Err(e),
+            Err(_) => {}
+        }
+        match self.mkdir(who, parent, 0o755, true).await {
+            Err(e) if e.kind() != ErrorKind::AlreadyExists => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     /// Remove `path`: a file, or a directory with everything under it.
     /// Goes on past entries that cannot be removed (permissions, ACLs) and
     /// names them in `failed`; a directory left non-empty by them stays

@@ -25,8 +25,8 @@ impl Names {
     /// Names from the name service switch.
     pub fn system() -> Names {
         Names::with(
-            |uid| tessera_auth::users::user_name(uid),
-            |gid| tessera_auth::users::group_name(gid),
+            tessera_auth::users::user_name,
+            tessera_auth::users::group_name,
         )
     }
 

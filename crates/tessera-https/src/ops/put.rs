@@ -14,7 +14,6 @@ use hyper::body::Bytes;
 use hyper::Response;
 use std::sync::{Arc, Mutex};
 use tessera_core::{Budget, Lease, WriteSession};
-use tessera_types::ErrorKind;
 
 pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
     let p = path::decode(req.uri().path())?;
@@ -78,20 +77,7 @@ pub fn size_hint(h: &hyper::HeaderMap) -> u64 {
 /// Create the parents of `p` that are missing, as the reference server
 /// does for a PUT.
 pub async fn make_parents(ctx: &Ctx, p: &tessera_types::NsPath) -> Result<(), HttpError> {
-    let Some((parent, _)) = p.split_last() else {
-        return Ok(());
-    };
-    if let Err(e) = ctx.core.stat(&ctx.who, parent.clone()).await {
-        if e.kind() != ErrorKind::NotFound {
-            return Err(e.into());
-        }
-        match ctx.core.mkdir(&ctx.who, parent, 0o755, true).await {
-            Ok(_) => {}
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(())
+    Ok(ctx.core.make_parents(&ctx.who, p).await?)
 }
 
 /// Stream `body` into `ws` and close it: the file is visible only when

@@ -152,16 +152,5 @@ async fn open_new(
 
 /// Make the parents of `t` (`mkdir -p`) unless its parent exists.
 async fn make_parents(s: &Session, t: &Target) -> Result<(), XrdError> {
-    let who = s.who();
-    let core = s.core()?;
-    if let Some((parent, _)) = t.path.split_last() {
-        if core.stat(&who, parent.clone()).await.is_err() {
-            match core.mkdir(&who, parent, 0o755, true).await {
-                Ok(_) => {}
-                Err(e) if e.kind() == tessera_types::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-    }
-    Ok(())
+    Ok(s.core()?.make_parents(&s.who(), &t.path).await?)
 }
