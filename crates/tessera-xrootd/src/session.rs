@@ -102,10 +102,10 @@ impl Session {
     }
 
     /// The client's identity (shared, cheap to hand out per request).
+    /// The identity the session logged in as (a request with its own
+    /// `authz=` token is served as that token's instead: see
+    /// `ops::serve`).
     pub fn who(&self) -> Arc<Identity> {
-        if let Ok(w) = crate::token::REQUEST_WHO.try_with(Arc::clone) {
-            return w;
-        }
         Arc::clone(&self.who.read().unwrap_or_else(|p| p.into_inner()))
     }
 

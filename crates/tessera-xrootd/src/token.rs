@@ -9,12 +9,6 @@ use crate::session::Session;
 use std::sync::Arc;
 use tessera_types::Identity;
 
-tokio::task_local! {
-    /// The identity of the request being served, when its `authz=` CGI
-    /// named a token (see [`with_request_identity`]).
-    pub static REQUEST_WHO: Arc<Identity>;
-}
-
 /// Longest token accepted in a `ztn` credential (advertised as `maxtsz`).
 pub const MAX_TOKEN: usize = 16 << 10;
 

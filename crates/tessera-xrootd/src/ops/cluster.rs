@@ -12,6 +12,7 @@ use crate::Mode;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use tessera_cluster::{Access, Capability};
+use tessera_types::Identity;
 
 /// CGI key carrying the capability.
 pub const CAP_KEY: &str = "tessera.cap";
@@ -42,6 +43,7 @@ pub async fn to_mgm(s: &Session, out: &Out, h: &Header) -> bool {
 /// when that reply was sent, false to serve it here (no live gateway).
 pub async fn mgm_open(
     s: &Session,
+    who: &Arc<Identity>,
     out: &Out,
     h: &Header,
     t: &Target,
@@ -65,7 +67,7 @@ pub async fn mgm_open(
     let Some(gw) = registry.pick(sites.site_of(s.peer.ip()), &tried) else {
         return Ok(false);
     };
-    let who = s.who();
+    let who = Arc::clone(who);
     let core = s.core()?;
     let opts = h.u16_at(6);
     let client = s.peer.ip();

@@ -7,22 +7,30 @@ use crate::proto::{err, status, Header};
 use crate::reply::{Out, Piece};
 use crate::session::{Session, Target};
 use crate::statfmt::stat_string;
+use std::sync::Arc;
+use tessera_types::Identity;
 
 const PAGE: usize = 4096;
 const PART: usize = 64 << 10;
 
-pub async fn dirlist(s: &Session, out: &Out, h: &Header, p: &[u8]) {
+pub async fn dirlist(s: &Session, who: &Arc<Identity>, out: &Out, h: &Header, p: &[u8]) {
     let st = h.stream;
-    if let Err(e) = list(s, out, h, p).await {
+    if let Err(e) = list(s, who, out, h, p).await {
         out.error(st, &e).await;
     }
 }
 
-async fn list(s: &Session, out: &Out, h: &Header, p: &[u8]) -> Result<(), XrdError> {
+async fn list(
+    s: &Session,
+    who: &Arc<Identity>,
+    out: &Out,
+    h: &Header,
+    p: &[u8],
+) -> Result<(), XrdError> {
     let st = h.stream;
     let dstat = h.u8_at(19) & 2 != 0;
     let t = Target::parse(p)?;
-    let who = s.who();
+    let who = Arc::clone(who);
     let dir = s.core()?.stat(&who, t.path.clone()).await?;
     if !dir.is_dir() {
         return Err(XrdError::new(

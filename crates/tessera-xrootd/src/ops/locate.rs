@@ -4,15 +4,16 @@
 
 use crate::error::XrdError;
 use crate::session::{Session, Target};
+use tessera_types::Identity;
 
-pub async fn locate(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+pub async fn locate(s: &Session, who: &Identity, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     let (any, rest) = match p.strip_prefix(b"*") {
         Some(r) => (true, r),
         None => (false, p),
     };
     if !any || !(rest.is_empty() || rest == b"\0") {
         let t = Target::parse(rest)?;
-        s.core()?.stat(&s.who(), t.path).await?;
+        s.core()?.stat(who, t.path).await?;
     }
     let host = match s.local.ip() {
         std::net::IpAddr::V4(a) => a.to_string(),

@@ -26,6 +26,7 @@ use crate::reply::Out;
 use crate::session::Session;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use tessera_types::Identity;
 
 /// One of a connection's request slots (see `XrootdConfig::max_in_flight`),
 /// held while its request is served; counted in `Stats::in_flight`.
@@ -161,39 +162,37 @@ pub async fn dispatch(
 /// its token's identity (refused with `kXR_NotAuthorized` if invalid).
 async fn serve(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>) {
     match crate::token::request_identity(s, &p).await {
-        Ok(None) => serve_as(s, out, h, p).await,
-        Ok(Some(who)) => {
-            crate::token::REQUEST_WHO
-                .scope(who, serve_as(s, out, h, p))
-                .await
-        }
+        Ok(None) => serve_as(s, &s.who(), out, h, p).await,
+        Ok(Some(who)) => serve_as(s, &who, out, h, p).await,
         Err(e) => {
             out.error(h.stream, &e).await;
         }
     }
 }
 
-async fn serve_as(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>) {
+/// One request, served as `who` (the session's identity, or the token of
+/// its own `authz=`), passed to every handler that decides anything.
+async fn serve_as(s: &Arc<Session>, who: &Arc<Identity>, out: &Out, h: Header, p: Vec<u8>) {
     let st = h.stream;
     let r = match h.code {
-        req::STAT => return stat::stat(s, out, &h, &p).await,
-        req::STATX => stat::statx(s, &p).await,
-        req::OPEN => match open::open(s, out, &h, &p).await {
+        req::STAT => return stat::stat(s, who, out, &h, &p).await,
+        req::STATX => stat::statx(s, who, &p).await,
+        req::OPEN => match open::open(s, who, out, &h, &p).await {
             Ok(open::Opened::Sent) => return,
             Ok(open::Opened::Reply(b)) => Ok(b),
             Err(e) => Err(e),
         },
         req::READ => return read::read(s, out, &h).await,
         req::READV => return readv::readv(s, out, st, &p).await,
-        req::DIRLIST => return dirlist::dirlist(s, out, &h, &p).await,
-        req::MKDIR => mkdir::mkdir(s, &h, &p).await,
-        req::RM => rm::rm(s, &p).await,
-        req::RMDIR => rm::rmdir(s, &p).await,
-        req::MV => mv::mv(s, &h, &p).await,
-        req::CHMOD => mkdir::chmod(s, &h, &p).await,
-        req::QUERY => query::query(s, &h, &p).await,
-        req::LOCATE => locate::locate(s, &p).await,
-        req::TRUNCATE => truncate::by_path(s, &h, &p).await,
+        req::DIRLIST => return dirlist::dirlist(s, who, out, &h, &p).await,
+        req::MKDIR => mkdir::mkdir(s, who, &h, &p).await,
+        req::RM => rm::rm(s, who, &p).await,
+        req::RMDIR => rm::rmdir(s, who, &p).await,
+        req::MV => mv::mv(s, who, &h, &p).await,
+        req::CHMOD => mkdir::chmod(s, who, &h, &p).await,
+        req::QUERY => query::query(s, who, &h, &p).await,
+        req::LOCATE => locate::locate(s, who, &p).await,
+        req::TRUNCATE => truncate::by_path(s, who, &h, &p).await,
         code => Err(XrdError::new(
             err::INVALID_REQUEST,
             format!("unknown request code {code}"),

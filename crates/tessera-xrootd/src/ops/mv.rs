@@ -5,6 +5,7 @@ use crate::error::XrdError;
 use crate::proto::Header;
 use crate::session::{Session, Target};
 use tessera_core::RenameFlags;
+use tessera_types::Identity;
 
 /// Split the `kXR_mv` payload into source and destination.
 pub fn split(arg1len: usize, p: &[u8]) -> Result<(Target, Target), XrdError> {
@@ -18,10 +19,10 @@ pub fn split(arg1len: usize, p: &[u8]) -> Result<(Target, Target), XrdError> {
     Ok((Target::parse(&p[..at])?, Target::parse(&p[at + 1..])?))
 }
 
-pub async fn mv(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+pub async fn mv(s: &Session, who: &Identity, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     let (src, dst) = split(h.u16_at(18) as usize, p)?;
     s.core()?
-        .rename(&s.who(), src.path, dst.path, RenameFlags::default())
+        .rename(who, src.path, dst.path, RenameFlags::default())
         .await?;
     Ok(Vec::new())
 }

@@ -12,14 +12,20 @@ use std::sync::Arc;
 use tessera_core::ReadOpen;
 use tessera_types::Identity;
 
-pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<Opened, XrdError> {
+pub async fn open(
+    s: &Arc<Session>,
+    who: &Arc<Identity>,
+    out: &Out,
+    h: &Header,
+    p: &[u8],
+) -> Result<Opened, XrdError> {
     let t = Target::parse(p)?;
     let opts = h.u16_at(6);
     let mode = match u32::from(h.u16_at(4)) & 0o7777 {
         0 => 0o644,
         m => m,
     };
-    let who = s.who();
+    let who = Arc::clone(who);
     let writing = opts & (o::NEW | o::DELETE | o::UPDATE | o::APPEND | o::WRITE_ONLY) != 0;
     if matches!(s.cfg.mode, crate::Mode::Gateway { .. }) {
         let (fh, stat) = cluster::gateway_open(s, out, &t, writing).await?;
@@ -30,7 +36,7 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<O
     // (a gateway makes none); else only when the open finds none.
     let mkpath = writing && opts & (o::NEW | o::DELETE) != 0 && opts & (o::MKPATH | o::ASYNC) != 0;
     if mkpath && matches!(s.cfg.mode, crate::Mode::Mgm { .. }) {
-        make_parents(s, &t).await?;
+        make_parents(s, &who, &t).await?;
     }
     if writing && opts & (o::NEW | o::DELETE) == 0 {
         // Update or append without create/truncate: files are immutable
@@ -43,7 +49,7 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<O
             )),
         };
     }
-    if cluster::mgm_open(s, out, h, &t, writing, mode).await? {
+    if cluster::mgm_open(s, &who, out, h, &t, writing, mode).await? {
         return Ok(Opened::Sent);
     }
     let (fh, stat) = if writing {
@@ -56,7 +62,7 @@ pub async fn open(s: &Arc<Session>, out: &Out, h: &Header, p: &[u8]) -> Result<O
         };
         match open_new(s, out, h, &who, &t, new).await? {
             Err(e) if mkpath && e.kind() == tessera_types::ErrorKind::NotFound => {
-                make_parents(s, &t).await?;
+                make_parents(s, &who, &t).await?;
                 open_new(s, out, h, &who, &t, new).await??;
             }
             r => r?,
@@ -151,6 +157,6 @@ async fn open_new(
 }
 
 /// Make the parents of `t` (`mkdir -p`) unless its parent exists.
-async fn make_parents(s: &Session, t: &Target) -> Result<(), XrdError> {
-    Ok(s.core()?.make_parents(&s.who(), &t.path).await?)
+async fn make_parents(s: &Session, who: &Identity, t: &Target) -> Result<(), XrdError> {
+    Ok(s.core()?.make_parents(who, &t.path).await?)
 }

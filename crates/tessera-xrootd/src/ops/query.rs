@@ -4,10 +4,11 @@
 use crate::error::XrdError;
 use crate::proto::{err, query as q, Header};
 use crate::session::{Session, Target};
+use tessera_types::Identity;
 
-pub async fn query(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+pub async fn query(s: &Session, who: &Identity, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     match h.u16_at(4) {
-        q::CKSUM => checksum(s, p).await,
+        q::CKSUM => checksum(s, who, p).await,
         q::CKSCAN => Ok(Vec::new()),
         q::CONFIG => Ok(config(s, p)),
         q::STATS => Ok(stats(s)),
@@ -22,7 +23,7 @@ pub async fn query(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdErro
 /// `"adler32 <8 hex>\0"` (the default) or `"crc32c <8 hex>\0"` as
 /// `cks.type` asks; another algorithm is refused (never answered with a
 /// different one).
-async fn checksum(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+async fn checksum(s: &Session, who: &Identity, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     let t = Target::parse(p)?;
     let alg = t.cgi("cks.type").unwrap_or("adler32").to_ascii_lowercase();
     if alg != "adler32" && alg != "crc32c" {
@@ -31,7 +32,7 @@ async fn checksum(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
             format!("{alg} checksum not supported."),
         ));
     }
-    let i = s.core()?.readable_file(&s.who(), &t.path)?;
+    let i = s.core()?.readable_file(who, &t.path)?;
     let hex = match (alg.as_str(), &i.checksum, i.crc32c) {
         ("adler32", Some(c), _) if c.kind == "adler32" => Some(c.hex()),
         ("crc32c", _, Some(c)) => Some(format!("{c:08x}")),

@@ -3,10 +3,12 @@
 use crate::error::XrdError;
 use crate::proto::err;
 use crate::session::{Session, Target};
+use std::sync::Arc;
+use tessera_types::Identity;
 
-pub async fn rm(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+pub async fn rm(s: &Session, who: &Arc<Identity>, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     let t = Target::parse(p)?;
-    let who = s.who();
+    let who = Arc::clone(who);
     let i = s.core()?.stat(&who, t.path.clone()).await?;
     if i.is_dir() {
         return Err(XrdError::is_directory(&t.path));
@@ -15,9 +17,9 @@ pub async fn rm(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     Ok(Vec::new())
 }
 
-pub async fn rmdir(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+pub async fn rmdir(s: &Session, who: &Arc<Identity>, p: &[u8]) -> Result<Vec<u8>, XrdError> {
     let t = Target::parse(p)?;
-    let who = s.who();
+    let who = Arc::clone(who);
     let i = s.core()?.stat(&who, t.path.clone()).await?;
     if !i.is_dir() {
         return Err(XrdError::new(

@@ -5,13 +5,14 @@ use crate::proto::{err, sflags, Header};
 use crate::reply::Out;
 use crate::session::{Handle, Session, Target};
 use crate::statfmt::stat_string;
+use std::sync::Arc;
 use tessera_core::{Inode, Unlogged};
 use tessera_types::Identity;
 
 /// Answer `kXR_stat`. A path's access-log record and metrics are made
 /// after the reply is sent (the client does not wait for them).
-pub async fn stat(s: &Session, out: &Out, h: &Header, p: &[u8]) {
-    let who = s.who();
+pub async fn stat(s: &Session, who: &Arc<Identity>, out: &Out, h: &Header, p: &[u8]) {
+    let who = Arc::clone(who);
     let (r, logged_when_dropped) = if h.u8_at(4) & 1 != 0 {
         (vfs(s), None)
     } else if p.is_empty() || p == b"\0" {
@@ -70,8 +71,8 @@ fn vfs(s: &Session) -> Result<Vec<u8>, XrdError> {
 }
 
 /// One flag byte per newline-separated path (`kXR_other` when missing).
-pub async fn statx(s: &Session, p: &[u8]) -> Result<Vec<u8>, XrdError> {
-    let who = s.who();
+pub async fn statx(s: &Session, who: &Arc<Identity>, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+    let who = Arc::clone(who);
     let mut out = Vec::new();
     for line in p
         .split(|b| *b == b'\n')

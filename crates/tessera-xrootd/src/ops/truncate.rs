@@ -3,13 +3,20 @@
 use crate::error::XrdError;
 use crate::proto::{err, Header};
 use crate::session::{Session, Target};
+use std::sync::Arc;
+use tessera_types::Identity;
 
 /// Bytes of the memory budget a truncate by path holds while it runs: its
 /// 8 MiB copy buffer and a group of the rewritten file (RAIN 4+2: 6 MiB).
 /// It bounds how many rewrites run at once across all connections.
 pub const REWRITE_MEMORY: usize = 16 << 20;
 
-pub async fn by_path(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+pub async fn by_path(
+    s: &Session,
+    who: &Arc<Identity>,
+    h: &Header,
+    p: &[u8],
+) -> Result<Vec<u8>, XrdError> {
     let t = Target::parse(p)?;
     let size = h.i64_at(8);
     if size < 0 {
@@ -17,7 +24,7 @@ pub async fn by_path(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdEr
     }
     // Decided before any memory is taken: a client that may not rewrite
     // the file holds nothing of the budget, even for a moment.
-    let (core, who) = (s.core()?.clone(), s.who());
+    let (core, who) = (s.core()?.clone(), Arc::clone(who));
     core.may_write(&who, &t.path, true).await?;
     let Some(lease) = s.cfg.buffers.lease(REWRITE_MEMORY).await else {
         return Err(XrdError::new(
