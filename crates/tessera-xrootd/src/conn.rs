@@ -76,7 +76,7 @@ pub async fn serve_connection(
         )
         .await;
     }
-    let want_tls = h.u8_at(8) & pflags::WANT_TLS != 0;
+    let want_tls = crate::request::Protocol::decode(&h).want_tls;
     // Not kXR_isServer as well: XrdCl would then name the metadata
     // service, not the failed gateway, in `tried=`.
     let mut flags = if manager {

@@ -1,14 +1,11 @@
 //! Request framing, shared by the connection loop and the fuzzer: the
 //! handshake, then 24-byte headers each followed by a payload whose length
 //! is capped per request (writes up to the configured maximum, everything
-//! else 1 MiB). [`check`] runs the same pure parsers the request handlers
-//! run, so `fuzz/` reaches all of them without a server.
+//! else 1 MiB). The fuzzer frames arbitrary bytes and decodes every
+//! request with the decoder the server runs (`request::decode`), so
+//! `fuzz/` reaches every parser without a server.
 
-use crate::error::XrdError;
-use crate::identity;
-use crate::ops::{mv, readv};
 use crate::proto::{req, Header, HANDSHAKE_LEN, HEADER_LEN};
-use crate::session::Target;
 
 /// Largest payload of a request that is not a write (paths, CGI, readv
 /// lists, credentials).
@@ -67,40 +64,14 @@ pub fn frames(buf: &[u8], max_write: usize) -> Result<Vec<(Header, &[u8])>, Stri
     Ok(out)
 }
 
-/// Run the parser the handler of this request runs on its payload.
-pub fn check(h: &Header, p: &[u8]) -> Result<(), XrdError> {
-    match h.code {
-        req::OPEN | req::RM | req::RMDIR | req::MKDIR | req::CHMOD | req::DIRLIST => {
-            Target::parse(p).map(|_| ())
-        }
-        req::STAT | req::TRUNCATE if !p.is_empty() => Target::parse(p).map(|_| ()),
-        req::LOCATE => Target::parse(p.strip_prefix(b"*").unwrap_or(p)).map(|_| ()),
-        req::QUERY => match h.u16_at(4) {
-            crate::proto::query::CKSUM => Target::parse(p).map(|_| ()),
-            _ => Ok(()),
-        },
-        req::STATX => {
-            for line in p.split(|b| *b == b'\n') {
-                let _ = Target::parse(line);
-            }
-            Ok(())
-        }
-        req::MV => mv::split(h.u16_at(18) as usize, p).map(|_| ()),
-        req::READV => readv::parse(p).map(|_| ()),
-        req::AUTH => {
-            let _ = identity::parse_unix(p);
-            Ok(())
-        }
-        _ => Ok(()),
-    }
-}
-
 /// The fuzzer's entry: frame the bytes and parse every request. Must
 /// never panic, whatever the input.
 pub fn fuzz(data: &[u8]) {
     if let Ok(reqs) = frames(data, 1 << 16) {
         for (h, p) in reqs {
-            let _ = check(&h, p);
+            if let Ok(r) = crate::request::decode(&h, p.to_vec()) {
+                let _ = r.authz();
+            }
         }
     }
 }

@@ -13,6 +13,7 @@ mod ops;
 mod peer;
 pub mod proto;
 mod reply;
+mod request;
 mod session;
 mod statfmt;
 mod token;

@@ -7,6 +7,7 @@ use crate::error::XrdError;
 use crate::ops::write;
 use crate::proto::{err, open as o, Header};
 use crate::reply::Out;
+use crate::request::Open;
 use crate::session::{Handle, OpenRead, Session, Target};
 use crate::Mode;
 use std::sync::atomic::Ordering;
@@ -45,11 +46,11 @@ pub async fn mgm_open(
     s: &Session,
     who: &Arc<Identity>,
     out: &Out,
-    h: &Header,
-    t: &Target,
+    st: [u8; 2],
+    o: &Open,
     writing: bool,
-    mode: u32,
 ) -> Result<bool, XrdError> {
+    let (opts, t, mode) = (o.options, &o.target, o.file_mode());
     let Mode::Mgm {
         registry,
         key,
@@ -69,7 +70,6 @@ pub async fn mgm_open(
     };
     let who = Arc::clone(who);
     let core = s.core()?;
-    let opts = h.u16_at(6);
     let client = s.peer.ip();
     let cap = if writing {
         // The decision a single server makes at the open (scopes, then
@@ -81,8 +81,8 @@ pub async fn mgm_open(
     } else {
         // Check here what the gateway cannot: existence and permission.
         let i = core.readable(&who, &t.path).await?;
-        if let Some(st) = core.stall_unavailable(&i, &t.path) {
-            out.wait(h.stream, st.secs, &st.why).await;
+        if let Some(stall) = core.stall_unavailable(&i, &t.path) {
+            out.wait(st, stall.secs, &stall.why).await;
             return Ok(true);
         }
         Capability::read(&t.path, &who, &i, client, *cap_ttl)
@@ -93,7 +93,7 @@ pub async fn mgm_open(
         cgi.push_str(&format!("&oss.asize={a}"));
     }
     s.cfg.stats.redirects.fetch_add(1, Ordering::Relaxed);
-    Ok(out.redirect(h.stream, &host, port, &cgi).await)
+    Ok(out.redirect(st, &host, port, &cgi).await)
 }
 
 /// On a gateway: open with a capability.

@@ -3,7 +3,7 @@
 //! boundaries, the last `\n` of the whole listing replaced by NUL.
 
 use crate::error::XrdError;
-use crate::proto::{err, status, Header};
+use crate::proto::{err, status};
 use crate::reply::{Out, Piece};
 use crate::session::{Session, Target};
 use crate::statfmt::stat_string;
@@ -13,9 +13,15 @@ use tessera_types::Identity;
 const PAGE: usize = 4096;
 const PART: usize = 64 << 10;
 
-pub async fn dirlist(s: &Session, who: &Arc<Identity>, out: &Out, h: &Header, p: &[u8]) {
-    let st = h.stream;
-    if let Err(e) = list(s, who, out, h, p).await {
+pub async fn dirlist(
+    s: &Session,
+    who: &Arc<Identity>,
+    out: &Out,
+    st: [u8; 2],
+    t: Target,
+    dstat: bool,
+) {
+    if let Err(e) = list(s, who, out, st, t, dstat).await {
         out.error(st, &e).await;
     }
 }
@@ -24,12 +30,10 @@ async fn list(
     s: &Session,
     who: &Arc<Identity>,
     out: &Out,
-    h: &Header,
-    p: &[u8],
+    st: [u8; 2],
+    t: Target,
+    dstat: bool,
 ) -> Result<(), XrdError> {
-    let st = h.stream;
-    let dstat = h.u8_at(19) & 2 != 0;
-    let t = Target::parse(p)?;
     let who = Arc::clone(who);
     let dir = s.core()?.stat(&who, t.path.clone()).await?;
     if !dir.is_dir() {

@@ -6,13 +6,8 @@ use crate::error::XrdError;
 use crate::session::{Session, Target};
 use tessera_types::Identity;
 
-pub async fn locate(s: &Session, who: &Identity, p: &[u8]) -> Result<Vec<u8>, XrdError> {
-    let (any, rest) = match p.strip_prefix(b"*") {
-        Some(r) => (true, r),
-        None => (false, p),
-    };
-    if !any || !(rest.is_empty() || rest == b"\0") {
-        let t = Target::parse(rest)?;
+pub async fn locate(s: &Session, who: &Identity, t: Option<Target>) -> Result<Vec<u8>, XrdError> {
+    if let Some(t) = t {
         s.core()?.stat(who, t.path).await?;
     }
     let host = match s.local.ip() {

@@ -2,11 +2,11 @@
 
 use crate::error::XrdError;
 use crate::identity;
-use crate::proto::{err, pflags, Header, PROTOCOL_VERSION};
+use crate::proto::{err, pflags, PROTOCOL_VERSION};
 use crate::session::Session;
 
 /// A repeated `kXR_protocol` on an established connection: no TLS switch.
-pub fn protocol(s: &Session, _h: &Header) -> Result<Vec<u8>, XrdError> {
+pub fn protocol(s: &Session) -> Result<Vec<u8>, XrdError> {
     let mut flags = if matches!(s.cfg.mode, crate::Mode::Mgm { .. }) {
         pflags::IS_MANAGER
     } else {
@@ -22,14 +22,11 @@ pub fn protocol(s: &Session, _h: &Header) -> Result<Vec<u8>, XrdError> {
 
 /// Reply: a 16-byte session id, then the security protocols we accept
 /// (`unix`; tokens come with the authorization layer).
-pub fn login(s: &Session, h: &Header, _p: &[u8]) -> Result<Vec<u8>, XrdError> {
+pub fn login(s: &Session, name: &str) -> Result<Vec<u8>, XrdError> {
     if !s.login() {
         return Err(XrdError::new(err::INVALID_REQUEST, "already logged in"));
     }
     // The login user name is only a hint until `kXR_auth` proves more.
-    let name: String = String::from_utf8_lossy(h.at(8, 8))
-        .trim_end_matches('\0')
-        .to_string();
     tracing::debug!(user = %name, peer = %s.peer, tls = s.tls, "xroot login");
     let mut b: Vec<u8> = rand::random::<[u8; 16]>().to_vec();
     // Tokens (ztn) only over TLS, first, so that clients with a token use
@@ -41,11 +38,8 @@ pub fn login(s: &Session, h: &Header, _p: &[u8]) -> Result<Vec<u8>, XrdError> {
     Ok(b)
 }
 
-pub async fn auth(s: &Session, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
-    let credtype = String::from_utf8_lossy(h.at(16, 4))
-        .trim_end_matches('\0')
-        .to_string();
-    match credtype.as_str() {
+pub async fn auth(s: &Session, credtype: &str, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+    match credtype {
         "unix" => {
             let (user, group) = identity::parse_unix(p)
                 .ok_or_else(|| XrdError::new(err::AUTH_FAILED, "empty unix credentials"))?;

@@ -23,6 +23,7 @@ pub mod write;
 use crate::error::XrdError;
 use crate::proto::{err, req, Header};
 use crate::reply::Out;
+use crate::request::{self, Request};
 use crate::session::Session;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -65,7 +66,8 @@ impl Drop for Slot {
 }
 
 /// Route one request, holding `slot` until it is answered. Returns false
-/// when the connection must close.
+/// when the connection must close. The request is decoded here, once
+/// (`request::decode`); handlers get its typed parts.
 pub async fn dispatch(
     s: &Arc<Session>,
     out: &Out,
@@ -88,54 +90,33 @@ pub async fn dispatch(
         let _ = out.error(st, &e).await;
         return false;
     }
-    if matches!(s.cfg.mode, crate::Mode::Gateway { .. })
-        && !matches!(
-            h.code,
-            req::PROTOCOL
-                | req::LOGIN
-                | req::AUTH
-                | req::PING
-                | req::ENDSESS
-                | req::SET
-                | req::OPEN
-                | req::READ
-                | req::READV
-                | req::WRITE
-                | req::SYNC
-                | req::CLOSE
-        )
-        && !(matches!(h.code, req::TRUNCATE | req::STAT) && (p.is_empty() || p == b"\0"))
-    {
+    let r = match request::decode(&h, p) {
+        Ok(r) => r,
+        Err(e) => return out.error(st, &e).await,
+    };
+    if matches!(s.cfg.mode, crate::Mode::Gateway { .. }) && !on_gateway(&r) {
         return cluster::to_mgm(s, out, &h).await;
     }
-    match h.code {
-        req::PROTOCOL => out.result(st, login::protocol(s, &h)).await,
-        req::LOGIN => out.result(st, login::login(s, &h, &p)).await,
-        req::AUTH => out.result(st, login::auth(s, &h, &p).await).await,
-        req::PING | req::ENDSESS | req::SET | req::PREPARE => out.ok(st, Vec::new()).await,
-        req::WRITE | req::SYNC | req::CLOSE => write::queue(s, out, &h, p, lease).await,
-        req::TRUNCATE if p.is_empty() => write::queue(s, out, &h, p, lease).await,
-        req::FATTR
-        | req::BIND
-        | req::PGREAD
-        | req::PGWRITE
-        | req::WRITEV
-        | req::SIGVER
-        | req::GPFILE
-        | req::CHKPOINT => {
-            out.error(
-                st,
-                &XrdError::new(
-                    err::UNSUPPORTED,
-                    format!("request {} is not supported", h.code),
-                ),
-            )
-            .await
+    match r {
+        Request::Protocol => out.result(st, login::protocol(s)).await,
+        Request::Login { user } => out.result(st, login::login(s, &user)).await,
+        Request::Auth { credtype, cred } => {
+            out.result(st, login::auth(s, &credtype, &cred).await).await
         }
+        Request::Noop => out.ok(st, Vec::new()).await,
+        Request::Write { fh, offset, data } => {
+            write::queue(s, out, st, fh, write::OnHandle::Write(offset, data), lease).await
+        }
+        Request::Sync(fh) => write::queue(s, out, st, fh, write::OnHandle::Sync, lease).await,
+        Request::Close(fh) => write::queue(s, out, st, fh, write::OnHandle::Close, lease).await,
+        Request::Truncate(request::Truncate::Handle(fh, size)) => {
+            write::queue(s, out, st, fh, write::OnHandle::Truncate(size), lease).await
+        }
+        Request::Unsupported(code) => out.error(st, &unknown(code)).await,
         // Namespace lookups answer from the store's caches in microseconds:
         // served in line, they skip a task hand-off.
-        req::STAT | req::LOCATE if !p.is_empty() => {
-            serve(s, out, h, p).await;
+        r @ (Request::Stat(_) | Request::Locate(_)) => {
+            serve(s, out, st, r).await;
             true
         }
         // A short read that is the connection's only request (a client
@@ -143,14 +124,14 @@ pub async fn dispatch(
         // without its cache do) is served in line too: from memory it is
         // done in microseconds, and nothing else of this client waits
         // behind it. Several in flight (xrdcp), each runs as its own task.
-        req::READ if read::is_short(&h) && slot.alone() => {
-            serve(s, out, h, p).await;
+        Request::Read(rd) if read::is_short(&rd) && slot.alone() => {
+            serve(s, out, st, Request::Read(rd)).await;
             true
         }
-        _ => {
+        r => {
             let (s, out) = (Arc::clone(s), out.clone());
             tokio::spawn(async move {
-                serve(&s, &out, h, p).await;
+                serve(&s, &out, st, r).await;
                 drop(slot);
             });
             true
@@ -158,44 +139,87 @@ pub async fn dispatch(
     }
 }
 
+/// Whether a data gateway serves `r` itself (the rest goes to the
+/// metadata service).
+fn on_gateway(r: &Request) -> bool {
+    matches!(
+        r,
+        Request::Protocol
+            | Request::Login { .. }
+            | Request::Auth { .. }
+            | Request::Noop
+            | Request::Open(_)
+            | Request::Read(_)
+            | Request::Readv(_)
+            | Request::Write { .. }
+            | Request::Sync(_)
+            | Request::Close(_)
+            | Request::Truncate(request::Truncate::Handle(..))
+            | Request::Stat(request::Stat::Handle(_))
+    )
+}
+
+/// The answer to a request code we do not serve: unsupported when the
+/// protocol defines it, invalid otherwise.
+fn unknown(code: u16) -> XrdError {
+    match code {
+        req::FATTR
+        | req::BIND
+        | req::PGREAD
+        | req::PGWRITE
+        | req::WRITEV
+        | req::SIGVER
+        | req::GPFILE
+        | req::CHKPOINT => request::unsupported(code),
+        code => XrdError::new(err::INVALID_REQUEST, format!("unknown request code {code}")),
+    }
+}
+
 /// Requests that run as their own task; one carrying `authz=` runs as
 /// its token's identity (refused with `kXR_NotAuthorized` if invalid).
-async fn serve(s: &Arc<Session>, out: &Out, h: Header, p: Vec<u8>) {
-    match crate::token::request_identity(s, &p).await {
-        Ok(None) => serve_as(s, &s.who(), out, h, p).await,
-        Ok(Some(who)) => serve_as(s, &who, out, h, p).await,
+async fn serve(s: &Arc<Session>, out: &Out, st: [u8; 2], r: Request) {
+    match crate::token::request_identity(s, r.authz()).await {
+        Ok(None) => serve_as(s, &s.who(), out, st, r).await,
+        Ok(Some(who)) => serve_as(s, &who, out, st, r).await,
         Err(e) => {
-            out.error(h.stream, &e).await;
+            out.error(st, &e).await;
         }
     }
 }
 
 /// One request, served as `who` (the session's identity, or the token of
 /// its own `authz=`), passed to every handler that decides anything.
-async fn serve_as(s: &Arc<Session>, who: &Arc<Identity>, out: &Out, h: Header, p: Vec<u8>) {
-    let st = h.stream;
-    let r = match h.code {
-        req::STAT => return stat::stat(s, who, out, &h, &p).await,
-        req::STATX => stat::statx(s, who, &p).await,
-        req::OPEN => match open::open(s, who, out, &h, &p).await {
+async fn serve_as(s: &Arc<Session>, who: &Arc<Identity>, out: &Out, st: [u8; 2], r: Request) {
+    let r = match r {
+        Request::Stat(what) => return stat::stat(s, who, out, st, what).await,
+        Request::Statx(targets) => stat::statx(s, who, targets).await,
+        Request::Open(o) => match open::open(s, who, out, st, o).await {
             Ok(open::Opened::Sent) => return,
             Ok(open::Opened::Reply(b)) => Ok(b),
             Err(e) => Err(e),
         },
-        req::READ => return read::read(s, out, &h).await,
-        req::READV => return readv::readv(s, out, st, &p).await,
-        req::DIRLIST => return dirlist::dirlist(s, who, out, &h, &p).await,
-        req::MKDIR => mkdir::mkdir(s, who, &h, &p).await,
-        req::RM => rm::rm(s, who, &p).await,
-        req::RMDIR => rm::rmdir(s, who, &p).await,
-        req::MV => mv::mv(s, who, &h, &p).await,
-        req::CHMOD => mkdir::chmod(s, who, &h, &p).await,
-        req::QUERY => query::query(s, who, &h, &p).await,
-        req::LOCATE => locate::locate(s, who, &p).await,
-        req::TRUNCATE => truncate::by_path(s, who, &h, &p).await,
-        code => Err(XrdError::new(
+        Request::Read(rd) => return read::read(s, out, st, rd).await,
+        Request::Readv(list) => return readv::readv(s, out, st, list).await,
+        Request::Dirlist { target, with_stat } => {
+            return dirlist::dirlist(s, who, out, st, target, with_stat).await
+        }
+        Request::Mkdir {
+            target,
+            parents,
+            mode,
+        } => mkdir::mkdir(s, who, target, parents, mode).await,
+        Request::Rm(t) => rm::rm(s, who, t).await,
+        Request::Rmdir(t) => rm::rmdir(s, who, t).await,
+        Request::Mv { src, dst } => mv::mv(s, who, src, dst).await,
+        Request::Chmod { target, mode } => mkdir::chmod(s, who, target, mode).await,
+        Request::Query(q) => query::query(s, who, q).await,
+        Request::Locate(t) => locate::locate(s, who, t).await,
+        Request::Truncate(request::Truncate::Path(t, size)) => {
+            truncate::by_path(s, who, t, size).await
+        }
+        other => Err(XrdError::new(
             err::INVALID_REQUEST,
-            format!("unknown request code {code}"),
+            format!("request not served here: {}", other.name()),
         )),
     };
     out.result(st, r).await;

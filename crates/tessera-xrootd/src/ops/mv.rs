@@ -2,7 +2,6 @@
 //! `src` (0: split at the first space).
 
 use crate::error::XrdError;
-use crate::proto::Header;
 use crate::session::{Session, Target};
 use tessera_core::RenameFlags;
 use tessera_types::Identity;
@@ -19,8 +18,12 @@ pub fn split(arg1len: usize, p: &[u8]) -> Result<(Target, Target), XrdError> {
     Ok((Target::parse(&p[..at])?, Target::parse(&p[at + 1..])?))
 }
 
-pub async fn mv(s: &Session, who: &Identity, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
-    let (src, dst) = split(h.u16_at(18) as usize, p)?;
+pub async fn mv(
+    s: &Session,
+    who: &Identity,
+    src: Target,
+    dst: Target,
+) -> Result<Vec<u8>, XrdError> {
     s.core()?
         .rename(who, src.path, dst.path, RenameFlags::default())
         .await?;

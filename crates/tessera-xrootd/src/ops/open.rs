@@ -4,8 +4,9 @@
 use crate::error::XrdError;
 use crate::ops::cluster;
 use crate::ops::write;
-use crate::proto::{err, open as o, Header};
+use crate::proto::{err, open as o};
 use crate::reply::Out;
+use crate::request::Open;
 use crate::session::{Handle, OpenRead, Session, Target};
 use crate::statfmt::stat_string;
 use std::sync::Arc;
@@ -16,19 +17,15 @@ pub async fn open(
     s: &Arc<Session>,
     who: &Arc<Identity>,
     out: &Out,
-    h: &Header,
-    p: &[u8],
+    st: [u8; 2],
+    req: Open,
 ) -> Result<Opened, XrdError> {
-    let t = Target::parse(p)?;
-    let opts = h.u16_at(6);
-    let mode = match u32::from(h.u16_at(4)) & 0o7777 {
-        0 => 0o644,
-        m => m,
-    };
+    let (opts, mode) = (req.options, req.file_mode());
+    let t = &req.target;
     let who = Arc::clone(who);
     let writing = opts & (o::NEW | o::DELETE | o::UPDATE | o::APPEND | o::WRITE_ONLY) != 0;
     if matches!(s.cfg.mode, crate::Mode::Gateway { .. }) {
-        let (fh, stat) = cluster::gateway_open(s, out, &t, writing).await?;
+        let (fh, stat) = cluster::gateway_open(s, out, t, writing).await?;
         return Ok(Opened::Reply(reply(fh, opts, &stat)));
     }
     // As the reference server: new files get their parents when kXR_mkpath
@@ -36,7 +33,7 @@ pub async fn open(
     // (a gateway makes none); else only when the open finds none.
     let mkpath = writing && opts & (o::NEW | o::DELETE) != 0 && opts & (o::MKPATH | o::ASYNC) != 0;
     if mkpath && matches!(s.cfg.mode, crate::Mode::Mgm { .. }) {
-        make_parents(s, &who, &t).await?;
+        make_parents(s, &who, t).await?;
     }
     if writing && opts & (o::NEW | o::DELETE) == 0 {
         // Update or append without create/truncate: files are immutable
@@ -49,7 +46,7 @@ pub async fn open(
             )),
         };
     }
-    if cluster::mgm_open(s, &who, out, h, &t, writing, mode).await? {
+    if cluster::mgm_open(s, &who, out, st, &req, writing).await? {
         return Ok(Opened::Sent);
     }
     let (fh, stat) = if writing {
@@ -60,10 +57,10 @@ pub async fn open(
             replace,
             hint: t.cgi("oss.asize").and_then(|v| v.parse().ok()).unwrap_or(0),
         };
-        match open_new(s, out, h, &who, &t, new).await? {
+        match open_new(s, out, st, &who, t, new).await? {
             Err(e) if mkpath && e.kind() == tessera_types::ErrorKind::NotFound => {
-                make_parents(s, &who, &t).await?;
-                open_new(s, out, h, &who, &t, new).await??;
+                make_parents(s, &who, t).await?;
+                open_new(s, out, st, &who, t, new).await??;
             }
             r => r?,
         }
@@ -83,13 +80,16 @@ pub async fn open(
         };
         let rs = match opened {
             ReadOpen::File(rs) => rs,
-            ReadOpen::Stall(st) => {
-                out.wait(h.stream, st.secs, &st.why).await;
+            ReadOpen::Stall(stall) => {
+                out.wait(st, stall.secs, &stall.why).await;
                 return Ok(Opened::Sent);
             }
         };
         let stat = stat_string(rs.inode(), &who, &s.cfg.names);
-        let fh = s.add(Handle::Read(Arc::new(OpenRead { rs, path: t.path })))?;
+        let fh = s.add(Handle::Read(Arc::new(OpenRead {
+            rs,
+            path: t.path.clone(),
+        })))?;
         (fh, stat)
     };
     Ok(Opened::Reply(reply(fh, opts, &stat)))
@@ -130,13 +130,13 @@ struct NewFile {
 async fn open_new(
     s: &Arc<Session>,
     out: &Out,
-    h: &Header,
+    st: [u8; 2],
     who: &Arc<Identity>,
     t: &Target,
     new: NewFile,
 ) -> Result<Result<(), tessera_core::CoreError>, XrdError> {
     let (core, path, who) = (s.core()?.clone(), t.path.clone(), Arc::clone(who));
-    let (s2, out2, stream) = (Arc::clone(s), out.clone(), h.stream);
+    let (s2, out2, stream) = (Arc::clone(s), out.clone(), st);
     let NewFile {
         mode,
         opts,

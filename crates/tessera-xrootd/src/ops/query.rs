@@ -2,18 +2,19 @@
 //! echoed, as clients read an echo as "not supported"), stats, space.
 
 use crate::error::XrdError;
-use crate::proto::{err, query as q, Header};
+use crate::proto::err;
+use crate::request::Query;
 use crate::session::{Session, Target};
 use tessera_types::Identity;
 
-pub async fn query(s: &Session, who: &Identity, h: &Header, p: &[u8]) -> Result<Vec<u8>, XrdError> {
-    match h.u16_at(4) {
-        q::CKSUM => checksum(s, who, p).await,
-        q::CKSCAN => Ok(Vec::new()),
-        q::CONFIG => Ok(config(s, p)),
-        q::STATS => Ok(stats(s)),
-        q::SPACE => space(s, p).await,
-        other => Err(XrdError::new(
+pub async fn query(s: &Session, who: &Identity, q: Query) -> Result<Vec<u8>, XrdError> {
+    match q {
+        Query::Checksum(t) => checksum(s, who, t).await,
+        Query::ChecksumScan => Ok(Vec::new()),
+        Query::Config(p) => Ok(config(s, &p)),
+        Query::Stats => Ok(stats(s)),
+        Query::Space => space(s).await,
+        Query::Other(other) => Err(XrdError::new(
             err::UNSUPPORTED,
             format!("query type {other} is not supported"),
         )),
@@ -23,8 +24,7 @@ pub async fn query(s: &Session, who: &Identity, h: &Header, p: &[u8]) -> Result<
 /// `"adler32 <8 hex>\0"` (the default) or `"crc32c <8 hex>\0"` as
 /// `cks.type` asks; another algorithm is refused (never answered with a
 /// different one).
-async fn checksum(s: &Session, who: &Identity, p: &[u8]) -> Result<Vec<u8>, XrdError> {
-    let t = Target::parse(p)?;
+async fn checksum(s: &Session, who: &Identity, t: Target) -> Result<Vec<u8>, XrdError> {
     let alg = t.cgi("cks.type").unwrap_or("adler32").to_ascii_lowercase();
     if alg != "adler32" && alg != "crc32c" {
         return Err(XrdError::new(
@@ -107,7 +107,7 @@ pub fn space_totals(s: &Session) -> Result<(u64, u64), XrdError> {
 }
 
 /// `oss.*` CGI for the space of all registered filesystems.
-async fn space(s: &Session, _p: &[u8]) -> Result<Vec<u8>, XrdError> {
+async fn space(s: &Session) -> Result<Vec<u8>, XrdError> {
     let (total, free) = space_totals(s)?;
     let mut b = format!(
         "oss.cgroup=default&oss.space={total}&oss.free={free}&oss.maxf={free}&oss.used={}&oss.quota=-1",

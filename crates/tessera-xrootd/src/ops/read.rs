@@ -2,8 +2,9 @@
 //! goes out as `kXR_oksofar` parts of at most [`PART`] bytes.
 
 use crate::error::XrdError;
-use crate::proto::{err, status, Header};
+use crate::proto::{err, status};
 use crate::reply::{Out, Piece};
+use crate::request::Read;
 use crate::session::{Handle, OpenRead, Session};
 use std::sync::Arc;
 use tessera_core::ReadData;
@@ -15,14 +16,13 @@ pub const PART: usize = 8 << 20;
 /// when the file's blocks are there (`ReadSession::read_cached`).
 pub const SHORT: i32 = 512 << 10;
 
-/// Whether `h` (a `kXR_read`) asks for a short read.
-pub fn is_short(h: &Header) -> bool {
-    (0..SHORT).contains(&h.i32_at(16))
+/// Whether `rd` asks for a short read.
+pub fn is_short(rd: &Read) -> bool {
+    rd.len < SHORT as usize
 }
 
-pub async fn read(s: &Session, out: &Out, h: &Header) {
-    let st = h.stream;
-    let r = match s.get(h.fhandle()) {
+pub async fn read(s: &Session, out: &Out, st: [u8; 2], rd: Read) {
+    let r = match s.get(rd.fh) {
         Ok(Handle::Read(r)) => r,
         Ok(Handle::Write(w)) => {
             let msg = format!("{} is open for writing only", w.path.display());
@@ -35,13 +35,7 @@ pub async fn read(s: &Session, out: &Out, h: &Header) {
             return;
         }
     };
-    let (offset, len) = (h.i64_at(8), h.i32_at(16));
-    if offset < 0 || len < 0 {
-        out.error(st, &XrdError::invalid("negative offset or length"))
-            .await;
-        return;
-    }
-    let (mut pos, end) = (offset as u64, offset as u64 + len as u64);
+    let (mut pos, end) = (rd.offset, rd.offset.saturating_add(rd.len as u64));
     loop {
         let n = PART.min((end - pos) as usize);
         // Held until the part is sent.

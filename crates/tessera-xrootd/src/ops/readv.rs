@@ -45,14 +45,7 @@ pub fn parse(p: &[u8]) -> Result<Vec<Element>, XrdError> {
         .collect()
 }
 
-pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], p: &[u8]) {
-    let elements = match parse(p) {
-        Ok(e) => e,
-        Err(e) => {
-            out.error(stream, &e).await;
-            return;
-        }
-    };
+pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], elements: Vec<Element>) {
     // Refused before any byte is sent when an element reaches past the end
     // (as the reference answers; XrdCl retries a short element without
     // end, reopening the file each time). A read session's size is fixed,

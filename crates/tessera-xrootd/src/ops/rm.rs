@@ -6,8 +6,7 @@ use crate::session::{Session, Target};
 use std::sync::Arc;
 use tessera_types::Identity;
 
-pub async fn rm(s: &Session, who: &Arc<Identity>, p: &[u8]) -> Result<Vec<u8>, XrdError> {
-    let t = Target::parse(p)?;
+pub async fn rm(s: &Session, who: &Arc<Identity>, t: Target) -> Result<Vec<u8>, XrdError> {
     let who = Arc::clone(who);
     let i = s.core()?.stat(&who, t.path.clone()).await?;
     if i.is_dir() {
@@ -17,8 +16,7 @@ pub async fn rm(s: &Session, who: &Arc<Identity>, p: &[u8]) -> Result<Vec<u8>, X
     Ok(Vec::new())
 }
 
-pub async fn rmdir(s: &Session, who: &Arc<Identity>, p: &[u8]) -> Result<Vec<u8>, XrdError> {
-    let t = Target::parse(p)?;
+pub async fn rmdir(s: &Session, who: &Arc<Identity>, t: Target) -> Result<Vec<u8>, XrdError> {
     let who = Arc::clone(who);
     let i = s.core()?.stat(&who, t.path.clone()).await?;
     if !i.is_dir() {

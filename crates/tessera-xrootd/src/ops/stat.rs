@@ -1,8 +1,9 @@
 //! `kXR_stat` (by path or open handle) and `kXR_statx`.
 
 use crate::error::XrdError;
-use crate::proto::{err, sflags, Header};
+use crate::proto::{err, sflags};
 use crate::reply::Out;
+use crate::request::{Fh, Stat};
 use crate::session::{Handle, Session, Target};
 use crate::statfmt::stat_string;
 use std::sync::Arc;
@@ -11,26 +12,24 @@ use tessera_types::Identity;
 
 /// Answer `kXR_stat`. A path's access-log record and metrics are made
 /// after the reply is sent (the client does not wait for them).
-pub async fn stat(s: &Session, who: &Arc<Identity>, out: &Out, h: &Header, p: &[u8]) {
+pub async fn stat(s: &Session, who: &Arc<Identity>, out: &Out, st: [u8; 2], what: Stat) {
     let who = Arc::clone(who);
-    let (r, logged_when_dropped) = if h.u8_at(4) & 1 != 0 {
-        (vfs(s), None)
-    } else if p.is_empty() || p == b"\0" {
-        (by_handle(s, h, &who), None)
-    } else {
-        by_path(s, &who, p).await
+    let (r, logged_when_dropped) = match what {
+        Stat::Vfs => (vfs(s), None),
+        Stat::Handle(fh) => (by_handle(s, fh, &who), None),
+        Stat::Path(t) => by_path(s, &who, t).await,
     };
-    out.result(h.stream, r).await;
+    out.result(st, r).await;
     drop(logged_when_dropped);
 }
 
 async fn by_path<'a>(
     s: &'a Session,
     who: &'a Identity,
-    p: &[u8],
+    t: Target,
 ) -> (Result<Vec<u8>, XrdError>, Option<Unlogged<'a>>) {
-    let (core, t) = match s.core().and_then(|c| Ok((c, Target::parse(p)?))) {
-        Ok(ct) => ct,
+    let core = match s.core() {
+        Ok(c) => c,
         Err(e) => return (Err(e), None),
     };
     let (r, done) = core.stat_log_later(who, t.path).await;
@@ -38,8 +37,8 @@ async fn by_path<'a>(
     (r, Some(done))
 }
 
-fn by_handle(s: &Session, h: &Header, who: &Identity) -> Result<Vec<u8>, XrdError> {
-    match s.get(h.at(16, 4).try_into().expect("4 bytes"))? {
+fn by_handle(s: &Session, fh: Fh, who: &Identity) -> Result<Vec<u8>, XrdError> {
+    match s.get(fh)? {
         Handle::Read(r) => Ok(reply(r.rs.inode(), s, who)),
         Handle::Write(w) => Err(XrdError::new(
             err::UNSUPPORTED,
@@ -71,20 +70,21 @@ fn vfs(s: &Session) -> Result<Vec<u8>, XrdError> {
 }
 
 /// One flag byte per newline-separated path (`kXR_other` when missing).
-pub async fn statx(s: &Session, who: &Arc<Identity>, p: &[u8]) -> Result<Vec<u8>, XrdError> {
+pub async fn statx(
+    s: &Session,
+    who: &Arc<Identity>,
+    targets: Vec<Option<Target>>,
+) -> Result<Vec<u8>, XrdError> {
     let who = Arc::clone(who);
     let mut out = Vec::new();
-    for line in p
-        .split(|b| *b == b'\n')
-        .filter(|l| !l.is_empty() && *l != b"\0")
-    {
-        let flag = match Target::parse(line) {
-            Ok(t) => match s.core()?.stat(&who, t.path).await {
+    for t in targets {
+        let flag = match t {
+            Some(t) => match s.core()?.stat(&who, t.path).await {
                 Ok(i) if i.is_dir() => sflags::IS_DIR,
                 Ok(_) => 0,
                 Err(_) => sflags::OTHER,
             },
-            Err(_) => sflags::OTHER,
+            None => sflags::OTHER,
         };
         out.push(flag as u8);
     }

@@ -1,7 +1,7 @@
 //! `kXR_truncate` by path (by handle it goes to the file's write task).
 
 use crate::error::XrdError;
-use crate::proto::{err, Header};
+use crate::proto::err;
 use crate::session::{Session, Target};
 use std::sync::Arc;
 use tessera_types::Identity;
@@ -14,14 +14,9 @@ pub const REWRITE_MEMORY: usize = 16 << 20;
 pub async fn by_path(
     s: &Session,
     who: &Arc<Identity>,
-    h: &Header,
-    p: &[u8],
+    t: Target,
+    size: u64,
 ) -> Result<Vec<u8>, XrdError> {
-    let t = Target::parse(p)?;
-    let size = h.i64_at(8);
-    if size < 0 {
-        return Err(XrdError::invalid("negative size"));
-    }
     // Decided before any memory is taken: a client that may not rewrite
     // the file holds nothing of the budget, even for a moment.
     let (core, who) = (s.core()?.clone(), Arc::clone(who));
@@ -33,7 +28,7 @@ pub async fn by_path(
         ));
     };
     tokio::task::spawn_blocking(move || {
-        let r = core.truncate(&who, &t.path, size as u64);
+        let r = core.truncate(&who, &t.path, size);
         drop(lease);
         r
     })

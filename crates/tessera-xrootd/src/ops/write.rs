@@ -9,8 +9,9 @@
 //! failure aborts the file: nothing of it becomes visible.
 
 use crate::error::XrdError;
-use crate::proto::{err, req, Header};
+use crate::proto::{err, Header};
 use crate::reply::Out;
+use crate::request::Fh;
 use crate::session::{Handle, OpenWrite, Session, MAX_HELD_PER_CONNECTION};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -48,12 +49,27 @@ pub enum WriteOp {
     },
 }
 
+/// What a request does to an open handle.
+pub enum OnHandle {
+    /// `kXR_write` at this offset.
+    Write(u64, Vec<u8>),
+    Sync,
+    /// `kXR_truncate` to this size.
+    Truncate(u64),
+    Close,
+}
+
 /// Route a handle request: queued for a file being written; answered here
 /// for a file open for reading.
-pub async fn queue(s: &Arc<Session>, out: &Out, h: &Header, p: Vec<u8>, lease: Lease) -> bool {
-    let st = h.stream;
-    let fh = h.fhandle();
-    let handle = if h.code == req::CLOSE {
+pub async fn queue(
+    s: &Arc<Session>,
+    out: &Out,
+    st: [u8; 2],
+    fh: Fh,
+    what: OnHandle,
+    lease: Lease,
+) -> bool {
+    let handle = if matches!(what, OnHandle::Close) {
         s.remove(fh)
     } else {
         s.get(fh)
@@ -61,8 +77,8 @@ pub async fn queue(s: &Arc<Session>, out: &Out, h: &Header, p: Vec<u8>, lease: L
     let w = match handle {
         Err(e) => return out.error(st, &e).await,
         Ok(Handle::Read(r)) => {
-            return match h.code {
-                req::CLOSE | req::SYNC => out.ok(st, Vec::new()).await,
+            return match what {
+                OnHandle::Close | OnHandle::Sync => out.ok(st, Vec::new()).await,
                 _ => {
                     let msg = format!("{} is open for reading only", r.path.display());
                     out.error(st, &XrdError::new(err::NOT_AUTHORIZED, msg))
@@ -72,23 +88,16 @@ pub async fn queue(s: &Arc<Session>, out: &Out, h: &Header, p: Vec<u8>, lease: L
         }
         Ok(Handle::Write(w)) => w,
     };
-    let offset = h.i64_at(8);
-    if offset < 0 {
-        return out.error(st, &XrdError::invalid("negative offset")).await;
-    }
-    let op = match h.code {
-        req::WRITE => WriteOp::Write {
+    let op = match what {
+        OnHandle::Write(offset, data) => WriteOp::Write {
             stream: st,
-            offset: offset as u64,
-            data: p,
+            offset,
+            data,
             lease,
         },
-        req::SYNC => WriteOp::Sync { stream: st },
-        req::TRUNCATE => WriteOp::Truncate {
-            stream: st,
-            size: offset as u64,
-        },
-        _ => WriteOp::Close { stream: st },
+        OnHandle::Sync => WriteOp::Sync { stream: st },
+        OnHandle::Truncate(size) => WriteOp::Truncate { stream: st, size },
+        OnHandle::Close => WriteOp::Close { stream: st },
     };
     if w.ops.send(op).await.is_err() {
         return out

@@ -1,0 +1,387 @@
+//! Requests decoded once, at the edge: one type per request with its
+//! header fields named and typed (as `XProtocol.hh` lays them out) and its
+//! payload parsed (paths with their CGI, readv lists, credentials).
+//! Handlers take these types and never read header bytes by offset; the
+//! fuzzer runs this decoder on arbitrary bytes (`decode::fuzz`).
+
+use crate::error::XrdError;
+use crate::proto::{err, pflags, query as q, req, Header};
+use crate::session::Target;
+
+/// A file handle (`kXR_open`'s answer).
+pub type Fh = [u8; 4];
+
+/// `kXR_protocol`.
+#[derive(Debug, Clone, Copy)]
+pub struct Protocol {
+    /// The client asks to switch to TLS.
+    pub want_tls: bool,
+}
+
+/// `kXR_open`.
+pub struct Open {
+    /// Permission bits for a new file (0: the default).
+    pub mode: u32,
+    /// `kXR_open` option bits (`proto::open`).
+    pub options: u16,
+    pub target: Target,
+}
+
+impl Open {
+    /// The permission bits a new file gets (0644 when the client sends
+    /// none).
+    pub fn file_mode(&self) -> u32 {
+        match self.mode {
+            0 => 0o644,
+            m => m,
+        }
+    }
+}
+
+/// `kXR_read`.
+#[derive(Debug, Clone, Copy)]
+pub struct Read {
+    pub fh: Fh,
+    pub offset: u64,
+    pub len: usize,
+}
+
+/// What a `kXR_stat` is about.
+pub enum Stat {
+    /// `kXR_vfs`: the space.
+    Vfs,
+    Handle(Fh),
+    Path(Target),
+}
+
+/// `kXR_truncate`.
+pub enum Truncate {
+    Handle(Fh, u64),
+    Path(Target, u64),
+}
+
+/// `kXR_query`.
+pub enum Query {
+    Checksum(Target),
+    ChecksumScan,
+    Config(Vec<u8>),
+    Stats,
+    Space,
+    Other(u16),
+}
+
+/// Every request, decoded.
+pub enum Request {
+    /// A repeated `kXR_protocol` (the first one, which may switch to TLS,
+    /// is the connection's: `Protocol::decode`).
+    Protocol,
+    Login {
+        user: String,
+    },
+    Auth {
+        credtype: String,
+        cred: Vec<u8>,
+    },
+    /// `kXR_ping`, `kXR_endsess`, `kXR_set`, `kXR_prepare`: answered ok.
+    Noop,
+    Open(Open),
+    Read(Read),
+    Readv(Vec<crate::ops::readv::Element>),
+    Write {
+        fh: Fh,
+        offset: u64,
+        data: Vec<u8>,
+    },
+    Sync(Fh),
+    Close(Fh),
+    Truncate(Truncate),
+    Stat(Stat),
+    /// One entry per newline-separated path (`None`: not a path).
+    Statx(Vec<Option<Target>>),
+    Dirlist {
+        target: Target,
+        with_stat: bool,
+    },
+    Mkdir {
+        target: Target,
+        parents: bool,
+        mode: u32,
+    },
+    Chmod {
+        target: Target,
+        mode: u32,
+    },
+    Rm(Target),
+    Rmdir(Target),
+    Mv {
+        src: Target,
+        dst: Target,
+    },
+    Query(Query),
+    /// `kXR_locate`; `None` for `*` alone (any location).
+    Locate(Option<Target>),
+    /// A request code we do not serve (answered `kXR_Unsupported`).
+    Unsupported(u16),
+}
+
+/// Permission bits of a mode field (0 stays 0: the caller's default).
+fn perm(m: u16) -> u32 {
+    u32::from(m) & 0o7777
+}
+
+fn offset(v: i64, what: &str) -> Result<u64, XrdError> {
+    u64::try_from(v).map_err(|_| XrdError::invalid(format!("negative {what}")))
+}
+
+/// A handle-only request's payload (none, or a lone NUL).
+fn no_path(p: &[u8]) -> bool {
+    p.is_empty() || p == b"\0"
+}
+
+/// Text of a NUL-padded header field.
+fn field(b: &[u8]) -> String {
+    String::from_utf8_lossy(b)
+        .trim_end_matches('\0')
+        .to_string()
+}
+
+impl Protocol {
+    pub fn decode(h: &Header) -> Protocol {
+        Protocol {
+            want_tls: h.u8_at(8) & pflags::WANT_TLS != 0,
+        }
+    }
+}
+
+/// Decode request `h` with payload `p`.
+pub fn decode(h: &Header, p: Vec<u8>) -> Result<Request, XrdError> {
+    Ok(match h.code {
+        req::PROTOCOL => Request::Protocol,
+        req::LOGIN => Request::Login {
+            user: field(h.at(8, 8)),
+        },
+        req::AUTH => Request::Auth {
+            credtype: field(h.at(16, 4)),
+            cred: p,
+        },
+        req::PING | req::ENDSESS | req::SET | req::PREPARE => Request::Noop,
+        req::OPEN => Request::Open(Open {
+            mode: perm(h.u16_at(4)),
+            options: h.u16_at(6),
+            target: Target::parse(&p)?,
+        }),
+        req::READ => {
+            let (off, len) = (h.i64_at(8), h.i32_at(16));
+            if off < 0 || len < 0 {
+                return Err(XrdError::invalid("negative offset or length"));
+            }
+            Request::Read(Read {
+                fh: h.fhandle(),
+                offset: off as u64,
+                len: len as usize,
+            })
+        }
+        req::READV => Request::Readv(crate::ops::readv::parse(&p)?),
+        req::WRITE => Request::Write {
+            fh: h.fhandle(),
+            offset: offset(h.i64_at(8), "offset")?,
+            data: p,
+        },
+        req::SYNC => Request::Sync(h.fhandle()),
+        req::CLOSE => Request::Close(h.fhandle()),
+        req::TRUNCATE => {
+            let size = offset(h.i64_at(8), "size")?;
+            Request::Truncate(if no_path(&p) {
+                Truncate::Handle(h.fhandle(), size)
+            } else {
+                Truncate::Path(Target::parse(&p)?, size)
+            })
+        }
+        req::STAT => Request::Stat(if h.u8_at(4) & 1 != 0 {
+            Stat::Vfs
+        } else if no_path(&p) {
+            Stat::Handle(h.at(16, 4).try_into().expect("4 bytes"))
+        } else {
+            Stat::Path(Target::parse(&p)?)
+        }),
+        req::STATX => Request::Statx(
+            p.split(|b| *b == b'\n')
+                .filter(|l| !l.is_empty() && *l != b"\0")
+                .map(|l| Target::parse(l).ok())
+                .collect(),
+        ),
+        req::DIRLIST => Request::Dirlist {
+            target: Target::parse(&p)?,
+            with_stat: h.u8_at(19) & 2 != 0,
+        },
+        req::MKDIR => Request::Mkdir {
+            target: Target::parse(&p)?,
+            parents: h.u8_at(4) & 1 != 0,
+            mode: perm(h.u16_at(18)),
+        },
+        req::CHMOD => Request::Chmod {
+            target: Target::parse(&p)?,
+            mode: perm(h.u16_at(18)),
+        },
+        req::RM => Request::Rm(Target::parse(&p)?),
+        req::RMDIR => Request::Rmdir(Target::parse(&p)?),
+        req::MV => {
+            let (src, dst) = crate::ops::mv::split(h.u16_at(18) as usize, &p)?;
+            Request::Mv { src, dst }
+        }
+        req::QUERY => Request::Query(match h.u16_at(4) {
+            q::CKSUM => Query::Checksum(Target::parse(&p)?),
+            q::CKSCAN => Query::ChecksumScan,
+            q::CONFIG => Query::Config(p),
+            q::STATS => Query::Stats,
+            q::SPACE => Query::Space,
+            other => Query::Other(other),
+        }),
+        req::LOCATE => match p.strip_prefix(b"*") {
+            Some(rest) if no_path(rest) => Request::Locate(None),
+            Some(rest) => Request::Locate(Some(Target::parse(rest)?)),
+            None => Request::Locate(Some(Target::parse(&p)?)),
+        },
+        code => Request::Unsupported(code),
+    })
+}
+
+impl Request {
+    /// The request's name, for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Request::Protocol => "protocol",
+            Request::Login { .. } => "login",
+            Request::Auth { .. } => "auth",
+            Request::Noop => "ping",
+            Request::Open(_) => "open",
+            Request::Read(_) => "read",
+            Request::Readv(_) => "readv",
+            Request::Write { .. } => "write",
+            Request::Sync(_) => "sync",
+            Request::Close(_) => "close",
+            Request::Truncate(_) => "truncate",
+            Request::Stat(_) => "stat",
+            Request::Statx(_) => "statx",
+            Request::Dirlist { .. } => "dirlist",
+            Request::Mkdir { .. } => "mkdir",
+            Request::Chmod { .. } => "chmod",
+            Request::Rm(_) => "rm",
+            Request::Rmdir(_) => "rmdir",
+            Request::Mv { .. } => "mv",
+            Request::Query(_) => "query",
+            Request::Locate(_) => "locate",
+            Request::Unsupported(_) => "unsupported",
+        }
+    }
+
+    /// The raw `authz=` CGI value of the request's path(s), if any (the
+    /// request then runs as that token's identity).
+    pub fn authz(&self) -> Option<&str> {
+        fn of(t: &Target) -> Option<&str> {
+            t.cgi("authz")
+        }
+        match self {
+            Request::Open(o) => of(&o.target),
+            Request::Truncate(Truncate::Path(t, _))
+            | Request::Stat(Stat::Path(t))
+            | Request::Dirlist { target: t, .. }
+            | Request::Mkdir { target: t, .. }
+            | Request::Chmod { target: t, .. }
+            | Request::Rm(t)
+            | Request::Rmdir(t)
+            | Request::Query(Query::Checksum(t))
+            | Request::Locate(Some(t)) => of(t),
+            Request::Mv { src, dst } => of(src).or_else(|| of(dst)),
+            Request::Statx(ts) => ts.iter().flatten().find_map(of),
+            _ => None,
+        }
+    }
+}
+
+/// The error a request gets when it has no place here.
+pub fn unsupported(code: u16) -> XrdError {
+    XrdError::new(err::UNSUPPORTED, format!("request {code} is not supported"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::HEADER_LEN;
+
+    fn header(code: u16, params: &[(usize, &[u8])]) -> Header {
+        let mut b = [0u8; HEADER_LEN];
+        b[2..4].copy_from_slice(&code.to_be_bytes());
+        for (off, bytes) in params {
+            b[*off..*off + bytes.len()].copy_from_slice(bytes);
+        }
+        Header::parse(&b)
+    }
+
+    #[test]
+    fn fields_are_named_and_typed() {
+        let h = header(
+            req::READ,
+            &[
+                (4, b"abcd"),
+                (8, &7i64.to_be_bytes()),
+                (16, &9i32.to_be_bytes()),
+            ],
+        );
+        let Ok(Request::Read(r)) = decode(&h, Vec::new()) else {
+            panic!("a read")
+        };
+        assert_eq!((r.fh, r.offset, r.len), (*b"abcd", 7, 9));
+        let neg = header(req::READ, &[(8, &(-1i64).to_be_bytes())]);
+        assert!(decode(&neg, Vec::new()).is_err());
+        let h = header(req::MKDIR, &[(4, &[1]), (18, &0o750u16.to_be_bytes())]);
+        let Ok(Request::Mkdir {
+            target,
+            parents,
+            mode,
+        }) = decode(&h, b"/a/b\0".to_vec())
+        else {
+            panic!("a mkdir")
+        };
+        assert_eq!(
+            (target.path.display().as_str(), parents, mode),
+            ("/a/b", true, 0o750)
+        );
+        let h = header(req::STAT, &[]);
+        assert!(matches!(
+            decode(&h, b"\0".to_vec()),
+            Ok(Request::Stat(Stat::Handle(_)))
+        ));
+        assert!(matches!(
+            decode(&h, b"/x".to_vec()),
+            Ok(Request::Stat(Stat::Path(_)))
+        ));
+        let h = header(req::LOCATE, &[]);
+        assert!(matches!(
+            decode(&h, b"*".to_vec()),
+            Ok(Request::Locate(None))
+        ));
+        assert!(matches!(
+            decode(&header(4242, &[]), Vec::new()),
+            Ok(Request::Unsupported(4242))
+        ));
+    }
+
+    #[test]
+    fn the_authz_of_a_request() {
+        let open = header(req::OPEN, &[]);
+        let r = decode(&open, b"/a/b?authz=Bearer%20tok&x=1".to_vec()).expect("open");
+        assert_eq!(r.authz(), Some("Bearer%20tok"));
+        assert_eq!(
+            tessera_auth::authz_token(r.authz().unwrap()).as_deref(),
+            Some("tok")
+        );
+        let r = decode(&open, b"/a?x=1&authz=tok2\0".to_vec()).expect("open");
+        assert_eq!(r.authz(), Some("tok2"));
+        let r = decode(&open, b"/a?xauthz=tok".to_vec()).expect("open");
+        assert_eq!(r.authz(), None);
+        let mv = header(req::MV, &[]);
+        let r = decode(&mv, b"/a /b?authz=t3".to_vec()).expect("mv");
+        assert_eq!(r.authz(), Some("t3"));
+    }
+}
