@@ -12,6 +12,37 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
+    let p = prepare(cfg).await?;
+    serve(cfg, p).await
+}
+
+/// A gateway set up and registered, not yet serving.
+struct Prepared {
+    l: TcpListener,
+    addr: SocketAddr,
+    advertise: String,
+    mgm: String,
+    xcfg: Arc<tessera_xrootd::XrootdConfig>,
+    metrics: Arc<tessera_obs::Metrics>,
+    data: tessera_core::DataPath,
+    https: Option<HttpsListener>,
+    loops: tokio::task::JoinHandle<()>,
+    stats: Arc<tessera_xrootd::Stats>,
+    buffers: tessera_core::Budget,
+    conns: tessera_core::ConnLimits,
+    client: tessera_cluster::ClusterClient,
+}
+
+/// A gateway's HTTPS listener: the listener, its address, the address it
+/// advertises, its configuration.
+type HttpsListener = (
+    TcpListener,
+    SocketAddr,
+    String,
+    Arc<tessera_https::HttpsConfig>,
+);
+
+async fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     let c = &cfg.cluster;
     let secret = dev::read_secret(c.secret_file.as_ref().context("cluster.secret_file")?)?;
     let mgm = c.mgm.clone().context("cluster.mgm")?;
@@ -23,19 +54,9 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
     let addr = l.local_addr()?;
     let advertise = c.advertise.clone().unwrap_or_else(|| addr.to_string());
     let client = tessera_cluster::ClusterClient::new(&mgm, &secret)?;
-    let (deregister_client, advertise_for_deregister) = (client.clone(), advertise.clone());
     // Its own counters and access log: the closes of the files it serves.
     let metrics = Arc::new(tessera_obs::Metrics::new(crate::VERSION));
-    let access = Arc::new(crate::access_log(cfg)?);
-    // Damaged stripes that reads run into go to the metadata service,
-    // which keeps them for fsck and repairs them in the background.
-    let mut data = tessera_core::DataPath::from_records(Vec::new())
-        .reporting_to(client.ledger(tokio::runtime::Handle::current()))
-        .observed_by(Arc::clone(&metrics), access);
-    if cfg.meta.durability == crate::config::DurabilityCfg::Buffered {
-        data = data.buffered();
-    }
-    data.set_io_timeout(std::time::Duration::from_secs(cfg.data.io_timeout_s.max(1)));
+    let data = data_path(cfg, &client, &metrics)?;
     let stats = Arc::new(tessera_xrootd::Stats::default());
     let buffers = cfg.buffers.budget();
     let conns = cfg.limits.conns(crate::limits::raise_nofile());
@@ -43,98 +64,115 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
         (Some(c), Some(k)) => Some(tls::server_config(c, k)?),
         _ => None,
     };
-    // HTTPS: file data with capabilities; the rest goes to the metadata
-    // service's HTTPS endpoint.
+    let key = tessera_cluster::CapKey::new(secret.as_bytes());
     let https = match cfg.listen.https {
         Some(a) => {
-            let tls = tls
-                .clone()
-                .context("an HTTPS listener needs tls.cert and tls.key")?;
-            let mgm_https = c
-                .mgm_https
-                .clone()
-                .context("cluster.mgm_https (the metadata service's HTTPS endpoint)")?;
-            let l = TcpListener::bind(a)
-                .await
-                .with_context(|| format!("binding HTTPS listener {a}"))?;
-            let local = l.local_addr()?;
-            let adv = c
-                .advertise_https
-                .clone()
-                .unwrap_or_else(|| local.to_string());
-            let hcfg = Arc::new(tessera_https::HttpsConfig {
-                tls: Some(tls),
-                mode: tessera_https::Mode::Gateway {
-                    data: data.clone(),
-                    client: client.clone(),
-                    key: tessera_cluster::CapKey::new(secret.as_bytes()),
-                    mgm: mgm_https,
-                    advertise: advertise.clone(),
-                },
-                http2: cfg.https.http2,
-                body_timeout: cfg.https.body_timeout(),
-                buffers: buffers.clone(),
-                conns: conns.clone(),
-                drain: std::time::Duration::from_secs(cfg.server.drain_s),
-                ..tessera_https::HttpsConfig::default()
-            });
-            Some((l, local, adv, hcfg))
+            let mgm = c.mgm_https.clone();
+            let mode = tessera_https::Mode::Gateway {
+                data: data.clone(),
+                client: client.clone(),
+                key: key.clone(),
+                mgm: mgm.context("cluster.mgm_https (the metadata service's HTTPS endpoint)")?,
+                advertise: advertise.clone(),
+            };
+            Some(https_listener(cfg, a, tls.clone(), mode, &buffers, &conns).await?)
         }
         None => None,
     };
-    let data_for_health = data.clone();
-    let data_for_probes = data.clone();
+    let data_kept = data.clone();
+    let client_kept = client.clone();
+    let https_adv = https.as_ref().map(|h| h.2.clone()).unwrap_or_default();
+    let open_files = Arc::clone(&stats.open_files);
     let loops = tessera_cluster::start_gateway_loops(
         client.clone(),
         data.clone(),
         advertise.clone(),
-        https
-            .as_ref()
-            .map(|(_, _, adv, _)| adv.clone())
-            .unwrap_or_default(),
+        https_adv,
         c.site.clone(),
-        Arc::clone(&stats.open_files),
+        open_files,
     )
     .await
     .with_context(|| format!("registering with the metadata service at {mgm}"))?;
     let mode = tessera_xrootd::Mode::Gateway {
         data,
         client,
-        key: tessera_cluster::CapKey::new(secret.as_bytes()),
+        key,
         mgm: mgm_xrootd,
         advertise: advertise.clone(),
     };
+    let base = crate::xrootd_config(
+        cfg,
+        mode,
+        Arc::clone(&stats),
+        tls,
+        buffers.clone(),
+        conns.clone(),
+    );
     let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
         site: c.site.clone(),
-        ..crate::xrootd_config(
-            cfg,
-            mode,
-            Arc::clone(&stats),
-            tls,
-            buffers.clone(),
-            conns.clone(),
-        )
+        ..base
     });
+    Ok(Prepared {
+        l,
+        addr,
+        advertise,
+        mgm,
+        xcfg,
+        metrics,
+        data: data_kept,
+        https,
+        loops,
+        stats,
+        buffers,
+        conns,
+        client: client_kept,
+    })
+}
+
+/// Serve what `prepare` set up until the server stops.
+async fn serve(cfg: &Config, p: Prepared) -> anyhow::Result<Running> {
+    let Prepared {
+        l,
+        addr,
+        advertise,
+        mgm,
+        xcfg,
+        metrics,
+        data,
+        https,
+        loops,
+        stats,
+        buffers,
+        conns,
+        client,
+    } = p;
+    let (data_for_health, data_for_probes) = (data.clone(), data);
     let metrics_l = TcpListener::bind(cfg.listen.metrics)
         .await
         .with_context(|| format!("binding metrics listener {}", cfg.listen.metrics))?;
     let metrics_addr = metrics_l.local_addr()?;
     let (stop, stop_rx) = watch::channel(false);
-    let serve = tokio::spawn(tessera_xrootd::serve(l, None, xcfg, stop_rx.clone()));
-    let http = tokio::spawn(crate::http::serve(
-        metrics_l,
-        crate::http::Source::Gateway {
-            metrics,
-            data: data_for_health,
-        },
-        crate::http::Load {
-            buffers: buffers.clone(),
-            conns: conns.clone(),
-            tokens: None,
-        },
+    let mut tasks = vec![tokio::spawn(tessera_xrootd::serve(
+        l,
+        None,
+        xcfg,
         stop_rx.clone(),
-    ));
-    let mut tasks = vec![serve, http];
+    ))];
+    let source = crate::http::Source::Gateway {
+        metrics,
+        data: data_for_health,
+    };
+    let load = crate::http::Load {
+        buffers: buffers.clone(),
+        conns: conns.clone(),
+        tokens: None,
+    };
+    tasks.push(tokio::spawn(crate::http::serve(
+        metrics_l,
+        source,
+        load,
+        stop_rx.clone(),
+    )));
     let (mut https_addr, mut https_stats) = (None, None);
     if let Some((l, local, _, hcfg)) = https {
         https_addr = Some(local);
@@ -147,9 +185,8 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
         )));
     }
     if cfg.data.probe_interval_s > 0 {
-        let d = data_for_probes;
         tasks.push(tokio::spawn(crate::repair::probes(
-            move |t| d.probe_filesystems(t),
+            move |t| data_for_probes.probe_filesystems(t),
             std::time::Duration::from_secs(cfg.data.probe_interval_s),
             std::time::Duration::from_secs(cfg.data.io_timeout_s.max(1)),
             stop_rx.clone(),
@@ -173,6 +210,64 @@ pub async fn start(cfg: &Config) -> anyhow::Result<Running> {
             tasks
         },
         core: None,
-        registered: Some((deregister_client, advertise_for_deregister, registration)),
+        registered: Some((client, advertise, registration)),
     })
+}
+
+/// The data path of a gateway: damaged stripes that reads run into go to
+/// the metadata service, which keeps them for fsck and repairs them in
+/// the background.
+fn data_path(
+    cfg: &Config,
+    client: &tessera_cluster::ClusterClient,
+    metrics: &Arc<tessera_obs::Metrics>,
+) -> anyhow::Result<tessera_core::DataPath> {
+    let access = Arc::new(crate::access_log(cfg)?);
+    let mut data = tessera_core::DataPath::from_records(Vec::new())
+        .reporting_to(client.ledger(tokio::runtime::Handle::current()))
+        .observed_by(Arc::clone(metrics), access);
+    if cfg.meta.durability == crate::config::DurabilityCfg::Buffered {
+        data = data.buffered();
+    }
+    data.set_io_timeout(std::time::Duration::from_secs(cfg.data.io_timeout_s.max(1)));
+    Ok(data)
+}
+
+/// A gateway's HTTPS listener (file data with capabilities; the rest goes
+/// to the metadata service's HTTPS endpoint): the listener, its address,
+/// the address it advertises, its configuration.
+async fn https_listener(
+    cfg: &Config,
+    a: SocketAddr,
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    mode: tessera_https::Mode,
+    buffers: &tessera_core::Budget,
+    conns: &tessera_core::ConnLimits,
+) -> anyhow::Result<(
+    TcpListener,
+    SocketAddr,
+    String,
+    Arc<tessera_https::HttpsConfig>,
+)> {
+    let tls = tls.context("an HTTPS listener needs tls.cert and tls.key")?;
+    let l = TcpListener::bind(a)
+        .await
+        .with_context(|| format!("binding HTTPS listener {a}"))?;
+    let local = l.local_addr()?;
+    let adv = cfg
+        .cluster
+        .advertise_https
+        .clone()
+        .unwrap_or_else(|| local.to_string());
+    let hcfg = Arc::new(tessera_https::HttpsConfig {
+        tls: Some(tls),
+        mode,
+        http2: cfg.https.http2,
+        body_timeout: cfg.https.body_timeout(),
+        buffers: buffers.clone(),
+        conns: conns.clone(),
+        drain: std::time::Duration::from_secs(cfg.server.drain_s),
+        ..tessera_https::HttpsConfig::default()
+    });
+    Ok((l, local, adv, hcfg))
 }

@@ -1,0 +1,316 @@
+//! Starting the roles of one process: the namespace and core service,
+//! the admin gRPC API (with the cluster service on a metadata service),
+//! background repair and probes, metrics, and the HTTPS and XRootD
+//! listeners, all stopped by one watch channel. A data gateway starts in
+//! `gateway.rs`.
+
+use crate::config::{self, Config, DurabilityCfg};
+use crate::{abort_on_stop, auth, http, limits, repair, tls, Running, VERSION};
+use anyhow::Context;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tessera_core::Core;
+use tessera_meta::{Durability, MetaOptions, MetaStore};
+use tessera_obs::Metrics;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// The cluster gRPC service a metadata service runs.
+type ClusterServer =
+    tessera_proto::internal::v1::cluster_server::ClusterServer<tessera_cluster::ClusterService>;
+
+/// Open the namespace and start every listener of the configured roles.
+pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running> {
+    if cfg.role == config::Role::Gateway {
+        return crate::gateway::start(cfg).await;
+    }
+    let core = open_core(cfg).await?;
+    let tls = match (&cfg.tls.cert, &cfg.tls.key) {
+        (Some(c), Some(k)) => Some(tls::server_config(c, k)?),
+        _ => None,
+    };
+    let (stop, stop_rx) = watch::channel(false);
+    let admin = bind(cfg.listen.admin, "admin").await?;
+    let admin_addr = admin.local_addr()?;
+    let metrics_l = bind(cfg.listen.metrics, "metrics").await?;
+    let metrics_addr = metrics_l.local_addr()?;
+    let https_l = match cfg.listen.https {
+        Some(a) => Some(bind(a, "HTTPS").await?),
+        None => None,
+    };
+    let https_addr = match &https_l {
+        Some(l) => Some(l.local_addr()?),
+        None => None,
+    };
+    // Bearer tokens (the dev issuer's URL names the HTTPS port).
+    let tokens = auth::setup(cfg, https_addr)?;
+    let validator = tokens.as_ref().map(|t| Arc::clone(&t.validator));
+    let roles = Roles::of(cfg, &core)?;
+    let mut tasks = vec![admin_api(
+        cfg,
+        &core,
+        admin,
+        admin_secret,
+        &validator,
+        roles.cluster,
+        stop_rx.clone(),
+    )?];
+    // One memory budget, and one count of client connections, for every
+    // endpoint of this process.
+    let buffers = cfg.buffers.budget();
+    let conns = cfg.limits.conns(limits::raise_nofile());
+    background(cfg, &core, roles.sweeper, &stop_rx, &mut tasks);
+    tasks.push(tokio::spawn(http::serve(
+        metrics_l,
+        http::Source::Core(core.clone()),
+        http::Load {
+            buffers: buffers.clone(),
+            conns: conns.clone(),
+            tokens: validator.clone(),
+        },
+        stop_rx.clone(),
+    )));
+    let mut dev_issuer = None;
+    if let Some(t) = tokens {
+        tasks.push(abort_on_stop(t.refresh, stop_rx.clone()));
+        dev_issuer = t.dev.map(|d| (d.issuer, d.jwks));
+    }
+    let shared = Shared {
+        tls,
+        validator,
+        buffers: buffers.clone(),
+        conns,
+    };
+    let mut https_stats = None;
+    if let Some(l) = https_l {
+        let hcfg = Arc::new(https_config(cfg, &shared, roles.https, dev_issuer)?);
+        https_stats = Some(Arc::clone(&hcfg.stats));
+        let serve = tessera_https::serve(l, Some(core.clone()), hcfg, stop_rx.clone());
+        tasks.push(tokio::spawn(serve));
+    }
+    let (mut xrootd_addr, mut xrootd_stats) = (None, None);
+    if let Some(a) = cfg.listen.xrootd {
+        let l = bind(a, "XRootD").await?;
+        xrootd_addr = Some(l.local_addr()?);
+        let stats = Arc::new(tessera_xrootd::Stats::default());
+        xrootd_stats = Some(Arc::clone(&stats));
+        let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
+            tokens: shared.validator.clone(),
+            ..crate::xrootd_config(
+                cfg,
+                roles.xrootd,
+                stats,
+                shared.tls.clone(),
+                buffers.clone(),
+                shared.conns,
+            )
+        });
+        tasks.push(tokio::spawn(tessera_xrootd::serve(
+            l,
+            Some(core.clone()),
+            xcfg,
+            stop_rx,
+        )));
+    }
+    tracing::info!(%admin_addr, %metrics_addr, "tesserad started");
+    Ok(Running {
+        admin_addr,
+        metrics_addr,
+        xrootd_addr,
+        https_addr,
+        xrootd_stats,
+        https_stats,
+        buffers,
+        stop,
+        tasks,
+        core: Some(core),
+        registered: None,
+    })
+}
+
+/// What the listeners share.
+struct Shared {
+    tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    validator: Option<Arc<tessera_auth::Validator>>,
+    buffers: tessera_core::Budget,
+    conns: tessera_core::ConnLimits,
+}
+
+/// `addr` bound, or why not.
+async fn bind(addr: SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {what} listener {addr}"))
+}
+
+/// The namespace opened and the core service over it (with the dev
+/// filesystems in dev mode).
+async fn open_core(cfg: &Config) -> anyhow::Result<Core> {
+    let meta_dir = cfg.meta_dir();
+    std::fs::create_dir_all(&meta_dir)
+        .with_context(|| format!("creating {}", meta_dir.display()))?;
+    let opts = MetaOptions {
+        durability: match cfg.meta.durability {
+            DurabilityCfg::Sync => Durability::Sync,
+            DurabilityCfg::Buffered => Durability::Buffered,
+        },
+        block_cache_bytes: tessera_types::parse_size(&cfg.meta.block_cache)? as usize,
+        ..MetaOptions::default()
+    };
+    let meta = Arc::new(
+        MetaStore::open(&meta_dir, opts)
+            .with_context(|| format!("opening namespace in {}", meta_dir.display()))?,
+    );
+    let metrics = Arc::new(Metrics::new(VERSION));
+    let core = Core::new(meta, metrics, Arc::new(crate::access_log(cfg)?))?;
+    core.set_io_timeout(std::time::Duration::from_secs(cfg.data.io_timeout_s.max(1)));
+    if cfg.dev_filesystems {
+        crate::register_dev_filesystems(&core, &cfg.data_dir).await?;
+        crate::make_dev_data_dir(&core, cfg).await?;
+    }
+    Ok(core)
+}
+
+/// Whether this process is a metadata service (a cluster secret: gateways
+/// register with it and opens are redirected to them) or serves alone.
+struct Roles {
+    cluster: Option<ClusterServer>,
+    sweeper: Option<JoinHandle<()>>,
+    xrootd: tessera_xrootd::Mode,
+    https: tessera_https::Mode,
+}
+
+impl Roles {
+    fn of(cfg: &Config, core: &Core) -> anyhow::Result<Roles> {
+        let Some(f) = &cfg.cluster.secret_file else {
+            return Ok(Roles {
+                cluster: None,
+                sweeper: None,
+                xrootd: tessera_xrootd::Mode::Local,
+                https: tessera_https::Mode::Local,
+            });
+        };
+        let secret = crate::dev::read_secret(f)?;
+        let registry = Arc::new(tessera_cluster::Registry::default());
+        let svc = tessera_cluster::ClusterService::new(
+            core.clone(),
+            secret.as_bytes(),
+            Arc::clone(&registry),
+        );
+        let lease = std::time::Duration::from_secs(cfg.cluster.write_lease_secs.max(1));
+        let sweeper = Some(svc.spawn_lease_sweeper(lease));
+        let key = tessera_cluster::CapKey::new(secret.as_bytes());
+        let sites = tessera_cluster::SiteMap::new(&cfg.cluster.client_sites)
+            .map_err(|e| anyhow::anyhow!("cluster.client_sites: {e}"))?;
+        Ok(Roles {
+            cluster: Some(svc.server()),
+            sweeper,
+            xrootd: tessera_xrootd::Mode::Mgm {
+                registry: Arc::clone(&registry),
+                key: key.clone(),
+                cap_ttl: cfg.cluster.cap_ttl_secs,
+                sites: sites.clone(),
+            },
+            https: tessera_https::Mode::Mgm {
+                registry,
+                key,
+                cap_ttl: cfg.cluster.cap_ttl_secs,
+                sites,
+            },
+        })
+    }
+}
+
+/// The admin gRPC API (and the cluster service) on `l`. It takes users'
+/// bearer tokens for the calls about themselves (quota ls/show).
+fn admin_api(
+    cfg: &Config,
+    core: &Core,
+    l: TcpListener,
+    secret: String,
+    validator: &Option<Arc<tessera_auth::Validator>>,
+    cluster: Option<ClusterServer>,
+    mut stop: watch::Receiver<bool>,
+) -> anyhow::Result<JoinHandle<()>> {
+    let auth = Arc::new(
+        tessera_admin::AdminAuth::new(secret)
+            .with_tokens(validator.clone())
+            .with_audit(Arc::new(crate::audit_log(cfg)?)),
+    );
+    let svc = tessera_admin::services(core.clone(), auth);
+    Ok(tokio::spawn(async move {
+        let incoming = tonic::transport::server::TcpIncoming::from(l).with_nodelay(Some(true));
+        let res = tonic::transport::Server::builder()
+            .add_service(svc.namespace)
+            .add_service(svc.quota)
+            .add_service(svc.fs)
+            .add_service(svc.fsck)
+            .add_optional_service(cluster)
+            .serve_with_incoming_shutdown(incoming, async move {
+                let _ = stop.changed().await;
+            })
+            .await;
+        if let Err(e) = res {
+            tracing::error!("admin API stopped: {e}");
+        }
+    }))
+}
+
+/// Background repair, filesystem probes and the write-lease sweeper.
+fn background(
+    cfg: &Config,
+    core: &Core,
+    sweeper: Option<JoinHandle<()>>,
+    stop: &watch::Receiver<bool>,
+    tasks: &mut Vec<JoinHandle<()>>,
+) {
+    if cfg.fsck.repair_interval_secs > 0 {
+        tasks.push(tokio::spawn(repair::run(
+            core.clone(),
+            std::time::Duration::from_secs(cfg.fsck.repair_interval_secs),
+            stop.clone(),
+        )));
+    }
+    if cfg.data.probe_interval_s > 0 {
+        let c = core.clone();
+        tasks.push(tokio::spawn(repair::probes(
+            move |d| c.probe_filesystems(d),
+            std::time::Duration::from_secs(cfg.data.probe_interval_s),
+            std::time::Duration::from_secs(cfg.data.io_timeout_s.max(1)),
+            stop.clone(),
+        )));
+    }
+    if let Some(s) = sweeper {
+        tasks.push(abort_on_stop(s, stop.clone()));
+    }
+}
+
+/// The HTTPS gateway's configuration.
+fn https_config(
+    cfg: &Config,
+    shared: &Shared,
+    mode: tessera_https::Mode,
+    dev_issuer: Option<(String, String)>,
+) -> anyhow::Result<tessera_https::HttpsConfig> {
+    Ok(tessera_https::HttpsConfig {
+        tls: shared.tls.clone(),
+        anonymous: match cfg.https.anonymous {
+            config::AnonymousCfg::Nobody => tessera_https::HttpsConfig::default().anonymous,
+            config::AnonymousCfg::Owner => crate::owner_identity(),
+            config::AnonymousCfg::ReadOnly => tessera_types::Identity::read_only_anonymous("https"),
+        },
+        tpc_tls: Some(tls::client_config(&cfg.https.tpc_ca_files)?),
+        tpc_policy: tessera_core::RemotePolicy::new(&cfg.https.tpc_allow, &cfg.https.tpc_deny)
+            .map_err(|e| anyhow::anyhow!("https.tpc_allow/tpc_deny: {e}"))?,
+        mode,
+        http2: cfg.https.http2,
+        body_timeout: cfg.https.body_timeout(),
+        tokens: shared.validator.clone(),
+        dev_issuer,
+        buffers: shared.buffers.clone(),
+        conns: shared.conns.clone(),
+        drain: std::time::Duration::from_secs(cfg.server.drain_s),
+        ..tessera_https::HttpsConfig::default()
+    })
+}
