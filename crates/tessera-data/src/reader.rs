@@ -223,6 +223,7 @@ impl Striped {
     }
 
     /// The data blocks `first..=last` of group `g`, rebuilt if needed.
+    // long-fn: the degraded-read decision for one group (which blocks, which stripes to avoid, when to hedge) is one algorithm.
     fn data_blocks(&self, g: u64, first: usize, last: usize) -> Result<Vec<Vec<u8>>, DataError> {
         let l = self.placement.layout;
         let n = l.stripes();

@@ -225,6 +225,7 @@ impl FileWriter {
     /// Encode the buffered group with block length `len` and write it,
     /// with the stripes' headers if it is the first (the sealed ones if it
     /// is the `last` too: a small file takes one write per stripe).
+    // long-fn: the write path of one group (encode, checksum, write per stripe, first and last group headers) in the order the bytes go out.
     fn flush_group(&mut self, len: usize, last: bool) -> Result<(), DataError> {
         let k = self.layout.k as usize;
         let data_len = self.buf.len();

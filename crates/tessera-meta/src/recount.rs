@@ -35,6 +35,7 @@ impl CheckReport {
 impl MetaStore {
     /// Walk the tree and compare it with the stored counters. Holds the
     /// writer lock for the duration so the picture is consistent.
+    // long-fn: one consistent pass under the writer lock; every part adds to the same counters.
     pub fn check(&self) -> Result<CheckReport, MetaError> {
         let _st = self.lock();
         let g = self.uncached();

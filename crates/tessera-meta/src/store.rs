@@ -118,6 +118,7 @@ fn perf_counters_off() {
 impl MetaStore {
     /// Open (or create) the namespace under `dir`. Cost does not depend on
     /// the namespace size: nothing is loaded into memory.
+    // long-fn: column families, format checks and the writer state, in the order RocksDB needs them.
     pub fn open(dir: &Path, opts: MetaOptions) -> Result<MetaStore, MetaError> {
         let mut db_opts = Options::default();
         db_opts.create_if_missing(true);

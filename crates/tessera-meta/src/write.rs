@@ -173,6 +173,7 @@ impl MetaStore {
 
     /// Create a directory; with `parents`, create missing ancestors and
     /// accept an existing directory (like `mkdir -p`).
+    // long-fn: one transaction making each missing ancestor with its quota and inherited attributes.
     pub fn mkdir(
         &self,
         path: &NsPath,
@@ -328,6 +329,7 @@ impl MetaStore {
     }
 
     /// Atomic rename with POSIX replacement rules. Returns the moved inode.
+    // long-fn: POSIX rename's cases in one transaction, each check reading what the one before it resolved.
     pub fn rename(
         &self,
         src: &NsPath,

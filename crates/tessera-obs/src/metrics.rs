@@ -98,6 +98,7 @@ pub struct Metrics {
 }
 
 impl Metrics {
+    // long-fn: one registration per metric family, in the order docs/metrics.md lists them: split, the list would be scattered.
     pub fn new(version: &str) -> Metrics {
         let mut r = Registry::with_prefix("tessera");
         let requests = Family::<ResultLabels, Counter>::default();

@@ -91,27 +91,9 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     }
     let (mut xrootd_addr, mut xrootd_stats) = (None, None);
     if let Some(a) = cfg.listen.xrootd {
-        let l = bind(a, "XRootD").await?;
-        xrootd_addr = Some(l.local_addr()?);
-        let stats = Arc::new(tessera_xrootd::Stats::default());
-        xrootd_stats = Some(Arc::clone(&stats));
-        let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
-            tokens: shared.validator.clone(),
-            ..crate::xrootd_config(
-                cfg,
-                roles.xrootd,
-                stats,
-                shared.tls.clone(),
-                buffers.clone(),
-                shared.conns,
-            )
-        });
-        tasks.push(tokio::spawn(tessera_xrootd::serve(
-            l,
-            Some(core.clone()),
-            xcfg,
-            stop_rx,
-        )));
+        let (addr, stats, task) = xrootd(cfg, a, &core, &shared, roles.xrootd, stop_rx).await?;
+        (xrootd_addr, xrootd_stats) = (Some(addr), Some(stats));
+        tasks.push(task);
     }
     tracing::info!(%admin_addr, %metrics_addr, "tesserad started");
     Ok(Running {
@@ -127,6 +109,34 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         core: Some(core),
         registered: None,
     })
+}
+
+/// The XRootD listener on `a`: its address, counters and task.
+async fn xrootd(
+    cfg: &Config,
+    a: SocketAddr,
+    core: &Core,
+    shared: &Shared,
+    mode: tessera_xrootd::Mode,
+    stop: watch::Receiver<bool>,
+) -> anyhow::Result<(SocketAddr, Arc<tessera_xrootd::Stats>, JoinHandle<()>)> {
+    let l = bind(a, "XRootD").await?;
+    let addr = l.local_addr()?;
+    let stats = Arc::new(tessera_xrootd::Stats::default());
+    let base = crate::xrootd_config(
+        cfg,
+        mode,
+        Arc::clone(&stats),
+        shared.tls.clone(),
+        shared.buffers.clone(),
+        shared.conns.clone(),
+    );
+    let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
+        tokens: shared.validator.clone(),
+        ..base
+    });
+    let task = tokio::spawn(tessera_xrootd::serve(l, Some(core.clone()), xcfg, stop));
+    Ok((addr, stats, task))
 }
 
 /// What the listeners share.

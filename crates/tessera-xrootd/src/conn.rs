@@ -353,6 +353,7 @@ async fn drain<R: AsyncRead + Unpin>(
 }
 
 #[allow(clippy::too_many_arguments)]
+// long-fn: the connection loop: reading, leasing, dispatching, idle limits and the drain are one state machine.
 async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     stream: S,
     core: Option<Core>,

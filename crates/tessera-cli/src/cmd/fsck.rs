@@ -49,6 +49,7 @@ fn parse_age(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{s:?}: a number of seconds, or with s, m, h or d"))
 }
 
+// long-fn: one short arm per fsck subcommand, each printing its own table.
 pub async fn fsck(c: &mut Clients, fmt: Format, cmd: FsckCmd) -> Result<(), Failure> {
     match cmd {
         FsckCmd::Report { deep, all } => {

@@ -205,6 +205,7 @@ pub fn with_small_body(
 
 /// The answer to a GET or HEAD of an open file (`whole`: its bytes, if
 /// read already): conditional requests, ranges, `Digest`.
+// long-fn: one answer: validators, conditions, ranges and digests in RFC 9110's order.
 pub fn respond(
     rs: Arc<ReadSession>,
     whole: Option<Bytes>,
