@@ -92,7 +92,7 @@ fn announced_writes_hold_nothing_they_have_not_sent() {
     let budget = 256 * MIB;
     let p = Proc::start(
         None,
-        "[buffers]\nmax_mib = 256\n[xrootd]\nbody_timeout_s = 4\n",
+        "[buffers]\nmax = \"256MiB\"\n[xrootd]\nbody_timeout = \"4s\"\n",
     );
     let tok = p.token("storage.modify:/data");
     let announce = |r: &mut Raw, fh: [u8; 4]| {
@@ -186,7 +186,7 @@ fn announced_writes_hold_nothing_they_have_not_sent() {
 /// idle timeout, and everything works again.
 #[test]
 fn idle_connections_cannot_take_the_descriptors() {
-    let p = Proc::start(Some(400), "[xrootd]\nidle_timeout_s = 8\n");
+    let p = Proc::start(Some(400), "[xrootd]\nidle_timeout = \"8s\"\n");
     let (total, per) = tessera_core::default_limits(400);
     let from = |last: u8| Some(IpAddr::V4(Ipv4Addr::new(127, 0, 0, last)));
     let mut held = Vec::new();

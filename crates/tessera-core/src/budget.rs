@@ -96,6 +96,26 @@ impl Budget {
         self
     }
 
+    /// Its size, bytes.
+    pub fn total(&self) -> u64 {
+        u64::from(self.units) * UNIT
+    }
+
+    /// How long a lease waits for its bytes.
+    pub fn wait(&self) -> Duration {
+        self.wait
+    }
+
+    /// Bytes one connection may hold at most.
+    pub fn per_connection(&self) -> u64 {
+        self.per_connection
+    }
+
+    /// Bytes one identity may hold at most.
+    pub fn per_identity(&self) -> u64 {
+        self.per_identity
+    }
+
     /// A new connection's share.
     pub fn connection_share(&self) -> Share {
         self.share(self.per_connection)

@@ -43,6 +43,7 @@ pub enum DurabilityCfg {
     Buffered,
 }
 
+pub use crate::config_conn::{Buffers, UnixCfg, Xrootd};
 pub use crate::config_data::{Data, Fsck, Server};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -112,6 +113,12 @@ pub struct Https {
     pub http2: bool,
     /// Seconds a request body may bring no data before the upload is
     /// abandoned (408, nothing left behind). Default 60.
+    #[serde(
+        rename = "body_timeout",
+        with = "crate::units::opt_secs",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub body_timeout_s: Option<u64>,
     /// Remote endpoints a third-party copy may reach: networks (CIDR or
     /// an address) and host names (`*.example.org` for a domain). With
@@ -156,9 +163,11 @@ pub struct Cluster {
     /// Gateway: the site it serves (redirects prefer the client's site).
     pub site: String,
     /// Lifetime of a capability, seconds.
+    #[serde(rename = "cap_ttl", with = "crate::units::secs")]
     pub cap_ttl_secs: u64,
     /// Metadata service: a write carried by a gateway that has sent no
     /// heartbeat for this long is aborted (its quota reservation released).
+    #[serde(rename = "write_lease", with = "crate::units::secs")]
     pub write_lease_secs: u64,
     /// Metadata service: client networks per site, e.g.
     /// `{ "site-a" = ["10.1.0.0/16"] }`; a client is sent to a gateway of
@@ -174,6 +183,7 @@ pub struct Auth {
     /// the system bundle.
     pub ca_files: Vec<PathBuf>,
     /// How often every issuer's keys are fetched again, seconds.
+    #[serde(rename = "refresh", with = "crate::units::secs")]
     pub refresh_secs: u64,
     pub issuers: Vec<IssuerCfg>,
     /// Dev mode: serve the development issuer (its key in `dev/`) on the
@@ -188,6 +198,7 @@ pub struct Auth {
     /// Clock skew allowed on a token's times (`exp`, `nbf`, `iat`),
     /// seconds; a session that logged in with a token ends this long after
     /// its `exp`. Default 60.
+    #[serde(rename = "leeway", with = "crate::units::secs")]
     pub leeway_secs: u64,
 }
 
@@ -275,135 +286,6 @@ impl Default for Cluster {
 pub struct Tls {
     pub cert: Option<PathBuf>,
     pub key: Option<PathBuf>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum UnixCfg {
-    /// Every `unix` login is `nobody` (the default).
-    #[default]
-    Anonymous,
-    /// Trust the user name a `unix` login sends (closed sites).
-    Trust,
-    /// Trust only the server's own user (dev mode); everyone else may
-    /// read and list, and needs a token to write.
-    Owner,
-    /// Everyone may read and list; writes need a token.
-    #[serde(rename = "read-only")]
-    ReadOnly,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Xrootd {
-    /// How the `unix` security protocol maps to identities.
-    pub unix: UnixCfg,
-    /// Answered to `xrdfs query config sitename`.
-    pub site: String,
-    /// Seconds a request that has begun to arrive, or a reply being sent
-    /// (1 MiB at a time), may stall before the connection is closed (its
-    /// open writes are aborted). Default 60.
-    pub request_stall_s: Option<u64>,
-    /// Requests served at once per connection; beyond it the connection is
-    /// not read until one finishes. Default 64.
-    pub max_in_flight: Option<usize>,
-    /// Seconds a write's payload may bring no bytes once it has begun
-    /// before the connection is given up, its files failed and what it
-    /// held given back (as HTTPS's 408). Default 60.
-    pub body_timeout_s: Option<u64>,
-    /// Seconds a logged-in connection with no file open may wait between
-    /// requests before it is closed (`xrd.timeout idle`). Default 600.
-    pub idle_timeout_s: Option<u64>,
-    /// The same with files open. Default 3600.
-    pub idle_open_timeout_s: Option<u64>,
-}
-
-impl Default for Xrootd {
-    fn default() -> Self {
-        Xrootd {
-            unix: UnixCfg::Anonymous,
-            site: "tessera".into(),
-            request_stall_s: None,
-            max_in_flight: None,
-            body_timeout_s: None,
-            idle_timeout_s: None,
-            idle_open_timeout_s: None,
-        }
-    }
-}
-
-impl Xrootd {
-    pub fn max_in_flight(&self) -> usize {
-        self.max_in_flight
-            .unwrap_or(tessera_xrootd::DEFAULT_MAX_IN_FLIGHT)
-            .max(1)
-    }
-
-    pub fn request_stall(&self) -> std::time::Duration {
-        self.request_stall_s
-            .map(std::time::Duration::from_secs)
-            .unwrap_or(tessera_xrootd::DEFAULT_REQUEST_STALL)
-    }
-
-    /// (body timeout, idle timeout, idle timeout with files open).
-    pub fn timeouts(&self) -> [std::time::Duration; 3] {
-        let secs = |v: Option<u64>, d: std::time::Duration| {
-            v.map(|s| std::time::Duration::from_secs(s.max(1)))
-                .unwrap_or(d)
-        };
-        [
-            secs(self.body_timeout_s, tessera_xrootd::DEFAULT_BODY_TIMEOUT),
-            secs(self.idle_timeout_s, tessera_xrootd::DEFAULT_IDLE_TIMEOUT),
-            secs(
-                self.idle_open_timeout_s,
-                tessera_xrootd::DEFAULT_IDLE_OPEN_TIMEOUT,
-            ),
-        ]
-    }
-}
-
-/// The memory all connections together may hold in request data (XRootD
-/// write payloads and read replies, HTTP GET parts, the group buffers of
-/// files being written).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields, default)]
-pub struct Buffers {
-    /// MiB; default 2048.
-    pub max_mib: Option<u64>,
-    /// Milliseconds a request waits for its bytes before it is refused
-    /// (`kXR_NoMemory`, HTTP 503); default 5000.
-    pub wait_ms: Option<u64>,
-    /// MiB one connection's request payloads may hold; default an eighth
-    /// of the budget, at least 320 (never more than the budget).
-    pub per_connection_mib: Option<u64>,
-    /// MiB the writes of one identity (a token subject, a uid) may hold
-    /// across all its connections; default half the budget, at least 320.
-    pub per_identity_mib: Option<u64>,
-}
-
-impl Buffers {
-    /// A new budget with these settings (one per process: every endpoint
-    /// shares it).
-    pub fn budget(&self) -> tessera_core::Budget {
-        let size = self
-            .max_mib
-            .map_or(tessera_core::DEFAULT_BUDGET_BYTES, |m| m.max(1) << 20);
-        let b = tessera_core::Budget::new(
-            size,
-            self.wait_ms.map_or(
-                tessera_core::DEFAULT_BUDGET_WAIT,
-                std::time::Duration::from_millis,
-            ),
-        );
-        let least = tessera_core::MIN_SHARE;
-        let conn = self
-            .per_connection_mib
-            .map_or((size / 8).max(least), |m| m << 20);
-        let who = self
-            .per_identity_mib
-            .map_or((size / 2).max(least), |m| m << 20);
-        b.with_shares(conn, who)
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -497,12 +379,52 @@ impl Config {
             path: path.to_path_buf(),
             source,
         })?;
-        let cfg: Config = toml::from_str(&text).map_err(|source| ConfigError::Parse {
+        let parse = |source| ConfigError::Parse {
             path: path.to_path_buf(),
             source,
-        })?;
+        };
+        let mut table: toml::Table = toml::from_str(&text).map_err(parse)?;
+        for w in crate::units::upgrade(&mut table) {
+            eprintln!("tesserad: {}: {w}", path.display());
+            tracing::warn!(file = %path.display(), "{w}");
+        }
+        let cfg: Config = table.try_into().map_err(parse)?;
         cfg.validate()?;
         Ok(cfg)
+    }
+
+    /// This configuration with every default spelled out (what
+    /// `tesserad print-config` shows).
+    pub fn effective(&self) -> Config {
+        let mut c = self.clone();
+        let secs = |d: std::time::Duration| Some(d.as_secs());
+        let x = &mut c.xrootd;
+        x.request_stall_s = x
+            .request_stall_s
+            .or(secs(tessera_xrootd::DEFAULT_REQUEST_STALL));
+        x.max_in_flight = x
+            .max_in_flight
+            .or(Some(tessera_xrootd::DEFAULT_MAX_IN_FLIGHT));
+        x.body_timeout_s = x
+            .body_timeout_s
+            .or(secs(tessera_xrootd::DEFAULT_BODY_TIMEOUT));
+        x.idle_timeout_s = x
+            .idle_timeout_s
+            .or(secs(tessera_xrootd::DEFAULT_IDLE_TIMEOUT));
+        x.idle_open_timeout_s = x
+            .idle_open_timeout_s
+            .or(secs(tessera_xrootd::DEFAULT_IDLE_OPEN_TIMEOUT));
+        let h = &mut c.https;
+        h.body_timeout_s = h
+            .body_timeout_s
+            .or(secs(tessera_https::DEFAULT_BODY_TIMEOUT));
+        let budget = self.buffers.budget();
+        let b = &mut c.buffers;
+        b.max_mib = b.max_mib.or(Some(budget.total() >> 20));
+        b.wait_ms = b.wait_ms.or(Some(budget.wait().as_millis() as u64));
+        b.per_connection_mib = b.per_connection_mib.or(Some(budget.per_connection() >> 20));
+        b.per_identity_mib = b.per_identity_mib.or(Some(budget.per_identity() >> 20));
+        c
     }
 
     pub fn validate(&self) -> Result<(), ConfigError> {
@@ -564,34 +486,5 @@ impl Config {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn template_parses_and_matches_defaults_where_commented_out() {
-        let text = include_str!("../../../deploy/tesserad.toml");
-        let cfg: Config = toml::from_str(text).expect("template parses");
-        cfg.validate().expect("template valid");
-        assert_eq!(cfg.listen, Listen::default());
-        assert_eq!(cfg.meta.durability, DurabilityCfg::Sync);
-        assert_eq!(cfg.auth, Auth::default());
-        // The commented issuer example, uncommented, parses.
-        let issuer: String = text
-            .lines()
-            .skip_while(|l| !l.starts_with("# [[auth.issuers]]"))
-            .map_while(|l| l.strip_prefix("# "))
-            .map(|l| format!("{l}\n"))
-            .collect();
-        let cfg: Config = toml::from_str(&issuer).expect("issuer example parses");
-        let i = &cfg.auth.issuers[0];
-        assert_eq!((i.base_path.as_str(), i.groups["/cms"]), ("/eos/cms", 3000));
-    }
-
-    #[test]
-    fn unknown_keys_are_errors() {
-        let err = toml::from_str::<Config>("[meta]\ndurabilty = \"sync\"\n").expect_err("typo");
-        assert!(err.to_string().contains("unknown field"), "{err}");
-        let err = toml::from_str::<Config>("nonsense = 1\n").expect_err("unknown");
-        assert!(err.to_string().contains("unknown field"), "{err}");
-    }
-}
+#[path = "config_tests.rs"]
+mod tests;

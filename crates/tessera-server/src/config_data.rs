@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 pub struct Fsck {
     /// How often damaged files are checked and rebuilt; 0 turns the
     /// background repair off (`tessera fsck repair` still does it).
+    #[serde(rename = "repair_interval", with = "crate::units::secs")]
     pub repair_interval_secs: u64,
 }
 
@@ -30,7 +31,9 @@ impl Default for Fsck {
 pub struct Data {
     /// 0 turns the probes off: then a degraded filesystem stays so until
     /// the server restarts.
+    #[serde(rename = "probe_interval", with = "crate::units::secs")]
     pub probe_interval_s: u64,
+    #[serde(rename = "io_timeout", with = "crate::units::secs")]
     pub io_timeout_s: u64,
 }
 
@@ -51,6 +54,7 @@ pub struct Server {
     /// connections with open files, HTTPS requests) may go on this long;
     /// idle connections close at once. What is left after it is cut (an
     /// upload cut short leaves nothing).
+    #[serde(rename = "drain", with = "crate::units::secs")]
     pub drain_s: u64,
 }
 

@@ -4,6 +4,7 @@
 
 mod auth;
 pub mod config;
+mod config_conn;
 mod config_data;
 pub mod dev;
 mod gateway;
@@ -13,6 +14,7 @@ pub mod overlay;
 mod repair;
 mod start;
 mod tls;
+mod units;
 
 use config::Config;
 use std::net::SocketAddr;

@@ -99,7 +99,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 Some(f) => Config::load(&f)?,
                 None => Config::default(),
             };
-            print!("{}", toml::to_string_pretty(&cfg)?);
+            print!("{}", toml::to_string_pretty(&cfg.effective())?);
             Ok(())
         }
         Cmd::Serve(args) => serve(args),

@@ -10,8 +10,11 @@ use std::path::Path;
 pub fn overlay(base: &Config, file: &Path) -> Result<Config, ConfigError> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| ConfigError::Invalid(format!("{}: {e}", file.display())))?;
-    let over: toml::Table = toml::from_str(&text)
+    let mut over: toml::Table = toml::from_str(&text)
         .map_err(|e| ConfigError::Invalid(format!("{}: {e}", file.display())))?;
+    for w in crate::units::upgrade(&mut over) {
+        eprintln!("tesserad: {}: {w}", file.display());
+    }
     let mut merged = toml::Table::try_from(base)
         .map_err(|e| ConfigError::Invalid(format!("the base configuration: {e}")))?;
     fn merge(into: &mut toml::Table, from: toml::Table) {

@@ -139,7 +139,7 @@ fn a_client_that_vanishes_mid_upload_leaves_nothing() {
 }
 
 /// A client that stops sending in the middle of a body (slow-loris on the
-/// body) is answered 408 once `body_timeout_s` passes without data, and
+/// body) is answered 408 once `body_timeout` passes without data, and
 /// its upload leaves nothing: no file, no stripes.
 #[test]
 fn a_stalled_upload_is_abandoned_with_408() {

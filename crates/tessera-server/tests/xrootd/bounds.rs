@@ -194,7 +194,7 @@ fn pipelined_reads_are_bounded_per_connection() {
     assert_eq!(in_flight(&e), 0);
 }
 
-/// A client that stops taking replies is given up after `request_stall_s`
+/// A client that stops taking replies is given up after `request_stall`
 /// without progress: its connection closes and what its requests held is
 /// freed; other connections are served throughout.
 #[test]

@@ -1,5 +1,5 @@
 //! SIGTERM drains: the real `tesserad` stops accepting, lets the XRootD and
-//! HTTPS transfers in flight finish within `[server] drain_s`, then exits;
+//! HTTPS transfers in flight finish within `[server] drain`, then exits;
 //! an upload still running after that leaves nothing behind.
 
 use crate::{adler32, data};
@@ -21,12 +21,12 @@ impl Drop for Daemon {
 }
 
 /// `tesserad serve --dev` on `dir`, every listener on a port of its own,
-/// with `drain_s` and anonymous HTTPS writes as the owner.
+/// with `drain` and anonymous HTTPS writes as the owner.
 fn daemon(dir: &std::path::Path, drain_s: u64) -> Daemon {
     let overlay = dir.join("overlay.toml");
     std::fs::write(
         &overlay,
-        format!("[server]\ndrain_s = {drain_s}\n[https]\nanonymous = \"owner\"\n"),
+        format!("[server]\ndrain = \"{drain_s}s\"\n[https]\nanonymous = \"owner\"\n"),
     )
     .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_tesserad"))

@@ -169,7 +169,7 @@ fn malformed_requests_close_only_their_connection() {
 }
 
 /// A request that stops arriving halfway (slow-loris) closes its
-/// connection after `request_stall_s`; an idle connection between
+/// connection after `request_stall`; an idle connection between
 /// requests is kept.
 #[test]
 fn a_request_that_stalls_halfway_closes_its_connection() {

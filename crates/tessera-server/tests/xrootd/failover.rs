@@ -49,7 +49,7 @@ fn gateway(
          [cluster]\nsecret_file = \"{}\"\nmgm = \"{}\"\nmgm_xrootd = \"{}\"\n\
          advertise = \"{name}:{port}\"\nmgm_https = \"localhost:{}\"\n\
          advertise_https = \"{name}:{hport}\"\n\
-         [xrootd]\nunix = \"trust\"\n[server]\ndrain_s = 10\n",
+         [xrootd]\nunix = \"trust\"\n[server]\ndrain = \"10s\"\n",
         data.display(),
         dev.join("server.pem").display(),
         dev.join("server.key").display(),
