@@ -1,8 +1,8 @@
 //! Checking and rebuilding stripes (fsck, repair, drain).
 
+use crate::file_writer::FileWriter;
 use crate::format::{StripeHeader, HEADER_LEN};
 use crate::layout::{Geometry, Placement};
-use crate::writer::FileWriter;
 use crate::DataError;
 use crate::FileReader;
 use std::sync::Arc;

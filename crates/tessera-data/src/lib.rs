@@ -7,25 +7,25 @@
 //! reads any range touching only the blocks it needs, verifies each block's
 //! CRC-32C, and rebuilds missing or corrupt blocks from parity.
 
-mod ahead;
 mod check;
 mod crcjoin;
 mod error;
+mod file_reader;
+mod file_writer;
 mod format;
 mod layout;
 mod placement;
 mod readdata;
-mod reader;
 mod recent;
+mod striped;
 mod stripes;
-mod writer;
 
-pub use ahead::{AheadStats, FileReader, READ_AHEAD_MIN};
 pub use check::{check_stripe, expected_stripe_len, rebuild, recoverable, StripeState};
 pub use error::DataError;
+pub use file_reader::{AheadStats, FileReader, READ_AHEAD_MIN};
+pub use file_writer::{FileWriter, WrittenFile};
 pub use format::{StripeHeader, HEADER_LEN};
 pub use layout::{Geometry, Layout, LayoutKind, Placement};
 pub use placement::{place, Candidate};
 pub use readdata::{BufPool, ReadData};
-pub use reader::{ReadEvent, DEFAULT_POOL_BYTES, SKIPPED_PREFIX, SLOW_PREFIX};
-pub use writer::{FileWriter, WrittenFile};
+pub use striped::{ReadEvent, DEFAULT_POOL_BYTES, SKIPPED_PREFIX, SLOW_PREFIX};

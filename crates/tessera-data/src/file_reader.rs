@@ -1,4 +1,5 @@
-//! Read-ahead for sequential readers. When a read starts where the
+//! `FileReader`: a file's ranges read through `striped.rs`, with
+//! read-ahead for sequential readers. When a read starts where the
 //! previous one ended, the next range of the same length is read in the
 //! background while the caller sends this one; a read that asks for
 //! exactly that range takes it (waiting for it if it is still coming).
@@ -9,8 +10,8 @@
 
 use crate::layout::Placement;
 use crate::readdata::{BufPool, ReadData};
-use crate::reader::{ReadEvent, Striped};
 use crate::recent::{self, Recent};
+use crate::striped::{ReadEvent, Striped};
 use crate::DataError;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -245,7 +246,7 @@ impl FileReader {
     /// reading the whole blocks it touches (what verifying it reads
     /// anyway) and keeping them for the next (`recent.rs`).
     fn short(&self, offset: u64, len: usize) -> Result<ReadData, DataError> {
-        crate::reader::answered(
+        crate::striped::answered(
             self.short_from(offset, len, |from, n| self.striped.read(from, n).map(Some)),
         )
     }
