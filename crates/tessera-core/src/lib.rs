@@ -6,6 +6,7 @@
 //! Token scopes are checked here before the store is touched
 //! (`scopes.rs`); mode bits are the store's own check.
 
+mod accept;
 mod attrs;
 mod authz;
 mod budget;
@@ -28,6 +29,7 @@ mod stall;
 mod tree;
 mod truncate;
 
+pub use accept::Acceptor;
 pub use budget::{Budget, Lease, Share, DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_WAIT, MIN_SHARE};
 pub use conns::{default_limits, ConnGuard, ConnLimits, Refused};
 pub use copy::{stored_checksums, TreeCopy};

@@ -115,7 +115,7 @@ pub async fn serve(
     listener: TcpListener,
     core: Option<Core>,
     cfg: Arc<HttpsConfig>,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
     // HTTP/2 for clients that offer it (ALPN) when enabled, HTTP/1.1
     // otherwise.
@@ -128,46 +128,16 @@ pub async fn serve(
         };
         Arc::new(t)
     });
-    // The connections, so that what is left after the drain is cut.
-    let mut live = tokio::task::JoinSet::new();
-    loop {
-        while live.try_join_next().is_some() {}
-        let (sock, peer) = tokio::select! {
-            r = listener.accept() => match r {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(error = %e, "https accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            _ = stop.changed() => {
-                if *stop.borrow() {
-                    // Stop accepting; let the requests in flight finish.
-                    drop(listener);
-                    let left = cfg.conns.drained(cfg.drain).await;
-                    if left > 0 {
-                        tracing::warn!(left, "https: drain time over, closing what is left");
-                    }
-                    live.shutdown().await;
-                    return;
-                }
-                continue;
-            }
-        };
+    let acceptor = tessera_core::Acceptor {
+        listener,
+        limits: cfg.conns.clone(),
+        drain: cfg.drain,
+        name: "https",
+    };
+    let serve = |sock: tokio::net::TcpStream, peer: std::net::SocketAddr| {
         let _ = sock.set_nodelay(true);
-        let (core, cfg, tls) = (core.clone(), Arc::clone(&cfg), tls.clone());
-        let guard = match cfg.conns.admit(peer.ip()) {
-            Ok(g) => g,
-            Err(why) => {
-                tracing::debug!(%peer, %why, "https connection refused");
-                tokio::spawn(refuse(sock, tls, why.to_string()));
-                continue;
-            }
-        };
-        let stop = stop.clone();
-        live.spawn(async move {
-            let _guard = guard;
+        let (core, cfg, tls, stop) = (core.clone(), Arc::clone(&cfg), tls.clone(), stop.clone());
+        async move {
             let r = match &tls {
                 Some(tls) => {
                     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls));
@@ -185,8 +155,11 @@ pub async fn serve(
             if let Err(e) = r {
                 tracing::debug!(%peer, error = %e, "https connection ended");
             }
-        });
-    }
+        }
+    };
+    let refuse_tls = tls.clone();
+    let refuse_one = move |sock, why| refuse(sock, refuse_tls.clone(), why);
+    acceptor.run(stop.clone(), serve, refuse_one).await
 }
 
 /// A connection over the limits: within a short time, the TLS handshake

@@ -162,49 +162,23 @@ pub async fn serve(
     listener: TcpListener,
     core: Option<Core>,
     cfg: Arc<XrootdConfig>,
-    mut stop: watch::Receiver<bool>,
+    stop: watch::Receiver<bool>,
 ) {
-    // The connections, so that what is left after the drain is cut.
-    let mut live = tokio::task::JoinSet::new();
-    loop {
-        while live.try_join_next().is_some() {}
-        tokio::select! {
-            _ = stop.changed() => {
-                if *stop.borrow() {
-                    // Stop accepting; let the transfers in flight finish.
-                    drop(listener);
-                    let left = cfg.conns.drained(cfg.drain).await;
-                    if left > 0 {
-                        tracing::warn!(left, "xroot: drain time over, closing what is left");
-                    }
-                    live.shutdown().await;
-                    return;
-                }
-            }
-            r = listener.accept() => match r {
-                Ok((sock, peer)) => {
-                    let (core, cfg) = (core.clone(), Arc::clone(&cfg));
-                    match cfg.conns.admit(peer.ip()) {
-                        Ok(guard) => {
-                            let stop = stop.clone();
-                            live.spawn(async move {
-                                if let Err(e) = conn::serve_connection(sock, core, cfg, stop).await {
-                                    tracing::debug!(%peer, error = %e, "xroot connection ended");
-                                }
-                                drop(guard);
-                            });
-                        }
-                        Err(why) => {
-                            tracing::debug!(%peer, %why, "xroot connection refused");
-                            tokio::spawn(conn::refuse_connection(sock, why.to_string()));
-                        }
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "xroot accept failed");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                }
+    let acceptor = tessera_core::Acceptor {
+        listener,
+        limits: cfg.conns.clone(),
+        drain: cfg.drain,
+        name: "xroot",
+    };
+    let serve = |sock, peer: std::net::SocketAddr| {
+        let (core, cfg, stop) = (core.clone(), Arc::clone(&cfg), stop.clone());
+        async move {
+            if let Err(e) = conn::serve_connection(sock, core, cfg, stop).await {
+                tracing::debug!(%peer, error = %e, "xroot connection ended");
             }
         }
-    }
+    };
+    acceptor
+        .run(stop.clone(), serve, conn::refuse_connection)
+        .await
 }
