@@ -1,3 +1,8 @@
+//! Who an admin API call is: the admin credential (a bearer secret; root,
+//! or the `uid:gid` its role header names, as `eos -r`), or a user's own
+//! WLCG token for the calls about themselves; and the audit line every
+//! admin action leaves.
+
 use std::sync::Arc;
 use tessera_proto::ROLE_KEY;
 use tessera_types::Identity;

@@ -1,3 +1,6 @@
+//! Between the core's types and the admin API's messages, and the one
+//! table from error kinds to gRPC codes.
+
 use tessera_core::{CoreError, EntryKind, Inode, QuotaKind, QuotaNodeReport, QuotaTarget};
 use tessera_proto::admin::v1 as pb;
 use tessera_types::{ErrorKind, NsPath};

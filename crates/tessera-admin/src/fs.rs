@@ -1,3 +1,6 @@
+//! The `Fs` service: filesystems (add, set, remove, list with health),
+//! spaces and drain.
+
 use crate::auth::AdminAuth;
 use crate::convert::err;
 use std::sync::Arc;

@@ -1,3 +1,6 @@
+//! The `Fsck` service: the report of damaged files, orphans and
+//! unresponsive filesystems, and repair (a dry run unless applied).
+
 use crate::auth::AdminAuth;
 use crate::convert::err;
 use std::sync::Arc;

@@ -1,3 +1,7 @@
+//! The `Namespace` service: stat, list, mkdir, touch, remove, rename,
+//! set attributes and extended attributes, the namespace check and stats;
+//! each one core call as the caller's identity.
+
 use crate::auth::AdminAuth;
 use crate::convert::{entry, err, path};
 use std::sync::Arc;

@@ -1,3 +1,6 @@
+//! The `Quota` service: set, remove, list and show quota nodes (a user
+//! sees their own records and their groups' and projects', as `eos quota`).
+
 use crate::auth::AdminAuth;
 use crate::convert::{err, node, path, target};
 use std::sync::Arc;

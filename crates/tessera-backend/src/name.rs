@@ -1,3 +1,6 @@
+//! Stripe names: which file a stripe belongs to and where it lives in a
+//! filesystem's directory tree (fanned out by file id).
+
 use std::fmt;
 
 /// Stripe `index` of file `fid`: `<fid >> 16 as 12 hex>/<fid as 16 hex>.<index>`.

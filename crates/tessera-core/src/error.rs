@@ -1,3 +1,7 @@
+//! `CoreError`: what any core call can fail with, its kind (the edges map
+//! kinds to their protocol's codes) and the message a client may see
+//! (never the server's own paths).
+
 use tessera_backend::BackendError;
 use tessera_data::DataError;
 use tessera_meta::MetaError;

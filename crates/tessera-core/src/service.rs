@@ -1,3 +1,7 @@
+//! The namespace calls of `Core` (stat, list, mkdir, remove, rename,
+//! attributes, quotas): each checks the token's scopes, runs the store on
+//! the blocking pool and leaves one metric sample and one access line.
+
 use crate::fs::Filesystems;
 use crate::CoreError;
 use std::sync::Arc;

@@ -1,3 +1,5 @@
+//! `DataError`: what reading and writing striped files can fail with.
+
 use tessera_backend::BackendError;
 use tessera_ec::EcError;
 use tessera_types::ErrorKind;

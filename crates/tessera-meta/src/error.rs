@@ -1,3 +1,5 @@
+//! `MetaError`: what the namespace store can fail with, and its kind.
+
 use tessera_types::{ErrorKind, PathError};
 
 /// Errors of the namespace store.

@@ -1,3 +1,6 @@
+//! The access log: one JSON line per operation, written by a thread of its
+//! own so that a slow disk never holds a request.
+
 use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;

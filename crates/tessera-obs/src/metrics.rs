@@ -1,3 +1,6 @@
+//! `Metrics`: the Prometheus registry of the requests, the namespace, the
+//! memory budget, connections and quotas (every family in docs/metrics.md).
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

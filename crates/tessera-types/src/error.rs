@@ -1,3 +1,5 @@
+//! `ErrorKind`: the protocol-independent class of a failure, with its errno.
+
 /// Protocol-independent classification of a failure.
 ///
 /// Each library crate has its own error type with a `kind()` returning one of

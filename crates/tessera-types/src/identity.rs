@@ -1,3 +1,5 @@
+//! `Identity`: who a request is evaluated as, and what its token grants.
+
 /// Who a request is evaluated as.
 ///
 /// Front-ends build one per request (from the unix login, a token, the admin
