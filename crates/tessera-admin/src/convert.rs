@@ -23,6 +23,7 @@ pub fn code_of(kind: ErrorKind) -> Code {
         ErrorKind::Corrupt => Code::DataLoss,
         ErrorKind::Io => Code::Internal,
         ErrorKind::Unsupported => Code::Unimplemented,
+        ErrorKind::NoMemory => Code::ResourceExhausted,
     }
 }
 

@@ -26,6 +26,9 @@ pub enum CoreError {
     Mismatch(String),
     #[error("internal task failed: {0}")]
     Task(String),
+    /// The memory budget could not take what the request needs in time.
+    #[error("{0}")]
+    NoMemory(String),
     /// Reported by the metadata service to a data gateway.
     #[error("{msg}")]
     Remote { kind: ErrorKind, msg: String },
@@ -76,6 +79,7 @@ impl CoreError {
             CoreError::NotFound(_) => ErrorKind::NotFound,
             CoreError::Mismatch(_) => ErrorKind::Corrupt,
             CoreError::Task(_) => ErrorKind::Io,
+            CoreError::NoMemory(_) => ErrorKind::NoMemory,
             CoreError::Remote { kind, .. } => *kind,
         }
     }

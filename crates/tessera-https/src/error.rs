@@ -33,7 +33,7 @@ pub fn status_of(kind: ErrorKind) -> u16 {
         ErrorKind::InvalidArgument | ErrorKind::NameTooLong => 400,
         ErrorKind::CrossDevice => 502,
         ErrorKind::Busy => 423,
-        ErrorKind::Unavailable => 503,
+        ErrorKind::Unavailable | ErrorKind::NoMemory => 503,
         ErrorKind::Corrupt | ErrorKind::Io => 500,
         ErrorKind::Unsupported => 501,
     }

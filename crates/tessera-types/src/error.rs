@@ -23,6 +23,8 @@ pub enum ErrorKind {
     Corrupt,
     Io,
     Unsupported,
+    /// The server is short of memory for now (the request may come back).
+    NoMemory,
 }
 
 impl ErrorKind {
@@ -45,6 +47,7 @@ impl ErrorKind {
             ErrorKind::Corrupt => 5,           // EIO
             ErrorKind::Io => 5,                // EIO
             ErrorKind::Unsupported => 95,      // EOPNOTSUPP
+            ErrorKind::NoMemory => 12,         // ENOMEM
         }
     }
 
@@ -67,12 +70,13 @@ impl ErrorKind {
             ErrorKind::Corrupt => "corrupt",
             ErrorKind::Io => "io",
             ErrorKind::Unsupported => "unsupported",
+            ErrorKind::NoMemory => "no_memory",
         }
     }
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 16] = [
+    pub const ALL: [ErrorKind; 17] = [
         ErrorKind::NotFound,
         ErrorKind::AlreadyExists,
         ErrorKind::NotEmpty,
@@ -89,6 +93,7 @@ impl ErrorKind {
         ErrorKind::Corrupt,
         ErrorKind::Io,
         ErrorKind::Unsupported,
+        ErrorKind::NoMemory,
     ];
 
     /// The kind named by [`ErrorKind::as_str`] (errors that crossed a

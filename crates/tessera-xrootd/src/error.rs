@@ -56,6 +56,7 @@ pub fn code_of(kind: ErrorKind) -> i32 {
         ErrorKind::Corrupt => err::IO_ERROR,
         ErrorKind::Io => err::IO_ERROR,
         ErrorKind::Unsupported => err::UNSUPPORTED,
+        ErrorKind::NoMemory => err::NO_MEMORY,
     }
 }
 

@@ -214,38 +214,15 @@ async fn append_on_pool(
     .await
 }
 
-/// Lease from `budget` what appending `len` bytes makes the session's
-/// buffers hold (taken from `held` first, when the bytes already hold some).
-/// Not granted within the budget's wait: the session is aborted (nothing
-/// visible) and the request answered 503 (the server is short of memory
-/// for now; `Retry-After` says when to come back).
+/// Lease what appending `len` bytes makes the session's buffers hold
+/// (the core's one policy, `lease_for_append`): refused in time, the
+/// session is aborted (nothing visible) and the request answered 503 with
+/// `Retry-After` (the server is short of memory for now).
 async fn take_memory(
     ws: &Arc<Mutex<Option<WriteSession>>>,
     len: usize,
     budget: &Budget,
     held: Option<&mut Lease>,
 ) -> Result<(), HttpError> {
-    let need = match ws.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-        Some(s) => s.memory_wanted(len as u64),
-        None => return Err(HttpError::new(500, "write after failure")),
-    };
-    if need == 0 {
-        return Ok(());
-    }
-    let lease = budget.lease_from(need, held).await;
-    let mut g = ws.lock().unwrap_or_else(|p| p.into_inner());
-    match (lease, g.as_mut()) {
-        (Some(l), Some(s)) => {
-            s.hold_memory(l);
-            Ok(())
-        }
-        (None, Some(_)) => {
-            *g = None; // abort now: release the reservation
-            Err(HttpError::new(
-                503,
-                "insufficient memory to take the upload now: it is aborted, send it again later",
-            ))
-        }
-        (_, None) => Err(HttpError::new(500, "write after failure")),
-    }
+    Ok(tessera_core::lease_for_append(ws, |s| s, len as u64, budget, held).await?)
 }

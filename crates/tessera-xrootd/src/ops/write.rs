@@ -201,9 +201,11 @@ impl State {
                 .is_some_and(|ws| ws.written() == offset && ws.write_is_buffered(len))
     }
 
-    /// Bytes of the memory budget the file's buffers need before `op`
-    /// is applied: what it appends, and the held writes it lets in.
-    fn memory_wanted(&self, op: &WriteOp) -> usize {
+    /// How many bytes applying `op` appends to the session (a write at
+    /// the end, with the held writes it makes contiguous; a truncate's
+    /// zeros; a close's gap filled with zeros); 0 when it appends none
+    /// or the file already failed.
+    fn appended_by(&self, op: &WriteOp) -> u64 {
         let Some(ws) = self.ws.as_ref().filter(|_| self.failed.is_none()) else {
             return 0;
         };
@@ -219,7 +221,7 @@ impl State {
             WriteOp::Close { .. } => end,
             _ => return 0,
         };
-        ws.memory_wanted(upto.max(held_end).saturating_sub(end))
+        upto.max(held_end).saturating_sub(end)
     }
 
     fn write(&mut self, offset: u64, data: Vec<u8>, lease: Lease) -> Result<(), XrdError> {
@@ -337,44 +339,37 @@ fn in_memory(state: &Mutex<State>, op: WriteOp) -> Result<Result<(), XrdError>, 
     }
 }
 
-/// Lease what applying `op` makes the file's buffers hold; not granted
-/// within the budget's wait, `op` becomes the file's failure
-/// (`kXR_NoMemory`: it is aborted, nothing of it becomes visible).
-/// A write's own payload lease is handed to the file first: its bytes move
-/// into the group buffer, so the file never waits on memory its own
-/// queued payloads hold (that would wait out the budget's whole wait).
+/// Lease what applying `op` makes the file's buffers hold (the core's one
+/// policy, `lease_for_append`); not granted within the budget's wait, `op`
+/// becomes the file's failure (`kXR_NoMemory`: it is aborted, nothing of
+/// it becomes visible).
 async fn take_memory(
     state: &Mutex<State>,
     mut op: WriteOp,
     stream: [u8; 2],
     budget: &Budget,
 ) -> WriteOp {
-    let need = state
+    let appended = state
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .memory_wanted(&op);
-    if need == 0 {
+        .appended_by(&op);
+    if appended == 0 {
         return op;
     }
+    // A write's own payload lease is handed to the file first.
     let held = match &mut op {
         WriteOp::Write { lease, .. } => Some(lease),
         _ => None,
     };
-    match budget.lease_from(need, held).await {
-        Some(lease) => {
-            let mut s = state.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(ws) = s.ws.as_mut() {
-                ws.hold_memory(lease);
-            }
-            op
-        }
-        None => {
-            let error = XrdError::new(
-                err::NO_MEMORY,
-                "insufficient memory to take more of this file now: the write is aborted (errno 12)",
-            );
-            WriteOp::Fail { stream, error }
-        }
+    let r = tessera_core::lease_for_append(state, |s| &mut s.ws, appended, budget, held).await;
+    match r {
+        Ok(()) => op,
+        Err(e) if e.kind() == tessera_types::ErrorKind::NoMemory => WriteOp::Fail {
+            stream,
+            error: e.into(),
+        },
+        // The file already failed: the operation meets that failure.
+        Err(_) => op,
     }
 }
 
