@@ -24,11 +24,7 @@ impl MetaStore {
     ) -> Result<(), MetaError> {
         for (name, value) in ops {
             check_xattr_name(name)?;
-            if value.as_ref().is_some_and(|v| v.len() > MAX_XATTR_VALUE) {
-                return Err(MetaError::Invalid(format!(
-                    "attribute value longer than {MAX_XATTR_VALUE} bytes"
-                )));
-            }
+            check_xattr_value(value.as_deref().unwrap_or_default())?;
         }
         let seq = {
             let st = self.lock();
@@ -56,11 +52,7 @@ impl MetaStore {
         value: &[u8],
     ) -> Result<(), MetaError> {
         check_xattr_name(name)?;
-        if value.len() > MAX_XATTR_VALUE {
-            return Err(MetaError::Invalid(format!(
-                "attribute value longer than {MAX_XATTR_VALUE} bytes"
-            )));
-        }
+        check_xattr_value(value)?;
         let seq = {
             let st = self.lock();
             let mut txn = self.txn();
@@ -96,6 +88,15 @@ impl MetaStore {
         };
         self.finish(seq)
     }
+}
+
+fn check_xattr_value(value: &[u8]) -> Result<(), MetaError> {
+    if value.len() > MAX_XATTR_VALUE {
+        return Err(MetaError::Invalid(format!(
+            "attribute value longer than {MAX_XATTR_VALUE} bytes"
+        )));
+    }
+    Ok(())
 }
 
 fn check_xattr_name(name: &[u8]) -> Result<(), MetaError> {

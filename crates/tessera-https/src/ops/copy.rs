@@ -13,7 +13,7 @@
 //! core's (`Core::copy_file`, `Core::copy_tree`).
 
 use super::moves::destination_path;
-use super::{header, precond, status};
+use super::{header, status};
 use crate::body::Body;
 use crate::error::HttpError;
 use crate::path;
@@ -65,14 +65,7 @@ pub async fn copy(ctx: &Ctx, req: crate::Req, dst: NsPath) -> Result<Response<Bo
             ))
         }
     };
-    precond::check_path(ctx, h, &src).await?;
-    let me = ctx.core.stat(&ctx.who, src.clone()).await?;
-    if src == dst || (me.is_dir() && dst.starts_with(&src)) {
-        return Err(HttpError::new(
-            403,
-            "the destination is the source or inside it",
-        ));
-    }
+    let me = super::moves::source(ctx, h, &src, &dst).await?;
     let overwrite = super::overwrite(h);
     let existed = super::moves::clear_destination(ctx, &dst, overwrite, me.is_dir()).await?;
     let failed = if me.is_dir() {

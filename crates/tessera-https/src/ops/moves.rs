@@ -45,14 +45,7 @@ pub async fn mv(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError>
             return Err(HttpError::new(400, "MOVE takes Depth infinity only"));
         }
     }
-    precond::check_path(ctx, h, &src).await?;
-    let me = ctx.core.stat(&ctx.who, src.clone()).await?;
-    if src == dst || (me.is_dir() && dst.starts_with(&src)) {
-        return Err(HttpError::new(
-            403,
-            "the destination is the source or inside it",
-        ));
-    }
+    let me = source(ctx, h, &src, &dst).await?;
     let overwrite = super::overwrite(h);
     // A file replacing a file is one atomic rename; anything else with a
     // directory on either side clears the destination first.
@@ -71,6 +64,25 @@ pub async fn mv(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError>
         }
         Err(e) => Err(at_destination(e, &dst)),
     }
+}
+
+/// The source of a COPY or MOVE, once its conditions hold and the
+/// destination is neither it nor inside it (403).
+pub async fn source(
+    ctx: &Ctx,
+    h: &hyper::HeaderMap,
+    src: &NsPath,
+    dst: &NsPath,
+) -> Result<tessera_core::Inode, HttpError> {
+    precond::check_path(ctx, h, src).await?;
+    let me = ctx.core.stat(&ctx.who, src.clone()).await?;
+    if src == dst || (me.is_dir() && dst.starts_with(src)) {
+        return Err(HttpError::new(
+            403,
+            "the destination is the source or inside it",
+        ));
+    }
+    Ok(me)
 }
 
 /// Before a COPY or MOVE: whether `dst` exists, refused (412) when it

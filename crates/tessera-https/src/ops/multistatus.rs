@@ -34,6 +34,11 @@ pub fn failures(failed: &[(NsPath, HttpError)]) -> Response<Body> {
         ));
     }
     xml.push_str("</D:multistatus>\n");
+    xml_207(xml)
+}
+
+/// A 207 with `xml` (a whole multistatus document) as its body.
+pub fn xml_207(xml: String) -> Response<Body> {
     let len = xml.len();
     let mut r = Response::new(Body::text(xml));
     status(&mut r, 207);

@@ -134,12 +134,7 @@ pub async fn propfind(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Http
         }
     }
     xml.push_str("</D:multistatus>\n");
-    let len = xml.len();
-    let mut r = Response::new(Body::text(xml));
-    status(&mut r, 207);
-    set(&mut r, "Content-Type", "application/xml; charset=utf-8");
-    set(&mut r, "Content-Length", &len.to_string());
-    Ok(r)
+    Ok(super::multistatus::xml_207(xml))
 }
 
 /// The properties we have (namespace, local name), in answer order; their

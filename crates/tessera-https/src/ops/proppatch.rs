@@ -6,8 +6,8 @@
 //! PROPFIND's is; conditional headers are checked first.
 
 use super::deadprops::{attr_name, protected};
+use super::precond;
 use super::propfind::small_body;
-use super::{precond, set, status};
 use crate::body::Body;
 use crate::davxml::{self, escape, PatchOp, PropName};
 use crate::error::HttpError;
@@ -67,12 +67,7 @@ pub async fn proppatch(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Htt
         propstat(&mut xml, others, 424, "");
     }
     xml.push_str("</D:response>\n</D:multistatus>\n");
-    let len = xml.len();
-    let mut r = Response::new(Body::text(xml));
-    status(&mut r, 207);
-    set(&mut r, "Content-Type", "application/xml; charset=utf-8");
-    set(&mut r, "Content-Length", &len.to_string());
-    Ok(r)
+    Ok(super::multistatus::xml_207(xml))
 }
 
 /// One propstat naming `props` with `code` (and an error condition).

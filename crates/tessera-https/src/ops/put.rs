@@ -31,27 +31,20 @@ pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
     // file that appeared meanwhile when the upload commits.
     let create_only = header(h, "if-none-match").is_some_and(|v| v.trim() == "*");
     let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
+    // Its "exists" is the failed condition's 412.
+    let refused = |e: HttpError| match e.status {
+        409 if create_only => precond::failed(),
+        _ => e,
+    };
     let ws = blocking(move || core.open_write(&who, &p2, 0o644, !create_only, hint))
         .await
-        .map_err(|e| {
-            if create_only && e.status == 409 {
-                precond::failed()
-            } else {
-                e
-            }
-        })?;
+        .map_err(refused)?;
     let existed = current.is_some();
     // The upload's memory counts against its identity's share too.
     let budget = ctx.cfg.buffers.for_identity(&ctx.who.limit_key());
     let inode = receive(ws, req.into_body(), ctx.cfg.body_timeout, &budget)
         .await
-        .map_err(|e| {
-            if create_only && e.status == 409 {
-                precond::failed()
-            } else {
-                e
-            }
-        })?;
+        .map_err(refused)?;
     Ok(created(&inode, !existed))
 }
 
