@@ -67,6 +67,15 @@ with client.File() as g:
 st, listing = fs.dirlist("/" + base, client.flags.DirListFlags.STAT)
 assert st.ok and [e.name for e in listing] == ["t1.bin"], listing
 assert listing.dirlist[0].statinfo.size == 1000
+# query config, as uproot's XRootD source reads it: each value ends with a
+# newline and parses as it is (the reference's form, no trailing NUL).
+from XRootD.client.flags import QueryCode
+st, r = fs.query(QueryCode.CONFIG, "readv_iov_max readv_ior_max"); assert st.ok, st
+assert r.endswith(b"\n") and b"\0" not in r, r
+iov, ior = [int(x) for x in r.split(b"\n")[:2]]
+assert iov == 1024 and ior > 0, r
+st, r = fs.query(QueryCode.CONFIG, "tpc nonsense"); assert st.ok, st
+assert r == b"tpc\nnonsense\n", r
 print("python ok")
 "#;
 

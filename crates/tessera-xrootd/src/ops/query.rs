@@ -1,5 +1,6 @@
-//! `kXR_query`: checksum (from the stored checksum), config (unknown keys
-//! echoed, as clients read an echo as "not supported"), stats, space.
+//! `kXR_query`: checksum (from the stored checksum), config (each value on
+//! a line of its own, as the reference answers; unknown keys echoed, as
+//! clients read an echo as "not supported"), stats, space.
 
 use crate::error::XrdError;
 use crate::proto::err;
@@ -67,19 +68,16 @@ fn config(s: &Session, p: &[u8]) -> Vec<u8> {
             "sitename" => s.cfg.site.clone(),
             "bind_max" => "0".to_string(),
             "pio_max" => "0".to_string(),
+            "cms" => "none|".to_string(),
             // Unknown (tpc, tpcdlg, ...): echoed, meaning unsupported.
             other => other.to_string(),
         };
         out.push_str(&v);
         out.push('\n');
     }
-    // The last newline becomes the terminating NUL.
-    let mut b = out.into_bytes();
-    match b.last_mut() {
-        Some(c) => *c = 0,
-        None => b.push(0),
-    }
-    b
+    // As the reference answers: every value ends with a newline, no NUL
+    // (uproot parses each line with int(); a NUL made it fail).
+    out.into_bytes()
 }
 
 fn stats(s: &Session) -> Vec<u8> {
