@@ -41,6 +41,21 @@ ensure_rust() {
   fi
 }
 
+# uproot (PyPI) for the analysis-read tests: a virtual environment on
+# Debian's /usr/bin/python3 made with --system-site-packages, so that it
+# sees python3-xrootd; made once and reused (only when uproot is missing).
+UPROOT_VERSION=5.7.7
+ensure_uproot() {
+  apt_install python3-venv python3-xrootd
+  local v=/var/tmp/tessera-uproot-venv
+  if ! "$v/bin/python" -c "import uproot, sys; sys.exit(uproot.__version__ != '$UPROOT_VERSION')" 2>/dev/null; then
+    rm -rf "$v"
+    /usr/bin/python3 -m venv --system-site-packages "$v"
+    "$v/bin/pip" install -q --disable-pip-version-check "uproot==$UPROOT_VERSION"
+  fi
+  export TESSERA_UPROOT_PYTHON="$v/bin/python"
+}
+
 ensure_build_deps() {
   apt_install "${BUILD_PACKAGES[@]}"
   ensure_rust

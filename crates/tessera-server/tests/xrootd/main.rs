@@ -12,6 +12,7 @@ mod failover;
 mod python;
 mod scaleout;
 mod tokens;
+mod uproot;
 
 #[path = "../common/mod.rs"]
 mod common;
