@@ -81,17 +81,38 @@ pub fn reads_in_line_after(core: &tessera_core::Core, protocol: &str, n: u64) ->
 
 /// Drop every file under `dir` from the kernel's page cache (the stripes
 /// are synced: clean pages go), as if memory had been needed elsewhere.
+/// A page can stay a moment on a busy machine (under writeback, or read
+/// by someone): the kernel is asked again until a read that must not wait
+/// (`RWF_NOWAIT`) finds no stripe's first page in memory (the files under
+/// `fs/`; the namespace's own files are in use), for up to 5 s.
 #[allow(dead_code)]
 pub fn evict_page_cache(dir: &std::path::Path) {
     let script = [
-        "import os, sys",
-        "for d, _, fs in os.walk(sys.argv[1]):",
-        "    for f in fs:",
-        "        p = os.path.join(d, f)",
-        "        if os.path.isfile(p) and not os.path.islink(p):",
-        "            fd = os.open(p, os.O_RDONLY)",
-        "            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)",
-        "            os.close(fd)",
+        "import os, sys, time",
+        "def files():",
+        "    for d, _, fs in os.walk(sys.argv[1]):",
+        "        for f in fs:",
+        "            p = os.path.join(d, f)",
+        "            if os.path.isfile(p) and not os.path.islink(p):",
+        "                yield p",
+        "def cached(p):",
+        "    fd = os.open(p, os.O_RDONLY)",
+        "    try:",
+        "        return os.preadv(fd, [bytearray(1)], 0, os.RWF_NOWAIT) > 0",
+        "    except BlockingIOError:",
+        "        return False",
+        "    finally:",
+        "        os.close(fd)",
+        "end = time.time() + 5",
+        "while True:",
+        "    for p in files():",
+        "        fd = os.open(p, os.O_RDONLY)",
+        "        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)",
+        "        os.close(fd)",
+        "    stripes = [p for p in files() if '/fs/' in p]",
+        "    if not any(cached(p) for p in stripes) or time.time() > end:",
+        "        break",
+        "    time.sleep(0.05)",
     ]
     .join("\n");
     let ok = std::process::Command::new("/usr/bin/python3")
