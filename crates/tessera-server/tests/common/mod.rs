@@ -123,3 +123,82 @@ pub fn evict_page_cache(dir: &std::path::Path) {
         .success();
     assert!(ok, "fadvise over {}", dir.display());
 }
+
+/// A real `tesserad` process a test started: killed (by its own PID) when
+/// dropped. Its first stdout line is the ready line (`tesserad ready
+/// admin=… xrootd=… https=…`); the rest of stdout is drained so that the
+/// server never blocks on a full pipe.
+#[allow(dead_code)]
+pub struct Daemon {
+    pub child: std::process::Child,
+    ready: String,
+}
+
+#[allow(dead_code)]
+impl Daemon {
+    /// Every listener of a dev-mode server on a port of its own.
+    pub const ANY_PORTS: [&'static str; 8] = [
+        "--admin-addr",
+        "127.0.0.1:0",
+        "--metrics-addr",
+        "127.0.0.1:0",
+        "--xrootd-addr",
+        "127.0.0.1:0",
+        "--https-addr",
+        "127.0.0.1:0",
+    ];
+
+    /// `tesserad` with `args`, once it says it is ready.
+    pub fn spawn<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Daemon {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tesserad"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn tesserad");
+        let mut lines = std::io::BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let ready = lines.next().expect("ready line").expect("utf8");
+        assert!(ready.starts_with("tesserad ready"), "{ready}");
+        std::thread::spawn(move || for _ in lines {});
+        Daemon { child, ready }
+    }
+
+    /// `tesserad serve --dev --data-dir <dir>` with `extra` arguments and
+    /// every listener on a port of its own.
+    pub fn dev(dir: &std::path::Path, extra: &[&std::ffi::OsStr]) -> Daemon {
+        let mut args: Vec<&std::ffi::OsStr> = ["serve", "--dev", "--data-dir"]
+            .iter()
+            .map(std::ffi::OsStr::new)
+            .collect();
+        args.push(dir.as_os_str());
+        args.extend_from_slice(extra);
+        args.extend(Daemon::ANY_PORTS.iter().map(std::ffi::OsStr::new));
+        Daemon::spawn(&args)
+    }
+
+    /// The value of `key` (`"xrootd="`, …) in the ready line.
+    pub fn field(&self, key: &str) -> String {
+        self.ready
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix(key))
+            .unwrap_or_else(|| panic!("{key} in {}", self.ready))
+            .to_string()
+    }
+
+    /// Send `sig` (`"-TERM"`, `"-KILL"`) to the process.
+    pub fn signal(&self, sig: &str) {
+        let ok = std::process::Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(ok.success(), "kill {sig}");
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

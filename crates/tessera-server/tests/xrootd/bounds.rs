@@ -3,7 +3,7 @@
 //! always read their replies).
 
 use crate::errors::handshake_then;
-use crate::{data, write_file, Env};
+use crate::{data, write_file, Daemon, Env};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;
@@ -339,33 +339,8 @@ fn one_memory_budget_across_connections() {
 #[test]
 fn a_readv_of_short_elements_holds_what_it_sends() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_tesserad"))
-        .args(["serve", "--dev", "--data-dir"])
-        .arg(dir.path().join("data"))
-        .args([
-            "--admin-addr",
-            "127.0.0.1:0",
-            "--metrics-addr",
-            "127.0.0.1:0",
-        ])
-        .args([
-            "--xrootd-addr",
-            "127.0.0.1:0",
-            "--https-addr",
-            "127.0.0.1:0",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn tesserad");
-    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stdout.take().unwrap()));
-    let first = lines.next().unwrap().unwrap();
-    std::thread::spawn(move || for _ in lines {});
-    let xrootd = first
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("xrootd="))
-        .expect("xrootd=")
-        .to_string();
+    let d = Daemon::dev(&dir.path().join("data"), &[]);
+    let xrootd = d.field("xrootd=");
     let url = format!("root://{xrootd}");
     let body = data(64 << 20, 5);
     let f = dir.path().join("f");
@@ -382,7 +357,7 @@ fn a_readv_of_short_elements_holds_what_it_sends() {
         .status()
         .unwrap();
     assert!(up.success());
-    let before = peak(child.id());
+    let before = peak(d.child.id());
     let script = r#"
 import sys
 from XRootD import client
@@ -398,9 +373,8 @@ for (o, n), c in zip(chunks, vr.chunks):
         .args(["-c", script, &url, f.to_str().unwrap()])
         .output()
         .unwrap();
-    let after = peak(child.id());
-    let _ = child.kill();
-    let _ = child.wait();
+    let after = peak(d.child.id());
+    drop(d);
     assert!(
         out.status.success(),
         "{}",

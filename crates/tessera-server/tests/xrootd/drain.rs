@@ -2,23 +2,10 @@
 //! HTTPS transfers in flight finish within `[server] drain`, then exits;
 //! an upload still running after that leaves nothing behind.
 
-use crate::{adler32, data};
-use std::io::{BufRead, Write};
+use crate::{adler32, data, Daemon};
+use std::io::Write;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-struct Daemon {
-    child: Child,
-    xrootd: String,
-    https: String,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// `tesserad serve --dev` on `dir`, every listener on a port of its own,
 /// with `drain` and anonymous HTTPS writes as the owner.
@@ -29,42 +16,8 @@ fn daemon(dir: &std::path::Path, drain_s: u64) -> Daemon {
         format!("[server]\ndrain = \"{drain_s}s\"\n[https]\nanonymous = \"owner\"\n"),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tesserad"))
-        .args(["serve", "--dev", "--data-dir"])
-        .arg(dir.join("data"))
-        .arg("--dev-config")
-        .arg(&overlay)
-        .args([
-            "--admin-addr",
-            "127.0.0.1:0",
-            "--metrics-addr",
-            "127.0.0.1:0",
-        ])
-        .args([
-            "--xrootd-addr",
-            "127.0.0.1:0",
-            "--https-addr",
-            "127.0.0.1:0",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn tesserad");
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().expect("ready line").expect("utf8");
-    std::thread::spawn(move || for _ in lines {});
-    let field = |k: &str| {
-        first
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix(k))
-            .unwrap_or_else(|| panic!("{k} in {first}"))
-            .to_string()
-    };
-    Daemon {
-        xrootd: field("xrootd="),
-        https: field("https=").replace("127.0.0.1", "localhost"),
-        child,
-    }
+    let dev_config = std::ffi::OsStr::new("--dev-config");
+    Daemon::dev(&dir.join("data"), &[dev_config, overlay.as_os_str()])
 }
 
 /// `xrdcp - url` fed `body` a MiB at a time, `gap` apart, from a thread.
@@ -87,14 +40,6 @@ fn slow_xrdcp(url: &str, body: Vec<u8>, gap: Duration) -> Child {
         }
     });
     child
-}
-
-fn sigterm(d: &Daemon) {
-    let ok = Command::new("kill")
-        .args(["-TERM", &d.child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(ok.success());
 }
 
 fn stat_size(xrootd: &str, path: &str) -> Option<String> {
@@ -120,7 +65,7 @@ fn transfers_in_flight_finish_when_the_server_is_told_to_stop() {
     let up = data(8 << 20, 41);
     // An XRootD upload (about 4 s) and an HTTPS one (curl at 2 MB/s).
     let xr = slow_xrdcp(
-        &format!("root://{}//slow-x", d.xrootd),
+        &format!("root://{}//slow-x", d.field("xrootd=")),
         up.clone(),
         Duration::from_millis(500),
     );
@@ -140,15 +85,18 @@ fn transfers_in_flight_finish_when_the_server_is_told_to_stop() {
         .arg(&ca)
         .arg("-T")
         .arg(&src)
-        .arg(format!("https://{}/slow-h", d.https))
+        .arg(format!(
+            "https://{}/slow-h",
+            d.field("https=").replace("127.0.0.1", "localhost")
+        ))
         .stdout(Stdio::piped())
         .spawn()
         .expect("curl");
     std::thread::sleep(Duration::from_millis(1200));
     let t0 = Instant::now();
-    sigterm(&d);
+    d.signal("-TERM");
     std::thread::sleep(Duration::from_millis(300));
-    let x: std::net::SocketAddr = d.xrootd.parse().unwrap();
+    let x: std::net::SocketAddr = d.field("xrootd=").parse().unwrap();
     assert!(
         std::net::TcpStream::connect_timeout(&x, Duration::from_secs(1)).is_err(),
         "still accepting while draining"
@@ -170,7 +118,7 @@ fn transfers_in_flight_finish_when_the_server_is_told_to_stop() {
     assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
     // Both files are there, whole, after a restart.
     let again = daemon(dir.path(), 20);
-    let url = format!("root://{}", again.xrootd);
+    let url = format!("root://{}", again.field("xrootd="));
     for p in ["/slow-x", "/slow-h"] {
         assert_eq!(stat_size(&url, p).as_deref(), Some("8388608"), "{p}");
         let o = Command::new("xrdfs")
@@ -188,18 +136,21 @@ fn an_upload_cut_at_the_end_of_the_drain_leaves_nothing() {
     let mut d = daemon(dir.path(), 1);
     // 10 s of upload, 1 s of drain.
     let xr = slow_xrdcp(
-        &format!("root://{}//cut", d.xrootd),
+        &format!("root://{}//cut", d.field("xrootd=")),
         data(10 << 20, 42),
         Duration::from_secs(1),
     );
     std::thread::sleep(Duration::from_millis(1500));
     let t0 = Instant::now();
-    sigterm(&d);
+    d.signal("-TERM");
     let st = d.child.wait().expect("exit");
     assert!(st.success(), "{st:?}");
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     let xo = xr.wait_with_output().expect("xrdcp");
     assert!(!xo.status.success(), "the upload was cut");
     let again = daemon(dir.path(), 1);
-    assert_eq!(stat_size(&format!("root://{}", again.xrootd), "/cut"), None);
+    assert_eq!(
+        stat_size(&format!("root://{}", again.field("xrootd=")), "/cut"),
+        None
+    );
 }

@@ -8,21 +8,11 @@
 //! deregisters, says it is a manager so that XrdCl comes back to it, and
 //! never sends a client to a host in its `tried=`).
 
-use crate::{data, Env};
-use std::io::BufRead;
+use crate::{data, Daemon, Env};
 use std::os::unix::fs::PermissionsExt;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use tessera_server::config::Role;
-
-struct Gateway(Child);
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -37,7 +27,7 @@ fn gateway(
     dev: &std::path::Path,
     secret: &std::path::Path,
     name: &str,
-) -> Gateway {
+) -> Daemon {
     let (port, hport) = (free_port(), free_port());
     let data = dir.join(format!("gw-{name}"));
     std::fs::create_dir_all(&data).unwrap();
@@ -60,26 +50,11 @@ fn gateway(
     );
     let file = data.join("gateway.toml");
     std::fs::write(&file, cfg).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tesserad"))
-        .args(["serve", "--config"])
-        .arg(&file)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("tesserad --role gateway");
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = lines.next().expect("ready").expect("utf8");
-    assert!(first.starts_with("tesserad ready"), "{first}");
-    std::thread::spawn(move || for _ in lines {});
-    Gateway(child)
-}
-
-fn signal(g: &Gateway, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &g.0.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    Daemon::spawn(&[
+        std::ffi::OsStr::new("serve"),
+        "--config".as_ref(),
+        file.as_os_str(),
+    ])
 }
 
 /// xrdcp with its stock settings; (success, seconds, stderr).
@@ -186,14 +161,14 @@ print("ok")
     // measured; no server can answer for a dead one). What follows must
     // not go there at all.
     pause_rx.recv().unwrap();
-    signal(&a, "-KILL");
+    a.signal("-KILL");
     go.send(()).unwrap();
     std::thread::sleep(Duration::from_millis(500));
     // HTTPS from now on: the SIGTERM of the other gateway happens under it.
     let (src3, dev3, https3, body3) = (src.clone(), dev.clone(), https.clone(), body.clone());
     let web = std::thread::spawn(move || https_rounds(&src3, &dev3, &https3, &body3));
     std::thread::sleep(Duration::from_millis(1500));
-    signal(&b, "-TERM");
+    b.signal("-TERM");
     let times = rounds.join().expect("every transfer completed");
     let web_times = web.join().expect("every HTTPS transfer completed");
     let web_worst = web_times.iter().copied().fold(0.0, f64::max);

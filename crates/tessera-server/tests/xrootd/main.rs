@@ -18,6 +18,7 @@ mod uproot;
 mod common;
 pub use common::{
     adler32, data, evict_page_cache, first_fsid, reads_in_line, reads_in_line_after, set_fs_status,
+    Daemon,
 };
 
 use std::path::{Path, PathBuf};
