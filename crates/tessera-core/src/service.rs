@@ -276,7 +276,9 @@ impl Core {
                 return Ok(rep);
             }
             if recursive {
-                remove_tree(m, &fs, &path, &w, &mut rep)?;
+                let mut out = crate::TreeRemoval::default();
+                crate::tree::sweep(m, &fs, &path, &w, &mut out, false)?;
+                rep = out.removed;
             }
             m.rmdir(&path, &w)?;
             rep.dirs += 1;
@@ -553,36 +555,5 @@ impl Core {
     pub fn flush(&self) -> Result<(), CoreError> {
         self.access.flush();
         Ok(self.meta.flush()?)
-    }
-}
-
-/// The layout attributes are read by every write below the directory: a
-/// value no write could use is refused when it is set, not at the next
-/// upload.
-fn remove_tree(
-    m: &MetaStore,
-    fs: &Filesystems,
-    dir: &NsPath,
-    who: &Identity,
-    rep: &mut RemoveReport,
-) -> Result<(), MetaError> {
-    loop {
-        // Always take the first page: entries are removed as we go.
-        let page = m.list(dir, None, 512)?;
-        if page.is_empty() {
-            return Ok(());
-        }
-        for child in page {
-            let p = dir.join(&child.name)?;
-            if child.is_dir() {
-                remove_tree(m, fs, &p, who, rep)?;
-                m.rmdir(&p, who)?;
-                rep.dirs += 1;
-            } else {
-                let gone = m.unlink(&p, who)?;
-                crate::ledger::drop_stripes_of(fs, &gone);
-                rep.files += 1;
-            }
-        }
     }
 }

@@ -58,7 +58,7 @@ impl Core {
                 out.removed.files += 1;
                 return Ok(out);
             }
-            if sweep(m, &fs, &path, &w, &mut out)? {
+            if sweep(m, &fs, &path, &w, &mut out, true)? {
                 match m.rmdir(&path, &w) {
                     Ok(_) => out.removed.dirs += 1,
                     Err(e) if out.removed.files + out.removed.dirs == 0 => return Err(e),
@@ -71,19 +71,23 @@ impl Core {
     }
 }
 
-/// Remove what is under `dir`; whether all of it went.
-fn sweep(
+/// Remove what is under `dir`, depth first; whether all of it went. With
+/// `keep_going` what cannot be removed is named in `out.failed` and the
+/// walk goes on; without, the first failure ends it (the rest stays).
+pub(crate) fn sweep(
     m: &MetaStore,
     fs: &Filesystems,
     dir: &NsPath,
     who: &Identity,
     out: &mut TreeRemoval,
+    keep_going: bool,
 ) -> Result<bool, MetaError> {
     let mut clean = true;
     let mut after: Option<Vec<u8>> = None;
     loop {
         let page = match m.list(dir, after.as_deref(), 512) {
             Ok(p) => p,
+            Err(e) if !keep_going => return Err(e),
             Err(e) => {
                 out.failed.push((dir.clone(), e.into()));
                 return Ok(false);
@@ -96,7 +100,7 @@ fn sweep(
         for child in page {
             let p = dir.join(&child.name)?;
             let r = if child.is_dir() {
-                if !sweep(m, fs, &p, who, out)? {
+                if !sweep(m, fs, &p, who, out, keep_going)? {
                     clean = false;
                     continue;
                 }
@@ -107,9 +111,13 @@ fn sweep(
                     out.removed.files += 1;
                 })
             };
-            if let Err(e) = r {
-                clean = false;
-                out.failed.push((p, e.into()));
+            match r {
+                Ok(()) => {}
+                Err(e) if !keep_going => return Err(e),
+                Err(e) => {
+                    clean = false;
+                    out.failed.push((p, e.into()));
+                }
             }
         }
         after = Some(next);
