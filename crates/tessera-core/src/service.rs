@@ -381,6 +381,28 @@ impl Core {
         .await
     }
 
+    /// The attributes of each of `paths` in one step (a listing's
+    /// entries: one trip to the blocking pool, not one per entry); a path
+    /// that cannot be read gets its error.
+    pub async fn xattr_list_each(
+        &self,
+        who: &Identity,
+        dir: NsPath,
+        paths: Vec<NsPath>,
+    ) -> Result<Vec<Result<Vec<(Vec<u8>, Vec<u8>)>, CoreError>>, CoreError> {
+        let w = who.clone();
+        self.run("attr_ls", who, dir.display(), move |m| {
+            Ok(paths
+                .iter()
+                .map(|p| {
+                    crate::scopes::look(&w, p)?;
+                    Ok(m.xattr_list(p)?)
+                })
+                .collect())
+        })
+        .await
+    }
+
     pub async fn xattr_rm(
         &self,
         who: &Identity,

@@ -47,12 +47,33 @@ pub fn prop_of(attr: &[u8]) -> Option<PropName> {
     Some((ns.into_owned(), local.to_string()))
 }
 
-/// The dead properties of `p`, with their values.
-pub async fn of(ctx: &Ctx, p: &NsPath) -> Result<Vec<(PropName, String)>, HttpError> {
-    let attrs = ctx.core.xattr_list(&ctx.who, p.clone()).await?;
-    Ok(attrs
+/// The dead properties among attributes `attrs`, with their values.
+fn props_of(attrs: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<(PropName, String)> {
+    attrs
         .into_iter()
         .filter_map(|(n, v)| Some((prop_of(&n)?, String::from_utf8(v).ok()?)))
+        .collect()
+}
+
+/// The dead properties of `p`, with their values.
+pub async fn of(ctx: &Ctx, p: &NsPath) -> Result<Vec<(PropName, String)>, HttpError> {
+    Ok(props_of(ctx.core.xattr_list(&ctx.who, p.clone()).await?))
+}
+
+/// The dead properties of each entry of a listing of `dir` (one core call
+/// for all of them; an entry that cannot be read has none).
+pub async fn of_each(
+    ctx: &Ctx,
+    dir: &NsPath,
+    paths: Vec<NsPath>,
+) -> Result<Vec<Vec<(PropName, String)>>, HttpError> {
+    let all = ctx
+        .core
+        .xattr_list_each(&ctx.who, dir.clone(), paths)
+        .await?;
+    Ok(all
+        .into_iter()
+        .map(|r| r.map(props_of).unwrap_or_default())
         .collect())
 }
 

@@ -49,6 +49,9 @@ fn tags(v: &str) -> impl Iterator<Item = &str> {
 /// Evaluate the conditions of `h` for a target that is `current` (`None`:
 /// it does not exist); `safe` for GET and HEAD.
 pub fn evaluate(h: &HeaderMap, current: Option<&Inode>, safe: bool) -> Outcome {
+    if !any(h) {
+        return Outcome::Proceed;
+    }
     let tag = current.map(etag);
     let mtime = current.map(|i| secs(i.mtime_ns));
     if let Some(v) = header(h, "if-match") {

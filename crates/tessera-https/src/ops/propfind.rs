@@ -117,16 +117,18 @@ pub async fn propfind(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Http
                 .await?;
             let Some(last) = page.last() else { break };
             after = Some(last.name.clone());
-            for e in &page {
-                let child = p
-                    .join(&e.name)
-                    .map_err(|e| HttpError::new(500, e.to_string()))?;
-                let dead = if wants_dead(&want) {
-                    super::deadprops::of(ctx, &child).await?
-                } else {
-                    Vec::new()
-                };
-                entry(&mut xml, &child, e, &want, &dead);
+            let children = page
+                .iter()
+                .map(|e| p.join(&e.name))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| HttpError::new(500, e.to_string()))?;
+            let dead = if wants_dead(&want) {
+                super::deadprops::of_each(ctx, &p, children.clone()).await?
+            } else {
+                vec![Vec::new(); children.len()]
+            };
+            for ((e, child), dead) in page.iter().zip(&children).zip(&dead) {
+                entry(&mut xml, child, e, &want, dead);
             }
             if page.len() < PAGE {
                 break;
@@ -187,13 +189,13 @@ fn named(ns: &str, local: &str) -> String {
 }
 
 /// Whether answering `want` needs the dead properties (every `allprop`
-/// and `propname`; a `prop` list only when it names one not ours).
+/// and `propname`; a `prop` list only when it names one outside the live
+/// namespaces, where no dead property can be: davix's list, which asks
+/// for `DAV:quota-used-bytes`, reads none).
 fn wants_dead(want: &Propfind) -> bool {
     match want {
         Propfind::AllProp | Propfind::PropName => true,
-        Propfind::Prop(names) => names
-            .iter()
-            .any(|(ns, l)| !PROPS.contains(&(ns.as_str(), l.as_str()))),
+        Propfind::Prop(names) => names.iter().any(|(ns, _)| !super::deadprops::protected(ns)),
     }
 }
 

@@ -171,6 +171,22 @@ fn collections_and_dead_properties_with_curl() {
     assert_eq!(code, 201);
     assert_eq!(e.curl(&[&format!("{copied}sub/b.bin")]).1, body);
     assert!(prop_of(&copied).contains("42 &amp; more</run>"));
+    // A listing (depth 1) gives each entry its dead properties.
+    let file = format!("{copied}a.bin");
+    let (code, _) = e.curl(&["-X", "PROPPATCH", "--data-binary", patch, &file]);
+    assert_eq!(code, 207);
+    let (code, out) = e.curl(&[
+        "-X",
+        "PROPFIND",
+        "-H",
+        "Depth: 1",
+        "--data-binary",
+        find,
+        &copied,
+    ]);
+    let out = String::from_utf8_lossy(&out).into_owned();
+    assert_eq!(code, 207);
+    assert_eq!(out.matches("42 &amp; more</run>").count(), 2, "{out}");
     // MOVE over an existing collection replaces it (Overwrite: T), or not.
     let (code, _) = e.curl(&[
         "-X",
