@@ -22,7 +22,9 @@ pub struct TreeCopy {
     pub failed: Vec<(NsPath, CoreError)>,
 }
 
-/// The checksums stored for a file, as a copy of it must reproduce them.
+/// The checksums stored for a file (an empty one, made by touch, has
+/// none stored: adler32 1, CRC-32C 0), as a copy of it must reproduce them
+/// and as the front-ends answer them.
 pub fn stored_checksums(i: &Inode) -> Expect {
     let adler32 = match &i.checksum {
         Some(c) if c.kind == "adler32" => <[u8; 4]>::try_from(c.value.as_slice())

@@ -54,11 +54,7 @@ pub fn secs(ns: i64) -> i64 {
 
 /// The adler32 of a file as 8 lowercase hex digits (1 for an empty one).
 pub fn adler32_hex(i: &Inode) -> Option<String> {
-    match &i.checksum {
-        Some(c) if c.kind == "adler32" => Some(c.hex()),
-        None if i.size == 0 => Some("00000001".into()),
-        _ => None,
-    }
+    adler32_bytes(i).map(|b| format!("{:08x}", u32::from_be_bytes(b)))
 }
 
 /// The algorithms a `Want-Digest` (`alg;q=0.5`, RFC 3230) or
@@ -100,22 +96,19 @@ pub fn exists_refused() -> HttpError {
     HttpError::new(412, "the destination exists and Overwrite is F")
 }
 
-/// The file's CRC-32C as big-endian bytes (0 for an empty file).
+/// The file's CRC-32C as big-endian bytes (0 for an empty file), as the
+/// core says it has it.
 fn crc32c_bytes(i: &Inode) -> Option<[u8; 4]> {
-    match i.crc32c {
-        Some(c) => Some(c.to_be_bytes()),
-        None if i.size == 0 => Some([0; 4]),
-        None => None,
-    }
+    tessera_core::stored_checksums(i)
+        .crc32c
+        .map(u32::to_be_bytes)
 }
 
-/// The adler32 as bytes.
-fn adler32_bytes(i: &Inode) -> Option<Vec<u8>> {
-    match &i.checksum {
-        Some(c) if c.kind == "adler32" => Some(c.value.clone()),
-        None if i.size == 0 => Some(vec![0, 0, 0, 1]),
-        _ => None,
-    }
+/// The adler32 as bytes (1 for an empty file).
+fn adler32_bytes(i: &Inode) -> Option<[u8; 4]> {
+    tessera_core::stored_checksums(i)
+        .adler32
+        .map(u32::to_be_bytes)
 }
 
 /// `Digest` (RFC 3230) for a `Want-Digest`: `adler32=<8 hex digits>` or

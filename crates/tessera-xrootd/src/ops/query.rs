@@ -34,15 +34,13 @@ async fn checksum(s: &Session, who: &Identity, t: Target) -> Result<Vec<u8>, Xrd
         ));
     }
     let i = s.core()?.readable_file(who, &t.path)?;
-    let hex = match (alg.as_str(), &i.checksum, i.crc32c) {
-        ("adler32", Some(c), _) if c.kind == "adler32" => Some(c.hex()),
-        ("crc32c", _, Some(c)) => Some(format!("{c:08x}")),
-        // A file made empty (touch) has no stored checksum.
-        ("adler32", None, _) if i.size == 0 => Some("00000001".to_string()),
-        ("crc32c", _, None) if i.size == 0 => Some("00000000".to_string()),
-        _ => None,
-    }
-    .ok_or_else(|| {
+    let stored = tessera_core::stored_checksums(&i);
+    let value = if alg == "adler32" {
+        stored.adler32
+    } else {
+        stored.crc32c
+    };
+    let hex = value.map(|v| format!("{v:08x}")).ok_or_else(|| {
         XrdError::new(
             err::SERVER_ERROR,
             format!("no {alg} checksum stored for {}", t.path.display()),
