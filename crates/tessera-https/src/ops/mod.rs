@@ -194,7 +194,8 @@ pub fn set(r: &mut Response<Body>, name: &'static str, value: &str) {
 mod tests {
     use super::*;
 
-    fn file(size: u64) -> Inode {
+    /// A file record for tests (adler32 and CRC-32C stored).
+    pub(super) fn file(size: u64) -> Inode {
         Inode {
             ino: 2,
             kind: tessera_core::EntryKind::File,

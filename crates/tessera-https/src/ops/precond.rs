@@ -121,21 +121,8 @@ mod tests {
 
     fn inode(mtime_s: i64) -> Inode {
         Inode {
-            ino: 7,
-            kind: tessera_core::EntryKind::File,
-            parent: 1,
-            name: b"f".to_vec(),
-            uid: 0,
-            gid: 0,
-            mode: 0o644,
-            ctime_ns: 0,
             mtime_ns: mtime_s * 1_000_000_000,
-            size: 1,
-            checksum: None,
-            crc32c: None,
-            layout: Vec::new(),
-            quota_node: false,
-            nchildren: 0,
+            ..super::super::tests::file(1)
         }
     }
 
