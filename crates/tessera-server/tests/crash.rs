@@ -3,8 +3,7 @@
 //! SIGTERM exits cleanly; restarts are fast.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tessera_proto::admin::v1 as pb;
@@ -12,49 +11,23 @@ use tessera_proto::admin::v1::namespace_client::NamespaceClient;
 use tessera_proto::admin::v1::quota_client::QuotaClient;
 use tonic::transport::Channel;
 
+#[path = "common/mod.rs"]
+#[allow(dead_code)]
+mod common;
+use common::Daemon;
+
 struct Server {
-    child: Child,
+    d: Daemon,
     admin: String,
     boot_ms: f64,
 }
 
 fn start(dir: &std::path::Path) -> Server {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tesserad"))
-        .args(["serve", "--dev", "--data-dir"])
-        .arg(dir)
-        .args([
-            "--admin-addr",
-            "127.0.0.1:0",
-            "--metrics-addr",
-            "127.0.0.1:0",
-            "--xrootd-addr",
-            "127.0.0.1:0",
-            "--https-addr",
-            "127.0.0.1:0",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn tesserad");
-    let stdout = child.stdout.take().expect("stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    let first = lines.next().expect("a line").expect("read");
-    assert!(first.starts_with("tesserad ready"), "{first}");
-    let field = |k: &str| {
-        first
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix(k))
-            .expect("field")
-            .to_string()
-    };
-    let admin = field("admin=");
-    let boot_ms: f64 = field("boot_ms=").parse().expect("number");
-    // Keep draining stdout so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
+    let d = Daemon::dev(dir, &[]);
     Server {
-        child,
-        admin,
-        boot_ms,
+        admin: d.field("admin="),
+        boot_ms: d.field("boot_ms=").parse().expect("number"),
+        d,
     }
 }
 
@@ -212,8 +185,8 @@ async fn kill_9_during_mutations_loses_no_acknowledged_change() {
     while known.lock().expect("lock").len() < 200 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    srv.child.kill().expect("SIGKILL");
-    srv.child.wait().expect("reap");
+    srv.d.child.kill().expect("SIGKILL");
+    srv.d.child.wait().expect("reap");
     for t in tasks {
         t.await.expect("worker");
     }
@@ -255,8 +228,8 @@ async fn kill_9_during_mutations_loses_no_acknowledged_change() {
     assert!(checked >= 50);
     let rep = ns.check(pb::Empty {}).await.expect("check").into_inner();
     assert!(rep.problems.is_empty(), "{:#?}", rep.problems);
-    srv.child.kill().expect("kill");
-    srv.child.wait().expect("reap");
+    srv.d.child.kill().expect("kill");
+    srv.d.child.wait().expect("reap");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -276,13 +249,13 @@ async fn sigterm_stops_cleanly_and_restart_is_fast() {
             .expect("mkdir");
         }
     }
-    let pid = srv.child.id().to_string();
+    let pid = srv.d.child.id().to_string();
     let st = Command::new("kill")
         .args(["-TERM", &pid])
         .status()
         .expect("kill");
     assert!(st.success());
-    let code = srv.child.wait().expect("wait");
+    let code = srv.d.child.wait().expect("wait");
     assert!(code.success(), "exit status {code:?}");
     let mut srv = start(dir.path());
     assert!(srv.boot_ms < 1000.0, "boot took {} ms", srv.boot_ms);
@@ -297,6 +270,6 @@ async fn sigterm_stops_cleanly_and_restart_is_fast() {
         .expect("list")
         .into_inner();
     assert_eq!(l.entries.len(), 100);
-    srv.child.kill().expect("kill");
-    srv.child.wait().expect("reap");
+    srv.d.child.kill().expect("kill");
+    srv.d.child.wait().expect("reap");
 }
