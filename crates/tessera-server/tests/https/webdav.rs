@@ -285,3 +285,44 @@ fn rclone_syncs_a_tree_up_and_down() {
     }
     assert!(!down.join("a.txt").exists());
 }
+
+/// DELETE of a collection goes on past what its client may not delete and
+/// names that in a 207; the rest is gone.
+#[test]
+fn a_collection_delete_names_what_it_could_not_delete() {
+    // Anonymous requests act as the server's owner; alice has a token.
+    let e = Env::start();
+    let alice = format!(
+        "Authorization: Bearer {}",
+        crate::tokens::token(&e, "storage.read:/data storage.modify:/data")
+    );
+    let f = e.local("up");
+    std::fs::write(&f, b"x").unwrap();
+    let u = |p: &str| format!("{}{p}", e.url);
+    let up = f.to_str().unwrap();
+    assert_eq!(
+        e.curl(&["-H", &alice, "-T", up, &u("/data/d/free.bin")]).0,
+        201
+    );
+    assert_eq!(
+        e.curl(&["-H", &alice, "-T", up, &u("/data/d/sub/g.bin")]).0,
+        201
+    );
+    // Someone else's directory inside it (0755: alice may not delete in it).
+    assert_eq!(e.curl(&["-X", "MKCOL", &u("/data/d/locked")]).0, 201);
+    assert_eq!(e.curl(&["-T", up, &u("/data/d/locked/f")]).0, 201);
+    let (code, body) = e.curl(&["-H", &alice, "-X", "DELETE", &u("/data/d/")]);
+    let body = String::from_utf8_lossy(&body).into_owned();
+    assert_eq!(code, 207, "{body}");
+    assert!(
+        body.contains("<D:href>/data/d/locked/f</D:href>") && body.contains("HTTP/1.1 403"),
+        "{body}"
+    );
+    assert!(
+        !body.contains("free.bin") && !body.contains("<D:href>/data/d</D:href>"),
+        "{body}"
+    );
+    assert_eq!(e.curl(&[&u("/data/d/free.bin")]).0, 404);
+    assert_eq!(e.curl(&[&u("/data/d/sub/g.bin")]).0, 404);
+    assert_eq!(e.curl(&[&u("/data/d/locked/f")]).0, 200);
+}
