@@ -29,7 +29,8 @@ pub enum CoreError {
     /// The memory budget could not take what the request needs in time.
     #[error("{0}")]
     NoMemory(String),
-    /// Reported by the metadata service to a data gateway.
+    /// Reported before: by the metadata service to a data gateway, or by
+    /// an upload's first failure to every later step on it.
     #[error("{msg}")]
     Remote { kind: ErrorKind, msg: String },
 }

@@ -28,7 +28,7 @@ mod sessionlog;
 mod stall;
 mod tree;
 mod truncate;
-mod writemem;
+mod upload;
 
 pub use accept::Acceptor;
 pub use budget::{Budget, Lease, Share, DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_WAIT, MIN_SHARE};
@@ -54,4 +54,4 @@ pub use tessera_meta::{
     QuotaEntry, QuotaKind, QuotaNodeReport, QuotaTarget, RenameFlags, Reservation, SetAttr,
 };
 pub use tree::TreeRemoval;
-pub use writemem::lease_for_append;
+pub use upload::{Done, Holds, Ran, Step, Upload};

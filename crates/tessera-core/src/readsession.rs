@@ -136,6 +136,23 @@ impl ReadSession {
         Some(d)
     }
 
+    /// Read up to `len` bytes at `offset` from async code, the one rule
+    /// for every front-end: copied right here when memory holds them
+    /// ([`ReadSession::read_cached`]), else read on the blocking pool.
+    pub async fn fetch(
+        self: &Arc<Self>,
+        offset: u64,
+        len: usize,
+    ) -> Result<Option<ReadData>, CoreError> {
+        if let Some(d) = self.read_cached(offset, len) {
+            return Ok(Some(d));
+        }
+        let me = Arc::clone(self);
+        tokio::task::spawn_blocking(move || me.read(offset, len))
+            .await
+            .map_err(|e| CoreError::Task(e.to_string()))?
+    }
+
     /// Stripes that failed during this session (degraded reads).
     pub fn events(&self) -> Vec<ReadEvent> {
         self.reader.as_ref().map(|r| r.events()).unwrap_or_default()

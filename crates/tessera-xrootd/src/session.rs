@@ -20,7 +20,7 @@ pub const MAX_HELD_PER_CONNECTION: usize = 256 << 20;
 
 /// A file open for reading: concurrent reads share it.
 pub struct OpenRead {
-    pub rs: ReadSession,
+    pub rs: Arc<ReadSession>,
     pub path: NsPath,
 }
 

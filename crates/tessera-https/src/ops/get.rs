@@ -337,20 +337,12 @@ pub fn stream_file(
                     let _ = tx.send(Err(e)).await;
                     return;
                 };
-                // A short part the kernel (or the blocks an earlier short
-                // read kept) holds in memory is copied right here.
-                let got = match rs.read_cached(pos, n) {
-                    Some(d) => Ok(Ok(Some(d))),
-                    None => {
-                        let r2 = Arc::clone(&rs);
-                        tokio::task::spawn_blocking(move || r2.read(pos, n)).await
-                    }
-                };
-                let chunks = match got {
-                    Ok(Ok(Some(d))) if d.len() == n => Ok(frames(d, lease)),
-                    Ok(Ok(_)) => Err(std::io::Error::other("file shorter than its size")),
-                    Ok(Err(e)) => Err(read_failure(e)),
-                    Err(e) => Err(std::io::Error::other(e.to_string())),
+                // The core copies a part memory holds right here, else
+                // reads it on the blocking pool.
+                let chunks = match rs.fetch(pos, n).await {
+                    Ok(Some(d)) if d.len() == n => Ok(frames(d, lease)),
+                    Ok(_) => Err(std::io::Error::other("file shorter than its size")),
+                    Err(e) => Err(read_failure(e)),
                 };
                 // An error ends the body early: the client sees a short
                 // read, never wrong bytes.

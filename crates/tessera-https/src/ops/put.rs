@@ -12,8 +12,7 @@ use crate::Ctx;
 use http_body_util::BodyExt;
 use hyper::body::Bytes;
 use hyper::Response;
-use std::sync::{Arc, Mutex};
-use tessera_core::{Budget, Lease, WriteSession};
+use tessera_core::{Budget, Expect, Lease, Upload, WriteSession};
 
 pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
     let p = path::decode(req.uri().path())?;
@@ -74,16 +73,18 @@ pub async fn make_parents(ctx: &Ctx, p: &tessera_types::NsPath) -> Result<(), Ht
 }
 
 /// Stream `body` into `ws` and close it: the file is visible only when
-/// this returns Ok. Any early return drops the session: the write is
+/// this returns Ok. Any early return drops the upload: the write is
 /// aborted, nothing visible. A body that brings nothing for `idle` is
-/// abandoned (408; a slow or stuck client cannot hold a write open).
+/// abandoned (408; a slow or stuck client cannot hold a write open). The
+/// core's [`Upload`] leases the file's memory and decides what runs on the
+/// blocking pool.
 pub async fn receive(
     ws: WriteSession,
     mut body: crate::ReqBody,
     idle: std::time::Duration,
     budget: &Budget,
 ) -> Result<tessera_core::Inode, HttpError> {
-    let ws: Arc<Mutex<Option<WriteSession>>> = Arc::new(Mutex::new(Some(ws)));
+    let up: Upload<Bytes> = Upload::new(ws, budget.clone(), None);
     loop {
         let Ok(next) = tokio::time::timeout(idle, body.frame()).await else {
             return Err(HttpError::new(
@@ -94,19 +95,13 @@ pub async fn receive(
         let Some(frame) = next else { break };
         let frame = frame.map_err(|e| HttpError::new(400, format!("upload interrupted: {e}")))?;
         if let Ok(data) = frame.into_data() {
-            if let Err(e) = feed(&ws, data, budget).await {
+            if let Err(e) = up.append(data, Lease::default()).await {
                 linger(body, idle);
-                return Err(e);
+                return Err(e.into());
             }
         }
     }
-    let w2 = Arc::clone(&ws);
-    blocking(move || {
-        let s = w2.lock().unwrap_or_else(|p| p.into_inner()).take();
-        s.ok_or_else(|| tessera_core::CoreError::Invalid("closed twice".into()))?
-            .close()
-    })
-    .await
+    Ok(up.close(Expect::default()).await?)
 }
 
 /// After a refusal mid-upload (over quota, no space): read and drop what
@@ -138,84 +133,4 @@ pub fn created(inode: &tessera_core::Inode, new: bool) -> Response<Body> {
     set(&mut r, "ETag", &super::etag(inode));
     set(&mut r, "Content-Length", "0");
     r
-}
-
-/// Append a received frame: copied in line into the group the writer is
-/// filling when that is all it takes (no stripe I/O, no reservation to
-/// extend), else handed to the blocking pool (which then writes the full
-/// group out). No batch buffer in between: each byte is copied once, into
-/// the group. A failure aborts the session.
-pub async fn feed(
-    ws: &Arc<Mutex<Option<WriteSession>>>,
-    data: Bytes,
-    budget: &Budget,
-) -> Result<(), HttpError> {
-    take_memory(ws, data.len(), budget, None).await?;
-    {
-        let mut g = ws.lock().unwrap_or_else(|p| p.into_inner());
-        match g.as_mut() {
-            Some(s) if s.write_is_buffered(data.len()) => {
-                let r = s.write(&data);
-                if r.is_err() {
-                    *g = None;
-                }
-                return r.map_err(HttpError::from);
-            }
-            Some(_) => {}
-            None => return Err(HttpError::new(500, "write after failure")),
-        }
-    }
-    append_on_pool(ws, data).await
-}
-
-/// Append to a shared write session on the blocking pool; a failure
-/// aborts the session (reservation released, nothing visible).
-/// `held`: the budget's bytes `data` holds; what the session needs is
-/// taken from it first (the bytes move from `data` into the group).
-pub async fn write(
-    ws: &Arc<Mutex<Option<WriteSession>>>,
-    data: impl AsRef<[u8]> + Send + 'static,
-    budget: &Budget,
-    held: Option<&mut Lease>,
-) -> Result<(), HttpError> {
-    take_memory(ws, data.as_ref().len(), budget, held).await?;
-    append_on_pool(ws, data).await
-}
-
-/// Append on the blocking pool, the memory already taken; a failure
-/// aborts the session.
-async fn append_on_pool(
-    ws: &Arc<Mutex<Option<WriteSession>>>,
-    data: impl AsRef<[u8]> + Send + 'static,
-) -> Result<(), HttpError> {
-    let w = Arc::clone(ws);
-    blocking(move || {
-        let mut g = w.lock().unwrap_or_else(|p| p.into_inner());
-        match g.as_mut() {
-            Some(s) => {
-                let r = s.write(data.as_ref());
-                if r.is_err() {
-                    *g = None; // abort now: release the reservation
-                }
-                r
-            }
-            None => Err(tessera_core::CoreError::Invalid(
-                "write after failure".into(),
-            )),
-        }
-    })
-    .await
-}
-
-/// Lease what appending `len` bytes makes the session's buffers hold
-/// (the core's one policy, `lease_for_append`): refused in time, the
-/// session is aborted (nothing visible) and the request answered 503 with
-/// `Retry-After` (the server is short of memory for now).
-async fn take_memory(
-    ws: &Arc<Mutex<Option<WriteSession>>>,
-    len: usize,
-    budget: &Budget,
-    held: Option<&mut Lease>,
-) -> Result<(), HttpError> {
-    Ok(tessera_core::lease_for_append(ws, |s| s, len as u64, budget, held).await?)
 }

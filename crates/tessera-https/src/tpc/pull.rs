@@ -20,9 +20,9 @@ use http_body_util::BodyExt;
 use hyper::body::Bytes;
 use hyper::{Request, Response};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-use tessera_core::{Expect, WriteSession};
+use tessera_core::{Expect, Lease, Upload, WriteSession};
 use tokio::sync::mpsc;
 
 const MARKER_EVERY: Duration = Duration::from_secs(5);
@@ -154,7 +154,7 @@ async fn transfer(
     ws: WriteSession,
     tx: &mpsc::Sender<Result<Bytes, std::io::Error>>,
 ) -> Result<(), String> {
-    let ws = Arc::new(Mutex::new(Some(ws)));
+    let up: Upload<Bytes> = Upload::new(ws, how.budget.clone(), None);
     let moved = AtomicU64::new(0);
     let head = if how.streams > 1 {
         streams::source_size(&how.remote, how.tls.as_ref(), &how.copy_headers).await
@@ -171,7 +171,7 @@ async fn transfer(
                     size,
                     how.streams,
                     streams::Sink {
-                        ws: &ws,
+                        up: &up,
                         budget: &how.budget,
                         moved: &moved,
                     },
@@ -181,7 +181,7 @@ async fn transfer(
             }
             _ => {
                 let (remote, tls) = (&*how.remote, how.tls.as_ref());
-                one_stream(remote, tls, how.get, &ws, &moved, &how.budget).await
+                one_stream(remote, tls, how.get, &up, &moved).await
             }
         }
     };
@@ -206,19 +206,10 @@ async fn transfer(
         }
     };
     let _ = tx.send(Ok(marker(moved.load(Ordering::Relaxed)))).await;
-    let w2 = Arc::clone(&ws);
-    tokio::task::spawn_blocking(move || {
-        let s = w2.lock().unwrap_or_else(|p| p.into_inner()).take();
-        match s {
-            Some(s) => s
-                .close_expecting(want)
-                .map(|_| ())
-                .map_err(|e| crate::HttpError::from(e).msg),
-            None => Err("closed twice".into()),
-        }
-    })
-    .await
-    .map_err(|e| e.to_string())?
+    up.close(want)
+        .await
+        .map(drop)
+        .map_err(|e| crate::HttpError::from(e).msg)
 }
 
 /// GET the whole source on one connection into `ws`; the digests the
@@ -227,9 +218,8 @@ async fn one_stream(
     remote: &Remote,
     tls: Option<&Arc<tokio_rustls::rustls::ClientConfig>>,
     get: Request<Body>,
-    ws: &Arc<Mutex<Option<WriteSession>>>,
+    up: &Upload<Bytes>,
     moved: &AtomicU64,
-    budget: &tessera_core::Budget,
 ) -> Result<Expect, String> {
     let resp = client::send(remote, tls, get).await?;
     if !resp.status().is_success() {
@@ -241,7 +231,9 @@ async fn one_stream(
         let f = f.map_err(|e| format!("reading the source: {e}"))?;
         if let Ok(d) = f.into_data() {
             let n = d.len() as u64;
-            put::feed(ws, d, budget).await.map_err(|e| e.msg)?;
+            up.append(d, Lease::default())
+                .await
+                .map_err(|e| crate::HttpError::from(e).msg)?;
             moved.fetch_add(n, Ordering::Relaxed);
         }
     }

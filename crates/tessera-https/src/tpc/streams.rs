@@ -8,14 +8,13 @@
 
 use super::client::{self, Remote};
 use crate::body::Body;
-use crate::ops::put;
 use http_body_util::BodyExt;
 use hyper::body::Bytes;
 use hyper::{HeaderMap, Request};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use tessera_core::{Budget, Lease, WriteSession};
+use std::sync::Arc;
+use tessera_core::{Budget, Lease, Upload};
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::rustls::ClientConfig;
 
@@ -53,8 +52,9 @@ pub async fn source_size(
 
 /// Where a pull's bytes go.
 pub struct Sink<'a> {
-    pub ws: &'a Arc<Mutex<Option<WriteSession>>>,
-    /// The process's memory budget (the file's buffers are leased from it).
+    /// The file being written (its memory leased by the core).
+    pub up: &'a Upload<Bytes>,
+    /// The process's memory budget (each piece is leased from it).
     pub budget: &'a Budget,
     /// Bytes written (for the markers).
     pub moved: &'a AtomicU64,
@@ -100,12 +100,13 @@ pub async fn pull(
         };
         let (i, data, permit, lease) = got?;
         held.insert(i, (data, permit, lease));
-        while let Some((data, permit, mut lease)) = held.remove(&written) {
+        while let Some((data, permit, lease)) = held.remove(&written) {
             let len = data.len() as u64;
-            put::write(to.ws, data, to.budget, Some(&mut lease))
+            to.up
+                .append(Bytes::from(data), lease)
                 .await
-                .map_err(|e| e.msg)?;
-            drop((permit, lease));
+                .map_err(|e| crate::HttpError::from(e).msg)?;
+            drop(permit);
             to.moved.fetch_add(len, Ordering::Relaxed);
             written += 1;
         }

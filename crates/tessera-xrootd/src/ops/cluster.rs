@@ -159,7 +159,7 @@ pub async fn gateway_open(
                 rs.set_log(l);
             }
             let fh = s.add(Handle::Read(Arc::new(OpenRead {
-                rs,
+                rs: Arc::new(rs),
                 path: t.path.clone(),
             })))?;
             Ok((fh, stat))

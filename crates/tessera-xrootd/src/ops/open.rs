@@ -87,7 +87,7 @@ pub async fn open(
         };
         let stat = stat_string(rs.inode(), &who, &s.cfg.names);
         let fh = s.add(Handle::Read(Arc::new(OpenRead {
-            rs,
+            rs: Arc::new(rs),
             path: t.path.clone(),
         })))?;
         (fh, stat)

@@ -78,16 +78,8 @@ pub fn no_memory() -> XrdError {
     )
 }
 
-/// Read `n` bytes at `pos` on the blocking pool (`None`: empty file); a
-/// short read the kernel (or the blocks an earlier short read kept) holds
-/// in memory is copied right here.
+/// Read `n` bytes at `pos` (`None`: empty file): the core copies a read
+/// that memory holds right here, else reads on the blocking pool.
 pub async fn fetch(r: &Arc<OpenRead>, pos: u64, n: usize) -> Result<Option<ReadData>, XrdError> {
-    if let Some(d) = r.rs.read_cached(pos, n) {
-        return Ok(Some(d));
-    }
-    let r = Arc::clone(r);
-    tokio::task::spawn_blocking(move || r.rs.read(pos, n))
-        .await
-        .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))?
-        .map_err(XrdError::from)
+    Ok(r.rs.fetch(pos, n).await?)
 }
