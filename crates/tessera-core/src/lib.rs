@@ -54,4 +54,5 @@ pub use tessera_meta::{
     QuotaEntry, QuotaKind, QuotaNodeReport, QuotaTarget, RenameFlags, Reservation, SetAttr,
 };
 pub use tree::TreeRemoval;
+pub use truncate::REWRITE_MEMORY;
 pub use upload::{Done, Holds, Ran, Step, Upload};

@@ -1,10 +1,43 @@
 //! Truncate: a file rewritten to a new size under the rules of any write.
 
-use crate::{Core, CoreError};
+use crate::{Budget, Core, CoreError};
 use tessera_meta::Inode;
 use tessera_types::{Identity, NsPath};
 
+/// Bytes of the memory budget a truncate holds while it runs: its 8 MiB
+/// copy buffer and a group of the rewritten file (RAIN 4+2: 6 MiB). It
+/// bounds how many rewrites run at once across all connections.
+pub const REWRITE_MEMORY: usize = 16 << 20;
+
 impl Core {
+    /// [`Core::truncate`] from async code, its memory leased from `budget`
+    /// for as long as it runs. Permission is decided before any memory is
+    /// taken (a client that may not rewrite the file holds nothing of the
+    /// budget, even for a moment); memory not granted in time is
+    /// `NoMemory`.
+    pub async fn truncate_within(
+        &self,
+        who: &Identity,
+        path: &NsPath,
+        size: u64,
+        budget: &Budget,
+    ) -> Result<Inode, CoreError> {
+        self.may_write(who, path, true).await?;
+        let Some(lease) = budget.lease(REWRITE_MEMORY).await else {
+            return Err(CoreError::NoMemory(
+                "insufficient memory to rewrite the file now".into(),
+            ));
+        };
+        let (core, who, path) = (self.clone(), who.clone(), path.clone());
+        tokio::task::spawn_blocking(move || {
+            let r = core.truncate(&who, &path, size);
+            drop(lease);
+            r
+        })
+        .await
+        .map_err(|e| CoreError::Task(e.to_string()))?
+    }
+
     /// Set a file's size (blocking): shorter keeps the first `size` bytes,
     /// longer appends zeros. The file is rewritten under the same rules as
     /// any write (permissions, quota, layout) and replaced in one step.
