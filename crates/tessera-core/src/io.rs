@@ -237,6 +237,8 @@ pub struct DataPath {
     durable: bool,
     pub(crate) fs: Arc<Filesystems>,
     read_pool: Arc<tessera_data::BufPool>,
+    /// Threads parallel stripe reads run on, shared by every open file.
+    read_threads: tessera_data::ReadThreads,
     /// Where reads report damaged stripes (`None`: only logged).
     damage: Option<Arc<dyn Ledger>>,
     /// The metrics and access log that sessions opened here are logged to
@@ -251,6 +253,7 @@ impl DataPath {
             durable: true,
             fs: Arc::new(Filesystems::from_records(records)),
             read_pool: tessera_data::BufPool::new(crate::service::READ_POOL_BYTES),
+            read_threads: tessera_data::ReadThreads::default(),
             damage: None,
             obs: None,
         }
@@ -391,7 +394,8 @@ impl DataPath {
                 .map(|id| self.fs.backend_for_read(*id))
                 .collect();
             let r = FileReader::new(p, inode.ino, inode.size, backends)?
-                .with_pool(Arc::clone(&self.read_pool));
+                .with_pool(Arc::clone(&self.read_pool))
+                .with_threads(self.read_threads.clone());
             (Some(r), fsids)
         };
         Ok(ReadSession {
@@ -462,6 +466,7 @@ impl Core {
             durable: self.meta.options().durability == tessera_meta::Durability::Sync,
             fs: Arc::clone(&self.fs),
             read_pool: Arc::clone(&self.read_pool),
+            read_threads: self.read_threads.clone(),
             damage: Some(self.ledger()),
             obs: Some((Arc::clone(&self.metrics), Arc::clone(&self.access))),
         }

@@ -51,6 +51,8 @@ pub struct Core {
     pub(crate) fs: Arc<Filesystems>,
     /// Read buffers shared by every open file.
     pub(crate) read_pool: Arc<tessera_data::BufPool>,
+    /// Threads parallel stripe reads run on, shared by every open file.
+    pub(crate) read_threads: tessera_data::ReadThreads,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) access: Arc<AccessLog>,
 }
@@ -67,6 +69,7 @@ impl Core {
             meta,
             fs,
             read_pool: tessera_data::BufPool::new(READ_POOL_BYTES),
+            read_threads: tessera_data::ReadThreads::default(),
             metrics,
             access,
         })

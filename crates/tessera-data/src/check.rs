@@ -35,12 +35,10 @@ impl StripeState {
 
 /// Length of a sealed stripe file of a file of this geometry.
 pub fn expected_stripe_len(geo: &Geometry) -> u64 {
-    let groups = geo.groups();
-    let mut len = HEADER_LEN as u64 + groups * 4;
-    if groups > 0 {
-        len += (groups - 1) * geo.layout.block_size as u64 + geo.block_len(groups - 1) as u64;
+    match geo.groups() {
+        0 => HEADER_LEN as u64,
+        n => geo.block_offset(n - 1) + geo.block_span(n - 1) as u64,
     }
-    len
 }
 
 /// Check stripe `index` of file `fid`: present, header, length, and with
@@ -107,10 +105,10 @@ pub fn check_stripe(
     if deep {
         let mut bad = Vec::new();
         for g in 0..geo.groups() {
-            let len = geo.block_len(g);
-            let mut buf = vec![0u8; len + 4];
-            let ok = r.read_at(geo.block_offset(g), &mut buf).ok() == Some(len + 4)
-                && tessera_ec::crc32c(&buf[..len]).to_le_bytes() == buf[len..];
+            let (len, span) = (geo.block_len(g), geo.block_span(g));
+            let mut buf = vec![0u8; span];
+            let ok = r.read_at(geo.block_offset(g), &mut buf).ok() == Some(span)
+                && crate::sums::verify(&geo.layout, &buf[..len], &buf[len..]);
             if !ok {
                 bad.push(g);
             }

@@ -128,6 +128,13 @@ impl FileReader {
         self
     }
 
+    /// Run parallel stripe reads on `threads` (shared with other readers)
+    /// instead of this reader's own.
+    pub fn with_threads(mut self, threads: crate::ReadThreads) -> FileReader {
+        self.striped_mut().set_threads(threads);
+        self
+    }
+
     /// Treat a stripe as missing when it takes longer than `slow`.
     pub fn with_slow_threshold(mut self, slow: Duration) -> FileReader {
         self.striped_mut().set_slow_threshold(slow);

@@ -265,47 +265,52 @@ impl FileWriter {
                 _ => &buf[..len],
             }
         };
-        // Each distinct block's CRC once (plain and replica stripes all
-        // hold the same block); the whole file's CRC-32C follows from the
-        // data blocks' (combined) when they are large, the padding of a last
-        // RAIN group aside.
+        // Each distinct block's checksums once (plain and replica stripes
+        // all hold the same block): one CRC-32C per page (format 2) or per
+        // block (format 1). The whole file's CRC-32C follows from the data
+        // blocks' (joined) when they are whole and large, the padding of a
+        // last RAIN group aside.
         let distinct = match kind {
             LayoutKind::Rain => k + self.parity.len(),
             _ => 1,
         };
-        let crcs: Vec<u32> = (0..distinct)
-            .map(|i| tessera_ec::crc32c(block(i)))
+        let layout = self.layout;
+        let crcs: Vec<Vec<u32>> = (0..distinct)
+            .map(|i| crate::sums::crcs(&layout, block(i)))
             .collect();
-        // Joining needs x^(8 len) once per block length (a few µs): small
-        // blocks are simply read again.
-        if data_len == k * len && len >= COMBINE_FROM {
+        // The unit each CRC covers; joining needs x^(8 unit) once per unit
+        // length (a few µs): small blocks are simply read again.
+        let unit = match layout.page {
+            0 => len,
+            p => p as usize,
+        };
+        if data_len == k * len && len >= COMBINE_FROM && len.is_multiple_of(unit) {
             let j = match self.joiner {
-                Some(j) if j.len() == len as u64 => j,
-                _ => Joiner::new(len as u64),
+                Some(j) if j.len() == unit as u64 => j,
+                _ => Joiner::new(unit as u64),
             };
             self.joiner = Some(j);
-            for &c in &crcs[..k] {
+            for &c in crcs[..k].iter().flatten() {
                 self.crc = j.join(self.crc, c);
             }
         } else {
             self.crc = tessera_ec::crc32c_append(self.crc, &buf[..data_len]);
         }
-        let crc_of = |i: usize| crcs[i.min(distinct - 1)];
+        let sums: Vec<Vec<u8>> = crcs.iter().map(|c| crate::sums::encode(c)).collect();
+        let sums_of = |i: usize| sums[i.min(distinct - 1)].as_slice();
         type Written = Vec<(usize, Result<(), tessera_backend::BackendError>)>;
-        let write_one = |i: usize, w: &mut Box<dyn StripeWrite>, b: &[u8], crc: u32| {
-            let crc = crc.to_le_bytes();
-            match headers.get(i) {
-                Some(h) => w.write_parts_at(0, &[h, b, &crc]),
-                None => w.write_parts_at(off, &[b, &crc]),
-            }
-        };
+        let write_one =
+            |i: usize, w: &mut Box<dyn StripeWrite>, b: &[u8], sums: &[u8]| match headers.get(i) {
+                Some(h) => w.write_parts_at(0, &[h, b, sums]),
+                None => w.write_parts_at(off, &[b, sums]),
+            };
         let live = self.stripes.iter().filter(|w| w.is_some()).count();
         let results: Written = if live <= 1 {
             // One stripe (plain): no thread to start.
             let mut out = Vec::new();
             for (i, w) in self.stripes.iter_mut().enumerate() {
                 if let Some(w) = w {
-                    out.push((i, write_one(i, w, block(i), crc_of(i))));
+                    out.push((i, write_one(i, w, block(i), sums_of(i))));
                 }
             }
             out
@@ -317,7 +322,7 @@ impl FileWriter {
                     .enumerate()
                     .filter_map(|(i, w)| w.as_mut().map(|w| (i, w)))
                     .map(|(i, w)| {
-                        let (b, c) = (block(i), crc_of(i));
+                        let (b, c) = (block(i), sums_of(i));
                         let h = s.spawn(move || write_one(i, w, b, c));
                         (i, h)
                     })

@@ -33,6 +33,10 @@ impl LayoutKind {
 pub const DEFAULT_BLOCK: u32 = 1 << 20;
 /// Largest block size: 16 MiB.
 pub const MAX_BLOCK: u32 = 16 << 20;
+/// The checksum page of stripe format 2: each 4 KiB of a block has its
+/// own CRC-32C (the pages of XRootD's `kXR_pgread`), so a short read
+/// reads and verifies only the pages it touches.
+pub const PAGE: u32 = 4096;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
@@ -42,6 +46,10 @@ pub struct Layout {
     /// Parity stripes (copies − 1 for replica).
     pub m: u8,
     pub block_size: u32,
+    /// Bytes each block checksum covers: [`PAGE`] (stripe format 2), or 0
+    /// for format 1 (one CRC-32C per block; files written before format 2
+    /// keep it, their repairs too).
+    pub page: u32,
 }
 
 impl Layout {
@@ -51,6 +59,7 @@ impl Layout {
             k: 1,
             m: 0,
             block_size: DEFAULT_BLOCK,
+            page: PAGE,
         }
     }
 
@@ -65,6 +74,7 @@ impl Layout {
             k: 1,
             m: copies - 1,
             block_size: DEFAULT_BLOCK,
+            page: PAGE,
         })
     }
 
@@ -80,6 +90,7 @@ impl Layout {
             k,
             m,
             block_size: DEFAULT_BLOCK,
+            page: PAGE,
         })
     }
 
@@ -148,6 +159,24 @@ impl Layout {
         self.k as usize + self.m as usize
     }
 
+    /// The stripe format this layout writes and reads (1 or 2).
+    pub fn format(&self) -> u16 {
+        if self.page == 0 {
+            1
+        } else {
+            2
+        }
+    }
+
+    /// Bytes of checksums that follow a block of `len` bytes: one CRC-32C
+    /// per page (format 2), or one for the block (format 1).
+    pub fn sums_len(&self, len: usize) -> usize {
+        match self.page {
+            0 => 4,
+            p => 4 * len.div_ceil(p as usize),
+        }
+    }
+
     /// Bytes of file data in one full group.
     pub fn group_bytes(&self) -> u64 {
         self.k as u64 * self.block_size as u64
@@ -200,7 +229,18 @@ impl Geometry {
 
     /// Offset of block `g` in a stripe file.
     pub fn block_offset(&self, g: u64) -> u64 {
-        crate::format::HEADER_LEN as u64 + g * (self.layout.block_size as u64 + 4)
+        let bs = self.layout.block_size as usize;
+        crate::format::HEADER_LEN as u64 + g * (bs + self.layout.sums_len(bs)) as u64
+    }
+
+    /// Bytes of checksums after block `g` (see [`Layout::sums_len`]).
+    pub fn sums_len(&self, g: u64) -> usize {
+        self.layout.sums_len(self.block_len(g))
+    }
+
+    /// Bytes block `g` takes in a stripe file, its checksums included.
+    pub fn block_span(&self, g: u64) -> usize {
+        self.block_len(g) + self.sums_len(g)
     }
 }
 
@@ -214,7 +254,7 @@ pub struct Placement {
 }
 
 #[derive(Clone, PartialEq, Message)]
-struct PlacementV1 {
+struct PlacementRecord {
     #[prost(uint32, tag = "1")]
     kind: u32,
     #[prost(uint32, tag = "2")]
@@ -225,31 +265,50 @@ struct PlacementV1 {
     block_size: u32,
     #[prost(uint32, repeated, tag = "5")]
     fsids: Vec<u32>,
+    /// Checksum page (version 2 only).
+    #[prost(uint32, tag = "6")]
+    page: u32,
 }
 
+/// Placement record versions: 1 for stripe format 1, 2 for format 2
+/// (the same fields and the checksum page: a reader that predates it
+/// refuses the record instead of misreading the stripes).
 const PLACEMENT_V1: u8 = 1;
+const PLACEMENT_V2: u8 = 2;
 
 impl Placement {
     pub fn encode(&self) -> Vec<u8> {
-        let m = PlacementV1 {
+        let m = PlacementRecord {
             kind: self.layout.kind.code() as u32,
             k: self.layout.k as u32,
             m: self.layout.m as u32,
             block_size: self.layout.block_size,
             fsids: self.fsids.clone(),
+            page: self.layout.page,
         };
-        let mut out = vec![PLACEMENT_V1];
+        let version = match self.layout.page {
+            0 => PLACEMENT_V1,
+            _ => PLACEMENT_V2,
+        };
+        let mut out = vec![version];
         m.encode(&mut out).expect("Vec has room");
         out
     }
 
     pub fn decode(raw: &[u8]) -> Result<Placement, DataError> {
-        match raw.first() {
-            Some(&PLACEMENT_V1) => {}
+        let version = match raw.first() {
+            Some(&v) if v == PLACEMENT_V1 || v == PLACEMENT_V2 => v,
             Some(v) => return Err(DataError::Placement(format!("unknown version {v}"))),
             None => return Err(DataError::Placement("empty".into())),
+        };
+        let m =
+            PlacementRecord::decode(&raw[1..]).map_err(|e| DataError::Placement(e.to_string()))?;
+        let page = if version == PLACEMENT_V1 { 0 } else { m.page };
+        if version == PLACEMENT_V2
+            && (page < 512 || !page.is_power_of_two() || m.block_size % page != 0)
+        {
+            return Err(DataError::Placement(format!("checksum page {page}")));
         }
-        let m = PlacementV1::decode(&raw[1..]).map_err(|e| DataError::Placement(e.to_string()))?;
         let kind = LayoutKind::from_code(m.kind as u8)
             .ok_or_else(|| DataError::Placement(format!("layout kind {}", m.kind)))?;
         let layout = Layout {
@@ -257,6 +316,7 @@ impl Placement {
             k: m.k as u8,
             m: m.m as u8,
             block_size: m.block_size,
+            page,
         };
         if m.fsids.len() != layout.stripes() || layout.k == 0 || layout.block_size == 0 {
             return Err(DataError::Placement(
@@ -321,6 +381,31 @@ mod tests {
     }
 
     #[test]
+    fn placement_records_carry_the_stripe_format() {
+        let p2 = Placement {
+            layout: Layout::rain(4, 2).expect("ok"),
+            fsids: vec![1, 2, 3, 4, 5, 6],
+        };
+        let raw = p2.encode();
+        assert_eq!(raw[0], 2, "format 2 layouts are version 2 records");
+        assert_eq!(Placement::decode(&raw).expect("decode"), p2);
+        let mut l1 = Layout::plain();
+        l1.page = 0;
+        let p1 = Placement {
+            layout: l1,
+            fsids: vec![7],
+        };
+        let raw = p1.encode();
+        assert_eq!(raw[0], 1, "format 1 stays a version 1 record");
+        assert_eq!(Placement::decode(&raw).expect("decode"), p1);
+        let g = l1.geometry(3 << 20);
+        assert_eq!(g.block_offset(2), 4096 + 2 * ((1 << 20) + 4));
+        let g = Layout::plain().geometry(3 << 20);
+        assert_eq!(g.block_offset(2), 4096 + 2 * ((1 << 20) + 1024));
+        assert_eq!(Layout::plain().geometry(5000).sums_len(0), 8);
+    }
+
+    #[test]
     fn geometry() {
         let l = Layout::rain(4, 2)
             .expect("ok")
@@ -342,7 +427,7 @@ mod tests {
         };
         assert_eq!(Placement::decode(&p.encode()).expect("ok"), p);
         let mut bad = p.encode();
-        bad[0] = 2;
+        bad[0] = 9;
         assert!(Placement::decode(&bad).is_err());
     }
 }

@@ -16,9 +16,11 @@ mod format;
 mod layout;
 mod placement;
 mod readdata;
+mod readthreads;
 mod recent;
 mod striped;
 mod stripes;
+mod sums;
 
 pub use check::{check_stripe, expected_stripe_len, rebuild, recoverable, StripeState};
 pub use error::DataError;
@@ -28,4 +30,5 @@ pub use format::{StripeHeader, HEADER_LEN};
 pub use layout::{Geometry, Layout, LayoutKind, Placement};
 pub use placement::{place, Candidate};
 pub use readdata::{BufPool, ReadData};
+pub use readthreads::{ReadThreads, DEFAULT_READ_THREADS};
 pub use striped::{ReadEvent, DEFAULT_POOL_BYTES, SKIPPED_PREFIX, SLOW_PREFIX};

@@ -5,6 +5,7 @@
 
 use crate::layout::{Geometry, LayoutKind, Placement};
 use crate::readdata::{BufPool, ReadData};
+use crate::readthreads::ReadThreads;
 use crate::stripes::{Stripes, BAD_BLOCK};
 use crate::DataError;
 use std::sync::{mpsc, Arc, Mutex, OnceLock};
@@ -58,6 +59,8 @@ pub(crate) struct Striped {
     /// Stripes that were only slow (not broken): the last resort when
     /// nothing else can serve a group is to wait for them.
     slowset: Mutex<Vec<bool>>,
+    /// Where stripe reads asked in parallel run.
+    threads: ReadThreads,
 }
 
 impl Striped {
@@ -92,6 +95,7 @@ impl Striped {
             slow: DEFAULT_SLOW,
             avoid: Mutex::new(vec![false; l.stripes()]),
             slowset: Mutex::new(vec![false; l.stripes()]),
+            threads: ReadThreads::default(),
         })
     }
 
@@ -103,14 +107,20 @@ impl Striped {
         }
     }
 
+    /// Run parallel stripe reads on `threads` (shared with other readers)
+    /// instead of this reader's own.
+    pub fn set_threads(&mut self, threads: ReadThreads) {
+        self.threads = threads;
+    }
+
     /// Treat a stripe as missing when it takes longer than `slow`.
     pub fn set_slow_threshold(&mut self, slow: Duration) {
         self.slow = slow;
     }
 
-    /// Run `f(i)` for each `i` on its own thread; what has not answered
-    /// within the slow threshold is reported as slow (its thread finishes
-    /// in the background and its answer is dropped).
+    /// Run `f(i)` for each `i` on the read threads; what has not answered
+    /// within the slow threshold is reported as slow (it finishes in the
+    /// background and its answer is dropped).
     fn hedged<T, F>(&self, which: &[usize], f: F) -> Vec<(usize, Result<T, String>)>
     where
         T: Send + 'static,
@@ -124,13 +134,10 @@ impl Striped {
         let (tx, rx) = mpsc::channel();
         for &i in which {
             let (s, tx2, f) = (Arc::clone(&self.s), tx.clone(), f.clone());
-            let spawned = std::thread::Builder::new()
-                .name("tessera-read".into())
-                .spawn(move || {
-                    let _ = tx2.send((i, f(&s, i)));
-                });
-            if let Err(e) = spawned {
-                let _ = tx.send((i, Err(format!("cannot start a reader thread: {e}"))));
+            if let Err(e) = self.threads.run(move || {
+                let _ = tx2.send((i, f(&s, i)));
+            }) {
+                let _ = tx.send((i, Err(e)));
             }
         }
         drop(tx);
@@ -352,7 +359,7 @@ impl Striped {
         let mut got = self.hedged(&which, move |s, t| {
             let (j, ga, gb) = t2[t];
             let from = s.geo.block_offset(ga);
-            let to = s.geo.block_offset(gb) + s.geo.block_len(gb) as u64 + 4;
+            let to = s.geo.block_offset(gb) + s.geo.block_span(gb) as u64;
             let want = (to - from) as usize;
             let st = s.stripe(j)?;
             let mut buf = s.pool.take(want);
@@ -385,7 +392,7 @@ impl Striped {
     /// corrupt (the ordinary read then deals with it and records it).
     fn span_cached(&self, g0: u64, g1: u64, j0: usize, j1: usize) -> Option<Vec<Span>> {
         let from = self.geo.block_offset(g0);
-        let to = self.geo.block_offset(g1) + self.geo.block_len(g1) as u64 + 4;
+        let to = self.geo.block_offset(g1) + self.geo.block_span(g1) as u64;
         let want = (to - from) as usize;
         let mut spans = Vec::with_capacity(j1 - j0 + 1);
         for j in j0..=j1 {

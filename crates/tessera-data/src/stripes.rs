@@ -54,31 +54,31 @@ impl Stripes {
     }
 
     /// Whether every block of groups `ga..=gb` in `buf` (which holds a
-    /// stripe's bytes from offset `from`) matches its CRC-32C.
+    /// stripe's bytes from offset `from`) matches its checksums.
     pub(crate) fn verified(&self, buf: &[u8], from: u64, ga: u64, gb: u64) -> bool {
         (ga..=gb).all(|g| {
             let off = (self.geo.block_offset(g) - from) as usize;
             let len = self.geo.block_len(g);
-            tessera_ec::crc32c(&buf[off..off + len]).to_le_bytes() == buf[off + len..off + len + 4]
+            let sums = &buf[off + len..off + self.geo.block_span(g)];
+            crate::sums::verify(&self.geo.layout, &buf[off..off + len], sums)
         })
     }
 
     /// Block `g` of stripe `i`, verified.
     pub(crate) fn block(&self, i: usize, g: u64) -> Result<Vec<u8>, String> {
-        let len = self.geo.block_len(g);
+        let (len, span) = (self.geo.block_len(g), self.geo.block_span(g));
         let s = self.stripe(i)?;
-        let mut buf = vec![0u8; len + 4];
+        let mut buf = vec![0u8; span];
         let n = s
             .read_at(self.geo.block_offset(g), &mut buf)
             .map_err(|e| e.to_string())?;
-        if n != len + 4 {
-            return Err(format!("{BAD_BLOCK} short: {n} of {} bytes", len + 4));
+        if n != span {
+            return Err(format!("{BAD_BLOCK} short: {n} of {span} bytes"));
         }
-        let crc = u32::from_le_bytes(buf[len..].try_into().expect("4 bytes"));
-        buf.truncate(len);
-        if tessera_ec::crc32c(&buf) != crc {
+        if !crate::sums::verify(&self.geo.layout, &buf[..len], &buf[len..]) {
             return Err(format!("{BAD_BLOCK} checksum mismatch"));
         }
+        buf.truncate(len);
         Ok(buf)
     }
 }

@@ -21,11 +21,12 @@ fn file(layout: Layout, len: usize) -> TestFile {
     TestFile::write(layout, len, 11, 3)
 }
 
-/// Flip a byte of block `g` of stripe `i` (blocks of `block` bytes).
+/// Flip a byte of block `g` of stripe `i` (blocks of `block` bytes, each
+/// followed by a CRC per 4 KiB page).
 fn flip(f: &TestFile, i: usize, g: u64, block: u64) {
     let p = f.stripe_path(i);
     let mut all = std::fs::read(&p).expect("stripe");
-    all[HEADER_LEN + (g * (block + 4)) as usize + 100] ^= 0x01;
+    all[HEADER_LEN + (g * (block + block / 4096 * 4)) as usize + 100] ^= 0x01;
     std::fs::write(&p, all).expect("write");
 }
 
