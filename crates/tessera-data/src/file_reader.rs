@@ -87,6 +87,8 @@ pub struct AheadStats {
     pub hits: AtomicU64,
     /// Short requests served from the blocks of an earlier one.
     pub kept_hits: AtomicU64,
+    /// Short requests served from the pages they touch.
+    pub page_reads: AtomicU64,
 }
 
 /// Reads a file's stripes: any range, each block's CRC checked, damaged
@@ -98,6 +100,8 @@ pub struct FileReader {
     stats: AheadStats,
     /// The blocks of the last short read.
     recent: Recent,
+    /// Where the last short read ended: one starting there is sequential.
+    short_next: AtomicU64,
 }
 
 impl FileReader {
@@ -114,6 +118,7 @@ impl FileReader {
             read_ahead: true,
             stats: AheadStats::default(),
             recent: Recent::default(),
+            short_next: AtomicU64::new(u64::MAX),
         })
     }
 
@@ -244,36 +249,47 @@ impl FileReader {
         if len == 0 || len >= recent::SHORT {
             return None;
         }
-        self.short_from(offset, len, |from, n| Ok(self.striped.read_cached(from, n)))
-            .ok()
-            .flatten()
+        self.short_from(offset, len, true).ok().flatten()
     }
 
-    /// A short read: from the blocks the last short read kept, or by
-    /// reading the whole blocks it touches (what verifying it reads
-    /// anyway) and keeping them for the next (`recent.rs`).
+    /// A short read: from the blocks the last short read kept; else, when
+    /// it does not continue the last short read, from the pages it
+    /// touches (format 2: a random read costs what it asks for); else by
+    /// reading the whole blocks it touches and keeping them for the short
+    /// reads that follow (`recent.rs`).
     fn short(&self, offset: u64, len: usize) -> Result<ReadData, DataError> {
-        crate::striped::answered(
-            self.short_from(offset, len, |from, n| self.striped.read(from, n).map(Some)),
-        )
+        crate::striped::answered(self.short_from(offset, len, false))
     }
 
-    /// `short`, the blocks read with `read` (`None`: not now).
+    /// `short`; with `cached` from memory only (`None`: not now).
     fn short_from(
         &self,
         offset: u64,
         len: usize,
-        read: impl FnOnce(u64, usize) -> Result<Option<ReadData>, DataError>,
+        cached: bool,
     ) -> Result<Option<ReadData>, DataError> {
+        let end = self.size().min(offset + len as u64);
+        let follows = self.short_next.swap(end, Ordering::Relaxed) == offset;
         if let Some(d) = self.read_kept(offset, len) {
             return Ok(Some(d));
         }
+        if !follows {
+            if let Some(d) = self.striped.read_pages(offset, len, cached) {
+                self.stats.page_reads.fetch_add(1, Ordering::Relaxed);
+                return Ok(Some(d));
+            }
+        }
         let pool = Arc::clone(self.striped.pool());
-        let end = self.size().min(offset + len as u64);
         let (from, _) = self.striped.block_of(offset);
         let (_, to) = self.striped.block_of(end - 1);
-        let Some(wide) = read(from, (to - from) as usize)? else {
-            return Ok(None);
+        let n = (to - from) as usize;
+        let wide = if cached {
+            match self.striped.read_cached(from, n) {
+                Some(w) => w,
+                None => return Ok(None),
+            }
+        } else {
+            self.striped.read(from, n)?
         };
         let d = recent::part(&wide, offset - from, (end - offset) as usize, &pool);
         self.recent.keep(from, wide, &pool.kept);

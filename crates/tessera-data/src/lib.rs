@@ -14,6 +14,7 @@ mod file_reader;
 mod file_writer;
 mod format;
 mod layout;
+mod pageread;
 mod placement;
 mod readdata;
 mod readthreads;

@@ -50,7 +50,7 @@ struct Span {
 pub(crate) struct Striped {
     placement: Placement,
     geo: Geometry,
-    s: Arc<Stripes>,
+    pub(crate) s: Arc<Stripes>,
     codec: Option<Codec>,
     events: Mutex<Vec<ReadEvent>>,
     slow: Duration,
@@ -121,7 +121,7 @@ impl Striped {
     /// Run `f(i)` for each `i` on the read threads; what has not answered
     /// within the slow threshold is reported as slow (it finishes in the
     /// background and its answer is dropped).
-    fn hedged<T, F>(&self, which: &[usize], f: F) -> Vec<(usize, Result<T, String>)>
+    pub(crate) fn hedged<T, F>(&self, which: &[usize], f: F) -> Vec<(usize, Result<T, String>)>
     where
         T: Send + 'static,
         F: Fn(&Stripes, usize) -> Result<T, String> + Send + Sync + Clone + 'static,
@@ -159,6 +159,19 @@ impl Striped {
 
     pub fn size(&self) -> u64 {
         self.geo.size
+    }
+
+    pub(crate) fn placement(&self) -> &Placement {
+        &self.placement
+    }
+
+    pub(crate) fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+
+    /// Whether stripe `i` failed or was slow earlier in this reader.
+    pub(crate) fn avoided(&self, i: usize) -> bool {
+        self.avoid.lock().unwrap_or_else(|p| p.into_inner())[i]
     }
 
     pub(crate) fn pool(&self) -> &Arc<BufPool> {

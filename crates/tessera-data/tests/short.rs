@@ -95,8 +95,11 @@ fn damage_is_still_found_when_a_block_is_first_read() {
     flip(&f, 0, 3, bs);
     let r = f.reader();
     assert!(r.read(2 * bs, 4096).expect("block 2").to_vec() == f.bytes[2 * bs as usize..][..4096]);
-    assert!(r.read(3 * bs + 10, 4096).is_err(), "a damaged block");
-    assert!(r.read(3 * bs + 5000, 10).is_err(), "still damaged");
+    assert!(r.read(3 * bs + 10, 4096).is_err(), "a damaged page");
+    assert!(r.read(3 * bs + 50, 10).is_err(), "still damaged");
+    // Format 2 checks each 4 KiB page: the good pages of that block read.
+    let good = r.read(3 * bs + 5000, 10).expect("another page of block 3");
+    assert!(good.to_vec() == f.bytes[3 * bs as usize + 5000..][..10]);
     assert!(r.read(4 * bs, 100).expect("block 4").to_vec() == f.bytes[4 * bs as usize..][..100]);
     // RAIN: rebuilt from parity, the right bytes.
     let f = file(rain42(bs), 16 * bs as usize);
@@ -163,4 +166,58 @@ fn reads_from_memory_are_exact_or_step_aside() {
     assert!(r.events().is_empty());
     assert!(r.read(at, 3000).expect("degraded").to_vec() == f.bytes[at as usize..][..3000]);
     assert!(!r.events().is_empty(), "the damage was recorded");
+}
+
+/// Format 2: short reads that do not follow each other (vector-read
+/// elements, baskets) are served from the pages they touch, exactly, for
+/// every layout; a read that follows the previous one reads whole blocks
+/// and keeps them (sequential readers).
+#[test]
+fn scattered_short_reads_are_served_from_their_pages() {
+    let bs = 1u64 << 20;
+    let layouts = [
+        Layout::plain(),
+        Layout::replica(2).expect("replica"),
+        rain42(bs),
+    ];
+    for layout in layouts {
+        let f = file(layout, 9 * bs as usize + 777);
+        let r = f.reader();
+        let mut x = 11u64;
+        let mut reads = 0;
+        for _ in 0..300 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let off = (x >> 20) as usize % f.bytes.len();
+            let len = 1 + (x >> 50) as usize % 9000;
+            let d = r.read(off as u64, len).expect("read");
+            let end = f.bytes.len().min(off + len);
+            assert!(
+                d.to_vec() == f.bytes[off..end],
+                "{} {off}+{len}",
+                layout.name()
+            );
+            reads += 1;
+        }
+        let pages = r.read_ahead_stats().page_reads.load(Ordering::Relaxed);
+        // All but those that cross a block edge (whole blocks, kept: the
+        // reads that land in those later are answered from memory).
+        let served = pages + kept_hits(&r);
+        assert!(pages > reads / 2, "{}: {pages} of {reads}", layout.name());
+        assert!(
+            served >= reads - reads / 20,
+            "{}: {served} of {reads}",
+            layout.name()
+        );
+        let before = kept_hits(&r);
+        for i in 0..16u64 {
+            let d = r.read(5 * bs + i * 4096, 4096).expect("sequential");
+            assert!(d.to_vec() == f.bytes[(5 * bs + i * 4096) as usize..][..4096]);
+        }
+        assert!(
+            kept_hits(&r) - before >= 14,
+            "sequential reads keep their block"
+        );
+    }
 }
