@@ -80,6 +80,12 @@ impl ReadSession {
         &self.inode
     }
 
+    /// Ranges of this file less than this apart are cheaper read as one
+    /// (see `FileReader::merge_gap`).
+    pub fn merge_gap(&self) -> u64 {
+        self.reader.as_ref().map_or(0, |r| r.merge_gap())
+    }
+
     pub fn size(&self) -> u64 {
         self.inode.size
     }

@@ -18,6 +18,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 use tessera_backend::Backend;
 
+/// Pages between two ranges below which they are read as one (format 2):
+/// copying 32 KiB costs about what a second page read costs from the page
+/// cache (`docs/benchmarks.md`, readv).
+const MERGE_PAGES: u64 = 8;
+
 /// Requests smaller than this are not read ahead.
 pub const READ_AHEAD_MIN: usize = 512 << 10;
 
@@ -154,6 +159,17 @@ impl FileReader {
 
     pub fn size(&self) -> u64 {
         self.striped.size()
+    }
+
+    /// Two ranges less than this apart cost less read as one (with the
+    /// bytes between) than as two: with page checksums (format 2) a few
+    /// pages, else a whole block (each range reads its blocks anyway).
+    pub fn merge_gap(&self) -> u64 {
+        let l = self.striped.layout();
+        match l.page {
+            0 => l.block_size as u64,
+            p => MERGE_PAGES * p as u64,
+        }
     }
 
     /// What went wrong so far (degraded reads), read-ahead included.

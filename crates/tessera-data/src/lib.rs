@@ -24,6 +24,7 @@ mod stripes;
 mod sums;
 
 pub use check::{check_stripe, expected_stripe_len, rebuild, recoverable, StripeState};
+pub use crcjoin::Joiner as CrcJoiner;
 pub use error::DataError;
 pub use file_reader::{AheadStats, FileReader, READ_AHEAD_MIN};
 pub use file_writer::{FileWriter, WrittenFile};

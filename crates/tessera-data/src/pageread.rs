@@ -1,10 +1,10 @@
-//! Short reads from the pages they touch (stripe format 2). A read inside
-//! one data block reads that block's pages it covers and their CRCs, and
+//! Short reads from the pages they touch (stripe format 2). A read reads,
+//! in each data block it touches, the pages it covers and their CRCs, and
 //! verifies only those: a 1 KiB element of a vector read costs a 4 KiB
 //! page (two, across a page boundary), not its whole 1 MiB block. The
 //! checksums follow the block in the stripe; when they are near the pages
 //! one read takes both, else two. Anything unexpected (a missing, slow or
-//! corrupt stripe, a range across blocks, a format-1 file) answers `None`
+//! corrupt stripe, a format-1 file) answers `None`
 //! and the caller reads whole blocks, which rebuilds from parity what is
 //! damaged and records it.
 
@@ -34,31 +34,42 @@ struct Pages {
 
 impl Striped {
     /// `len` bytes at `offset` from the pages they touch, verified page by
-    /// page, when the range lies in one data block of a file with page
-    /// checksums; `None` otherwise or on any trouble (see the module
-    /// comment). With `cached`, from memory only, on the caller's thread.
+    /// page, block by block (a range across blocks reads each block's
+    /// pages), when the file has page checksums; `None` otherwise or on any
+    /// trouble (see the module comment). With `cached`, from memory only,
+    /// on the caller's thread.
     pub(crate) fn read_pages(&self, offset: u64, len: usize, cached: bool) -> Option<ReadData> {
-        let at = self.pages_of(offset, len)?;
-        let buf = if cached {
-            let st = self.s.stripe_cached(at.stripe)?;
-            read_pages_with(&self.s, at, |from, buf| st.read_cached(from, buf))?
-        } else {
-            // Through the hedge: a stripe slower than the threshold gives
-            // way to the whole-block path, which reads around it.
-            let mut got = self.hedged(&[at.stripe], move |s, _| {
-                let st = s.stripe(at.stripe)?;
-                read_pages_with(s, at, |from, buf| st.read_at(from, buf).ok())
-                    .ok_or_else(|| "page read failed".to_string())
-            });
-            got.pop()?.1.ok()?
-        };
         let mut out = ReadData::new(Arc::clone(self.pool()));
-        let id = out.adopt(buf);
-        out.push(id, at.skip, at.skip + at.len);
-        Some(out)
+        let end = self.geometry().size.min(offset.saturating_add(len as u64));
+        let mut pos = offset;
+        while pos < end {
+            let at = self.pages_of(pos, (end - pos) as usize)?;
+            let buf = self.pages(at, cached)?;
+            let id = out.adopt(buf);
+            out.push(id, at.skip, at.skip + at.len);
+            pos += at.len as u64;
+        }
+        (pos > offset).then_some(out)
     }
 
-    /// Where the pages of `[offset, offset + len)` are, if page-readable.
+    /// The verified pages `at` names.
+    fn pages(&self, at: Pages, cached: bool) -> Option<Vec<u8>> {
+        if cached {
+            let st = self.s.stripe_cached(at.stripe)?;
+            return read_pages_with(&self.s, at, |from, buf| st.read_cached(from, buf));
+        }
+        // Through the hedge: a stripe slower than the threshold gives way
+        // to the whole-block path, which reads around it.
+        let mut got = self.hedged(&[at.stripe], move |s, _| {
+            let st = s.stripe(at.stripe)?;
+            read_pages_with(s, at, |from, buf| st.read_at(from, buf).ok())
+                .ok_or_else(|| "page read failed".to_string())
+        });
+        got.pop()?.1.ok()
+    }
+
+    /// Where the pages of `[offset, offset + len)` are, up to the end of
+    /// the data block `offset` is in, if page-readable.
     fn pages_of(&self, offset: u64, len: usize) -> Option<Pages> {
         let layout = self.placement().layout;
         let page = layout.page as u64;
@@ -72,9 +83,7 @@ impl Striped {
         let bl = geo.block_len(g) as u64;
         let j = ((offset - start) / bl) as usize;
         let bstart = start + j as u64 * bl;
-        if end > bstart + bl {
-            return None;
-        }
+        let end = end.min(bstart + bl);
         let stripe = match layout.kind {
             LayoutKind::Rain => j,
             // Any copy holds it: the first not known to be failing.

@@ -62,7 +62,11 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], elements: Vec<Elemen
     let mut part_bytes = 0usize;
     // The memory budget's bytes the part holds until it is sent.
     let mut leases = Vec::new();
-    for run in runs(&elements) {
+    let gap = |fh: &[u8; 4]| match s.get(*fh) {
+        Ok(Handle::Read(r)) => r.rs.merge_gap(),
+        _ => 0,
+    };
+    for run in runs(&elements, gap) {
         let r = match s.get(run.fh) {
             Ok(Handle::Read(r)) => r,
             Ok(Handle::Write(_)) => {
@@ -139,9 +143,6 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], elements: Vec<Elemen
 
 /// Elements shorter than this are read together with their neighbours.
 const MERGE_BELOW: usize = 256 << 10;
-/// Neighbours at most this far apart are read together (a block read
-/// anyway, as each element reads its whole verified block).
-const MERGE_GAP: u64 = 1 << 20;
 
 /// Consecutive elements read with one storage read: `elements[first..
 /// first + count]`, all of handle `fh`, within `start..end`.
@@ -158,11 +159,12 @@ struct Run {
 
 /// Group the elements, in request order, into runs: a short element
 /// joins the run before it when it is on the same file, starts at or
-/// after the run's start and within [`MERGE_GAP`] of its end, and the run
-/// stays within one reply part. ROOT's readv asks for many short baskets
-/// of the same region: each block is then read and verified once per run
-/// rather than once per element.
-fn runs(elements: &[Element]) -> Vec<Run> {
+/// after the run's start and within `gap(fh)` of its end (the file's
+/// `merge_gap`: a few pages when its stripes have page checksums, a block
+/// when each element reads its whole verified block), and the run stays
+/// within one reply part. ROOT's readv asks for many short baskets of the
+/// same region: what is read and verified once serves them all.
+fn runs(elements: &[Element], gap: impl Fn(&[u8; 4]) -> u64) -> Vec<Run> {
     let mut out: Vec<Run> = Vec::new();
     for (i, &(fh, len, off)) in elements.iter().enumerate() {
         let end = off + len as u64;
@@ -171,7 +173,7 @@ fn runs(elements: &[Element]) -> Vec<Run> {
                 && len < MERGE_BELOW
                 && r.fh == fh
                 && off >= r.start
-                && off <= r.end + MERGE_GAP
+                && off <= r.end + gap(&fh)
                 && end.max(r.end) - r.start <= read::PART as u64
             {
                 r.end = r.end.max(end);
@@ -214,7 +216,7 @@ mod tests {
     const B: [u8; 4] = [0, 0, 0, 2];
 
     fn spans(e: &[Element]) -> Vec<(u64, u64, usize, usize)> {
-        runs(e)
+        runs(e, |_| 1 << 20)
             .into_iter()
             .map(|r| (r.start, r.end, r.first, r.count))
             .collect()
@@ -237,7 +239,10 @@ mod tests {
             (B, 300 << 10, 1 << 20),
             (B, k, 1 << 20),
         ];
-        assert_eq!(runs(&e).len(), 6);
+        assert_eq!(runs(&e, |_| 1 << 20).len(), 6);
+        // With page checksums, elements a few pages apart stay apart.
+        let e = [(A, k, 0), (A, k, 20_000), (A, k, 200_000)];
+        assert_eq!(runs(&e, |_| 32 << 10).len(), 2);
         // A run stays within one reply part.
         let e: Vec<Element> = (0..20).map(|i| (A, k, i << 20)).collect();
         let r = spans(&e);
