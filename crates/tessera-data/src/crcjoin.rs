@@ -58,7 +58,8 @@ impl Joiner {
         }
     }
 
-    pub fn len(&self) -> u64 {
+    /// The length of the pieces it joins.
+    pub fn piece_len(&self) -> u64 {
         self.len
     }
 

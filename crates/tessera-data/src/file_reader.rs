@@ -19,9 +19,9 @@ use std::time::Duration;
 use tessera_backend::Backend;
 
 /// Pages between two ranges below which they are read as one (format 2):
-/// copying 32 KiB costs about what a second page read costs from the page
-/// cache (`docs/benchmarks.md`, readv).
-const MERGE_PAGES: u64 = 8;
+/// one page (copying and checking more costs more than a second read from
+/// the page cache: `scripts/bench-short`, `docs/benchmarks.md`).
+const MERGE_PAGES: u64 = 1;
 
 /// Requests smaller than this are not read ahead.
 pub const READ_AHEAD_MIN: usize = 512 << 10;

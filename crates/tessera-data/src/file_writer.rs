@@ -286,7 +286,7 @@ impl FileWriter {
         };
         if data_len == k * len && len >= COMBINE_FROM && len.is_multiple_of(unit) {
             let j = match self.joiner {
-                Some(j) if j.len() == unit as u64 => j,
+                Some(j) if j.piece_len() == unit as u64 => j,
                 _ => Joiner::new(unit as u64),
             };
             self.joiner = Some(j);

@@ -2,8 +2,11 @@
 //! in each data block it touches, the pages it covers and their CRCs, and
 //! verifies only those: a 1 KiB element of a vector read costs a 4 KiB
 //! page (two, across a page boundary), not its whole 1 MiB block. The
-//! checksums follow the block in the stripe; when they are near the pages
-//! one read takes both, else two. Anything unexpected (a missing, slow or
+//! checksums follow the block in the stripe: the first page read of a
+//! block reads its whole table too (1 KiB per 1 MiB block; in the same
+//! request when it is near the pages) and the reader keeps the tables of
+//! its last blocks ([`TABLES_KEPT`]), so later reads in that block read
+//! their pages alone. Anything unexpected (a missing, slow or
 //! corrupt stripe, a format-1 file) answers `None`
 //! and the caller reads whole blocks, which rebuilds from parity what is
 //! damaged and records it.
@@ -15,18 +18,47 @@ use crate::stripes::Stripes;
 use std::sync::Arc;
 
 /// Pages and checksums at most this far apart are read with one request.
-const ONE_READ_GAP: u64 = 64 << 10;
+const ONE_READ_GAP: u64 = 8 << 10;
+/// Checksum tables of blocks a reader keeps (most recent first).
+pub(crate) const TABLES_KEPT: usize = 32;
+
+/// The checksum tables of a reader's last blocks read by pages: (stripe,
+/// block, table). The tables were read with pages that matched them, and
+/// a reader's file never changes, so they stay right.
+#[derive(Default)]
+pub(crate) struct Tables(std::sync::Mutex<std::collections::VecDeque<Table>>);
+
+/// A block's checksum table: (stripe, block, table).
+type Table = (usize, u64, Arc<[u8]>);
+
+impl Tables {
+    fn get(&self, stripe: usize, block: u64) -> Option<Arc<[u8]>> {
+        let t = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        t.iter()
+            .find(|(s, b, _)| *s == stripe && *b == block)
+            .map(|(_, _, t)| Arc::clone(t))
+    }
+
+    fn keep(&self, stripe: usize, block: u64, table: Arc<[u8]>) {
+        let mut t = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        t.push_front((stripe, block, table));
+        t.truncate(TABLES_KEPT);
+    }
+}
 
 /// Where a page read's bytes are in a stripe file.
 #[derive(Clone, Copy)]
 struct Pages {
     stripe: usize,
+    /// The block (group) and the first page read in it.
+    block: u64,
+    first_page: usize,
     /// The pages' bytes.
     data_at: u64,
     data_len: usize,
-    /// Their checksums.
-    sums_at: u64,
-    sums_len: usize,
+    /// The block's checksum table.
+    table_at: u64,
+    table_len: usize,
     /// The requested bytes within the pages.
     skip: usize,
     len: usize,
@@ -98,43 +130,63 @@ impl Striped {
         let block_at = geo.block_offset(g);
         Some(Pages {
             stripe,
+            block: g,
+            first_page: p0 as usize,
             data_at: block_at + p0 * page,
             data_len: (((p1 + 1) * page).min(bl) - p0 * page) as usize,
-            sums_at: block_at + bl + 4 * p0,
-            sums_len: 4 * (p1 - p0 + 1) as usize,
+            table_at: block_at + bl,
+            table_len: geo.sums_len(g),
             skip: (offset - bstart - p0 * page) as usize,
             len: (end - offset) as usize,
         })
     }
 }
 
-/// Read the pages `at` names with `read` (a whole read or `None`), and
-/// verify them: the pages' buffer.
+/// Read the pages `at` names with `read` (a whole read or `None`) and
+/// verify them against their block's checksum table (kept, or read with
+/// them and then kept): the pages' buffer.
 fn read_pages_with(
     s: &Stripes,
     at: Pages,
     read: impl Fn(u64, &mut [u8]) -> Option<usize>,
 ) -> Option<Vec<u8>> {
     let page = s.geo.layout.page as usize;
-    let gap = at.sums_at - (at.data_at + at.data_len as u64);
-    if gap <= ONE_READ_GAP {
-        let n = (at.sums_at + at.sums_len as u64 - at.data_at) as usize;
+    let sums = |t: &[u8]| -> Option<std::ops::Range<usize>> {
+        let from = 4 * at.first_page;
+        let to = from + 4 * at.data_len.div_ceil(page);
+        (to <= t.len()).then_some(from..to)
+    };
+    if let Some(table) = s.tables.get(at.stripe, at.block) {
+        let mut buf = s.pool.take(at.data_len);
+        if read(at.data_at, &mut buf)? != at.data_len {
+            return None;
+        }
+        let ok = crate::sums::pages_match(page, &buf, &table[sums(&table)?]);
+        return ok.then_some(buf);
+    }
+    let gap = at.table_at - (at.data_at + at.data_len as u64);
+    let (buf, table): (Vec<u8>, Arc<[u8]>) = if gap <= ONE_READ_GAP {
+        let n = (at.table_at + at.table_len as u64 - at.data_at) as usize;
         let mut buf = s.pool.take(n);
         if read(at.data_at, &mut buf)? != n {
             return None;
         }
-        let sums = &buf[n - at.sums_len..];
-        if !crate::sums::pages_match(page, &buf[..at.data_len], sums) {
+        let table: Arc<[u8]> = Arc::from(&buf[n - at.table_len..]);
+        buf.truncate(at.data_len);
+        (buf, table)
+    } else {
+        let mut table = vec![0u8; at.table_len];
+        let mut buf = s.pool.take(at.data_len);
+        if read(at.table_at, &mut table)? != at.table_len
+            || read(at.data_at, &mut buf)? != at.data_len
+        {
             return None;
         }
-        buf.truncate(at.data_len);
-        return Some(buf);
-    }
-    let mut buf = s.pool.take(at.data_len);
-    let mut sums = [0u8; 1024];
-    let sums = sums.get_mut(..at.sums_len)?;
-    if read(at.sums_at, sums)? != at.sums_len || read(at.data_at, &mut buf)? != at.data_len {
+        (buf, Arc::from(table))
+    };
+    if !crate::sums::pages_match(page, &buf, &table[sums(&table)?]) {
         return None;
     }
-    crate::sums::pages_match(page, &buf, sums).then_some(buf)
+    s.tables.keep(at.stripe, at.block, table);
+    Some(buf)
 }

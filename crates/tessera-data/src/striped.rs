@@ -87,6 +87,7 @@ impl Striped {
                 opened: (0..backends.len()).map(|_| OnceLock::new()).collect(),
                 backends,
                 pool: BufPool::new(DEFAULT_POOL_BYTES),
+                tables: Default::default(),
             }),
             geo,
             placement,

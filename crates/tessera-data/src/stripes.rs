@@ -19,6 +19,8 @@ pub(crate) struct Stripes {
     pub(crate) backends: Vec<Option<Arc<dyn Backend>>>,
     pub(crate) opened: Vec<OnceLock<OpenResult>>,
     pub(crate) pool: Arc<BufPool>,
+    /// Checksum tables of the blocks last read by pages.
+    pub(crate) tables: crate::pageread::Tables,
 }
 
 type OpenResult = Result<Box<dyn StripeRead>, String>;

@@ -9,6 +9,7 @@ use crate::error::XrdError;
 use crate::proto::{err, status};
 use crate::reply::{Out, Piece};
 use crate::session::{Handle, Session};
+use tessera_core::ReadData;
 
 pub const MAX_ELEMENTS: usize = 1024;
 /// Largest single element (`readv_ior_max`).
@@ -46,28 +47,35 @@ pub fn parse(p: &[u8]) -> Result<Vec<Element>, XrdError> {
 }
 
 pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], elements: Vec<Element>) {
+    // Each handle looked up once (a readv names one or a few files).
+    let mut handles: Vec<([u8; 4], Result<Handle, XrdError>)> = Vec::new();
+    for (fh, _, _) in &elements {
+        if !handles.iter().any(|(h, _)| h == fh) {
+            handles.push((*fh, s.get(*fh)));
+        }
+    }
+    let handle = |fh: &[u8; 4]| &handles.iter().find(|(h, _)| h == fh).expect("looked up").1;
     // Refused before any byte is sent when an element reaches past the end
     // (as the reference answers; XrdCl retries a short element without
     // end, reopening the file each time). A read session's size is fixed,
     // so no element below comes back short.
     for (fh, len, off) in &elements {
-        if let Ok(Handle::Read(r)) = s.get(*fh) {
+        if let Ok(Handle::Read(r)) = handle(fh) {
             if off.saturating_add(*len as u64) > r.rs.size() {
                 out.error(stream, &past_end(*len, *off)).await;
                 return;
             }
         }
     }
-    let mut part: Vec<Piece> = Vec::new();
-    let mut part_bytes = 0usize;
-    // The memory budget's bytes the part holds until it is sent.
-    let mut leases = Vec::new();
-    let gap = |fh: &[u8; 4]| match s.get(*fh) {
+    let gap = |fh: &[u8; 4]| match handle(fh) {
         Ok(Handle::Read(r)) => r.rs.merge_gap(),
         _ => 0,
     };
-    for run in runs(&elements, gap) {
-        let r = match s.get(run.fh) {
+    let mut part = Part::default();
+    let runs = runs(&elements, gap);
+    let mut left: usize = runs.iter().map(|r| (r.end - r.start) as usize).sum();
+    for run in runs {
+        let r = match handle(&run.fh) {
             Ok(Handle::Read(r)) => r,
             Ok(Handle::Write(_)) => {
                 out.error(
@@ -78,67 +86,123 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], elements: Vec<Elemen
                 return;
             }
             Err(e) => {
-                out.error(stream, &e).await;
+                out.error(stream, e).await;
                 return;
             }
         };
         let span = (run.end - run.start) as usize;
-        match read::lease(s, span).await {
-            Some(l) => leases.push(l),
-            None => {
-                out.error(stream, &read::no_memory()).await;
-                return;
-            }
+        if !part.lease(s, span, left).await {
+            out.error(stream, &read::no_memory()).await;
+            return;
         }
-        let d = match fetch(&r, run.start, span).await {
+        let d = match fetch(r, run.start, span).await {
             Ok(d) => d,
             Err(e) => {
                 out.error(stream, &e).await;
                 return;
             }
         };
-        let one = &elements[run.first];
-        match d {
-            // One element, which holds about what it sends: sent straight
-            // from the stripe buffers.
-            Some(d) if run.count == 1 && d.held() <= 4 * d.len() => {
-                part.push(Piece::Bytes(element_header(one, d.len())));
-                part_bytes += 16 + d.len();
-                part.push(Piece::Data(d));
+        left -= span;
+        part.add(&elements[run.first..run.first + run.count], run.start, d);
+        if part.bytes >= read::PART {
+            let (pieces, held) = part.take();
+            if !out.pieces(stream, status::OKSOFAR, pieces).await {
+                return;
             }
-            // Short elements read together (or one that holds whole
-            // blocks for a few bytes): copied out, so the blocks go back
-            // to the pool at once and a part holds what it sends.
+            drop(held);
+        }
+    }
+    let (pieces, held) = part.take();
+    out.pieces(stream, status::OK, pieces).await;
+    drop(held);
+}
+
+/// Elements at most this long are copied into the part's packed buffer
+/// (one iovec for many elements, their stripe buffers back to the pool at
+/// once); longer ones are sent from the stripe buffers.
+const PACK_BELOW: usize = 64 << 10;
+
+/// One reply part being built: its pieces, the short elements packed
+/// (header and bytes) into one buffer, and the memory budget it holds.
+#[derive(Default)]
+struct Part {
+    pieces: Vec<Piece>,
+    packed: Vec<u8>,
+    bytes: usize,
+    leases: Vec<tessera_core::Lease>,
+    /// Budget bytes leased and not yet used by the part's runs.
+    leased_left: usize,
+}
+
+impl Part {
+    /// Take `n` more bytes of the budget for this part, leasing ahead what
+    /// the part will hold (up to a part's worth, at most the `left` bytes
+    /// the request still reads), not one lease per run.
+    async fn lease(&mut self, s: &Session, n: usize, left: usize) -> bool {
+        if n > self.leased_left {
+            let ask = n.max(left.min(read::PART.saturating_sub(self.bytes)));
+            match read::lease(s, ask).await {
+                Some(l) => {
+                    self.leases.push(l);
+                    self.leased_left += ask;
+                }
+                None => return false,
+            }
+        }
+        self.leased_left -= n;
+        true
+    }
+
+    /// Add the elements of a run read from `start` (`d`: its bytes).
+    fn add(&mut self, elements: &[Element], start: u64, d: Option<ReadData>) {
+        match d {
+            // One long element: sent straight from the stripe buffers.
+            Some(d) if elements.len() == 1 && d.len() > PACK_BELOW && d.held() <= 4 * d.len() => {
+                self.flush();
+                self.pieces
+                    .push(Piece::Bytes(element_header(&elements[0], d.len()).to_vec()));
+                self.bytes += 16 + d.len();
+                self.pieces.push(Piece::Data(d));
+            }
+            // Short elements: copied into the packed buffer.
             Some(d) => {
-                for e in &elements[run.first..run.first + run.count] {
-                    let mut b = element_header(e, e.1);
-                    b.resize(16 + e.1, 0);
-                    let got = d.copy_from(e.2 - run.start, &mut b[16..]);
-                    b.truncate(16 + got);
-                    b[4..8].copy_from_slice(&(got as i32).to_be_bytes());
-                    part_bytes += b.len();
-                    part.push(Piece::Bytes(b));
+                for e in elements {
+                    let at = self.packed.len();
+                    self.packed.extend_from_slice(&element_header(e, e.1));
+                    self.packed.resize(at + 16 + e.1, 0);
+                    let got = d.copy_from(e.2 - start, &mut self.packed[at + 16..]);
+                    self.packed.truncate(at + 16 + got);
+                    self.packed[at + 4..at + 8].copy_from_slice(&(got as i32).to_be_bytes());
+                    self.bytes += 16 + got;
                 }
             }
             None => {
-                for e in &elements[run.first..run.first + run.count] {
-                    part_bytes += 16;
-                    part.push(Piece::Bytes(element_header(e, 0)));
+                for e in elements {
+                    self.packed.extend_from_slice(&element_header(e, 0));
+                    self.bytes += 16;
                 }
             }
         }
-        if part_bytes >= read::PART {
-            if !out
-                .pieces(stream, status::OKSOFAR, std::mem::take(&mut part))
-                .await
-            {
-                return;
-            }
-            part_bytes = 0;
-            leases.clear();
+    }
+
+    fn flush(&mut self) {
+        if !self.packed.is_empty() {
+            self.pieces
+                .push(Piece::Bytes(std::mem::take(&mut self.packed)));
         }
     }
-    out.pieces(stream, status::OK, part).await;
+
+    /// The pieces to send and the budget they hold (to drop once they
+    /// are sent); the part starts again.
+    fn take(&mut self) -> (Vec<Piece>, Vec<tessera_core::Lease>) {
+        self.flush();
+        self.bytes = 0;
+        self.leased_left = 0;
+        (
+            std::mem::take(&mut self.pieces),
+            std::mem::take(&mut self.leases),
+        )
+    }
 }
 
 /// Elements shorter than this are read together with their neighbours.
@@ -193,11 +257,11 @@ fn runs(elements: &[Element], gap: impl Fn(&[u8; 4]) -> u64) -> Vec<Run> {
     out
 }
 
-fn element_header(e: &Element, got: usize) -> Vec<u8> {
-    let mut hdr = Vec::with_capacity(16 + got);
-    hdr.extend_from_slice(&e.0);
-    hdr.extend_from_slice(&(got as i32).to_be_bytes());
-    hdr.extend_from_slice(&e.2.to_be_bytes());
+fn element_header(e: &Element, got: usize) -> [u8; 16] {
+    let mut hdr = [0u8; 16];
+    hdr[..4].copy_from_slice(&e.0);
+    hdr[4..8].copy_from_slice(&(got as i32).to_be_bytes());
+    hdr[8..].copy_from_slice(&e.2.to_be_bytes());
     hdr
 }
 
