@@ -74,7 +74,8 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], elements: Vec<Elemen
     let mut part = Part::default();
     let runs = runs(&elements, gap);
     let mut left: usize = runs.iter().map(|r| (r.end - r.start) as usize).sum();
-    for run in runs {
+    let last = runs.len().saturating_sub(1);
+    for (i, run) in runs.into_iter().enumerate() {
         let r = match handle(&run.fh) {
             Ok(Handle::Read(r)) => r,
             Ok(Handle::Write(_)) => {
@@ -104,7 +105,9 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], elements: Vec<Elemen
         };
         left -= span;
         part.add(&elements[run.first..run.first + run.count], run.start, d);
-        if part.bytes >= read::PART {
+        // A full part goes out now unless it is the last (the final
+        // reply must carry elements: XrdCl fails an empty one).
+        if part.bytes >= read::PART && i < last {
             let (pieces, held) = part.take();
             if !out.pieces(stream, status::OKSOFAR, pieces).await {
                 return;
