@@ -28,6 +28,10 @@ struct Args {
     /// dropped before each; the best counts (the disk is noisy).
     #[arg(long, default_value_t = 3)]
     repeat: usize,
+    /// Stripe format: 2 (a CRC per 4 KiB page, what new files get) or 1
+    /// (a CRC per block), to compare the two.
+    #[arg(long, default_value_t = 2)]
+    format: u8,
 }
 
 fn drop_caches() {
@@ -58,9 +62,10 @@ fn main() -> anyhow::Result<()> {
     std::fs::write(src, &data)?;
     let mb = bytes as f64 / 1e6;
     println!(
-        "# bench-data: {} MiB, folders under {}",
+        "# bench-data: {} MiB, folders under {}, stripe format {}",
         a.mib,
-        a.dir.display()
+        a.dir.display(),
+        a.format
     );
 
     // Reference: dd of the same bytes onto the same disk (fsync at the end).
@@ -77,10 +82,12 @@ fn main() -> anyhow::Result<()> {
     };
     println!("dd: write {:.0} MB/s", mb / w_dd);
 
-    for (name, layout, folders) in [
+    let page = if a.format == 1 { 0 } else { 4096 };
+    for (name, mut layout, folders) in [
         ("plain", Layout::plain(), 1usize),
         ("rain 4+2", Layout::rain(4, 2)?, 6),
     ] {
+        layout.page = page;
         let tag = name.replace(' ', "_").replace('+', "p");
         let run = a.dir.join(&tag);
         let targets: Vec<(u32, Arc<dyn Backend>)> = (0..folders)

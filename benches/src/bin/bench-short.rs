@@ -88,11 +88,12 @@ fn main() -> anyhow::Result<()> {
         .map(|o| (o, 64 << 10))
         .collect();
     let sequential: Vec<(u64, usize)> = (0..1024u64).map(|i| (i << 16, 64 << 10)).collect();
+    let long: Vec<(u64, usize)> = (0..size >> 23).map(|i| (i << 23, 8 << 20)).collect();
     for (name, base) in [
         ("plain", Layout::plain()),
         ("RAIN 4+2", Layout::rain(4, 2)?),
     ] {
-        let mut rows: Vec<[f64; 3]> = Vec::new();
+        let mut rows: Vec<[f64; 4]> = Vec::new();
         for page in [0u32, 4096] {
             let mut layout = base;
             layout.page = page;
@@ -131,6 +132,7 @@ fn main() -> anyhow::Result<()> {
                 time(&open(), &vec_reads, a.repeat),
                 time(&open(), &scattered, a.repeat),
                 time(&open(), &sequential, a.repeat),
+                time(&open(), &long, a.repeat),
             ]);
             std::fs::remove_dir_all(&run)?;
         }
@@ -138,6 +140,7 @@ fn main() -> anyhow::Result<()> {
             "1 KiB elements, 1,024 sorted per 64 MiB",
             "64 KiB scattered",
             "64 KiB sequential",
+            "8 MiB sequential",
         ]
         .iter()
         .enumerate()

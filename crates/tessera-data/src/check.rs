@@ -108,7 +108,7 @@ pub fn check_stripe(
             let (len, span) = (geo.block_len(g), geo.block_span(g));
             let mut buf = vec![0u8; span];
             let ok = r.read_at(geo.block_offset(g), &mut buf).ok() == Some(span)
-                && crate::sums::verify(&geo.layout, &buf[..len], &buf[len..]);
+                && crate::sums::verify_all(&geo.layout, &buf[..len], &buf[len..]);
             if !ok {
                 bad.push(g);
             }

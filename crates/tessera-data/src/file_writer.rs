@@ -278,20 +278,16 @@ impl FileWriter {
         let crcs: Vec<Vec<u32>> = (0..distinct)
             .map(|i| crate::sums::crcs(&layout, block(i)))
             .collect();
-        // The unit each CRC covers; joining needs x^(8 unit) once per unit
-        // length (a few µs): small blocks are simply read again.
-        let unit = match layout.page {
-            0 => len,
-            p => p as usize,
-        };
-        if data_len == k * len && len >= COMBINE_FROM && len.is_multiple_of(unit) {
+        // Joining needs x^(8 len) once per block length (a few µs): small
+        // blocks are simply read again.
+        if data_len == k * len && len >= COMBINE_FROM {
             let j = match self.joiner {
-                Some(j) if j.piece_len() == unit as u64 => j,
-                _ => Joiner::new(unit as u64),
+                Some(j) if j.piece_len() == len as u64 => j,
+                _ => Joiner::new(len as u64),
             };
             self.joiner = Some(j);
-            for &c in crcs[..k].iter().flatten() {
-                self.crc = j.join(self.crc, c);
+            for c in &crcs[..k] {
+                self.crc = j.join(self.crc, crate::sums::block_crc(c));
             }
         } else {
             self.crc = tessera_ec::crc32c_append(self.crc, &buf[..data_len]);

@@ -169,11 +169,12 @@ impl Layout {
     }
 
     /// Bytes of checksums that follow a block of `len` bytes: one CRC-32C
-    /// per page (format 2), or one for the block (format 1).
+    /// per page and one for the block (format 2), or one for the block
+    /// (format 1).
     pub fn sums_len(&self, len: usize) -> usize {
         match self.page {
             0 => 4,
-            p => 4 * len.div_ceil(p as usize),
+            p => 4 * len.div_ceil(p as usize) + 4,
         }
     }
 
@@ -401,8 +402,8 @@ mod tests {
         let g = l1.geometry(3 << 20);
         assert_eq!(g.block_offset(2), 4096 + 2 * ((1 << 20) + 4));
         let g = Layout::plain().geometry(3 << 20);
-        assert_eq!(g.block_offset(2), 4096 + 2 * ((1 << 20) + 1024));
-        assert_eq!(Layout::plain().geometry(5000).sums_len(0), 8);
+        assert_eq!(g.block_offset(2), 4096 + 2 * ((1 << 20) + 1024 + 4));
+        assert_eq!(Layout::plain().geometry(5000).sums_len(0), 12);
     }
 
     #[test]
@@ -416,7 +417,7 @@ mod tests {
         assert_eq!(g.block_len(0), 4096);
         assert_eq!(g.block_len(2), 3); // ceil(10 / 4)
         assert_eq!(l.geometry(0).groups(), 0);
-        assert_eq!(g.block_offset(1), 4096 + 4100);
+        assert_eq!(g.block_offset(1), 4096 + 4096 + 8); // one page CRC, the block CRC
     }
 
     #[test]

@@ -63,7 +63,7 @@ fn a_stripe_being_written_is_empty_until_its_first_group() {
     assert_eq!(len(), 0, "nothing written before the first group is full");
     // The group fills: header, block and its page CRCs go out together.
     w.write(&data(64 << 10, 2)).expect("write");
-    assert_eq!(len(), (HEADER_LEN + (64 << 10) + 16 * 4) as u64);
+    assert_eq!(len(), (HEADER_LEN + (64 << 10) + 16 * 4 + 4) as u64);
     let raw = std::fs::read(&stripe).expect("stripe");
     let h = StripeHeader::decode(&raw[..HEADER_LEN]).expect("header");
     assert!(!h.sealed);

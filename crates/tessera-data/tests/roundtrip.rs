@@ -202,7 +202,7 @@ fn stripe_headers_describe_the_file() {
             (i, 12, w.size, 4, true)
         );
         // 3 full blocks + one of ceil(5/4) = 2 bytes, each with its CRC
-        assert_eq!(raw.len(), HEADER_LEN + 3 * (4096 + 4) + 2 + 4);
+        assert_eq!(raw.len(), HEADER_LEN + 3 * (4096 + 8) + 2 + 8);
     }
 }
 

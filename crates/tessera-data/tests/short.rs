@@ -26,7 +26,7 @@ fn file(layout: Layout, len: usize) -> TestFile {
 fn flip(f: &TestFile, i: usize, g: u64, block: u64) {
     let p = f.stripe_path(i);
     let mut all = std::fs::read(&p).expect("stripe");
-    all[HEADER_LEN + (g * (block + block / 4096 * 4)) as usize + 100] ^= 0x01;
+    all[HEADER_LEN + (g * (block + block / 4096 * 4 + 4)) as usize + 100] ^= 0x01;
     std::fs::write(&p, all).expect("write");
 }
 
