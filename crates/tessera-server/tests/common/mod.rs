@@ -82,9 +82,10 @@ pub fn reads_in_line_after(core: &tessera_core::Core, protocol: &str, n: u64) ->
 /// Drop every file under `dir` from the kernel's page cache (the stripes
 /// are synced: clean pages go), as if memory had been needed elsewhere.
 /// A page can stay a moment on a busy machine (under writeback, or read
-/// by someone): the kernel is asked again until a read that must not wait
-/// (`RWF_NOWAIT`) finds no stripe's first page in memory (the files under
-/// `fs/`; the namespace's own files are in use), for up to 5 s.
+/// by someone): the kernel is asked again until `fincore` (mincore: it
+/// looks without reading, where a probing read would start read-ahead and
+/// bring pages back) finds no page of any stripe in memory (the files
+/// under `fs/`; the namespace's own files are in use), for up to 5 s.
 #[allow(dead_code)]
 pub fn evict_page_cache(dir: &std::path::Path) {
     let script = [
@@ -95,14 +96,11 @@ pub fn evict_page_cache(dir: &std::path::Path) {
         "            p = os.path.join(d, f)",
         "            if os.path.isfile(p) and not os.path.islink(p):",
         "                yield p",
+        "import subprocess",
         "def cached(p):",
-        "    fd = os.open(p, os.O_RDONLY)",
-        "    try:",
-        "        return os.preadv(fd, [bytearray(1)], 0, os.RWF_NOWAIT) > 0",
-        "    except BlockingIOError:",
-        "        return False",
-        "    finally:",
-        "        os.close(fd)",
+        "    out = subprocess.run(['fincore', '--bytes', '--noheadings', '--output', 'RES', p],",
+        "                         capture_output=True, text=True).stdout.strip()",
+        "    return out not in ('', '0')",
         "end = time.time() + 5",
         "while True:",
         "    for p in files():",

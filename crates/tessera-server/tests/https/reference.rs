@@ -122,7 +122,9 @@ impl Reference {
             url: format!("https://localhost:{hport}"),
             dir,
         };
-        for _ in 0..100 {
+        // Up to 30 s: on a loaded 2-core machine the reference's start
+        // (TLS set-up, plug-ins) has taken over 10 s.
+        for _ in 0..300 {
             if tess.curl(&["-X", "OPTIONS", &format!("{}/", r.url)]).0 == 200 {
                 return r;
             }
