@@ -165,7 +165,7 @@ impl FileReader {
     /// bytes between) than as two: with page checksums (format 2) a few
     /// pages, else a whole block (each range reads its blocks anyway).
     pub fn merge_gap(&self) -> u64 {
-        let l = self.striped.layout();
+        let l = self.striped.placement().layout;
         match l.page {
             0 => l.block_size as u64,
             p => MERGE_PAGES * p as u64,
@@ -285,7 +285,26 @@ impl FileReader {
         cached: bool,
     ) -> Result<Option<ReadData>, DataError> {
         let end = self.size().min(offset + len as u64);
-        let follows = self.short_next.swap(end, Ordering::Relaxed) == offset;
+        // Only a read that is answered moves the mark: a memory-only try
+        // that steps aside must leave a sequential read sequential for
+        // the read from storage that follows it.
+        let follows = self.short_next.load(Ordering::Relaxed) == offset;
+        let r = self.short_served(offset, len, end, cached, follows);
+        if let Ok(Some(_)) = &r {
+            self.short_next.store(end, Ordering::Relaxed);
+        }
+        r
+    }
+
+    /// `short_from`'s reads; `follows`: it continues the last short read.
+    fn short_served(
+        &self,
+        offset: u64,
+        len: usize,
+        end: u64,
+        cached: bool,
+        follows: bool,
+    ) -> Result<Option<ReadData>, DataError> {
         if let Some(d) = self.read_kept(offset, len) {
             return Ok(Some(d));
         }

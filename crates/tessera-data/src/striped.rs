@@ -162,10 +162,6 @@ impl Striped {
         self.geo.size
     }
 
-    pub(crate) fn layout(&self) -> crate::Layout {
-        self.placement.layout
-    }
-
     pub(crate) fn placement(&self) -> &Placement {
         &self.placement
     }

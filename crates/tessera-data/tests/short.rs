@@ -221,3 +221,33 @@ fn scattered_short_reads_are_served_from_their_pages() {
         );
     }
 }
+
+/// A sequential reader whose blocks are not in memory reads as a gateway
+/// does: from memory first, then from storage. The memory-only try that
+/// steps aside must not hide that the read continues the last one: the
+/// read from storage then reads and keeps the whole block, and the reads
+/// after it are answered from it.
+#[test]
+fn a_memory_miss_keeps_a_sequential_read_sequential() {
+    let bs = 64u64 << 10;
+    let f = file(
+        Layout::plain().with_block_size(bs).expect("bs"),
+        4 * bs as usize,
+    );
+    let r = f.reader();
+    let evict = || {
+        let s = std::fs::File::open(f.stripe_path(0)).expect("stripe");
+        rustix::fs::fadvise(&s, 0, None, rustix::fs::Advice::DontNeed).expect("fadvise");
+    };
+    let mut reads = 0u64;
+    for off in (0..4 * bs).step_by(4096) {
+        evict();
+        let d = match r.read_cached(off, 4096) {
+            Some(d) => d,
+            None => r.read(off, 4096).expect("read"),
+        };
+        assert!(d.to_vec() == f.bytes[off as usize..][..4096]);
+        reads += 1;
+    }
+    assert!(kept_hits(&r) >= reads / 2, "{} of {reads}", kept_hits(&r));
+}
