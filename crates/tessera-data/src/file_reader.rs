@@ -313,6 +313,11 @@ impl FileReader {
                 self.stats.page_reads.fetch_add(1, Ordering::Relaxed);
                 return Ok(Some(d));
             }
+            // One look at memory per request: a miss there has started the
+            // kernel's read-ahead, and a second look would race it.
+            if cached && self.striped.placement().layout.page != 0 {
+                return Ok(None);
+            }
         }
         let pool = Arc::clone(self.striped.pool());
         let (from, _) = self.striped.block_of(offset);
