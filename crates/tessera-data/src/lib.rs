@@ -15,6 +15,7 @@ mod file_writer;
 mod format;
 mod layout;
 mod pageread;
+mod pagesums;
 mod placement;
 mod readdata;
 mod readthreads;

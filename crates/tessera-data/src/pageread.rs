@@ -52,6 +52,9 @@ struct Pages {
     stripe: usize,
     /// The block (group) and the first page read in it.
     block: u64,
+    /// The block's first file byte and length.
+    bstart: u64,
+    block_len: usize,
     first_page: usize,
     /// The pages' bytes.
     data_at: u64,
@@ -76,16 +79,22 @@ impl Striped {
         let mut pos = offset;
         while pos < end {
             let at = self.pages_of(pos, (end - pos) as usize)?;
-            let buf = self.pages(at, cached)?;
+            let (buf, table) = self.pages(at, cached)?;
             let id = out.adopt(buf);
             out.push(id, at.skip, at.skip + at.len);
+            out.push_sums(crate::pagesums::BlockSums {
+                start: at.bstart,
+                len: at.block_len,
+                page: self.placement().layout.page as usize,
+                table,
+            });
             pos += at.len as u64;
         }
         (pos > offset).then_some(out)
     }
 
-    /// The verified pages `at` names.
-    fn pages(&self, at: Pages, cached: bool) -> Option<Vec<u8>> {
+    /// The verified pages `at` names, and their block's checksums.
+    fn pages(&self, at: Pages, cached: bool) -> Option<(Vec<u8>, Arc<[u8]>)> {
         if cached {
             let st = self.s.stripe_cached(at.stripe)?;
             return read_pages_with(&self.s, at, |from, buf| st.read_cached(from, buf));
@@ -131,6 +140,8 @@ impl Striped {
         Some(Pages {
             stripe,
             block: g,
+            bstart,
+            block_len: bl as usize,
             first_page: p0 as usize,
             data_at: block_at + p0 * page,
             data_len: (((p1 + 1) * page).min(bl) - p0 * page) as usize,
@@ -144,12 +155,12 @@ impl Striped {
 
 /// Read the pages `at` names with `read` (a whole read or `None`) and
 /// verify them against their block's checksum table (kept, or read with
-/// them and then kept): the pages' buffer.
+/// them and then kept): the pages' buffer, and the table.
 fn read_pages_with(
     s: &Stripes,
     at: Pages,
     read: impl Fn(u64, &mut [u8]) -> Option<usize>,
-) -> Option<Vec<u8>> {
+) -> Option<(Vec<u8>, Arc<[u8]>)> {
     let page = s.geo.layout.page as usize;
     let sums = |t: &[u8]| -> Option<std::ops::Range<usize>> {
         let from = 4 * at.first_page;
@@ -162,7 +173,7 @@ fn read_pages_with(
             return None;
         }
         let ok = crate::sums::pages_match(page, &buf, &table[sums(&table)?]);
-        return ok.then_some(buf);
+        return ok.then_some((buf, table));
     }
     let gap = at.table_at - (at.data_at + at.data_len as u64);
     let (buf, table): (Vec<u8>, Arc<[u8]>) = if gap <= ONE_READ_GAP {
@@ -187,6 +198,6 @@ fn read_pages_with(
     if !crate::sums::pages_match(page, &buf, &table[sums(&table)?]) {
         return None;
     }
-    s.tables.keep(at.stripe, at.block, table);
-    Some(buf)
+    s.tables.keep(at.stripe, at.block, Arc::clone(&table));
+    Some((buf, table))
 }

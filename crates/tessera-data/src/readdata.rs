@@ -84,6 +84,9 @@ pub struct ReadData {
     parts: Vec<(usize, usize, usize)>,
     len: usize,
     pool: Arc<BufPool>,
+    /// Stored page checksums of the blocks read, in file order, where the
+    /// read had them (`pagesums.rs`).
+    sums: Vec<crate::pagesums::BlockSums>,
 }
 
 impl ReadData {
@@ -93,7 +96,22 @@ impl ReadData {
             parts: Vec::new(),
             len: 0,
             pool,
+            sums: Vec::new(),
         }
+    }
+
+    /// Record a block's stored page checksums (blocks in file order).
+    pub(crate) fn push_sums(&mut self, s: crate::pagesums::BlockSums) {
+        self.sums.push(s);
+    }
+
+    pub(crate) fn sums(&self) -> &[crate::pagesums::BlockSums] {
+        &self.sums
+    }
+
+    /// Buffer `id` (adopted).
+    pub(crate) fn buf(&self, id: usize) -> &[u8] {
+        &self.bufs[id]
     }
 
     /// Adopt a buffer; returns its index for [`ReadData::push`].

@@ -102,5 +102,8 @@ pub(crate) fn part(d: &ReadData, at: u64, len: usize, pool: &Arc<BufPool>) -> Re
     let mut out = ReadData::new(Arc::clone(pool));
     let id = out.adopt(buf);
     out.push(id, 0, filled);
+    for s in d.sums() {
+        out.push_sums(s.clone());
+    }
     out
 }

@@ -509,6 +509,17 @@ impl Striped {
                         }
                         let src = (off + lo - bstart) as usize;
                         out.push(id, src, src + (hi - lo) as usize);
+                        if l.page != 0 {
+                            // The block's page checksums follow it.
+                            let t = (off + len) as usize;
+                            let n = l.sums_len(len as usize);
+                            out.push_sums(crate::pagesums::BlockSums {
+                                start: bstart,
+                                len: len as usize,
+                                page: l.page as usize,
+                                table: Arc::from(&out.buf(id)[t..t + n]),
+                            });
+                        }
                         pos = hi;
                     }
                 }

@@ -87,6 +87,7 @@ pub async fn serve_connection(
     if cfg.tls.is_some() {
         flags |= pflags::HAVE_TLS;
     }
+    flags |= pflags::SUPPGRW;
     let goto_tls = want_tls && cfg.tls.is_some();
     if goto_tls {
         flags |= pflags::GOTO_TLS;
@@ -208,7 +209,7 @@ async fn read_request<R: AsyncRead + Unpin>(
     };
     let n = decode::check_len(&h, l.max_write).map_err(ConnError::Protocol)?;
     let mut shares = vec![l.sess.share.clone()];
-    if h.code == req::WRITE {
+    if matches!(h.code, req::WRITE | req::PGWRITE) {
         match l.sess.write_share(h.fhandle()) {
             Some(s) => shares.push(s),
             None => {

@@ -14,7 +14,9 @@ pub const MAX_PAYLOAD: usize = 1 << 20;
 /// The payload limit for a request code.
 pub fn payload_cap(code: u16, max_write: usize) -> usize {
     match code {
-        req::WRITE | req::PGWRITE | req::WRITEV => max_write,
+        // A pgwrite's data comes with a CRC per page.
+        req::PGWRITE => max_write + 4 * (max_write / crate::proto::PAGE + 2),
+        req::WRITE | req::WRITEV => max_write,
         _ => MAX_PAYLOAD,
     }
 }

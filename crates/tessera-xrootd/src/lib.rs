@@ -71,6 +71,15 @@ pub struct Stats {
     pub in_flight: std::sync::atomic::AtomicU64,
     /// Connections closed for being idle, since start.
     pub idle_closed: std::sync::atomic::AtomicU64,
+    /// `kXR_pgread` and `kXR_pgwrite` requests served since start.
+    pub pgreads: std::sync::atomic::AtomicU64,
+    pub pgwrites: std::sync::atomic::AtomicU64,
+    /// Page CRCs pgread sent as the stripes store them, and computed
+    /// (request edges, a RAIN file's last group, format-1 files).
+    pub page_crcs_stored: std::sync::atomic::AtomicU64,
+    pub page_crcs_computed: std::sync::atomic::AtomicU64,
+    /// Pages of pgwrites whose CRC did not match (the client resends them).
+    pub page_crc_errors: std::sync::atomic::AtomicU64,
 }
 
 pub struct XrootdConfig {

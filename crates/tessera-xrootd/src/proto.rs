@@ -1,9 +1,14 @@
 //! Wire constants and the request header of the XRootD protocol (5.x;
 //! `XProtocol.hh` is the authority). Every integer is big-endian.
 
-/// Protocol version we advertise: 5.0.0 — plain read/write and TLS, no
-/// pgread/pgwrite (at 0x511 every plain upload would arrive as pgwrite).
-pub const PROTOCOL_VERSION: u32 = 0x0000_0500;
+/// Protocol version we advertise: 5.1.1, with `kXR_pgread` and
+/// `kXR_pgwrite` (XrdCl then moves plain-`root://` data in checksummed
+/// pages: every upload arrives as pgwrite; over TLS it keeps read/write).
+pub const PROTOCOL_VERSION: u32 = 0x0000_0511;
+
+/// The page of `kXR_pgread`/`kXR_pgwrite`: a CRC-32C per 4 KiB of file,
+/// pages aligned to file offsets.
+pub const PAGE: usize = 4096;
 
 pub const HANDSHAKE_LEN: usize = 20;
 pub const HEADER_LEN: usize = 24;
@@ -52,6 +57,8 @@ pub mod status {
     pub const ERROR: u16 = 4003;
     pub const REDIRECT: u16 = 4004;
     pub const WAIT: u16 = 4005;
+    /// The integrity-framed reply of pgread and pgwrite.
+    pub const STATUS: u16 = 4007;
 }
 
 /// `kXR_error` numbers.
@@ -72,6 +79,7 @@ pub mod err {
     pub const NOT_FILE: i32 = 3015;
     pub const IS_DIRECTORY: i32 = 3016;
     pub const ITEM_EXISTS: i32 = 3018;
+    pub const CHKSUM_ERR: i32 = 3019;
     pub const OVER_QUOTA: i32 = 3021;
     pub const OVERLOADED: i32 = 3024;
     pub const FS_READ_ONLY: i32 = 3025;
@@ -87,6 +95,9 @@ pub mod pflags {
     pub const IS_MANAGER: u32 = 0x0000_0002;
     pub const HAVE_TLS: u32 = 0x8000_0000;
     pub const GOTO_TLS: u32 = 0x4000_0000;
+    /// `kXR_suppgrw`: pgread and pgwrite are served (XrdCl's pgread falls
+    /// back to read without it).
+    pub const SUPPGRW: u32 = 0x0020_0000;
 }
 
 /// `kXR_open` options.

@@ -20,13 +20,22 @@ pub enum Piece {
     Bytes(Vec<u8>),
     /// File bytes still in the stripe buffers (no copy).
     Data(ReadData),
+    /// File bytes as pgread sends them: each page's CRC-32C (big-endian)
+    /// before the page; the first page is `first` bytes (a read may start
+    /// inside a page), the last what is left.
+    Paged {
+        data: ReadData,
+        crcs: Vec<u32>,
+        first: usize,
+    },
 }
 
 impl Piece {
-    fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         match self {
             Piece::Bytes(b) => b.len(),
             Piece::Data(d) => d.len(),
+            Piece::Paged { data, crcs, .. } => data.len() + 4 * crcs.len(),
         }
     }
 }
@@ -35,6 +44,10 @@ pub struct Reply {
     pub stream: [u8; 2],
     pub status: u16,
     pub body: Vec<Piece>,
+    /// The length the header announces when it is not the body's: a
+    /// `kXR_status` frame counts its status body and info, not the data
+    /// after them.
+    pub counted: Option<usize>,
 }
 
 /// Where request handlers send their replies: the connection's write half.
@@ -106,6 +119,7 @@ impl Out {
             stream,
             status: status::OK,
             body: vec![Piece::Bytes(body)],
+            counted: None,
         })
         .await
     }
@@ -115,6 +129,7 @@ impl Out {
             stream,
             status,
             body,
+            counted: None,
         })
         .await
     }
@@ -156,6 +171,11 @@ impl Out {
     pub fn result_from_pool(&self, stream: [u8; 2], r: Result<Vec<u8>, XrdError>) -> bool {
         tokio::runtime::Handle::current().block_on(self.result(stream, r))
     }
+
+    /// `send` from a blocking-pool thread.
+    pub fn send_from_pool(&self, r: Reply) -> bool {
+        tokio::runtime::Handle::current().block_on(self.send(r))
+    }
 }
 
 pub fn error_reply(stream: [u8; 2], e: &XrdError) -> Reply {
@@ -167,6 +187,7 @@ pub fn error_reply(stream: [u8; 2], e: &XrdError) -> Reply {
         stream,
         status: status::ERROR,
         body: vec![Piece::Bytes(b)],
+        counted: None,
     }
 }
 
@@ -174,7 +195,9 @@ pub fn error_reply(stream: [u8; 2], e: &XrdError) -> Reply {
 const PROGRESS: usize = 1 << 20;
 
 async fn write_one(w: &mut Sink, r: &Reply, stall: Duration) -> std::io::Result<()> {
-    let len: usize = r.body.iter().map(Piece::len).sum();
+    let len = r
+        .counted
+        .unwrap_or_else(|| r.body.iter().map(Piece::len).sum());
     within(
         stall,
         w.write_all(&response_header(r.stream, r.status, len)),
@@ -188,6 +211,38 @@ async fn write_one(w: &mut Sink, r: &Reply, stall: Duration) -> std::io::Result<
                     write_slice(w, s, stall).await?;
                 }
             }
+            Piece::Paged { data, crcs, first } => {
+                write_pages(w, data, crcs, *first, stall).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `data` in pages, each after its CRC (see [`Piece::Paged`]).
+async fn write_pages(
+    w: &mut Sink,
+    data: &ReadData,
+    crcs: &[u32],
+    first: usize,
+    stall: Duration,
+) -> std::io::Result<()> {
+    let mut slices = data.slices();
+    let mut cur: &[u8] = &[];
+    for (i, crc) in crcs.iter().enumerate() {
+        within(stall, w.write_all(&crc.to_be_bytes())).await?;
+        let mut want = if i == 0 { first } else { crate::proto::PAGE };
+        while want > 0 {
+            if cur.is_empty() {
+                match slices.next() {
+                    Some(s) => cur = s,
+                    None => break,
+                }
+            }
+            let n = want.min(cur.len());
+            within(stall, w.write_all(&cur[..n])).await?;
+            cur = &cur[n..];
+            want -= n;
         }
     }
     Ok(())

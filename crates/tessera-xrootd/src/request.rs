@@ -92,6 +92,18 @@ pub enum Request {
         offset: u64,
         data: Vec<u8>,
     },
+    /// `kXR_pgread` (`retry`: `kXR_pgRetry`, a page the client found bad).
+    PgRead {
+        read: Read,
+        retry: bool,
+    },
+    /// `kXR_pgwrite`: `payload` is pages, each `[crc32c][data]`.
+    PgWrite {
+        fh: Fh,
+        offset: u64,
+        retry: bool,
+        payload: Vec<u8>,
+    },
     Sync(Fh),
     Close(Fh),
     Truncate(Truncate),
@@ -124,6 +136,9 @@ pub enum Request {
     Unsupported(u16),
 }
 
+/// `kXR_pgRetry` in a pgread's or pgwrite's request flags.
+const PG_RETRY: u8 = 0x01;
+
 /// Permission bits of a mode field (0 stays 0: the caller's default).
 fn perm(m: u16) -> u32 {
     u32::from(m) & 0o7777
@@ -151,6 +166,23 @@ impl Protocol {
             want_tls: h.u8_at(8) & pflags::WANT_TLS != 0,
         }
     }
+}
+
+/// `kXR_pgread`: the read, and `kXR_pgRetry` from the optional
+/// `{pathid, reqflags}` payload.
+fn pgread(h: &Header, p: &[u8]) -> Result<Request, XrdError> {
+    let (off, len) = (h.i64_at(8), h.i32_at(16));
+    if off < 0 || len <= 0 {
+        return Err(XrdError::invalid("pgread length is invalid"));
+    }
+    Ok(Request::PgRead {
+        read: Read {
+            fh: h.fhandle(),
+            offset: off as u64,
+            len: len as usize,
+        },
+        retry: p.get(1).is_some_and(|f| f & PG_RETRY != 0),
+    })
 }
 
 /// Decode request `h` with payload `p`.
@@ -181,6 +213,13 @@ pub fn decode(h: &Header, p: Vec<u8>) -> Result<Request, XrdError> {
                 len: len as usize,
             })
         }
+        req::PGREAD => pgread(h, &p)?,
+        req::PGWRITE => Request::PgWrite {
+            fh: h.fhandle(),
+            offset: offset(h.i64_at(8), "offset")?,
+            retry: h.u8_at(17) & PG_RETRY != 0,
+            payload: p,
+        },
         req::READV => Request::Readv(crate::ops::readv::parse(&p)?),
         req::WRITE => Request::Write {
             fh: h.fhandle(),
@@ -258,6 +297,8 @@ impl Request {
             Request::Read(_) => "read",
             Request::Readv(_) => "readv",
             Request::Write { .. } => "write",
+            Request::PgRead { .. } => "pgread",
+            Request::PgWrite { .. } => "pgwrite",
             Request::Sync(_) => "sync",
             Request::Close(_) => "close",
             Request::Truncate(_) => "truncate",

@@ -11,17 +11,17 @@ use std::time::Duration;
 
 /// A raw XRootD connection, logged in, with `path` open for reading.
 pub struct Raw {
-    s: TcpStream,
-    fh: [u8; 4],
+    pub s: TcpStream,
+    pub fh: [u8; 4],
 }
 
 impl Raw {
-    fn open(e: &Env, path: &str) -> Raw {
+    pub fn open(e: &Env, path: &str) -> Raw {
         Raw::open_with(e, path, 0x0010, 0) // kXR_open_read
     }
 
     /// A new file open for writing (kXR_new | kXR_open_updt | kXR_mkpath).
-    fn create(e: &Env, path: &str) -> Raw {
+    pub fn create(e: &Env, path: &str) -> Raw {
         Raw::open_with(e, path, 0x0008 | 0x0020 | 0x0100, 0o644)
     }
 
@@ -78,7 +78,7 @@ impl Raw {
     }
 
     /// One response: stream id, status, body.
-    fn reply(&mut self) -> (u16, u16, Vec<u8>) {
+    pub fn reply(&mut self) -> (u16, u16, Vec<u8>) {
         let mut h = [0u8; 8];
         self.s.read_exact(&mut h).unwrap();
         let mut b = vec![0u8; u32::from_be_bytes(h[4..8].try_into().unwrap()) as usize];

@@ -15,6 +15,7 @@ pub fn protocol(s: &Session) -> Result<Vec<u8>, XrdError> {
     if s.cfg.tls.is_some() {
         flags |= pflags::HAVE_TLS;
     }
+    flags |= pflags::SUPPGRW;
     let mut b = PROTOCOL_VERSION.to_be_bytes().to_vec();
     b.extend_from_slice(&flags.to_be_bytes());
     Ok(b)

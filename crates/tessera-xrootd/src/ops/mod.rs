@@ -12,6 +12,8 @@ pub mod login;
 pub mod mkdir;
 pub mod mv;
 pub mod open;
+pub mod pgread;
+pub mod pgwrite;
 pub mod query;
 pub mod read;
 pub mod readv;
@@ -107,6 +109,16 @@ pub async fn dispatch(
         Request::Write { fh, offset, data } => {
             write::queue(s, out, st, fh, write::OnHandle::Write(offset, data), lease).await
         }
+        Request::PgWrite {
+            fh,
+            offset,
+            retry,
+            payload,
+        } => {
+            s.cfg.stats.pgwrites.fetch_add(1, Ordering::Relaxed);
+            let op = write::OnHandle::PgWrite(offset, payload, retry);
+            write::queue(s, out, st, fh, op, lease).await
+        }
         Request::Sync(fh) => write::queue(s, out, st, fh, write::OnHandle::Sync, lease).await,
         Request::Close(fh) => write::queue(s, out, st, fh, write::OnHandle::Close, lease).await,
         Request::Truncate(request::Truncate::Handle(fh, size)) => {
@@ -151,7 +163,9 @@ fn on_gateway(r: &Request) -> bool {
             | Request::Open(_)
             | Request::Read(_)
             | Request::Readv(_)
+            | Request::PgRead { .. }
             | Request::Write { .. }
+            | Request::PgWrite { .. }
             | Request::Sync(_)
             | Request::Close(_)
             | Request::Truncate(request::Truncate::Handle(..))
@@ -163,14 +177,9 @@ fn on_gateway(r: &Request) -> bool {
 /// protocol defines it, invalid otherwise.
 fn unknown(code: u16) -> XrdError {
     match code {
-        req::FATTR
-        | req::BIND
-        | req::PGREAD
-        | req::PGWRITE
-        | req::WRITEV
-        | req::SIGVER
-        | req::GPFILE
-        | req::CHKPOINT => request::unsupported(code),
+        req::FATTR | req::BIND | req::WRITEV | req::SIGVER | req::GPFILE | req::CHKPOINT => {
+            request::unsupported(code)
+        }
         code => XrdError::new(err::INVALID_REQUEST, format!("unknown request code {code}")),
     }
 }
@@ -199,6 +208,14 @@ async fn serve_as(s: &Arc<Session>, who: &Arc<Identity>, out: &Out, st: [u8; 2],
             Err(e) => Err(e),
         },
         Request::Read(rd) => return read::read(s, out, st, rd).await,
+        Request::PgRead { read: rd, retry } => {
+            if retry {
+                // The client found a page bad: it is read (and verified
+                // against the stored checksums) again.
+                tracing::info!(offset = rd.offset, len = rd.len, "pgread retry");
+            }
+            return pgread::pgread(s, out, st, rd).await;
+        }
         Request::Readv(list) => return readv::readv(s, out, st, list).await,
         Request::Dirlist { target, with_stat } => {
             return dirlist::dirlist(s, who, out, st, target, with_stat).await

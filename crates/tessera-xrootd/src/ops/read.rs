@@ -21,15 +21,20 @@ pub fn is_short(rd: &Read) -> bool {
     rd.len < SHORT as usize
 }
 
-pub async fn read(s: &Session, out: &Out, st: [u8; 2], rd: Read) {
-    let r = match s.get(rd.fh) {
-        Ok(Handle::Read(r)) => r,
-        Ok(Handle::Write(w)) => {
+/// The file open for reading behind handle `fh`.
+pub fn reader(s: &Session, fh: crate::request::Fh) -> Result<Arc<OpenRead>, XrdError> {
+    match s.get(fh)? {
+        Handle::Read(r) => Ok(r),
+        Handle::Write(w) => {
             let msg = format!("{} is open for writing only", w.path.display());
-            out.error(st, &XrdError::new(err::NOT_AUTHORIZED, msg))
-                .await;
-            return;
+            Err(XrdError::new(err::NOT_AUTHORIZED, msg))
         }
+    }
+}
+
+pub async fn read(s: &Session, out: &Out, st: [u8; 2], rd: Read) {
+    let r = match reader(s, rd.fh) {
+        Ok(r) => r,
         Err(e) => {
             out.error(st, &e).await;
             return;

@@ -9,11 +9,13 @@
 //! refused, and any failure aborts the file: nothing of it becomes visible.
 
 use crate::error::XrdError;
+use crate::ops::pgwrite;
 use crate::proto::{err, Header};
-use crate::reply::Out;
+use crate::reply::{error_reply, Out, Reply};
 use crate::request::Fh;
 use crate::session::{Handle, OpenWrite, Session, MAX_HELD_PER_CONNECTION};
-use std::sync::atomic::AtomicUsize;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tessera_core::{
     Budget, CoreError, Done, Expect, Holds, Lease, Ran, Step, Upload, WriteSession,
@@ -33,6 +35,14 @@ pub enum WriteOp {
         data: Vec<u8>,
         /// The memory budget's bytes `data` holds.
         lease: Lease,
+    },
+    /// `kXR_pgwrite`: pages, each after its CRC (`pgwrite.rs`).
+    PgWrite {
+        stream: [u8; 2],
+        offset: u64,
+        payload: Vec<u8>,
+        lease: Lease,
+        retry: bool,
     },
     /// A write the gateway could not take: the file fails with this.
     Fail {
@@ -55,6 +65,8 @@ pub enum WriteOp {
 pub enum OnHandle {
     /// `kXR_write` at this offset.
     Write(u64, Vec<u8>),
+    /// `kXR_pgwrite` at this offset (`true`: a retry).
+    PgWrite(u64, Vec<u8>, bool),
     Sync,
     /// `kXR_truncate` to this size.
     Truncate(u64),
@@ -96,6 +108,13 @@ pub async fn queue(
             offset,
             data,
             lease,
+        },
+        OnHandle::PgWrite(offset, payload, retry) => WriteOp::PgWrite {
+            stream: st,
+            offset,
+            payload,
+            lease,
+            retry,
         },
         OnHandle::Sync => WriteOp::Sync { stream: st },
         OnHandle::Truncate(size) => WriteOp::Truncate { stream: st, size },
@@ -151,7 +170,8 @@ pub fn register(
     );
     let path = ws.path().clone();
     let share = s.cfg.buffers.identity_share_of(&who.limit_key());
-    let ops = spawn_writer(ws, out.clone(), Arc::clone(&s.held), s.cfg.buffers.clone());
+    let held = Arc::clone(&s.held);
+    let ops = spawn_writer(ws, out.clone(), held, s.cfg.buffers.clone(), &s.cfg.stats);
     let fh = s.add(Handle::Write(Arc::new(OpenWrite { ops, path, share })))?;
     Ok((fh, stat))
 }
@@ -165,6 +185,7 @@ pub fn spawn_writer(
     out: Out,
     conn_held: Arc<AtomicUsize>,
     budget: Budget,
+    stats: &Arc<crate::Stats>,
 ) -> mpsc::Sender<WriteOp> {
     let (tx, rx) = mpsc::channel(QUEUE);
     let holds = Holds {
@@ -172,13 +193,48 @@ pub fn spawn_writer(
         per_group: MAX_HELD_PER_CONNECTION,
         shared: conn_held,
     };
-    tokio::spawn(run(Upload::new(ws, budget, Some(holds)), rx, out));
+    let up = Upload::new(ws, budget, Some(holds));
+    tokio::spawn(run(up, rx, out, Arc::clone(stats)));
     tx
 }
 
-/// The core's step for `op`, and the error to answer instead of its
-/// result (a write the gateway refused keeps its own code).
-fn step_of(op: WriteOp) -> ([u8; 2], Step<Vec<u8>>, Option<XrdError>) {
+/// How a step's result is answered.
+enum Answer {
+    /// `kXR_ok`, or the error (a write the gateway refused keeps its own).
+    Plain(Option<XrdError>),
+    /// A pgwrite's `kXR_status`, naming the pages to send again.
+    Pg { offset: u64, bad: Vec<(u64, usize)> },
+}
+
+impl Answer {
+    fn reply(self, stream: [u8; 2], r: Done) -> Reply {
+        match (self, r) {
+            (Answer::Plain(Some(e)), _) => error_reply(stream, &e),
+            (_, Err(e)) => error_reply(stream, &XrdError::from(e)),
+            (Answer::Plain(None), Ok(_)) => Reply {
+                stream,
+                status: crate::proto::status::OK,
+                body: Vec::new(),
+                counted: None,
+            },
+            (Answer::Pg { offset, bad }, Ok(_)) => pgwrite::reply(stream, offset, &bad),
+        }
+    }
+}
+
+/// The core's steps for `op` (a pgwrite with damaged pages is several
+/// writes), and how the last one is answered. `missing` holds the pages a
+/// pgwrite found damaged until they come again.
+fn steps_of(
+    op: WriteOp,
+    missing: &mut BTreeMap<u64, usize>,
+) -> ([u8; 2], Vec<Step<Vec<u8>>>, Answer) {
+    let fail = |e: &XrdError| {
+        Step::Fail(CoreError::Remote {
+            kind: kind_of(e.code),
+            msg: e.msg.clone(),
+        })
+    };
     match op {
         WriteOp::Write {
             stream,
@@ -187,18 +243,66 @@ fn step_of(op: WriteOp) -> ([u8; 2], Step<Vec<u8>>, Option<XrdError>) {
             lease,
         } => {
             let at = Some(offset);
-            (stream, Step::Write { at, data, lease }, None)
+            (
+                stream,
+                vec![Step::Write { at, data, lease }],
+                Answer::Plain(None),
+            )
         }
-        WriteOp::Fail { stream, error } => {
-            let e = CoreError::Remote {
-                kind: kind_of(error.code),
-                msg: error.msg.clone(),
-            };
-            (stream, Step::Fail(e), Some(error))
+        WriteOp::PgWrite {
+            stream,
+            offset,
+            payload,
+            lease,
+            retry,
+        } => match pgwrite::unpack(offset, payload) {
+            Err(e) => (stream, vec![fail(&e)], Answer::Plain(Some(e))),
+            Ok(u) => {
+                if retry {
+                    for (at, data) in &u.runs {
+                        if missing.get(at) == Some(&data.len()) {
+                            missing.remove(at);
+                        }
+                    }
+                }
+                missing.extend(u.bad.iter().copied());
+                if missing.len() > pgwrite::MAX_BAD_PER_FILE {
+                    let e = XrdError::new(
+                        err::CHKSUM_ERR,
+                        "too many uncorrected checksum errors in file",
+                    );
+                    return (stream, vec![fail(&e)], Answer::Plain(Some(e)));
+                }
+                let mut lease = Some(lease);
+                let steps = u
+                    .runs
+                    .into_iter()
+                    .map(|(at, data)| Step::Write {
+                        at: Some(at),
+                        data,
+                        lease: lease.take().unwrap_or_default(),
+                    })
+                    .collect();
+                (stream, steps, Answer::Pg { offset, bad: u.bad })
+            }
+        },
+        WriteOp::Fail { stream, error } => (stream, vec![fail(&error)], Answer::Plain(Some(error))),
+        WriteOp::Sync { stream } => (stream, vec![Step::Sync], Answer::Plain(None)),
+        WriteOp::Truncate { stream, size } => {
+            (stream, vec![Step::Truncate(size)], Answer::Plain(None))
         }
-        WriteOp::Sync { stream } => (stream, Step::Sync, None),
-        WriteOp::Truncate { stream, size } => (stream, Step::Truncate(size), None),
-        WriteOp::Close { stream } => (stream, Step::Close(Expect::default()), None),
+        WriteOp::Close { stream } if !missing.is_empty() => {
+            let e = XrdError::new(
+                err::CHKSUM_ERR,
+                format!("{} uncorrected checksum errors", missing.len()),
+            );
+            (stream, vec![fail(&e)], Answer::Plain(Some(e)))
+        }
+        WriteOp::Close { stream } => (
+            stream,
+            vec![Step::Close(Expect::default())],
+            Answer::Plain(None),
+        ),
     }
 }
 
@@ -206,34 +310,53 @@ fn step_of(op: WriteOp) -> ([u8; 2], Step<Vec<u8>>, Option<XrdError>) {
 fn kind_of(code: i32) -> ErrorKind {
     match code {
         err::NO_MEMORY => ErrorKind::NoMemory,
+        err::CHKSUM_ERR => ErrorKind::Corrupt,
         _ => ErrorKind::Io,
     }
 }
 
-async fn run(up: Upload<Vec<u8>>, mut rx: mpsc::Receiver<WriteOp>, out: Out) {
+async fn run(
+    up: Upload<Vec<u8>>,
+    mut rx: mpsc::Receiver<WriteOp>,
+    out: Out,
+    stats: Arc<crate::Stats>,
+) {
+    let mut missing = BTreeMap::new();
     while let Some(op) = rx.recv().await {
         let last = matches!(op, WriteOp::Close { .. });
-        let (stream, step, instead) = step_of(op);
+        let (stream, mut steps, answer) = steps_of(op, &mut missing);
+        if let Answer::Pg { bad, .. } = &answer {
+            let n = bad.len() as u64;
+            stats.page_crc_errors.fetch_add(n, Ordering::Relaxed);
+        }
+        // All but the last step of a request answer nothing: a failure
+        // sticks, so the last one meets it.
+        let final_step = steps.pop();
+        for step in steps {
+            let _ = up.step(step).await;
+        }
+        let Some(step) = final_step else {
+            // A pgwrite whose every page was damaged: nothing to write.
+            out.send(answer.reply(stream, Ok(Default::default()))).await;
+            continue;
+        };
         let out2 = out.clone();
         // Whoever did the work answers (a runtime thread for an append
         // into memory, else the pool thread); the next operation on the
         // file waits for it.
         let finish = move |r: Done, ran: Ran| {
-            let r = match instead {
-                Some(e) => Err(e),
-                None => r.map(|_| Vec::new()).map_err(XrdError::from),
-            };
+            let reply = answer.reply(stream, r);
             match ran {
-                Ran::InLine => Some(r),
+                Ran::InLine => Some(reply),
                 Ran::OnPool => {
-                    out2.result_from_pool(stream, r);
+                    out2.send_from_pool(reply);
                     None
                 }
             }
         };
         match up.apply(step, finish).await {
             Ok(Some(r)) => {
-                out.result(stream, r).await;
+                out.send(r).await;
             }
             Ok(None) => {}
             Err(e) => {
