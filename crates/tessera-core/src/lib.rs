@@ -28,6 +28,7 @@ mod sessionlog;
 mod stall;
 mod tree;
 mod truncate;
+mod update;
 mod upload;
 
 pub use accept::Acceptor;
@@ -55,4 +56,5 @@ pub use tessera_meta::{
 };
 pub use tree::TreeRemoval;
 pub use truncate::REWRITE_MEMORY;
+pub use update::{Update, MAX_PATCH_BYTES};
 pub use upload::{Done, Holds, Ran, Step, Upload};

@@ -100,6 +100,16 @@ impl ReadData {
         }
     }
 
+    /// Bytes that no stripe read holds (an update's view of a file): one
+    /// buffer, returned to no pool.
+    pub fn from_vec(b: Vec<u8>) -> ReadData {
+        let mut d = ReadData::new(BufPool::new(0));
+        let n = b.len();
+        let id = d.adopt(b);
+        d.push(id, 0, n);
+        d
+    }
+
     /// Record a block's stored page checksums (blocks in file order).
     pub(crate) fn push_sums(&mut self, s: crate::pagesums::BlockSums) {
         self.sums.push(s);

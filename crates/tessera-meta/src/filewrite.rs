@@ -7,11 +7,12 @@
 
 use crate::acl::Action;
 use crate::error::MetaError;
+use crate::keys::xattr_key;
 use crate::quota::{self, Deltas, Reservation};
 use crate::read::{self, lookup, must_inode, resolve_parent};
 use crate::records::*;
 use crate::store::{now_ns, MetaStore};
-use crate::txn::Txn;
+use crate::txn::{Cf, Txn};
 use crate::write::{acl_decision, alloc_ino, delete_entry, need, W, X};
 use std::sync::Arc;
 use tessera_types::{Identity, NsPath};
@@ -200,6 +201,29 @@ impl MetaStore {
         id: u64,
         c: CommitWrite,
     ) -> Result<(Inode, Option<Inode>), MetaError> {
+        self.commit_as(id, c, None)
+    }
+
+    /// Commit a new version of file `old` (a copy-on-write update): as
+    /// [`MetaStore::commit_write`], but only while the name still holds
+    /// inode `old` (else `Busy`: it was replaced or removed meanwhile, and
+    /// the update is refused), and the new inode keeps the old one's
+    /// owner, group, mode and extended attributes (ACLs included).
+    pub fn commit_update(
+        &self,
+        id: u64,
+        c: CommitWrite,
+        old: u64,
+    ) -> Result<(Inode, Option<Inode>), MetaError> {
+        self.commit_as(id, c, Some(old))
+    }
+
+    fn commit_as(
+        &self,
+        id: u64,
+        c: CommitWrite,
+        update_of: Option<u64>,
+    ) -> Result<(Inode, Option<Inode>), MetaError> {
         let (seq, out) = {
             let mut st = self.lock();
             let Some(r) = quota::release(&mut st, id) else {
@@ -219,26 +243,37 @@ impl MetaStore {
             let node = quota::node_of_dir(&txn, dir.ino)?;
             let mut deltas = Deltas::default();
             let now = now_ns();
-            let replaced = match decide(&txn, &r.who, &dir, &r.name, r.overwrite)? {
+            let replaced = decide(&txn, &r.who, &dir, &r.name, r.overwrite)?;
+            let (mut uid, mut gid, mut mode) = (r.uid, r.gid, r.mode);
+            if let Some(want) = update_of {
+                let Some(old) = replaced.as_ref().filter(|o| o.ino == want) else {
+                    return Err(MetaError::Busy(
+                        "the file was replaced or removed during the update".into(),
+                    ));
+                };
+                (uid, gid, mode) = (old.uid, old.gid, old.mode);
+                for k in txn.committed_xattr_keys(old.ino)? {
+                    if let Some(v) = txn.get(Cf::Xattr, &k)? {
+                        txn.put(Cf::Xattr, &xattr_key(r.ino, &k[8..]), v);
+                    }
+                }
+            }
+            match &replaced {
                 Some(old) => {
                     deltas.charge(node, old.uid, old.gid, -(old.size as i128), -1);
-                    delete_entry(&mut txn, dir.ino, &old)?;
-                    Some(old)
+                    delete_entry(&mut txn, dir.ino, old)?;
                 }
-                None => {
-                    dir.nchildren += 1;
-                    None
-                }
-            };
-            deltas.charge(node, r.uid, r.gid, c.size as i128, 1);
+                None => dir.nchildren += 1,
+            }
+            deltas.charge(node, uid, gid, c.size as i128, 1);
             let file = Inode {
                 ino: r.ino,
                 kind: EntryKind::File,
                 parent: dir.ino,
                 name: r.name.clone(),
-                uid: r.uid,
-                gid: r.gid,
-                mode: r.mode,
+                uid,
+                gid,
+                mode,
                 ctime_ns: now,
                 mtime_ns: c.mtime_ns.unwrap_or(now),
                 size: c.size,

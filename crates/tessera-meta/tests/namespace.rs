@@ -535,3 +535,53 @@ fn reads_from_memory_answer_or_step_aside() {
     write(&m, "/d/g", &root(), 5).unwrap();
     assert_eq!(m.stat_nowait(&p("/d/g")).unwrap().map(|i| i.size), Some(5));
 }
+
+#[test]
+fn an_update_keeps_owner_mode_and_attributes_and_loses_to_a_replace() {
+    let d = tempfile::tempdir().expect("tmp");
+    let m = open(d.path());
+    let r = root();
+    let alice = Identity::user(1000, 1000, "alice", "test");
+    let bob = Identity::user(1001, 1001, "bob", "test");
+    m.mkdir(&p("/u"), &r, 0o777, false).expect("mkdir");
+    let old = write(&m, "/u/f", &alice, 10).expect("alice's file");
+    m.xattr_set(&p("/u/f"), &alice, b"user.tag", b"v1")
+        .expect("xattr");
+    m.setattr(
+        &p("/u/f"),
+        &alice,
+        SetAttr {
+            mode: Some(0o666),
+            ..Default::default()
+        },
+    )
+    .expect("chmod");
+    // Bob updates it (he may: mode 0666 in a 0777 directory).
+    let u = m
+        .begin_write(&p("/u/f"), &bob, 0o600, true, 10)
+        .expect("reserve");
+    let commit = CommitWrite {
+        size: 20,
+        ..Default::default()
+    };
+    let (new, replaced) = m.commit_update(u.id, commit, old.ino).expect("update");
+    assert_eq!(replaced.map(|i| i.ino), Some(old.ino));
+    assert_ne!(new.ino, old.ino);
+    assert_eq!(
+        (new.uid, new.gid, new.mode & 0o7777, new.size),
+        (1000, 1000, 0o666, 20)
+    );
+    assert_eq!(m.xattr_get(&p("/u/f"), b"user.tag").expect("kept"), b"v1");
+    // A file replaced during an update wins: the update is refused and
+    // changes nothing.
+    let u2 = m
+        .begin_write(&p("/u/f"), &bob, 0o600, true, 10)
+        .expect("reserve");
+    let again = write(&m, "/u/f", &bob, 5).expect("replace meanwhile");
+    let e = m
+        .commit_update(u2.id, CommitWrite::default(), new.ino)
+        .expect_err("stale");
+    assert_eq!(e.kind(), ErrorKind::Busy);
+    assert_eq!(m.stat(&p("/u/f")).expect("there").ino, again.ino);
+    assert_clean(&m);
+}

@@ -37,6 +37,8 @@ pub struct OpenWrite {
 pub enum Handle {
     Read(Arc<OpenRead>),
     Write(Arc<OpenWrite>),
+    /// An existing file open for update (`ops/update.rs`).
+    Update(Arc<crate::ops::update::OpenUpdate>),
 }
 
 impl Clone for Handle {
@@ -44,6 +46,7 @@ impl Clone for Handle {
         match self {
             Handle::Read(r) => Handle::Read(Arc::clone(r)),
             Handle::Write(w) => Handle::Write(Arc::clone(w)),
+            Handle::Update(u) => Handle::Update(Arc::clone(u)),
         }
     }
 }
@@ -181,6 +184,7 @@ impl Session {
         let t = self.handles.lock().unwrap_or_else(|p| p.into_inner());
         match t.get(&u32::from_be_bytes(fh)) {
             Some(Handle::Write(w)) => Some(w.share.clone()),
+            Some(Handle::Update(u)) => Some(u.share.clone()),
             _ => None,
         }
     }

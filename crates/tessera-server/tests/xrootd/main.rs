@@ -13,6 +13,7 @@ mod pgrw;
 mod python;
 mod scaleout;
 mod tokens;
+mod update;
 mod uproot;
 
 #[path = "../common/mod.rs"]

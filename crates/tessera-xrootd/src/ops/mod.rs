@@ -20,6 +20,7 @@ pub mod readv;
 pub mod rm;
 pub mod stat;
 pub mod truncate;
+pub mod update;
 pub mod write;
 
 use crate::error::XrdError;

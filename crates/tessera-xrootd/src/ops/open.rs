@@ -1,5 +1,6 @@
-//! `kXR_open`: read, or create/replace for writing (never in place); the
-//! reply carries the handle and, as XrdCl always asks, the stat.
+//! `kXR_open`: read, create/replace for writing, or update an existing
+//! file (copy-on-write, `update.rs`); the reply carries the handle and, as
+//! XrdCl always asks, the stat.
 
 use crate::error::XrdError;
 use crate::ops::cluster;
@@ -36,15 +37,16 @@ pub async fn open(
         make_parents(s, &who, t).await?;
     }
     if writing && opts & (o::NEW | o::DELETE) == 0 {
-        // Update or append without create/truncate: files are immutable
-        // once committed (refused here, before any redirect).
-        return match s.core()?.stat(&who, t.path.clone()).await {
-            Err(e) => Err(e.into()),
-            Ok(_) => Err(XrdError::new(
+        // Update (or append) of an existing file: a copy-on-write update
+        // (`update.rs`), served where the namespace and the data both are.
+        if matches!(s.cfg.mode, crate::Mode::Mgm { .. }) {
+            return Err(XrdError::new(
                 err::UNSUPPORTED,
-                "files cannot be changed in place: open with kXR_delete to replace (errno 95)",
-            )),
-        };
+                "updates in place are not served by a scale-out metadata service yet: open with kXR_delete to replace (errno 95)",
+            ));
+        }
+        let (fh, stat) = crate::ops::update::open(s, &who, t).await?;
+        return Ok(Opened::Reply(reply(fh, opts, &stat)));
     }
     if cluster::mgm_open(s, &who, out, st, &req, writing).await? {
         return Ok(Opened::Sent);

@@ -69,7 +69,7 @@ pub async fn pgread(s: &Session, out: &Out, st: [u8; 2], rd: Read) {
             out.error(st, &read::no_memory()).await;
             return;
         };
-        let d = match read::fetch(&r, pos, n).await {
+        let d = match r.fetch(pos, n).await {
             Ok(d) => d,
             Err(e) => {
                 out.error(st, &e).await;

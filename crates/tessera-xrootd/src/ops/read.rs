@@ -21,10 +21,45 @@ pub fn is_short(rd: &Read) -> bool {
     rd.len < SHORT as usize
 }
 
-/// The file open for reading behind handle `fh`.
-pub fn reader(s: &Session, fh: crate::request::Fh) -> Result<Arc<OpenRead>, XrdError> {
+/// What a handle's reads read: a file open for reading, or a file open
+/// for update (what the update has: `ops/update.rs`).
+pub enum Source {
+    File(Arc<OpenRead>),
+    Update(Arc<crate::ops::update::OpenUpdate>),
+}
+
+impl Source {
+    /// The file's size now.
+    pub fn size(&self) -> u64 {
+        match self {
+            Source::File(r) => r.rs.size(),
+            Source::Update(u) => u.size.load(std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
+    /// Ranges less apart than this are cheaper read as one.
+    pub fn merge_gap(&self) -> u64 {
+        match self {
+            Source::File(r) => r.rs.merge_gap(),
+            Source::Update(_) => 0,
+        }
+    }
+
+    /// Read `n` bytes at `pos` (`None`: empty file): the core copies a
+    /// read that memory holds right here, else reads on the blocking pool.
+    pub async fn fetch(&self, pos: u64, n: usize) -> Result<Option<ReadData>, XrdError> {
+        match self {
+            Source::File(r) => Ok(r.rs.fetch(pos, n).await?),
+            Source::Update(u) => crate::ops::update::read(u, pos, n).await,
+        }
+    }
+}
+
+/// What handle `fh` reads (a file open only for writing is refused).
+pub fn reader(s: &Session, fh: crate::request::Fh) -> Result<Source, XrdError> {
     match s.get(fh)? {
-        Handle::Read(r) => Ok(r),
+        Handle::Read(r) => Ok(Source::File(r)),
+        Handle::Update(u) => Ok(Source::Update(u)),
         Handle::Write(w) => {
             let msg = format!("{} is open for writing only", w.path.display());
             Err(XrdError::new(err::NOT_AUTHORIZED, msg))
@@ -48,7 +83,7 @@ pub async fn read(s: &Session, out: &Out, st: [u8; 2], rd: Read) {
             out.error(st, &no_memory()).await;
             return;
         };
-        match fetch(&r, pos, n).await {
+        match r.fetch(pos, n).await {
             Err(e) => {
                 out.error(st, &e).await;
                 return;
@@ -81,10 +116,4 @@ pub fn no_memory() -> XrdError {
         err::NO_MEMORY,
         "insufficient memory to read file now (errno 12)",
     )
-}
-
-/// Read `n` bytes at `pos` (`None`: empty file): the core copies a read
-/// that memory holds right here, else reads on the blocking pool.
-pub async fn fetch(r: &Arc<OpenRead>, pos: u64, n: usize) -> Result<Option<ReadData>, XrdError> {
-    Ok(r.rs.fetch(pos, n).await?)
 }

@@ -4,11 +4,11 @@
 //! file fails the request (kXR_FSError, ESPIPE), as the reference server
 //! does.
 
-use super::read::{self, fetch};
+use super::read::{self, Source};
 use crate::error::XrdError;
 use crate::proto::{err, status};
 use crate::reply::{Out, Piece};
-use crate::session::{Handle, Session};
+use crate::session::Session;
 use tessera_core::ReadData;
 
 pub const MAX_ELEMENTS: usize = 1024;
@@ -48,10 +48,10 @@ pub fn parse(p: &[u8]) -> Result<Vec<Element>, XrdError> {
 
 pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], elements: Vec<Element>) {
     // Each handle looked up once (a readv names one or a few files).
-    let mut handles: Vec<([u8; 4], Result<Handle, XrdError>)> = Vec::new();
+    let mut handles: Vec<([u8; 4], Result<Source, XrdError>)> = Vec::new();
     for (fh, _, _) in &elements {
         if !handles.iter().any(|(h, _)| h == fh) {
-            handles.push((*fh, s.get(*fh)));
+            handles.push((*fh, read::reader(s, *fh)));
         }
     }
     let handle = |fh: &[u8; 4]| &handles.iter().find(|(h, _)| h == fh).expect("looked up").1;
@@ -60,32 +60,21 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], elements: Vec<Elemen
     // end, reopening the file each time). A read session's size is fixed,
     // so no element below comes back short.
     for (fh, len, off) in &elements {
-        if let Ok(Handle::Read(r)) = handle(fh) {
-            if off.saturating_add(*len as u64) > r.rs.size() {
+        if let Ok(r) = handle(fh) {
+            if off.saturating_add(*len as u64) > r.size() {
                 out.error(stream, &past_end(*len, *off)).await;
                 return;
             }
         }
     }
-    let gap = |fh: &[u8; 4]| match handle(fh) {
-        Ok(Handle::Read(r)) => r.rs.merge_gap(),
-        _ => 0,
-    };
+    let gap = |fh: &[u8; 4]| handle(fh).as_ref().map_or(0, Source::merge_gap);
     let mut part = Part::default();
     let runs = runs(&elements, gap);
     let mut left: usize = runs.iter().map(|r| (r.end - r.start) as usize).sum();
     let last = runs.len().saturating_sub(1);
     for (i, run) in runs.into_iter().enumerate() {
         let r = match handle(&run.fh) {
-            Ok(Handle::Read(r)) => r,
-            Ok(Handle::Write(_)) => {
-                out.error(
-                    stream,
-                    &XrdError::new(err::NOT_AUTHORIZED, "file is open for writing only"),
-                )
-                .await;
-                return;
-            }
+            Ok(r) => r,
             Err(e) => {
                 out.error(stream, e).await;
                 return;
@@ -96,7 +85,7 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], elements: Vec<Elemen
             out.error(stream, &read::no_memory()).await;
             return;
         }
-        let d = match fetch(r, run.start, span).await {
+        let d = match r.fetch(run.start, span).await {
             Ok(d) => d,
             Err(e) => {
                 out.error(stream, &e).await;

@@ -40,6 +40,7 @@ async fn by_path<'a>(
 fn by_handle(s: &Session, fh: Fh, who: &Identity) -> Result<Vec<u8>, XrdError> {
     match s.get(fh)? {
         Handle::Read(r) => Ok(reply(r.rs.inode(), s, who)),
+        Handle::Update(u) => Ok(reply(&crate::ops::update::stat_inode(&u), s, who)),
         Handle::Write(w) => Err(XrdError::new(
             err::UNSUPPORTED,
             format!("{} is being written; stat it after close", w.path.display()),

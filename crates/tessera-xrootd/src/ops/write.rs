@@ -101,6 +101,9 @@ pub async fn queue(
             }
         }
         Ok(Handle::Write(w)) => w,
+        Ok(Handle::Update(u)) => {
+            return crate::ops::update::apply(s, out, st, u, what, lease).await
+        }
     };
     let op = match what {
         OnHandle::Write(offset, data) => WriteOp::Write {
@@ -139,6 +142,16 @@ pub async fn refuse(s: &Session, out: &Out, h: &Header, error: XrdError) -> bool
             };
             if w.ops.send(op).await.is_ok() {
                 return true;
+            }
+            out.error(h.stream, &error).await
+        }
+        Ok(Handle::Update(u)) => {
+            // An update fails as a whole too: its close will say so.
+            if let Some(up) = u.state.lock().await.up.as_mut() {
+                up.abort_with(CoreError::Remote {
+                    kind: kind_of(error.code),
+                    msg: error.msg.clone(),
+                });
             }
             out.error(h.stream, &error).await
         }
