@@ -15,8 +15,7 @@ use tessera_types::{Identity, NsPath};
 
 /// How much quota a write reserves at a time beyond what it has written.
 const RESERVE_STEP: u64 = 64 << 20;
-/// Memory a write session leases first; a longer file leases its
-/// writer's whole ceiling.
+/// Memory a write session leases first (a longer file: its whole ceiling).
 pub const FIRST_LEASE: u64 = 64 << 10;
 /// The space used when a directory names none.
 pub const DEFAULT_SPACE: &str = "default";
@@ -40,16 +39,17 @@ pub struct Expect {
 
 /// A file being written. Dropping it without `close` aborts it.
 pub struct WriteSession {
-    ledger: Arc<dyn Ledger>,
-    fs: Arc<Filesystems>,
-    plan: WritePlan,
+    pub(crate) ledger: Arc<dyn Ledger>,
+    pub(crate) fs: Arc<Filesystems>,
+    pub(crate) plan: WritePlan,
     reserved: u64,
-    writer: Option<FileWriter>,
+    pub(crate) writer: Option<FileWriter>,
     path: NsPath,
     /// Where the close is logged (`close_write`).
     log: Option<SessionLog>,
     /// Memory budget its buffers hold (see [`WriteSession::memory_wanted`]).
     memory: crate::Lease,
+    pub(crate) durable: bool, // stripes synced at their seal
 }
 
 impl WriteSession {
@@ -159,7 +159,7 @@ impl WriteSession {
         r
     }
 
-    fn close_inner(&mut self, want: Expect) -> Result<Inode, CoreError> {
+    pub(crate) fn close_inner(&mut self, want: Expect) -> Result<Inode, CoreError> {
         let w = self
             .writer
             .take()
@@ -335,6 +335,7 @@ impl DataPath {
             path,
             log: None,
             memory: crate::Lease::default(),
+            durable: self.durable,
         })
     }
 

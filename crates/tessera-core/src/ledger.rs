@@ -40,6 +40,15 @@ pub trait Ledger: Send + Sync {
     fn commit(&self, id: u64, c: CommitWrite) -> Result<Inode, CoreError>;
     /// Give the reservation up.
     fn abort(&self, id: u64);
+    /// Give reservation `id` a new file id (see
+    /// `MetaStore::renumber_write`); not every ledger can.
+    fn renumber(&self, id: u64) -> Result<u64, CoreError> {
+        let _ = id;
+        Err(CoreError::Remote {
+            kind: tessera_types::ErrorKind::Unsupported,
+            msg: "rewriting bytes already written is not supported through a data gateway".into(),
+        })
+    }
     /// Reads of file `fid` ran into damaged stripes: (stripe index,
     /// filesystem id, what went wrong), one entry per stripe. Kept for
     /// fsck and repair; never fails the read that found them.
@@ -67,6 +76,10 @@ impl Ledger for LocalLedger {
 
     fn abort(&self, id: u64) {
         let _ = self.meta.abort_write(id);
+    }
+
+    fn renumber(&self, id: u64) -> Result<u64, CoreError> {
+        Ok(self.meta.renumber_write(id)?)
     }
 
     fn damaged(&self, fid: u64, stripes: Vec<(u8, u32, String)>) {

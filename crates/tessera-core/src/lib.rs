@@ -19,6 +19,7 @@ mod fsident;
 mod health;
 mod io;
 mod ledger;
+mod patched;
 mod readsession;
 mod remote;
 mod repair;

@@ -201,27 +201,7 @@ impl Update {
 
     /// Remove what patches hold of `[from, to)`, keeping their other parts.
     fn cut(&mut self, from: u64, to: u64) {
-        let hit: Vec<u64> = self
-            .patches
-            .range(..to)
-            .filter(|(s, p)| **s + p.len() as u64 > from)
-            .map(|(s, _)| *s)
-            .collect();
-        for s in hit {
-            let p = self.patches.remove(&s).expect("present");
-            self.patch_bytes -= p.len();
-            let e = s + p.len() as u64;
-            if s < from {
-                let left = p[..(from - s) as usize].to_vec();
-                self.patch_bytes += left.len();
-                self.patches.insert(s, left);
-            }
-            if e > to {
-                let right = p[(to - s) as usize..].to_vec();
-                self.patch_bytes += right.len();
-                self.patches.insert(to, right);
-            }
-        }
+        self.patch_bytes -= crate::patched::cut(&mut self.patches, from, to);
     }
 
     /// Set the size (shrink or grow; grown bytes read as zeros).
@@ -307,16 +287,7 @@ impl Update {
 
     /// Copy what the patches hold of `out`'s range (from `offset`) over it.
     fn overlay(&self, offset: u64, out: &mut [u8]) {
-        let end = offset + out.len() as u64;
-        for (s, p) in self.patches.range(..end) {
-            let e = s + p.len() as u64;
-            if e <= offset {
-                continue;
-            }
-            let (a, b) = ((*s).max(offset), e.min(end));
-            out[(a - offset) as usize..(b - offset) as usize]
-                .copy_from_slice(&p[(a - s) as usize..(b - s) as usize]);
-        }
+        crate::patched::overlay(&self.patches, offset, out);
     }
 
     /// Build the new version and make it the file (see the module

@@ -14,10 +14,14 @@
 //!   namespace runs on the blocking pool, and the caller's `finish` runs on
 //!   the thread that did the work (a front-end answers from there, without
 //!   a hand-back to a runtime thread);
-//! - **order**: writes must extend the file. One at the end is applied; one
+//! - **order**: writes extend the file. One at the end is applied; one
 //!   further on is held (within [`Holds`]) until the gap is filled, and a
-//!   gap still open at close or truncate reads as zeros. Rewriting bytes
-//!   already written and shrinking are refused (`Unsupported`);
+//!   gap still open at close or truncate reads as zeros. Where writes may
+//!   come out of order (`Holds`: XRootD), a write over bytes already
+//!   streamed and a shrinking truncate are kept as changes (at most
+//!   [`MAX_CHANGED`] bytes) and the file is built again with them at close
+//!   (`patched.rs`); elsewhere (a PUT's body) they are refused
+//!   (`Unsupported`);
 //! - **failure**: the first failure aborts the file (reservation released,
 //!   stripes dropped, nothing visible); every later step meets the same
 //!   error.
@@ -77,8 +81,54 @@ pub struct Upload<D> {
     budget: Budget,
 }
 
+/// Bytes written over streamed ones an upload may hold until its close.
+pub const MAX_CHANGED: usize = 64 << 20;
+
+/// Changes after streaming (see `patched.rs`).
+#[derive(Default)]
+struct Changed {
+    /// By offset, non-overlapping.
+    patches: BTreeMap<u64, Vec<u8>>,
+    bytes: usize,
+    /// After a shrink: streamed bytes from here on are gone (and every
+    /// later write is a change).
+    valid: Option<u64>,
+    /// The size the changes give (after a shrink: the file's size).
+    size: u64,
+}
+
+impl Changed {
+    fn put(&mut self, offset: u64, data: &[u8]) -> Result<(), CoreError> {
+        let end = offset + data.len() as u64;
+        self.bytes -= crate::patched::cut(&mut self.patches, offset, end);
+        if self.bytes + data.len() > MAX_CHANGED {
+            return Err(CoreError::Remote {
+                kind: ErrorKind::Unsupported,
+                msg: format!(
+                    "more than {} MiB rewritten before the close",
+                    MAX_CHANGED >> 20
+                ),
+            });
+        }
+        if !data.is_empty() {
+            self.bytes += data.len();
+            self.patches.insert(offset, data.to_vec());
+        }
+        self.size = self.size.max(end);
+        Ok(())
+    }
+
+    /// The file ends at `size` (whatever was written past it is gone).
+    fn cut_at(&mut self, size: u64) {
+        self.bytes -= crate::patched::cut(&mut self.patches, size, u64::MAX);
+        self.size = self.size.min(size);
+    }
+}
+
 struct State<D> {
     ws: Option<WriteSession>,
+    /// Bytes changed after streaming, if any.
+    changed: Option<Changed>,
     held: BTreeMap<u64, (D, Lease)>,
     held_bytes: usize,
     holds: Option<Holds>,
@@ -93,6 +143,7 @@ impl<D: AsRef<[u8]> + Send + 'static> Upload<D> {
         Upload {
             state: Arc::new(Mutex::new(State {
                 ws: Some(ws),
+                changed: None,
                 held: BTreeMap::new(),
                 held_bytes: 0,
                 holds,
@@ -289,13 +340,28 @@ impl<D: AsRef<[u8]>> State<D> {
     fn write(&mut self, at: Option<u64>, data: D, lease: Lease) -> Result<(), CoreError> {
         let end = self.session()?.written();
         let offset = at.unwrap_or(end);
-        if offset < end {
-            return Err(CoreError::Remote {
-                kind: ErrorKind::Unsupported,
-                msg: format!(
-                    "rewriting bytes already written (offset {offset} < {end}) is not supported"
-                ),
-            });
+        let shrunk = self.changed.as_ref().is_some_and(|c| c.valid.is_some());
+        if offset < end || shrunk {
+            if self.holds.is_none() {
+                return Err(CoreError::Remote {
+                    kind: ErrorKind::Unsupported,
+                    msg: format!(
+                        "rewriting bytes already written (offset {offset} < {end}) is not supported"
+                    ),
+                });
+            }
+            let bytes = data.as_ref();
+            let c = self.changed.get_or_insert_with(Changed::default);
+            // A write across the end: the part before it is a change, the
+            // rest goes on streaming.
+            let k = (end.saturating_sub(offset) as usize).min(bytes.len());
+            if shrunk || k == bytes.len() {
+                return c.put(offset, bytes);
+            }
+            c.put(offset, &bytes[..k])?;
+            self.session()?.write(&bytes[k..])?;
+            drop((data, lease));
+            return self.drain(false);
         }
         if offset > end {
             return self.hold(offset, end, data, lease);
@@ -358,17 +424,27 @@ impl<D: AsRef<[u8]>> State<D> {
 
     fn truncate(&mut self, size: u64) -> Result<(), CoreError> {
         self.drain(true)?;
-        let ws = self.session()?;
-        let end = ws.written();
-        if size < end {
-            return Err(CoreError::Remote {
-                kind: ErrorKind::Unsupported,
-                msg: format!(
-                    "shrinking a file being written ({end} -> {size} bytes) is not supported"
-                ),
-            });
+        let end = self.session()?.written();
+        let shrunk = self.changed.as_ref().is_some_and(|c| c.valid.is_some());
+        if size < end || shrunk {
+            if self.holds.is_none() {
+                return Err(CoreError::Remote {
+                    kind: ErrorKind::Unsupported,
+                    msg: format!(
+                        "shrinking a file being written ({end} -> {size} bytes) is not supported"
+                    ),
+                });
+            }
+            let c = self.changed.get_or_insert_with(Changed::default);
+            c.cut_at(size);
+            c.valid = Some(c.valid.unwrap_or(end).min(size));
+            c.size = size;
+            return Ok(());
         }
-        zeros(ws, size - end)
+        if let Some(c) = self.changed.as_mut() {
+            c.cut_at(size);
+        }
+        zeros(self.session()?, size - end)
     }
 
     fn close(&mut self, want: Expect) -> Result<Inode, CoreError> {
@@ -377,7 +453,21 @@ impl<D: AsRef<[u8]>> State<D> {
             .ws
             .take()
             .ok_or_else(|| CoreError::Invalid("closed twice".into()))?;
-        ws.close_expecting(want)
+        let Some(c) = self.changed.take() else {
+            return ws.close_expecting(want);
+        };
+        let streamed = ws.written();
+        let (valid, size) = match c.valid {
+            Some(v) => (v, c.size),
+            None => (streamed, c.size.max(streamed)),
+        };
+        let patches = &c.patches;
+        let changes = crate::patched::Changes {
+            valid,
+            size,
+            patches,
+        };
+        ws.close_changed(changes, want)
     }
 }
 

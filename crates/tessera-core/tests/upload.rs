@@ -1,6 +1,8 @@
 //! The core's `Upload`, as the front-ends drive it: writes in and out of
-//! order, gaps filled at close, the refusals that abort a file (nothing
-//! visible, memory and holds given back), and where each step runs.
+//! order, gaps filled at close, rewrites and shrinks kept for the close
+//! where writes may come out of order, the refusals that abort a file
+//! (nothing visible, memory and holds given back), and where each step
+//! runs.
 
 mod common;
 
@@ -80,31 +82,93 @@ async fn writes_out_of_order_are_held_and_a_gap_left_at_close_reads_as_zeros() {
     assert_eq!(budget.in_use(), 0, "the file's memory went back");
 }
 
+/// Stripe files under the test's folders (no orphans left behind).
+fn stripe_files(e: &Env) -> usize {
+    let mut n = 0;
+    let mut todo = vec![e._dir.path().to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for x in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = x.path();
+            let name = x.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if !path.ends_with("meta") {
+                    todo.push(path);
+                }
+            } else if d.parent().is_some_and(|p| {
+                p.file_name()
+                    .is_some_and(|f| f.to_string_lossy().starts_with("fs"))
+            }) && !name.starts_with('.')
+            {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+/// Where writes may come out of order (XRootD), writes over streamed
+/// bytes and shrinks are kept, and the file is built again with them at
+/// close (ROOT rewrites its header when it closes a file it created): the
+/// final bytes are exact, and the first version leaves no stripe behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_rewrite_aborts_the_file_and_every_later_step_meets_that_error() {
+async fn rewrites_and_shrinks_are_kept_and_the_file_built_again_at_close() {
     let e = env().await;
     let budget = Budget::new(64 << 20, Duration::from_secs(1));
     let shared = Arc::new(AtomicUsize::new(0));
+    // Several groups (RAIN 4+2, 64 KiB blocks), a held write, a rewrite of
+    // the first bytes, one across the streamed end.
     let up = Upload::new(open(&e, "/r"), budget.clone(), holds(&shared));
-    up.step(write(None, &bytes(1000, 1))).await.expect("append");
-    up.step(write(Some(5000), &bytes(10, 2)))
+    let first = bytes(600_000, 1);
+    up.step(write(None, &first)).await.expect("append");
+    up.step(write(Some(700_000), &bytes(10, 2)))
         .await
         .expect("held");
-    let err = up.step(write(Some(10), b"x")).await.expect_err("rewrite");
-    assert_eq!(err.kind(), ErrorKind::Unsupported);
-    assert!(err.to_string().contains("rewriting"), "{err}");
-    assert_eq!(shared.load(Ordering::Relaxed), 0, "the held write dropped");
-    let again = up.step(Step::Sync).await.expect_err("sync after failure");
-    assert_eq!(again.kind(), ErrorKind::Unsupported);
-    let closed = up.close(Expect::default()).await.expect_err("close");
-    assert_eq!(closed.kind(), ErrorKind::Unsupported);
-    let gone = e
-        .core
-        .stat(&e.root, p("/r"))
+    up.step(write(Some(10), b"header")).await.expect("rewrite");
+    up.step(write(Some(599_990), &[7u8; 20]))
         .await
-        .expect_err("not visible");
-    assert_eq!(gone.kind(), ErrorKind::NotFound);
-    assert_eq!(budget.in_use(), 0);
+        .expect("across the end");
+    let done = up.close(Expect::default()).await.expect("close");
+    let mut want = first.clone();
+    want[10..16].copy_from_slice(b"header");
+    want[599_990..].fill(7);
+    want.extend_from_slice(&[7u8; 10]);
+    want.resize(700_000, 0);
+    want.extend_from_slice(&bytes(10, 2));
+    assert_eq!(done.size, want.len() as u64);
+    assert!(
+        get(&e.core, &e.root, "/r").expect("read") == want,
+        "content"
+    );
+    assert_eq!(stripe_files(&e), 6, "one file's stripes, no orphans");
+    // A shrink, then writes past it: the bytes between read as zeros.
+    let up = Upload::new(open(&e, "/s"), budget.clone(), holds(&shared));
+    up.step(write(None, &bytes(300_000, 3)))
+        .await
+        .expect("append");
+    up.step(Step::Truncate(100)).await.expect("shrink");
+    up.step(write(Some(200), b"abc"))
+        .await
+        .expect("past the shrink");
+    up.step(write(Some(50), b"zz")).await.expect("inside");
+    up.close(Expect::default()).await.expect("close");
+    let mut want = bytes(300_000, 3)[..100].to_vec();
+    want[50..52].copy_from_slice(b"zz");
+    want.resize(200, 0);
+    want.extend_from_slice(b"abc");
+    assert!(get(&e.core, &e.root, "/s").expect("read") == want, "shrunk");
+    assert_eq!(stripe_files(&e), 12);
+    // A digest announced for the final bytes is checked against them.
+    let up = Upload::new(open(&e, "/d"), budget.clone(), holds(&shared));
+    up.step(write(None, &bytes(1000, 4))).await.expect("append");
+    up.step(write(Some(0), b"Z")).await.expect("rewrite");
+    let wrong = Expect {
+        adler32: Some(simd_adler32::adler32(&bytes(1000, 4).as_slice())),
+        ..Default::default()
+    };
+    let err = up.close(wrong).await.expect_err("digest of the old bytes");
+    assert_eq!(err.kind(), ErrorKind::Corrupt, "{err}");
+    assert_eq!(stripe_files(&e), 12, "nothing of it left");
+    assert_eq!((budget.in_use(), shared.load(Ordering::Relaxed)), (0, 0));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -184,6 +184,37 @@ impl MetaStore {
         Ok(r)
     }
 
+    /// Give open reservation `id` a new inode number (its stripes are
+    /// named after it): a write that rebuilds its data before the commit
+    /// writes the new stripes under it while the old ones still exist.
+    /// Quota stays reserved as it was.
+    pub fn renumber_write(&self, id: u64) -> Result<u64, MetaError> {
+        let seq = {
+            let mut st = self.lock();
+            if !st.reservations.contains_key(&id) {
+                return Err(MetaError::NotFound(format!(
+                    "no write in progress with id {id}"
+                )));
+            }
+            let before = st.ino_ceiling;
+            let ino = alloc_ino(&mut st);
+            if let Some(r) = st.reservations.get_mut(&id) {
+                r.ino = ino;
+            }
+            // As in begin_write: an allocation step is persisted first.
+            let seq = if st.ino_ceiling != before {
+                Some(self.commit(self.txn(), &st)?)
+            } else {
+                None
+            };
+            (seq, ino)
+        };
+        if let Some(s) = seq.0 {
+            self.finish(s)?;
+        }
+        Ok(seq.1)
+    }
+
     /// Grow an open reservation by `bytes` (a write went past its estimate).
     pub fn extend_write(&self, id: u64, bytes: u64) -> Result<(), MetaError> {
         let mut st = self.lock();

@@ -3,7 +3,9 @@
 //! offsets inside and beyond the file, a rewrite of bytes written before,
 //! a shrinking and a growing truncate, reads of what the update has, the
 //! stat's size; checked byte for byte, and against Debian's xrootd doing
-//! the same in the same test. Tesserad's updates are copy-on-write: a
+//! the same in the same test; and a new file changed before its first
+//! close (ROOT's RECREATE rewrites its header). Tesserad's updates are
+//! copy-on-write: a
 //! reader sees the old bytes until the close, an update never closed
 //! leaves the file as it was, and RAIN files update like plain ones.
 
@@ -59,9 +61,40 @@ f.close()
 print(json.dumps(out, sort_keys=True))
 "#;
 
+/// A file created and changed before its first close, as ROOT's
+/// `TFile::Open(…, "RECREATE")` does (it rewrites its header at close).
+const RECREATE: &str = r#"
+import sys, json
+from XRootD import client
+from XRootD.client.flags import OpenFlags
+url, path, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
+body = bytes((i * 13 + 1) % 253 for i in range(size))
+f = client.File()
+st, _ = f.open(url + "/" + path, OpenFlags.DELETE | OpenFlags.MAKEPATH, 0o644)
+assert st.ok, st
+steps = []
+for off in range(0, size, 1 << 20):
+    steps.append(f.write(body[off:off + (1 << 20)], off)[0].ok)
+steps.append(f.write(b"HEADER" * 10, 0)[0].ok)
+steps.append(f.truncate(size - 300_000)[0].ok)
+steps.append(f.write(b"tail", size - 200_000)[0].ok)
+steps.append(f.close()[0].ok)
+want = bytearray(body[:size - 300_000])
+want[:60] = b"HEADER" * 10
+want += bytes(100_000) + b"tail"
+g = client.File()
+assert g.open(url + "/" + path)[0].ok
+st, got = g.read(0, size + 10)
+print(json.dumps({"steps": steps, "size": len(got), "content ok": bytes(got) == bytes(want)}))
+"#;
+
 fn scenario(url: &str, path: &str, size: usize) -> serde_json::Value {
+    run(SCRIPT, url, path, size)
+}
+
+fn run(script: &str, url: &str, path: &str, size: usize) -> serde_json::Value {
     let o = Command::new("/usr/bin/python3")
-        .args(["-c", SCRIPT, url, path, &size.to_string()])
+        .args(["-c", script, url, path, &size.to_string()])
         .env("XRD_REQUESTTIMEOUT", "60")
         .output()
         .expect("python3");
@@ -170,6 +203,13 @@ fn updates_match_the_reference_byte_for_byte() {
     assert_eq!(want["stat size"], size as u64 - 400_000, "{want}");
     for path in ["/upd/f", "/rain/f"] {
         let got = scenario(&format!("{}/", e.url), path, size);
+        assert_eq!(got, want, "{path}: tesserad, then the reference");
+    }
+    // A new file changed before its first close (ROOT's RECREATE).
+    let want = run(RECREATE, &reference.url, "/upd/new", size);
+    assert_eq!(want["content ok"], true, "the reference itself: {want}");
+    for path in ["/upd/new", "/rain/new"] {
+        let got = run(RECREATE, &format!("{}/", e.url), path, size);
         assert_eq!(got, want, "{path}: tesserad, then the reference");
     }
 }
