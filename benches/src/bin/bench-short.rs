@@ -25,6 +25,17 @@ struct Args {
     /// Rounds; the best of each is reported.
     #[arg(long, default_value_t = 5)]
     repeat: usize,
+    /// Drop the kernel's page cache before each round (root): reads go to
+    /// the storage (on a ceph-fuse mount, to ceph-fuse, whose own object
+    /// cache is not dropped).
+    #[arg(long)]
+    cold: bool,
+}
+
+/// Write back and drop the kernel's clean page cache.
+fn drop_caches() {
+    let _ = std::process::Command::new("sync").status();
+    std::fs::write("/proc/sys/vm/drop_caches", "1").expect("drop caches (root)");
 }
 
 /// `count` offsets for reads of `len` bytes, sorted within each region of
@@ -49,9 +60,13 @@ fn offsets(size: u64, count: usize, len: u64, region: u64, seed: u64) -> Vec<u64
     out
 }
 
-fn time(r: &FileReader, reads: &[(u64, usize)], repeat: usize) -> f64 {
+fn time(open: &dyn Fn() -> FileReader, reads: &[(u64, usize)], repeat: usize, cold: bool) -> f64 {
     let mut best = f64::MAX;
     for _ in 0..repeat {
+        if cold {
+            drop_caches();
+        }
+        let r = open();
         let t = Instant::now();
         for &(o, n) in reads {
             let d = match r.read_cached(o, n) {
@@ -70,9 +85,14 @@ fn main() -> anyhow::Result<()> {
     let size = (a.mib as u64) << 20;
     let data = tessera_benches::noise(size as usize, 0x2545_f491);
     println!(
-        "# bench-short: {} MiB file, folders under {}, page cache warm",
+        "# bench-short: {} MiB file, folders under {}, page cache {}",
         a.mib,
-        a.dir.display()
+        a.dir.display(),
+        if a.cold {
+            "dropped before each round"
+        } else {
+            "warm"
+        }
     );
     println!();
     println!(
@@ -128,11 +148,12 @@ fn main() -> anyhow::Result<()> {
             while off < size {
                 off += r.read_at(off, &mut buf)? as u64;
             }
+            let (n, c) = (a.repeat, a.cold);
             rows.push([
-                time(&open(), &vec_reads, a.repeat),
-                time(&open(), &scattered, a.repeat),
-                time(&open(), &sequential, a.repeat),
-                time(&open(), &long, a.repeat),
+                time(&open, &vec_reads, n, c),
+                time(&open, &scattered, n, c),
+                time(&open, &sequential, n, c),
+                time(&open, &long, n, c),
             ]);
             std::fs::remove_dir_all(&run)?;
         }
