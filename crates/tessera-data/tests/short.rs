@@ -146,8 +146,7 @@ fn reads_from_memory_are_exact_or_step_aside() {
         assert!(d.to_vec() == f.bytes[size as usize - 1000..]);
         // Out of the page cache (the stripes were synced: clean pages).
         for i in 0..layout.stripes() {
-            let s = std::fs::File::open(f.stripe_path(i)).expect("stripe");
-            rustix::fs::fadvise(&s, 0, None, rustix::fs::Advice::DontNeed).expect("fadvise");
+            common::evict(&f.stripe_path(i));
         }
         let r = f.reader();
         assert!(
@@ -235,10 +234,7 @@ fn a_memory_miss_keeps_a_sequential_read_sequential() {
         4 * bs as usize,
     );
     let r = f.reader();
-    let evict = || {
-        let s = std::fs::File::open(f.stripe_path(0)).expect("stripe");
-        rustix::fs::fadvise(&s, 0, None, rustix::fs::Advice::DontNeed).expect("fadvise");
-    };
+    let evict = || common::evict(&f.stripe_path(0));
     let mut reads = 0u64;
     for off in (0..4 * bs).step_by(4096) {
         evict();

@@ -74,3 +74,32 @@ impl TestFile {
             .join(n.file())
     }
 }
+
+/// Drop `path`'s pages from the page cache and wait (up to 5 s) until
+/// `fincore` (util-linux; it looks with mincore, without reading) finds
+/// none: one fadvise can leave pages behind (under writeback, or locked by
+/// read-ahead on a busy machine).
+#[allow(dead_code)]
+pub fn evict(path: &std::path::Path) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let s = std::fs::File::open(path).expect("stripe");
+        s.sync_all().expect("sync");
+        rustix::fs::fadvise(&s, 0, None, rustix::fs::Advice::DontNeed).expect("fadvise");
+        let out = std::process::Command::new("fincore")
+            .args(["--bytes", "--noheadings", "--output", "RES"])
+            .arg(path)
+            .output()
+            .expect("fincore (util-linux)");
+        let res = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if res.is_empty() || res == "0" {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "{} still has {res} bytes in the page cache",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

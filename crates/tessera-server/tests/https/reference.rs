@@ -24,11 +24,16 @@ impl Drop for Reference {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
+    free_ports::<1>()[0]
+}
+
+/// `N` distinct free ports (held together while chosen, so that two
+/// calls in a row cannot hand out the same one).
+fn free_ports<const N: usize>() -> [u16; N] {
+    let held: Vec<std::net::TcpListener> = (0..N)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind"))
+        .collect();
+    std::array::from_fn(|i| held[i].local_addr().expect("addr").port())
 }
 
 fn chown_xrootd(p: &Path) {
@@ -69,7 +74,7 @@ impl Reference {
             )
             .unwrap();
         }
-        let (xport, hport) = (free_port(), free_port());
+        let [xport, hport] = free_ports::<2>();
         let d = dir.display();
         let cfg = format!(
             "all.export /\n\
@@ -131,8 +136,8 @@ impl Reference {
             std::thread::sleep(std::time::Duration::from_millis(100));
         }
         panic!(
-            "the reference xrootd did not start: {}",
-            std::fs::read_to_string(r.dir.join("xrootd.log")).unwrap_or_default()
+            "the reference xrootd did not start (ports {xport}, {hport}): {}",
+            r.log_tail()
         );
     }
 }
