@@ -148,11 +148,16 @@ fn reads_from_memory_are_exact_or_step_aside() {
         for i in 0..layout.stripes() {
             common::evict(&f.stripe_path(i));
         }
+        // A non-blocking read that misses starts the kernel's read-ahead;
+        // on a busy machine that I/O can finish before the same call looks
+        // again, and the bytes come back: then they are the right ones.
         let r = f.reader();
-        assert!(
-            r.read_cached(3 * bs, 4096).is_none(),
-            "would wait for the disk"
-        );
+        if let Some(d) = r.read_cached(3 * bs, 4096) {
+            assert!(
+                d.to_vec() == f.bytes[3 * bs as usize..][..4096],
+                "only right bytes"
+            );
+        }
         assert!(r.read(3 * bs, 4096).expect("read").to_vec() == f.bytes[3 * bs as usize..][..4096]);
     }
     // A damaged block: not served from memory, not recorded there; the

@@ -205,3 +205,34 @@ impl Drop for Daemon {
         let _ = self.child.wait();
     }
 }
+
+/// `N` distinct free TCP ports on 127.0.0.1 for a server a test starts
+/// itself (Debian's xrootd), below the kernel's ephemeral range: a port
+/// taken from that range (`bind` to port 0, then released) can be handed
+/// to an outgoing connection or another port-0 listener before the
+/// server binds it ("address already in use" in a clean-clone run).
+#[allow(dead_code)]
+pub fn spare_ports<const N: usize>() -> [u16; N] {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let low: u32 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let (base, span) = (10_000u32, low.saturating_sub(10_000).max(1000));
+    let seed = std::process::id().wrapping_mul(2_654_435_761);
+    let mut out = [0u16; N];
+    let mut held = Vec::new();
+    for slot in out.iter_mut() {
+        loop {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let port = (base + (seed.wrapping_add(n.wrapping_mul(7919))) % span) as u16;
+            if let Ok(l) = std::net::TcpListener::bind(("127.0.0.1", port)) {
+                held.push(l);
+                *slot = port;
+                break;
+            }
+        }
+    }
+    out
+}

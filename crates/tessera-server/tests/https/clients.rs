@@ -409,6 +409,10 @@ fn propfind_bodies() {
 /// A GET of a file the kernel holds in memory is served on the request's
 /// own thread; with its stripe out of the page cache it goes to the
 /// blocking pool (the same bytes), and is in memory for the next GET.
+/// (A non-blocking read that misses starts the kernel's read-ahead, and on
+/// a busy machine that I/O can finish before the same call looks again:
+/// the first GET after the eviction may then be in line too, with the
+/// same bytes. Never anything else.)
 #[test]
 fn gets_of_files_in_memory_are_served_in_line() {
     let e = Env::start();
@@ -427,5 +431,6 @@ fn gets_of_files_in_memory_are_served_in_line() {
     evict_page_cache(&e.dir.path().join("data"));
     assert!(e.curl(&[&u]).1 == body, "read from the disk");
     assert!(e.curl(&[&u]).1 == body, "in memory again");
-    assert_eq!(reads_in_line_after(e.core(), "https", 3), 3);
+    let n = reads_in_line_after(e.core(), "https", 3);
+    assert!(n == 3 || n == 4, "{n} GETs in line");
 }

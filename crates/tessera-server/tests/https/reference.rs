@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
 /// Debian's xrootd with XrdHttp and XrdHttpTPC; stopped (by PID) on drop.
-struct Reference {
+pub struct Reference {
     child: Child,
-    url: String,
-    dir: PathBuf,
+    pub url: String,
+    pub dir: PathBuf,
 }
 
 impl Drop for Reference {
@@ -24,16 +24,7 @@ impl Drop for Reference {
 }
 
 fn free_port() -> u16 {
-    free_ports::<1>()[0]
-}
-
-/// `N` distinct free ports (held together while chosen, so that two
-/// calls in a row cannot hand out the same one).
-fn free_ports<const N: usize>() -> [u16; N] {
-    let held: Vec<std::net::TcpListener> = (0..N)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0").expect("bind"))
-        .collect();
-    std::array::from_fn(|i| held[i].local_addr().expect("addr").port())
+    crate::common::spare_ports::<1>()[0]
 }
 
 fn chown_xrootd(p: &Path) {
@@ -46,7 +37,7 @@ fn chown_xrootd(p: &Path) {
 }
 
 impl Reference {
-    fn start(tess: &Env) -> Reference {
+    pub fn start(tess: &Env) -> Reference {
         assert!(
             Path::new("/usr/bin/xrootd").exists(),
             "Debian's xrootd server not found: apt-get install xrootd-server \
@@ -74,7 +65,7 @@ impl Reference {
             )
             .unwrap();
         }
-        let [xport, hport] = free_ports::<2>();
+        let [xport, hport] = crate::common::spare_ports::<2>();
         let d = dir.display();
         let cfg = format!(
             "all.export /\n\

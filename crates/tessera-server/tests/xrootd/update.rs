@@ -129,10 +129,7 @@ impl Reference {
             Path::new("/usr/bin/xrootd").exists(),
             "Debian's xrootd server not found: apt-get install xrootd-server (scripts/test does)"
         );
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("port")
-            .port();
+        let [port] = crate::common::spare_ports::<1>();
         let dir = PathBuf::from(format!(
             "/var/tmp/tessera-xrd-upd-{}-{port}",
             std::process::id()
