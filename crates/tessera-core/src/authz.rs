@@ -24,6 +24,14 @@ impl Core {
         Ok(self.meta.check_write(path, who, overwrite)?)
     }
 
+    /// May `who` read `path` by its token (an identity without one
+    /// passes)? What a federated view asks before it redirects: its files
+    /// are other sites', so only the token's scopes apply, not this
+    /// namespace's modes.
+    pub fn token_allows_read(&self, who: &Identity, path: &NsPath) -> Result<(), CoreError> {
+        Ok(crate::scopes::read(who, path)?)
+    }
+
     /// [`Core::authorize_write`] for an async caller (on the blocking pool).
     pub async fn may_write(
         &self,

@@ -70,6 +70,8 @@ pub struct HttpsConfig {
     /// At shutdown, how long requests in flight may go on (uploads and
     /// downloads finish); idle keep-alive connections close at once.
     pub drain: Duration,
+    /// Federated views (`[federation]`), if any.
+    pub federation: Option<Arc<tessera_fed::Federation>>,
 }
 
 /// See [`HttpsConfig::body_timeout`].
@@ -93,6 +95,7 @@ impl Default for HttpsConfig {
             conns: tessera_core::ConnLimits::unlimited(),
             tpc_policy: tessera_core::RemotePolicy::default(),
             drain: Duration::from_secs(30),
+            federation: None,
         }
     }
 }
@@ -314,6 +317,9 @@ async fn handle(ctx: Ctx, req: crate::Req) -> Response<Body> {
         Ok(Some(r)) => return r,
         Ok(None) => {}
         Err(e) => return error_response(&e),
+    }
+    if let Some(r) = ops::fed::serve(&ctx, &req).await {
+        return r.unwrap_or_else(|e| error_response(&e));
     }
     let method = req.method().as_str().to_string();
     let r = match method.as_str() {

@@ -66,6 +66,8 @@ pub struct Config {
     pub server: Server,
     pub auth: Auth,
     pub limits: crate::limits::Limits,
+    /// Other sites' storage under views (`tessera-fed`).
+    pub federation: tessera_fed::FedConfig,
     /// Register `<data_dir>/fs/fs1..6` as filesystems (dev mode).
     #[serde(skip)]
     pub dev_filesystems: bool,
@@ -337,6 +339,7 @@ impl Default for Config {
             server: Server::default(),
             auth: Auth::default(),
             limits: Default::default(),
+            federation: Default::default(),
             dev_filesystems: false,
         }
     }

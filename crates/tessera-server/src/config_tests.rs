@@ -62,3 +62,12 @@ fn unknown_keys_are_errors() {
     let err = toml::from_str::<Config>("nonsense = 1\n").expect_err("unknown");
     assert!(err.to_string().contains("unknown field"), "{err}");
 }
+
+#[test]
+fn the_federation_example_parses_and_builds() {
+    let text = include_str!("../../../deploy/federation/tesserad-federation.toml");
+    // A fragment to append to a whole configuration: parsed and built.
+    let cfg: Config = toml::from_str(text).expect("example parses");
+    assert_eq!(cfg.federation.views[0].endpoints.len(), 2);
+    tessera_fed::Federation::new(cfg.federation, None).expect("builds");
+}

@@ -84,7 +84,9 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     };
     let mut https_stats = None;
     if let Some(l) = https_l {
-        let hcfg = Arc::new(https_config(cfg, &shared, roles.https, dev_issuer)?);
+        let mut h = https_config(cfg, &shared, roles.https, dev_issuer)?;
+        h.federation = federation(cfg, h.tpc_tls.clone(), &stop_rx)?;
+        let hcfg = Arc::new(h);
         https_stats = Some(Arc::clone(&hcfg.stats));
         let serve = tessera_https::serve(l, Some(core.clone()), hcfg, stop_rx.clone());
         tasks.push(tokio::spawn(serve));
@@ -294,6 +296,23 @@ fn background(
     if let Some(s) = sweeper {
         tasks.push(abort_on_stop(s, stop.clone()));
     }
+}
+
+/// The federated views of `[federation]` (none configured: `None`), their
+/// endpoints probed until `stop`; TLS endpoints trusted as TPC peers are.
+fn federation(
+    cfg: &Config,
+    tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
+    stop: &tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<Option<Arc<tessera_fed::Federation>>> {
+    if cfg.federation.views.is_empty() && cfg.federation.endpoints.is_empty() {
+        return Ok(None);
+    }
+    let fed = tessera_fed::Federation::new(cfg.federation.clone(), tls)
+        .map_err(|e| anyhow::anyhow!("[federation]: {e}"))?;
+    let fed = Arc::new(fed);
+    fed.spawn_probes(stop.clone());
+    Ok(Some(fed))
 }
 
 /// The HTTPS gateway's configuration.

@@ -3,6 +3,7 @@
 pub mod copy;
 pub mod deadprops;
 pub mod delete;
+pub mod fed;
 pub mod get;
 pub mod mkcol;
 pub mod moves;

@@ -6,6 +6,7 @@
 mod acl;
 mod clients;
 mod errors;
+mod fed;
 mod http2;
 mod litmus;
 mod reference;

@@ -1,0 +1,148 @@
+//! HEAD requests to endpoints: one connection per request (TLS with the
+//! server's trusted CAs), hyper's HTTP/1.1, a deadline on the whole.
+
+use http_body_util::Empty;
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio_rustls::rustls::pki_types::ServerName;
+use tokio_rustls::rustls::ClientConfig;
+
+/// An endpoint's base URL, split.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Base {
+    pub tls: bool,
+    pub host: String,
+    pub port: u16,
+    /// The path prefix, without a trailing `/`.
+    pub path: String,
+}
+
+impl Base {
+    pub fn parse(url: &str) -> Result<Base, String> {
+        let bad = || format!("not an http(s) URL: {url}");
+        let (scheme, rest) = url.split_once("://").ok_or_else(bad)?;
+        let tls = match scheme {
+            "https" | "davs" => true,
+            "http" | "dav" => false,
+            _ => return Err(bad()),
+        };
+        let (auth, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, ""),
+        };
+        let (host, port) = match auth.rsplit_once(':') {
+            Some((h, p)) => (h, p.parse().map_err(|_| bad())?),
+            None => (auth, if tls { 443 } else { 80 }),
+        };
+        if host.is_empty() {
+            return Err(bad());
+        }
+        Ok(Base {
+            tls,
+            host: host.to_string(),
+            port,
+            path: path.trim_end_matches('/').to_string(),
+        })
+    }
+
+    /// The URL of `rel` (a path from `/`, already encoded) under the base.
+    pub fn url(&self, rel: &str) -> String {
+        let scheme = if self.tls { "https" } else { "http" };
+        format!("{scheme}://{}:{}{}{rel}", self.host, self.port, self.path)
+    }
+}
+
+/// What a HEAD found: the status, the size when it said, and how long it
+/// took.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Head {
+    pub status: u16,
+    pub size: Option<u64>,
+    pub elapsed: Duration,
+}
+
+/// HEAD `rel` under `base` within `deadline`.
+pub async fn head(
+    base: &Base,
+    rel: &str,
+    tls: Option<&Arc<ClientConfig>>,
+    deadline: Duration,
+) -> Result<Head, String> {
+    let start = Instant::now();
+    match tokio::time::timeout(deadline, head_inner(base, rel, tls)).await {
+        Ok(Ok((status, size))) => Ok(Head {
+            status,
+            size,
+            elapsed: start.elapsed(),
+        }),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(format!("no answer within {deadline:?}")),
+    }
+}
+
+async fn head_inner(
+    base: &Base,
+    rel: &str,
+    tls: Option<&Arc<ClientConfig>>,
+) -> Result<(u16, Option<u64>), String> {
+    let tcp = tokio::net::TcpStream::connect((base.host.as_str(), base.port))
+        .await
+        .map_err(|e| format!("connecting: {e}"))?;
+    let _ = tcp.set_nodelay(true);
+    let target = format!("{}{rel}", base.path);
+    let host = format!("{}:{}", base.host, base.port);
+    let req = hyper::Request::head(if target.is_empty() { "/" } else { &target })
+        .header(hyper::header::HOST, host)
+        .header(hyper::header::USER_AGENT, "tessera-fed")
+        .body(Empty::<Bytes>::new())
+        .map_err(|e| e.to_string())?;
+    let resp = if base.tls {
+        let cfg = tls.ok_or("no CAs are trusted for TLS endpoints")?;
+        let name = ServerName::try_from(base.host.clone()).map_err(|e| e.to_string())?;
+        let s = tokio_rustls::TlsConnector::from(Arc::clone(cfg))
+            .connect(name, tcp)
+            .await
+            .map_err(|e| format!("TLS: {e}"))?;
+        send(TokioIo::new(s), req).await?
+    } else {
+        send(TokioIo::new(tcp), req).await?
+    };
+    let size = resp
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    Ok((resp.status().as_u16(), size))
+}
+
+async fn send<I>(
+    io: I,
+    req: hyper::Request<Empty<Bytes>>,
+) -> Result<hyper::Response<hyper::body::Incoming>, String>
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (mut tx, conn) = hyper::client::conn::http1::handshake(io)
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    tx.send_request(req).await.map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bases() {
+        let b = Base::parse("https://site-a.example:8443/data/").unwrap();
+        assert_eq!((b.tls, b.port, b.path.as_str()), (true, 8443, "/data"));
+        assert_eq!(b.url("/f"), "https://site-a.example:8443/data/f");
+        assert_eq!(Base::parse("http://h").unwrap().url("/x"), "http://h:80/x");
+        assert!(Base::parse("root://h//x").is_err());
+    }
+}

@@ -1,0 +1,82 @@
+//! `[federation]` in the server's TOML: sites (client subnets), endpoints
+//! (other sites' storage), views (paths that show endpoints as one tree).
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FedConfig {
+    /// How often every endpoint is probed.
+    pub probe_interval_ms: u64,
+    /// Failed probes in a row before an endpoint leaves every choice (it
+    /// comes back at its first good one).
+    pub probe_failures: u32,
+    /// Deadline of one request to an endpoint (a probe, a stat).
+    pub timeout_ms: u64,
+    /// How long a file found (or found nowhere) is remembered.
+    pub cache_ttl_s: u64,
+    pub negative_ttl_s: u64,
+    /// Files remembered at most (the oldest go first).
+    pub cache_entries: usize,
+    pub sites: Vec<SiteCfg>,
+    pub endpoints: Vec<EndpointCfg>,
+    pub views: Vec<ViewCfg>,
+}
+
+impl Default for FedConfig {
+    fn default() -> FedConfig {
+        FedConfig {
+            probe_interval_ms: 5000,
+            probe_failures: 2,
+            timeout_ms: 2000,
+            cache_ttl_s: 60,
+            negative_ttl_s: 10,
+            cache_entries: 100_000,
+            sites: Vec::new(),
+            endpoints: Vec::new(),
+            views: Vec::new(),
+        }
+    }
+}
+
+/// A site: where clients from these subnets are (`127.0.0.2/32`, …).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SiteCfg {
+    pub name: String,
+    pub subnets: Vec<String>,
+}
+
+/// Another site's storage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointCfg {
+    pub name: String,
+    /// The site it is at (a `[[federation.sites]]` name).
+    pub site: String,
+    /// `https` (WebDAV/HTTP; `http` URLs too). Others are not built yet.
+    #[serde(default = "https")]
+    pub kind: String,
+    /// Its base URL: a file `p` of a view is `url` + `p`.
+    pub url: String,
+}
+
+fn https() -> String {
+    "https".into()
+}
+
+/// A path under which endpoints' trees are shown as one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ViewCfg {
+    pub path: String,
+    pub endpoints: Vec<String>,
+    /// Readable without a token (a token, when given, must still allow
+    /// reading the path).
+    #[serde(default = "yes")]
+    pub public: bool,
+}
+
+fn yes() -> bool {
+    true
+}

@@ -1,0 +1,438 @@
+//! Federation in the spirit of Dynafed: other sites' storage (endpoints)
+//! shown under views. A file of a view is looked for on every endpoint of
+//! the view at once (HEAD, each with its deadline; what was found, or found
+//! nowhere, is remembered for a while), and its replicas are ordered for
+//! the client asking: healthy endpoints first, then those of the client's
+//! own site (by its address: `[[federation.sites]]` subnets), then by the
+//! endpoints' measured latency. A front-end then redirects to the first,
+//! or lists them all (Metalink, `metalink.rs`). Every endpoint is probed
+//! periodically; one that fails `probe_failures` probes in a row leaves
+//! every choice until a probe succeeds again.
+//!
+//! Built so far: https/WebDAV endpoints, read (GET/HEAD) by redirect and
+//! Metalink over HTTPS. Not yet: XRootD and S3 endpoints, listings,
+//! per-site views, GeoIP, writes into a view (see the note).
+
+mod client;
+mod config;
+pub mod metalink;
+
+pub use client::{head, Base, Head};
+pub use config::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio_rustls::rustls::ClientConfig;
+
+/// A copy of a file on an endpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replica {
+    pub endpoint: String,
+    pub site: String,
+    pub url: String,
+    pub size: Option<u64>,
+}
+
+/// An endpoint's health as the probes see it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Health {
+    pub up: bool,
+    /// Failed probes in a row.
+    pub failures: u32,
+    /// Moving average of request times (ms); 0 before the first.
+    pub latency_ms: f64,
+}
+
+struct Endpoint {
+    name: String,
+    site: String,
+    base: Base,
+    health: Mutex<Health>,
+}
+
+struct View {
+    path: String,
+    endpoints: Vec<usize>,
+    public: bool,
+}
+
+/// A remembered answer: the replicas (empty: found nowhere), until when.
+struct Cached {
+    replicas: Vec<Replica>,
+    until: Instant,
+}
+
+pub struct Federation {
+    cfg: FedConfig,
+    endpoints: Vec<Endpoint>,
+    sites: Vec<(String, Vec<ipnet::IpNet>)>,
+    views: Vec<View>,
+    tls: Option<Arc<ClientConfig>>,
+    cache: Mutex<HashMap<(usize, String), Cached>>,
+}
+
+/// A path of a view: which view, the path under it (from `/`), and
+/// whether it is readable without a token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InView {
+    pub view: usize,
+    pub rel: String,
+    pub public: bool,
+}
+
+impl Federation {
+    /// Check `cfg` and build; `tls` is what TLS endpoints are trusted with.
+    pub fn new(cfg: FedConfig, tls: Option<Arc<ClientConfig>>) -> Result<Federation, String> {
+        let mut sites = Vec::new();
+        for s in &cfg.sites {
+            let nets = s
+                .subnets
+                .iter()
+                .map(|n| {
+                    n.parse::<ipnet::IpNet>()
+                        .or_else(|_| n.parse::<IpAddr>().map(ipnet::IpNet::from))
+                        .map_err(|_| format!("site {}: not a subnet: {n}", s.name))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            sites.push((s.name.clone(), nets));
+        }
+        let mut endpoints = Vec::new();
+        for e in &cfg.endpoints {
+            if e.kind != "https" {
+                return Err(format!(
+                    "endpoint {}: kind {} is not built yet (https is)",
+                    e.name, e.kind
+                ));
+            }
+            if !cfg.sites.iter().any(|s| s.name == e.site) {
+                return Err(format!("endpoint {}: no site named {}", e.name, e.site));
+            }
+            endpoints.push(Endpoint {
+                name: e.name.clone(),
+                site: e.site.clone(),
+                base: Base::parse(&e.url).map_err(|m| format!("endpoint {}: {m}", e.name))?,
+                health: Mutex::new(Health {
+                    up: true,
+                    failures: 0,
+                    latency_ms: 0.0,
+                }),
+            });
+        }
+        let mut views = Vec::new();
+        for v in &cfg.views {
+            let path = v.path.trim_end_matches('/').to_string();
+            if !path.starts_with('/') || path.is_empty() {
+                return Err(format!("view {}: a path from / expected", v.path));
+            }
+            let idx = v
+                .endpoints
+                .iter()
+                .map(|n| {
+                    endpoints
+                        .iter()
+                        .position(|e: &Endpoint| &e.name == n)
+                        .ok_or_else(|| format!("view {}: no endpoint named {n}", v.path))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            views.push(View {
+                path,
+                endpoints: idx,
+                public: v.public,
+            });
+        }
+        Ok(Federation {
+            cfg,
+            endpoints,
+            sites,
+            views,
+            tls,
+            cache: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn timeout(&self) -> Duration {
+        Duration::from_millis(self.cfg.timeout_ms)
+    }
+
+    /// The view `path` (decoded, from `/`) is in, if any.
+    pub fn view_of(&self, path: &str) -> Option<InView> {
+        self.views.iter().enumerate().find_map(|(i, v)| {
+            let rest = path.strip_prefix(&v.path)?;
+            (rest.is_empty() || rest.starts_with('/')).then(|| InView {
+                view: i,
+                rel: rest.to_string(),
+                public: v.public,
+            })
+        })
+    }
+
+    /// The view's path.
+    pub fn view_path(&self, view: usize) -> &str {
+        &self.views[view].path
+    }
+
+    /// Where file `rel` of `view` is (`rel` percent-encoded as sent on):
+    /// every endpoint asked at once, each within the deadline; remembered.
+    pub async fn find(&self, view: usize, rel: &str) -> Vec<Replica> {
+        let key = (view, rel.to_string());
+        if let Some(c) = self.cache_get(&key) {
+            return c;
+        }
+        let asks = self.views[view].endpoints.iter().map(|&i| {
+            let e = &self.endpoints[i];
+            async move {
+                (
+                    i,
+                    head(&e.base, rel, self.tls.as_ref(), self.timeout()).await,
+                )
+            }
+        });
+        let mut found = Vec::new();
+        for (i, r) in join_all(asks).await {
+            let e = &self.endpoints[i];
+            match r {
+                Ok(h) => {
+                    self.note(i, Some(h.elapsed));
+                    if h.status == 200 {
+                        found.push(Replica {
+                            endpoint: e.name.clone(),
+                            site: e.site.clone(),
+                            url: e.base.url(rel),
+                            size: h.size,
+                        });
+                    }
+                }
+                Err(why) => tracing::debug!(endpoint = %e.name, "stat of {rel}: {why}"),
+            }
+        }
+        self.cache_put(key, found.clone());
+        found
+    }
+
+    fn cache_get(&self, key: &(usize, String)) -> Option<Vec<Replica>> {
+        let c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        c.get(key)
+            .filter(|c| c.until > Instant::now())
+            .map(|c| c.replicas.clone())
+    }
+
+    fn cache_put(&self, key: (usize, String), replicas: Vec<Replica>) {
+        let ttl = if replicas.is_empty() {
+            self.cfg.negative_ttl_s
+        } else {
+            self.cfg.cache_ttl_s
+        };
+        let mut c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        if c.len() >= self.cfg.cache_entries {
+            let now = Instant::now();
+            c.retain(|_, v| v.until > now);
+            if c.len() >= self.cfg.cache_entries {
+                c.clear();
+            }
+        }
+        let until = Instant::now() + Duration::from_secs(ttl);
+        c.insert(key, Cached { replicas, until });
+    }
+
+    /// The site a client address is at.
+    pub fn site_of(&self, ip: IpAddr) -> Option<&str> {
+        self.sites
+            .iter()
+            .find(|(_, nets)| nets.iter().any(|n| n.contains(&ip)))
+            .map(|(name, _)| name.as_str())
+    }
+
+    /// `replicas` best first for a client at `ip` (see the module comment).
+    pub fn order(&self, mut replicas: Vec<Replica>, ip: IpAddr) -> Vec<Replica> {
+        let site = self.site_of(ip).map(str::to_string);
+        let key = |r: &Replica| {
+            let h = self.health(&r.endpoint);
+            (
+                !h.is_some_and(|h| h.up),
+                site.as_deref() != Some(r.site.as_str()),
+                (h.map_or(f64::MAX, |h| h.latency_ms) * 1000.0) as u64,
+            )
+        };
+        replicas.sort_by_key(key);
+        replicas
+    }
+
+    /// An endpoint's health by name.
+    pub fn health(&self, name: &str) -> Option<Health> {
+        let e = self.endpoints.iter().find(|e| e.name == name)?;
+        Some(*e.health.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Record a request to endpoint `i`: answered in `elapsed`, or not.
+    fn note(&self, i: usize, elapsed: Option<Duration>) {
+        let mut h = self.endpoints[i]
+            .health
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match elapsed {
+            Some(t) => {
+                let ms = t.as_secs_f64() * 1e3;
+                h.latency_ms = if h.latency_ms == 0.0 {
+                    ms
+                } else {
+                    0.8 * h.latency_ms + 0.2 * ms
+                };
+                h.failures = 0;
+                h.up = true;
+            }
+            None => {
+                h.failures += 1;
+                if h.failures >= self.cfg.probe_failures {
+                    h.up = false;
+                }
+            }
+        }
+    }
+
+    /// Probe every endpoint once (a HEAD of its base), all at once.
+    pub async fn probe_all(&self) {
+        let asks = (0..self.endpoints.len()).map(|i| async move {
+            let e = &self.endpoints[i];
+            (
+                i,
+                head(&e.base, "/", self.tls.as_ref(), self.timeout()).await,
+            )
+        });
+        for (i, r) in join_all(asks).await {
+            // Any HTTP answer is a live endpoint (a base may answer 403).
+            let ok = r.as_ref().ok().map(|h| h.elapsed);
+            if let Err(why) = &r {
+                tracing::info!(endpoint = %self.endpoints[i].name, "probe failed: {why}");
+            }
+            self.note(i, ok);
+        }
+    }
+
+    /// Probe every `probe_interval_ms` until `stop` turns true.
+    pub fn spawn_probes(self: &Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            let every = Duration::from_millis(me.cfg.probe_interval_ms.max(100));
+            loop {
+                me.probe_all().await;
+                tokio::select! {
+                    _ = tokio::time::sleep(every) => {}
+                    r = stop.changed() => if r.is_err() || *stop.borrow() { return },
+                }
+            }
+        });
+    }
+}
+
+/// Run the futures concurrently; their outputs in order.
+async fn join_all<F: std::future::Future>(fs: impl IntoIterator<Item = F>) -> Vec<F::Output> {
+    let mut set = Vec::new();
+    for f in fs {
+        set.push(Box::pin(f));
+    }
+    let mut out: Vec<Option<F::Output>> = (0..set.len()).map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (i, f) in set.iter_mut().enumerate() {
+            if out[i].is_none() {
+                match f.as_mut().poll(cx) {
+                    std::task::Poll::Ready(v) => out[i] = Some(v),
+                    std::task::Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            std::task::Poll::Pending
+        } else {
+            std::task::Poll::Ready(())
+        }
+    })
+    .await;
+    out.into_iter().map(|o| o.expect("ready")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fed() -> Federation {
+        let cfg = FedConfig {
+            sites: vec![
+                SiteCfg {
+                    name: "a".into(),
+                    subnets: vec!["127.0.0.2/32".into()],
+                },
+                SiteCfg {
+                    name: "b".into(),
+                    subnets: vec!["127.0.0.3".into(), "10.0.0.0/8".into()],
+                },
+            ],
+            endpoints: vec![
+                EndpointCfg {
+                    name: "ea".into(),
+                    site: "a".into(),
+                    kind: "https".into(),
+                    url: "https://localhost:1/x".into(),
+                },
+                EndpointCfg {
+                    name: "eb".into(),
+                    site: "b".into(),
+                    kind: "https".into(),
+                    url: "https://localhost:2/y/".into(),
+                },
+            ],
+            views: vec![ViewCfg {
+                path: "/fed/".into(),
+                endpoints: vec!["ea".into(), "eb".into()],
+                public: true,
+            }],
+            ..Default::default()
+        };
+        Federation::new(cfg, None).unwrap()
+    }
+
+    fn rep(e: &str, s: &str) -> Replica {
+        Replica {
+            endpoint: e.into(),
+            site: s.into(),
+            url: format!("u-{e}"),
+            size: None,
+        }
+    }
+
+    #[test]
+    fn views_sites_and_order() {
+        let f = fed();
+        let v = f.view_of("/fed/d/f").unwrap();
+        assert_eq!((v.view, v.rel.as_str()), (0, "/d/f"));
+        assert!(f.view_of("/federal/f").is_none());
+        assert_eq!(f.site_of("10.1.2.3".parse().unwrap()), Some("b"));
+        let both = vec![rep("ea", "a"), rep("eb", "b")];
+        let at = |ip: &str| {
+            f.order(both.clone(), ip.parse().unwrap())[0]
+                .endpoint
+                .clone()
+        };
+        assert_eq!(at("127.0.0.2"), "ea");
+        assert_eq!(at("127.0.0.3"), "eb");
+        // A site down leaves the choice.
+        for _ in 0..2 {
+            f.note(0, None);
+        }
+        assert_eq!(at("127.0.0.2"), "eb");
+        f.note(0, Some(Duration::from_millis(3)));
+        assert_eq!(at("127.0.0.2"), "ea");
+    }
+
+    #[test]
+    fn bad_configs_are_refused() {
+        let mut c = fed().cfg;
+        c.endpoints[0].kind = "s3".into();
+        assert!(Federation::new(c.clone(), None).is_err());
+        c.endpoints[0].kind = "https".into();
+        c.views[0].endpoints.push("nope".into());
+        assert!(Federation::new(c, None).is_err());
+    }
+}

@@ -1,0 +1,99 @@
+//! Federated views (`tessera-fed`): a GET or HEAD of a path under a view
+//! is answered with a redirect (302) to the best replica for the client,
+//! or, when the client asks for Metalink (`Accept:
+//! application/metalink4+xml`, or `?metalink`), with the list of every
+//! replica in priority order. A token's scopes are checked on the path
+//! before anything is looked up; endpoints' own credentials never reach
+//! the client.
+
+use crate::body::Body;
+use crate::error::HttpError;
+use crate::{Ctx, Req};
+use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, LOCATION};
+use hyper::Response;
+use tessera_fed::metalink;
+
+/// The answer when `req` is for a federated view (`None`: it is not).
+pub async fn serve(ctx: &Ctx, req: &Req) -> Option<Result<Response<Body>, HttpError>> {
+    let fed = ctx.cfg.federation.as_ref()?;
+    let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    let path = match crate::path::decode(target) {
+        Ok(p) => p,
+        Err(e) => return Some(Err(e)),
+    };
+    let at = fed.view_of(&path.display())?;
+    Some(answer(ctx, fed, req, &path, at).await)
+}
+
+async fn answer(
+    ctx: &Ctx,
+    fed: &tessera_fed::Federation,
+    req: &Req,
+    path: &tessera_types::NsPath,
+    at: tessera_fed::InView,
+) -> Result<Response<Body>, HttpError> {
+    let method = req.method().as_str();
+    if method != "GET" && method != "HEAD" {
+        return Err(HttpError::new(
+            405,
+            format!("{method} is not served on a federated view yet (GET and HEAD are)"),
+        ));
+    }
+    if !at.public && !ctx.credentials {
+        return Err(HttpError::new(401, "this view needs a token"));
+    }
+    ctx.core.token_allows_read(&ctx.who, path)?;
+    // On to the endpoints as the client sent it (still encoded).
+    let raw = req.uri().path();
+    let rel = &raw[raw
+        .len()
+        .min(encoded_prefix_len(raw, fed.view_path(at.view)))..];
+    let rel = if rel.is_empty() { "/" } else { rel };
+    let found = fed.find(at.view, rel).await;
+    if found.is_empty() {
+        return Err(HttpError::new(
+            404,
+            format!("{} is on none of the view's endpoints", path.display()),
+        ));
+    }
+    let ordered = fed.order(found, ctx.peer.ip());
+    let mut r = Response::new(Body::Empty);
+    let h = r.headers_mut();
+    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if wants_metalink(req) {
+        let name = String::from_utf8_lossy(path.name().unwrap_or(b"")).into_owned();
+        let doc = metalink::document(&name, &ordered);
+        h.insert(CONTENT_TYPE, HeaderValue::from_static(metalink::MEDIA_TYPE));
+        let len = doc.len();
+        h.insert("Content-Length", HeaderValue::from(len));
+        if method == "GET" {
+            *r.body_mut() = Body::text(doc);
+        }
+        return Ok(r);
+    }
+    let to = HeaderValue::from_str(&ordered[0].url)
+        .map_err(|_| HttpError::new(500, "a replica URL is not a header value"))?;
+    h.insert(LOCATION, to);
+    h.insert("Content-Length", HeaderValue::from_static("0"));
+    *r.status_mut() = hyper::StatusCode::FOUND;
+    Ok(r)
+}
+
+/// Bytes of the encoded path `raw` that its view's (decoded) `prefix`
+/// takes: view paths are plain, so the same bytes.
+fn encoded_prefix_len(raw: &str, prefix: &str) -> usize {
+    if raw.starts_with(prefix) {
+        prefix.len()
+    } else {
+        raw.len()
+    }
+}
+
+fn wants_metalink(req: &Req) -> bool {
+    let accept = crate::ops::header(req.headers(), "accept").unwrap_or("");
+    accept.contains(metalink::MEDIA_TYPE)
+        || req
+            .uri()
+            .query()
+            .is_some_and(|q| q.split('&').any(|kv| kv == "metalink"))
+}

@@ -1,0 +1,150 @@
+//! Federation over HTTPS (issue 26, first part): two sites, each a real
+//! Debian xrootd with XrdHttp holding files, under one tesserad view.
+//! Clients at each site (curl bound to 127.0.0.2 or 127.0.0.3, mapped to
+//! the sites by subnet) are redirected to their own site's replica and
+//! read the file through the redirect; Metalink lists every replica in
+//! the client's order; a file on one site only, a file on none, a token
+//! without read scope on the view; a stopped site leaves the choice within
+//! the probe interval.
+
+use crate::reference::Reference;
+use crate::{data, Env};
+use std::path::Path;
+use std::time::{Duration, Instant};
+use tessera_fed::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
+
+/// Put `body` at `rel` under the reference's exported root (on its disk,
+/// as its own user).
+fn place(r: &Reference, rel: &str, body: &[u8]) {
+    let p = r.dir.join("data").join(rel.trim_start_matches('/'));
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, body).unwrap();
+    let ok = std::process::Command::new("chown")
+        .args(["-R", "xrootd:xrootd"])
+        .arg(r.dir.join("data"))
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+/// curl from source address `from`: (status, Location, body).
+fn get(e: &Env, cas: &Path, from: &str, url: &str, extra: &[&str]) -> (u16, String, Vec<u8>) {
+    let (hdr, out) = (e.local("fed.hdr"), e.local("fed.out"));
+    let mut args = vec![
+        "-4",
+        "-sS",
+        "--interface",
+        from,
+        "--cacert",
+        cas.to_str().unwrap(),
+        "-D",
+        hdr.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "-w",
+        "%{http_code}",
+    ];
+    args.extend_from_slice(extra);
+    args.push(url);
+    let o = e.run("curl", &args);
+    let code = String::from_utf8_lossy(&o.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0);
+    let headers = std::fs::read_to_string(&hdr).unwrap_or_default();
+    let location = headers
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(k, _)| k.eq_ignore_ascii_case("location"))
+        .map(|(_, v)| v.trim().to_string())
+        .next_back()
+        .unwrap_or_default();
+    (code, location, std::fs::read(&out).unwrap_or_default())
+}
+
+#[test]
+fn a_view_sends_each_client_to_its_sites_replica() {
+    let issuer = Env::start();
+    let (a, b) = (Reference::start(&issuer), Reference::start(&issuer));
+    let body = data(300_000, 26);
+    place(&a, "/fed/f", &body);
+    place(&b, "/fed/f", &body);
+    place(&b, "/fed/only-b", b"b's own");
+    let site = |name: &str, ip: &str| SiteCfg {
+        name: name.into(),
+        subnets: vec![format!("{ip}/32")],
+    };
+    let ep = |name: &str, s: &str, r: &Reference| EndpointCfg {
+        name: name.into(),
+        site: s.into(),
+        kind: "https".into(),
+        url: format!("{}/fed", r.url),
+    };
+    let fed = FedConfig {
+        probe_interval_ms: 300,
+        probe_failures: 1,
+        timeout_ms: 1000,
+        sites: vec![site("site-a", "127.0.0.2"), site("site-b", "127.0.0.3")],
+        endpoints: vec![ep("a", "site-a", &a), ep("b", "site-b", &b)],
+        views: vec![ViewCfg {
+            path: "/fed".into(),
+            endpoints: vec!["a".into(), "b".into()],
+            public: true,
+        }],
+        ..Default::default()
+    };
+    let e = Env::trusting(&issuer, move |c| c.federation = fed);
+    // curl trusts both CAs: tesserad's, and the sites' (the issuer's).
+    let cas = e.local("cas.pem");
+    let mut both = std::fs::read(&e.ca).unwrap();
+    both.extend(std::fs::read(&issuer.ca).unwrap());
+    std::fs::write(&cas, both).unwrap();
+    let url = |p: &str| format!("{}/fed{p}", e.url);
+    // Each client to its own site, and the bytes through the redirect.
+    for (from, want) in [("127.0.0.2", &a), ("127.0.0.3", &b)] {
+        let (code, to, _) = get(&e, &cas, from, &url("/f"), &[]);
+        assert_eq!(code, 302, "{from}");
+        assert_eq!(to, format!("{}/fed/f", want.url), "{from}");
+        let (code, _, got) = get(&e, &cas, from, &url("/f"), &["-L"]);
+        assert!(code == 200 && got == body, "{from}: {code}");
+    }
+    // Metalink: every replica, the client's site first, with the size.
+    let (code, _, doc) = get(
+        &e,
+        &cas,
+        "127.0.0.3",
+        &url("/f"),
+        &["-H", "Accept: application/metalink4+xml"],
+    );
+    let doc = String::from_utf8_lossy(&doc).into_owned();
+    assert_eq!(code, 200, "{doc}");
+    let (pb, pa) = (
+        doc.find(&format!("{}/fed/f", b.url)).expect("b listed"),
+        doc.find(&format!("{}/fed/f", a.url)).expect("a listed"),
+    );
+    assert!(pb < pa, "the client's site first: {doc}");
+    assert!(doc.contains("<size>300000</size>"), "{doc}");
+    // On one site only; on none.
+    let (code, to, _) = get(&e, &cas, "127.0.0.2", &url("/only-b"), &[]);
+    assert_eq!((code, to), (302, format!("{}/fed/only-b", b.url)));
+    assert_eq!(get(&e, &cas, "127.0.0.2", &url("/none"), &[]).0, 404);
+    // A token that may not read the view is refused before any redirect.
+    let t = crate::tokens::token(&issuer, "storage.read:/elsewhere");
+    let auth = format!("Authorization: Bearer {t}");
+    let (code, to, _) = get(&e, &cas, "127.0.0.2", &url("/f"), &["-H", &auth]);
+    assert_eq!((code, to.as_str()), (403, ""));
+    // Site a stops: its clients go to b within the probe interval.
+    drop(a);
+    let start = Instant::now();
+    loop {
+        let (code, to, _) = get(&e, &cas, "127.0.0.2", &url("/f"), &[]);
+        if code == 302 && to == format!("{}/fed/f", b.url) {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "still sent to {to} ({code})"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
