@@ -54,10 +54,13 @@ pub struct EndpointCfg {
     pub name: String,
     /// The site it is at (a `[[federation.sites]]` name).
     pub site: String,
-    /// `https` (WebDAV/HTTP; `http` URLs too). Others are not built yet.
+    /// `https` (WebDAV/HTTP; `http` URLs too) or `root` (XRootD).
+    /// Others are not built yet.
     #[serde(default = "https")]
     pub kind: String,
-    /// Its base URL: a file `p` of a view is `url` + `p`.
+    /// Its base URL: a file `p` of a view is `url` + `p`. An XRootD
+    /// endpoint serves the view under the view's own path
+    /// (`root://host:port//<view path>`): an XRootD redirect keeps it.
     pub url: String,
 }
 

@@ -9,16 +9,19 @@
 //! periodically; one that fails `probe_failures` probes in a row leaves
 //! every choice until a probe succeeds again.
 //!
-//! Built so far: https/WebDAV endpoints, read (GET/HEAD) by redirect and
-//! Metalink over HTTPS. Not yet: XRootD and S3 endpoints, listings,
-//! per-site views, GeoIP, writes into a view (see the note).
+//! Built so far: https/WebDAV and XRootD endpoints; reads by redirect
+//! (HTTPS 302 to an https replica, XRootD `kXR_redirect` to a root one)
+//! and Metalink over HTTPS. Not yet: S3 endpoints, listings, per-site
+//! views, GeoIP, writes into a view (see docs/federation.md).
 
 mod client;
 mod config;
 pub mod metalink;
+mod xroot;
 
 pub use client::{head, Base, Head};
 pub use config::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
+pub use xroot::{stat as xroot_stat, RootBase};
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -33,6 +36,15 @@ pub struct Replica {
     pub site: String,
     pub url: String,
     pub size: Option<u64>,
+    /// For an XRootD endpoint, where to redirect XRootD clients (the path
+    /// is the view's: see `EndpointCfg::url`).
+    pub root: Option<(String, u16)>,
+}
+
+/// How an endpoint is reached.
+enum Access {
+    Http(Base),
+    Root(RootBase),
 }
 
 /// An endpoint's health as the probes see it.
@@ -48,8 +60,46 @@ pub struct Health {
 struct Endpoint {
     name: String,
     site: String,
-    base: Base,
+    access: Access,
     health: Mutex<Health>,
+}
+
+/// A lookup's answer: `Some(size)` there, `None` not there; its time.
+type Lookup = (Option<Option<u64>>, Duration);
+
+impl Endpoint {
+    /// Look `rel` up (`Err`: no usable answer).
+    async fn lookup(
+        &self,
+        rel: &str,
+        tls: Option<&Arc<ClientConfig>>,
+        deadline: Duration,
+    ) -> Result<Lookup, String> {
+        match &self.access {
+            Access::Http(b) => {
+                let h = head(b, rel, tls, deadline).await?;
+                Ok(((h.status == 200).then_some(h.size), h.elapsed))
+            }
+            Access::Root(b) => {
+                let st = xroot::stat(b, rel, deadline).await?;
+                Ok((st.found.then_some(st.size), st.elapsed))
+            }
+        }
+    }
+
+    fn replica(&self, rel: &str, size: Option<u64>) -> Replica {
+        let (url, root) = match &self.access {
+            Access::Http(b) => (b.url(rel), None),
+            Access::Root(b) => (b.url(rel), Some((b.host.clone(), b.port))),
+        };
+        Replica {
+            endpoint: self.name.clone(),
+            site: self.site.clone(),
+            url,
+            size,
+            root,
+        }
+    }
 }
 
 struct View {
@@ -100,19 +150,19 @@ impl Federation {
         }
         let mut endpoints = Vec::new();
         for e in &cfg.endpoints {
-            if e.kind != "https" {
-                return Err(format!(
-                    "endpoint {}: kind {} is not built yet (https is)",
-                    e.name, e.kind
-                ));
-            }
+            let bad = |m: String| format!("endpoint {}: {m}", e.name);
+            let access = match e.kind.as_str() {
+                "https" => Access::Http(Base::parse(&e.url).map_err(bad)?),
+                "root" => Access::Root(RootBase::parse(&e.url).map_err(bad)?),
+                k => return Err(bad(format!("kind {k} is not built yet (https, root are)"))),
+            };
             if !cfg.sites.iter().any(|s| s.name == e.site) {
                 return Err(format!("endpoint {}: no site named {}", e.name, e.site));
             }
             endpoints.push(Endpoint {
                 name: e.name.clone(),
                 site: e.site.clone(),
-                base: Base::parse(&e.url).map_err(|m| format!("endpoint {}: {m}", e.name))?,
+                access,
                 health: Mutex::new(Health {
                     up: true,
                     failures: 0,
@@ -136,6 +186,18 @@ impl Federation {
                         .ok_or_else(|| format!("view {}: no endpoint named {n}", v.path))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
+            // An XRootD redirect keeps the path: such an endpoint must
+            // hold the view's files under the view's own path.
+            for &i in &idx {
+                if let Access::Root(b) = &endpoints[i].access {
+                    if b.path != path {
+                        return Err(format!(
+                            "view {}: endpoint {} must serve it under the same path ({path}), not {}",
+                            v.path, endpoints[i].name, b.path
+                        ));
+                    }
+                }
+            }
             views.push(View {
                 path,
                 endpoints: idx,
@@ -182,26 +244,16 @@ impl Federation {
         }
         let asks = self.views[view].endpoints.iter().map(|&i| {
             let e = &self.endpoints[i];
-            async move {
-                (
-                    i,
-                    head(&e.base, rel, self.tls.as_ref(), self.timeout()).await,
-                )
-            }
+            async move { (i, e.lookup(rel, self.tls.as_ref(), self.timeout()).await) }
         });
         let mut found = Vec::new();
         for (i, r) in join_all(asks).await {
             let e = &self.endpoints[i];
             match r {
-                Ok(h) => {
-                    self.note(i, Some(h.elapsed));
-                    if h.status == 200 {
-                        found.push(Replica {
-                            endpoint: e.name.clone(),
-                            site: e.site.clone(),
-                            url: e.base.url(rel),
-                            size: h.size,
-                        });
+                Ok((there, took)) => {
+                    self.note(i, Some(took));
+                    if let Some(size) = there {
+                        found.push(e.replica(rel, size));
                     }
                 }
                 Err(why) => tracing::debug!(endpoint = %e.name, "stat of {rel}: {why}"),
@@ -295,14 +347,11 @@ impl Federation {
     pub async fn probe_all(&self) {
         let asks = (0..self.endpoints.len()).map(|i| async move {
             let e = &self.endpoints[i];
-            (
-                i,
-                head(&e.base, "/", self.tls.as_ref(), self.timeout()).await,
-            )
+            (i, e.lookup("", self.tls.as_ref(), self.timeout()).await)
         });
         for (i, r) in join_all(asks).await {
-            // Any HTTP answer is a live endpoint (a base may answer 403).
-            let ok = r.as_ref().ok().map(|h| h.elapsed);
+            // Any answer is a live endpoint (a base may answer 403).
+            let ok = r.as_ref().ok().map(|(_, took)| *took);
             if let Err(why) = &r {
                 tracing::info!(endpoint = %self.endpoints[i].name, "probe failed: {why}");
             }
@@ -399,6 +448,7 @@ mod tests {
             site: s.into(),
             url: format!("u-{e}"),
             size: None,
+            root: None,
         }
     }
 
@@ -431,7 +481,14 @@ mod tests {
         let mut c = fed().cfg;
         c.endpoints[0].kind = "s3".into();
         assert!(Federation::new(c.clone(), None).is_err());
+        // An XRootD endpoint must serve the view under the view's path.
+        c.endpoints[0].kind = "root".into();
+        c.endpoints[0].url = "root://h:1094//elsewhere".into();
+        assert!(Federation::new(c.clone(), None).is_err());
+        c.endpoints[0].url = "root://h:1094//fed".into();
+        Federation::new(c.clone(), None).expect("same path");
         c.endpoints[0].kind = "https".into();
+        c.endpoints[0].url = "https://localhost:1/x".into();
         c.views[0].endpoints.push("nope".into());
         assert!(Federation::new(c, None).is_err());
     }

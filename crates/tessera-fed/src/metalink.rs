@@ -54,6 +54,7 @@ mod tests {
             site: s.into(),
             url: u.into(),
             size: Some(12),
+            root: None,
         };
         let d = document(
             "a&b",

@@ -76,16 +76,18 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         tasks.push(abort_on_stop(t.refresh, stop_rx.clone()));
         dev_issuer = t.dev.map(|d| (d.issuer, d.jwks));
     }
+    let fed_tls = Some(tls::client_config(&cfg.https.tpc_ca_files)?);
     let shared = Shared {
         tls,
         validator,
         buffers: buffers.clone(),
         conns,
+        federation: federation(cfg, fed_tls, &stop_rx)?,
     };
     let mut https_stats = None;
     if let Some(l) = https_l {
         let mut h = https_config(cfg, &shared, roles.https, dev_issuer)?;
-        h.federation = federation(cfg, h.tpc_tls.clone(), &stop_rx)?;
+        h.federation = shared.federation.clone();
         let hcfg = Arc::new(h);
         https_stats = Some(Arc::clone(&hcfg.stats));
         let serve = tessera_https::serve(l, Some(core.clone()), hcfg, stop_rx.clone());
@@ -135,6 +137,7 @@ async fn xrootd(
     );
     let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
         tokens: shared.validator.clone(),
+        federation: shared.federation.clone(),
         ..base
     });
     let task = tokio::spawn(tessera_xrootd::serve(l, Some(core.clone()), xcfg, stop));
@@ -147,6 +150,7 @@ struct Shared {
     validator: Option<Arc<tessera_auth::Validator>>,
     buffers: tessera_core::Budget,
     conns: tessera_core::ConnLimits,
+    federation: Option<Arc<tessera_fed::Federation>>,
 }
 
 /// `addr` bound, or why not.
@@ -300,6 +304,7 @@ fn background(
 
 /// The federated views of `[federation]` (none configured: `None`), their
 /// endpoints probed until `stop`; TLS endpoints trusted as TPC peers are.
+/// Both listeners share them.
 fn federation(
     cfg: &Config,
     tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,

@@ -122,6 +122,8 @@ pub struct XrootdConfig {
     /// At shutdown, how long connections with open files may go on (their
     /// transfers finish); idle ones close at once.
     pub drain: Duration,
+    /// Federated views (`[federation]`), if any.
+    pub federation: Option<std::sync::Arc<tessera_fed::Federation>>,
 }
 
 /// See [`XrootdConfig::body_timeout`].
@@ -158,6 +160,7 @@ impl Default for XrootdConfig {
             idle_open_timeout: DEFAULT_IDLE_OPEN_TIMEOUT,
             conns: tessera_core::ConnLimits::unlimited(),
             drain: DEFAULT_DRAIN,
+            federation: None,
         }
     }
 }

@@ -28,6 +28,12 @@ pub struct Open {
 }
 
 impl Open {
+    /// Whether it opens for writing (create, replace, update, append).
+    pub fn writes(&self) -> bool {
+        use crate::proto::open as o;
+        self.options & (o::NEW | o::DELETE | o::UPDATE | o::APPEND | o::WRITE_ONLY) != 0
+    }
+
     /// The permission bits a new file gets (0644 when the client sends
     /// none).
     pub fn file_mode(&self) -> u32 {

@@ -49,7 +49,13 @@ async fn answer(
         .len()
         .min(encoded_prefix_len(raw, fed.view_path(at.view)))..];
     let rel = if rel.is_empty() { "/" } else { rel };
-    let found = fed.find(at.view, rel).await;
+    // HTTP clients go to HTTP replicas (an XRootD one is for root://).
+    let found: Vec<_> = fed
+        .find(at.view, rel)
+        .await
+        .into_iter()
+        .filter(|r| r.root.is_none())
+        .collect();
     if found.is_empty() {
         return Err(HttpError::new(
             404,

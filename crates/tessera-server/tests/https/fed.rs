@@ -148,3 +148,80 @@ fn a_view_sends_each_client_to_its_sites_replica() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// A client that fails over by Metalink (davix) reads the file from the
+/// next replica when the one it was sent to is gone and the probes have
+/// not noticed yet.
+#[test]
+fn metalink_clients_fail_over_to_the_next_replica() {
+    let issuer = Env::start();
+    let (a, b) = (Reference::start(&issuer), Reference::start(&issuer));
+    let body = data(200_000, 27);
+    place(&a, "/fed/f", &body);
+    place(&b, "/fed/f", &body);
+    let fed = FedConfig {
+        // Slow probes: the stopped site stays the first choice.
+        probe_interval_ms: 600_000,
+        sites: vec![
+            SiteCfg {
+                name: "here".into(),
+                subnets: vec!["127.0.0.1/32".into()],
+            },
+            SiteCfg {
+                name: "there".into(),
+                subnets: vec!["127.0.0.9/32".into()],
+            },
+        ],
+        endpoints: vec![
+            EndpointCfg {
+                name: "a".into(),
+                site: "here".into(),
+                kind: "https".into(),
+                url: format!("{}/fed", a.url),
+            },
+            EndpointCfg {
+                name: "b".into(),
+                site: "there".into(),
+                kind: "https".into(),
+                url: format!("{}/fed", b.url),
+            },
+        ],
+        views: vec![ViewCfg {
+            path: "/fed".into(),
+            endpoints: vec!["a".into(), "b".into()],
+            public: true,
+        }],
+        ..Default::default()
+    };
+    let e = Env::trusting(&issuer, move |c| c.federation = fed);
+    // Both CAs in one directory, as davix takes them.
+    let cas = e.local("cas");
+    std::fs::create_dir_all(&cas).unwrap();
+    for d in [&e.ca_dir, &issuer.ca_dir] {
+        for f in std::fs::read_dir(d).unwrap().flatten() {
+            std::fs::copy(f.path(), cas.join(f.file_name())).unwrap();
+        }
+    }
+    let url = format!("{}/fed/f", e.url);
+    let (code, to, _) = get(&e, &e.ca, "127.0.0.1", &url, &[]);
+    assert_eq!((code, to), (302, format!("{}/fed/f", a.url)));
+    drop(a);
+    let out = e.local("got");
+    let o = e.run(
+        "davix-get",
+        &[
+            "--capath",
+            cas.to_str().unwrap(),
+            "--metalink",
+            "failover",
+            &url,
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        o.status.success(),
+        "davix-get: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(std::fs::read(&out).unwrap() == body, "the bytes, from b");
+}

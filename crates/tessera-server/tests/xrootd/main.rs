@@ -9,6 +9,7 @@ mod dashboards;
 mod drain;
 mod errors;
 mod failover;
+mod fed;
 mod pgrw;
 mod python;
 mod scaleout;

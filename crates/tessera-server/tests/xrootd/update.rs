@@ -109,10 +109,11 @@ fn run(script: &str, url: &str, path: &str, size: usize) -> serde_json::Value {
 
 /// Debian's xrootd serving a directory of its own over root:// (plain,
 /// loopback); stopped by PID on drop.
-struct Reference {
+pub struct Reference {
     child: Child,
-    url: String,
-    dir: PathBuf,
+    pub url: String,
+    pub dir: PathBuf,
+    pub port: u16,
 }
 
 impl Drop for Reference {
@@ -124,7 +125,7 @@ impl Drop for Reference {
 }
 
 impl Reference {
-    fn start() -> Reference {
+    pub fn start() -> Reference {
         assert!(
             Path::new("/usr/bin/xrootd").exists(),
             "Debian's xrootd server not found: apt-get install xrootd-server (scripts/test does)"
@@ -173,6 +174,7 @@ impl Reference {
             child,
             url: format!("root://127.0.0.1:{port}/"),
             dir,
+            port,
         };
         for _ in 0..300 {
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {

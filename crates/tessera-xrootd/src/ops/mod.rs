@@ -7,6 +7,7 @@
 
 pub mod cluster;
 pub mod dirlist;
+pub mod fed;
 pub mod locate;
 pub mod login;
 pub mod mkdir;
@@ -200,6 +201,17 @@ async fn serve(s: &Arc<Session>, out: &Out, st: [u8; 2], r: Request) {
 /// One request, served as `who` (the session's identity, or the token of
 /// its own `authz=`), passed to every handler that decides anything.
 async fn serve_as(s: &Arc<Session>, who: &Arc<Identity>, out: &Out, st: [u8; 2], r: Request) {
+    // A path under a federated view goes to one of its endpoints.
+    let viewed = match &r {
+        Request::Open(o) => Some((&o.target, o.writes())),
+        Request::Stat(request::Stat::Path(t)) | Request::Locate(Some(t)) => Some((t, false)),
+        _ => None,
+    };
+    if let Some((t, writing)) = viewed {
+        if fed::redirect(s, who, out, st, t, writing).await.is_some() {
+            return;
+        }
+    }
     let r = match r {
         Request::Stat(what) => return stat::stat(s, who, out, st, what).await,
         Request::Statx(targets) => stat::statx(s, who, targets).await,

@@ -1,0 +1,102 @@
+//! Federation over XRootD (issue 26): a tesserad view over two Debian
+//! xrootd servers (the sites), each holding the file under the view's own
+//! path. xrdcp and xrdfs ask tesserad and are redirected to the client's
+//! site's replica (the two sites hold different bytes under the same
+//! name, so the bytes say which one answered); a stopped site leaves the
+//! choice within the probe interval; a file on no site is not found.
+
+use crate::update::Reference;
+use crate::Env;
+use std::time::{Duration, Instant};
+use tessera_fed::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
+
+fn place(r: &Reference, rel: &str, body: &[u8]) {
+    let p = r.dir.join("data").join(rel.trim_start_matches('/'));
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, body).unwrap();
+    let ok = std::process::Command::new("chown")
+        .args(["-R", "xrootd:xrootd"])
+        .arg(r.dir.join("data"))
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+#[test]
+fn xrootd_clients_are_redirected_to_their_sites_replica() {
+    let (a, b) = (Reference::start(), Reference::start());
+    place(&a, "/fed/f", b"the bytes at site a\n");
+    place(&b, "/fed/f", b"the bytes at site b\n");
+    let (pa, pb) = (a.port, b.port);
+    let e = Env::start_with(move |c| {
+        c.federation = FedConfig {
+            probe_interval_ms: 300,
+            probe_failures: 1,
+            timeout_ms: 1000,
+            sites: vec![
+                SiteCfg {
+                    name: "a".into(),
+                    subnets: vec!["127.0.0.1/32".into()],
+                },
+                SiteCfg {
+                    name: "b".into(),
+                    subnets: vec!["127.0.0.9/32".into()],
+                },
+            ],
+            endpoints: vec![
+                EndpointCfg {
+                    name: "xa".into(),
+                    site: "a".into(),
+                    kind: "root".into(),
+                    url: format!("root://127.0.0.1:{pa}//fed"),
+                },
+                EndpointCfg {
+                    name: "xb".into(),
+                    site: "b".into(),
+                    kind: "root".into(),
+                    url: format!("root://127.0.0.1:{pb}//fed"),
+                },
+            ],
+            views: vec![ViewCfg {
+                path: "/fed".into(),
+                endpoints: vec!["xa".into(), "xb".into()],
+                public: true,
+            }],
+            ..Default::default()
+        }
+    });
+    let url = format!("{}//fed/f", e.url);
+    let fetch = || {
+        let out = e.local("got");
+        let o = e.run("xrdcp", &["-f", "-s", &url, out.to_str().unwrap()]);
+        assert!(
+            o.status.success(),
+            "xrdcp: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        std::fs::read_to_string(&out).unwrap()
+    };
+    assert_eq!(fetch(), "the bytes at site a\n");
+    let st = e.ok("xrdfs", &[&e.url, "stat", "/fed/f"]);
+    assert!(st.contains("Size:   20"), "{st}");
+    let none = e.fails("xrdfs", &[&e.url, "stat", "/fed/none"]);
+    assert!(
+        none.contains("3011") || none.contains("No such file"),
+        "{none}"
+    );
+    // Site a stops: its clients go to b within the probe interval.
+    drop(a);
+    let start = Instant::now();
+    loop {
+        let out = e.local("got2");
+        let o = e.run("xrdcp", &["-f", "-s", &url, out.to_str().unwrap()]);
+        if o.status.success() && std::fs::read_to_string(&out).unwrap() == "the bytes at site b\n" {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "still not site b"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
