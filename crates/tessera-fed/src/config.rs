@@ -18,6 +18,9 @@ pub struct FedConfig {
     pub negative_ttl_s: u64,
     /// Files remembered at most (the oldest go first).
     pub cache_entries: usize,
+    /// Under this path every https endpoint also has a view of its own
+    /// (`/PerSite/<endpoint>/…`, no aggregation); empty: none.
+    pub per_site: String,
     pub sites: Vec<SiteCfg>,
     pub endpoints: Vec<EndpointCfg>,
     pub views: Vec<ViewCfg>,
@@ -32,6 +35,7 @@ impl Default for FedConfig {
             cache_ttl_s: 60,
             negative_ttl_s: 10,
             cache_entries: 100_000,
+            per_site: "/PerSite".into(),
             sites: Vec::new(),
             endpoints: Vec::new(),
             views: Vec::new(),

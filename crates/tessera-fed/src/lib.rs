@@ -121,6 +121,19 @@ pub struct Federation {
     views: Vec<View>,
     tls: Option<Arc<ClientConfig>>,
     cache: Mutex<HashMap<(usize, String), Cached>>,
+    /// Lookups answered from the cache, and sent to the endpoints.
+    cached: std::sync::atomic::AtomicU64,
+    asked: std::sync::atomic::AtomicU64,
+}
+
+/// What the federation reports to metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FedState {
+    /// (name, site, health) of every endpoint.
+    pub endpoints: Vec<(String, String, Health)>,
+    pub lookups_cached: u64,
+    pub lookups_asked: u64,
+    pub cache_entries: usize,
 }
 
 /// A path of a view: which view, the path under it (from `/`), and
@@ -204,6 +217,20 @@ impl Federation {
                 public: v.public,
             });
         }
+        // One view per https endpoint under `per_site` (an XRootD one
+        // could not serve another path than its views').
+        let root = cfg.per_site.trim_end_matches('/');
+        if !root.is_empty() {
+            for (i, e) in endpoints.iter().enumerate() {
+                if let Access::Http(_) = e.access {
+                    views.push(View {
+                        path: format!("{root}/{}", e.name),
+                        endpoints: vec![i],
+                        public: true,
+                    });
+                }
+            }
+        }
         Ok(Federation {
             cfg,
             endpoints,
@@ -211,6 +238,8 @@ impl Federation {
             views,
             tls,
             cache: Mutex::new(HashMap::new()),
+            cached: Default::default(),
+            asked: Default::default(),
         })
     }
 
@@ -238,10 +267,13 @@ impl Federation {
     /// Where file `rel` of `view` is (`rel` percent-encoded as sent on):
     /// every endpoint asked at once, each within the deadline; remembered.
     pub async fn find(&self, view: usize, rel: &str) -> Vec<Replica> {
+        use std::sync::atomic::Ordering::Relaxed;
         let key = (view, rel.to_string());
         if let Some(c) = self.cache_get(&key) {
+            self.cached.fetch_add(1, Relaxed);
             return c;
         }
+        self.asked.fetch_add(1, Relaxed);
         let asks = self.views[view].endpoints.iter().map(|&i| {
             let e = &self.endpoints[i];
             async move { (i, e.lookup(rel, self.tls.as_ref(), self.timeout()).await) }
@@ -309,6 +341,24 @@ impl Federation {
         };
         replicas.sort_by_key(key);
         replicas
+    }
+
+    /// The state metrics show.
+    pub fn state(&self) -> FedState {
+        use std::sync::atomic::Ordering::Relaxed;
+        FedState {
+            endpoints: self
+                .endpoints
+                .iter()
+                .map(|e| {
+                    let h = *e.health.lock().unwrap_or_else(|p| p.into_inner());
+                    (e.name.clone(), e.site.clone(), h)
+                })
+                .collect(),
+            lookups_cached: self.cached.load(Relaxed),
+            lookups_asked: self.asked.load(Relaxed),
+            cache_entries: self.cache.lock().unwrap_or_else(|p| p.into_inner()).len(),
+        }
     }
 
     /// An endpoint's health by name.

@@ -5,9 +5,11 @@
 mod access;
 mod audit;
 mod datametrics;
+mod fedmetrics;
 mod metrics;
 
 pub use access::{AccessLog, AccessRecord};
 pub use audit::{AuditLog, AuditRecord};
 pub use datametrics::{DataMetrics, FsLabels};
+pub use fedmetrics::{EndpointLabels, FedMetrics};
 pub use metrics::{Metrics, OpLabels, ProtocolLabels, QuotaLabels, ResultLabels};

@@ -98,6 +98,8 @@ pub struct Metrics {
     pub quota_used_ratio: Family<QuotaLabels, Gauge<f64, AtomicU64>>,
     /// The data layer's health.
     pub data: crate::DataMetrics,
+    /// Federated views.
+    pub fed: crate::FedMetrics,
 }
 
 impl Metrics {
@@ -240,6 +242,7 @@ impl Metrics {
             quota_used_ratio.clone(),
         );
         let data = crate::DataMetrics::register(&mut r);
+        let fed = crate::FedMetrics::register(&mut r);
         let build = Family::<Vec<(String, String)>, Gauge>::default();
         build
             .get_or_create(&vec![("version".to_string(), version.to_string())])
@@ -270,6 +273,7 @@ impl Metrics {
             quota_limit_inodes: qli,
             quota_used_ratio,
             data,
+            fed,
         }
     }
 

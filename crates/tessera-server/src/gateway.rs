@@ -166,6 +166,7 @@ async fn serve(cfg: &Config, p: Prepared) -> anyhow::Result<Running> {
         buffers: buffers.clone(),
         conns: conns.clone(),
         tokens: None,
+        federation: None,
     };
     tasks.push(tokio::spawn(crate::http::serve(
         metrics_l,

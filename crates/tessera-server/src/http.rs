@@ -32,6 +32,8 @@ pub struct Load {
     pub conns: tessera_core::ConnLimits,
     /// The token validator, when issuers are configured.
     pub tokens: Option<Arc<tessera_auth::Validator>>,
+    /// Federated views, when configured.
+    pub federation: Option<Arc<tessera_fed::Federation>>,
 }
 
 pub async fn serve(
@@ -85,6 +87,9 @@ async fn handle(
         m.token_signature_checks
             .set(v.signature_checks.load(Relaxed));
     }
+    if let Some(f) = &load.federation {
+        set_federation(&m.fed, &f.state());
+    }
     let (status, ctype, body) = match (req.uri().path(), &source) {
         ("/metrics", Source::Core(core)) => match core.refresh_gauges().await {
             Ok(()) => (StatusCode::OK, OPENMETRICS, core.metrics().encode()),
@@ -128,4 +133,19 @@ async fn handle(
         resp.headers_mut().insert(hyper::header::CONTENT_TYPE, v);
     }
     Ok(resp)
+}
+
+/// The federation's state into its metrics.
+fn set_federation(m: &tessera_obs::FedMetrics, st: &tessera_fed::FedState) {
+    for (name, site, h) in &st.endpoints {
+        let l = tessera_obs::EndpointLabels {
+            endpoint: name.clone(),
+            site: site.clone(),
+        };
+        m.endpoint_up.get_or_create(&l).set(u64::from(h.up));
+        m.endpoint_latency.get_or_create(&l).set(h.latency_ms / 1e3);
+    }
+    m.lookups_cached.set(st.lookups_cached);
+    m.lookups_asked.set(st.lookups_asked);
+    m.cache_entries.set(st.cache_entries as u64);
 }

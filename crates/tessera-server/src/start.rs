@@ -61,6 +61,8 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     let buffers = cfg.buffers.budget();
     let conns = cfg.limits.conns(limits::raise_nofile());
     background(cfg, &core, roles.sweeper, &stop_rx, &mut tasks);
+    let fed_tls = Some(tls::client_config(&cfg.https.tpc_ca_files)?);
+    let federation = federation(cfg, fed_tls, &stop_rx)?;
     tasks.push(tokio::spawn(http::serve(
         metrics_l,
         http::Source::Core(core.clone()),
@@ -68,6 +70,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
             buffers: buffers.clone(),
             conns: conns.clone(),
             tokens: validator.clone(),
+            federation: federation.clone(),
         },
         stop_rx.clone(),
     )));
@@ -76,13 +79,12 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         tasks.push(abort_on_stop(t.refresh, stop_rx.clone()));
         dev_issuer = t.dev.map(|d| (d.issuer, d.jwks));
     }
-    let fed_tls = Some(tls::client_config(&cfg.https.tpc_ca_files)?);
     let shared = Shared {
         tls,
         validator,
         buffers: buffers.clone(),
         conns,
-        federation: federation(cfg, fed_tls, &stop_rx)?,
+        federation,
     };
     let mut https_stats = None;
     if let Some(l) = https_l {

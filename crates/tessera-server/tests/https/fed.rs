@@ -124,6 +124,15 @@ fn a_view_sends_each_client_to_its_sites_replica() {
     );
     assert!(pb < pa, "the client's site first: {doc}");
     assert!(doc.contains("<size>300000</size>"), "{doc}");
+    // Each endpoint's own view: no aggregation, whatever the client's site.
+    let (code, to, _) = get(
+        &e,
+        &cas,
+        "127.0.0.2",
+        &format!("{}/PerSite/b/f", e.url),
+        &[],
+    );
+    assert_eq!((code, to), (302, format!("{}/fed/f", b.url)));
     // On one site only; on none.
     let (code, to, _) = get(&e, &cas, "127.0.0.2", &url("/only-b"), &[]);
     assert_eq!((code, to), (302, format!("{}/fed/only-b", b.url)));
@@ -147,6 +156,21 @@ fn a_view_sends_each_client_to_its_sites_replica() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    // The metrics say so, and how lookups were answered.
+    let m = e.server.as_ref().unwrap().metrics_addr;
+    let o = e.run("curl", &["-s", &format!("http://{m}/metrics")]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let value = |name: &str| -> f64 {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or_else(|| panic!("{name} in {text}"))
+    };
+    let up = "tessera_federation_endpoint_up{endpoint=";
+    assert_eq!(value(&format!("{up}\"a\",site=\"site-a\"}}")), 0.0);
+    assert_eq!(value(&format!("{up}\"b\",site=\"site-b\"}}")), 1.0);
+    assert!(value("tessera_federation_lookups_cached") >= 1.0);
+    assert!(value("tessera_federation_lookups_asked") >= 3.0);
 }
 
 /// A client that fails over by Metalink (davix) reads the file from the
