@@ -1,5 +1,6 @@
-//! HEAD requests to endpoints: one connection per request (TLS with the
-//! server's trusted CAs), hyper's HTTP/1.1, a deadline on the whole.
+//! HEAD and PROPFIND requests to endpoints: one connection per request
+//! (TLS with the server's trusted CAs), hyper's HTTP/1.1, a deadline on
+//! the whole.
 
 use http_body_util::Empty;
 use hyper::body::Bytes;
@@ -87,34 +88,76 @@ async fn head_inner(
     rel: &str,
     tls: Option<&Arc<ClientConfig>>,
 ) -> Result<(u16, Option<u64>), String> {
-    let tcp = tokio::net::TcpStream::connect((base.host.as_str(), base.port))
-        .await
-        .map_err(|e| format!("connecting: {e}"))?;
-    let _ = tcp.set_nodelay(true);
-    let target = format!("{}{rel}", base.path);
-    let host = format!("{}:{}", base.host, base.port);
-    let req = hyper::Request::head(if target.is_empty() { "/" } else { &target })
-        .header(hyper::header::HOST, host)
-        .header(hyper::header::USER_AGENT, "tessera-fed")
-        .body(Empty::<Bytes>::new())
-        .map_err(|e| e.to_string())?;
-    let resp = if base.tls {
-        let cfg = tls.ok_or("no CAs are trusted for TLS endpoints")?;
-        let name = ServerName::try_from(base.host.clone()).map_err(|e| e.to_string())?;
-        let s = tokio_rustls::TlsConnector::from(Arc::clone(cfg))
-            .connect(name, tcp)
-            .await
-            .map_err(|e| format!("TLS: {e}"))?;
-        send(TokioIo::new(s), req).await?
-    } else {
-        send(TokioIo::new(tcp), req).await?
-    };
+    let resp = call(base, "HEAD", rel, tls).await?;
     let size = resp
         .headers()
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok());
     Ok((resp.status().as_u16(), size))
+}
+
+/// Largest listing read from an endpoint.
+const MAX_LISTING: usize = 64 << 20;
+
+/// `PROPFIND` `rel` under `base` with `Depth: 1` within `deadline`: the
+/// status and the body (at most 64 MiB).
+pub async fn propfind(
+    base: &Base,
+    rel: &str,
+    tls: Option<&Arc<ClientConfig>>,
+    deadline: Duration,
+) -> Result<(u16, Vec<u8>), String> {
+    use http_body_util::BodyExt;
+    let work = async {
+        let resp = call(base, "PROPFIND", rel, tls).await?;
+        let status = resp.status().as_u16();
+        let body = http_body_util::Limited::new(resp.into_body(), MAX_LISTING)
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok::<_, String>((status, body.to_vec()))
+    };
+    tokio::time::timeout(deadline, work)
+        .await
+        .map_err(|_| format!("no answer within {deadline:?}"))?
+}
+
+/// Send `method` for `rel` under `base` on a new connection (PROPFIND
+/// with `Depth: 1` and no body: all properties).
+async fn call(
+    base: &Base,
+    method: &str,
+    rel: &str,
+    tls: Option<&Arc<ClientConfig>>,
+) -> Result<hyper::Response<hyper::body::Incoming>, String> {
+    let tcp = tokio::net::TcpStream::connect((base.host.as_str(), base.port))
+        .await
+        .map_err(|e| format!("connecting: {e}"))?;
+    let _ = tcp.set_nodelay(true);
+    let target = format!("{}{rel}", base.path);
+    let host = format!("{}:{}", base.host, base.port);
+    let mut b = hyper::Request::builder()
+        .method(method)
+        .uri(if target.is_empty() { "/" } else { &target })
+        .header(hyper::header::HOST, host)
+        .header(hyper::header::USER_AGENT, "tessera-fed");
+    if method == "PROPFIND" {
+        b = b.header("Depth", "1");
+    }
+    let req = b.body(Empty::<Bytes>::new()).map_err(|e| e.to_string())?;
+    if base.tls {
+        let cfg = tls.ok_or("no CAs are trusted for TLS endpoints")?;
+        let name = ServerName::try_from(base.host.clone()).map_err(|e| e.to_string())?;
+        let s = tokio_rustls::TlsConnector::from(Arc::clone(cfg))
+            .connect(name, tcp)
+            .await
+            .map_err(|e| format!("TLS: {e}"))?;
+        send(TokioIo::new(s), req).await
+    } else {
+        send(TokioIo::new(tcp), req).await
+    }
 }
 
 async fn send<I>(
@@ -124,7 +167,11 @@ async fn send<I>(
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let (mut tx, conn) = hyper::client::conn::http1::handshake(io)
+    // Header names in title case (`Depth`): XrdHttp reads some of them
+    // case-sensitively.
+    let (mut tx, conn) = hyper::client::conn::http1::Builder::new()
+        .title_case_headers(true)
+        .handshake(io)
         .await
         .map_err(|e| e.to_string())?;
     tokio::spawn(async move {

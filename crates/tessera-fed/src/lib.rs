@@ -19,7 +19,7 @@ mod config;
 pub mod metalink;
 mod xroot;
 
-pub use client::{head, Base, Head};
+pub use client::{head, propfind, Base, Head};
 pub use config::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
 pub use xroot::{stat as xroot_stat, RootBase};
 
@@ -318,6 +318,27 @@ impl Federation {
         }
         let until = Instant::now() + Duration::from_secs(ttl);
         c.insert(key, Cached { replicas, until });
+    }
+
+    /// Directory `rel` of `view` as each of its https endpoints lists it
+    /// (`PROPFIND`, `Depth: 1`, all at once, each within the deadline):
+    /// (the endpoint's base path, its status and body), for those that
+    /// answered. The caller reads and merges the listings.
+    pub async fn list(&self, view: usize, rel: &str) -> Vec<(String, u16, Vec<u8>)> {
+        let asks = self.views[view].endpoints.iter().filter_map(|&i| {
+            let Access::Http(b) = &self.endpoints[i].access else {
+                return None;
+            };
+            Some(async move { (b, propfind(b, rel, self.tls.as_ref(), self.timeout()).await) })
+        });
+        let mut out = Vec::new();
+        for (b, r) in join_all(asks).await {
+            match r {
+                Ok((status, body)) => out.push((b.path.clone(), status, body)),
+                Err(why) => tracing::debug!(host = %b.host, "listing of {rel}: {why}"),
+            }
+        }
+        out
     }
 
     /// The site a client address is at.

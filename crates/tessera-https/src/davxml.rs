@@ -54,6 +54,14 @@ pub fn parse(body: &[u8]) -> Result<Propfind, String> {
     Err("propfind holds none of allprop, propname and prop".into())
 }
 
+/// Read a whole document of at most `max_elements` elements (the same
+/// reader and rules as the request bodies).
+pub(crate) fn document(text: &str, max_elements: usize) -> Result<Element, String> {
+    let mut r = Reader::new(text);
+    r.max_elements = max_elements;
+    r.document()
+}
+
 /// One change of a PROPPATCH, in document order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PatchOp {
@@ -97,7 +105,7 @@ pub fn parse_proppatch(body: &[u8]) -> Result<Vec<PatchOp>, String> {
     Ok(ops)
 }
 
-fn dav(local: &str) -> PropName {
+pub(crate) fn dav(local: &str) -> PropName {
     ("DAV:".to_string(), local.to_string())
 }
 
@@ -107,10 +115,10 @@ fn dav(local: &str) -> PropName {
 /// (so the value means the same wherever it is put back), comments,
 /// processing instructions and attributes left out.
 #[derive(Debug)]
-struct Element {
-    name: PropName,
-    children: Vec<Element>,
-    inner: String,
+pub(crate) struct Element {
+    pub(crate) name: PropName,
+    pub(crate) children: Vec<Element>,
+    pub(crate) inner: String,
 }
 
 impl Element {
@@ -149,6 +157,8 @@ struct Reader<'a> {
     elements: usize,
     /// Namespace declarations in scope: (prefix, URI); "" is the default.
     scope: Vec<(String, String)>,
+    /// Most elements accepted in the document.
+    max_elements: usize,
 }
 
 impl<'a> Reader<'a> {
@@ -157,6 +167,7 @@ impl<'a> Reader<'a> {
             s,
             at: 0,
             elements: 0,
+            max_elements: MAX_ELEMENTS,
             scope: vec![
                 ("xml".into(), "http://www.w3.org/XML/1998/namespace".into()),
                 (String::new(), String::new()),
@@ -260,7 +271,7 @@ impl<'a> Reader<'a> {
             return self.err("elements nested too deep");
         }
         self.elements += 1;
-        if self.elements > MAX_ELEMENTS {
+        if self.elements > self.max_elements {
             return self.err("too many elements");
         }
         self.at += 1; // '<'
@@ -397,7 +408,7 @@ impl<'a> Reader<'a> {
 
 /// Replace the predefined entities and character references; any other
 /// entity is an error (none can be declared: DTDs are refused).
-fn unescape(s: &str) -> Result<String, String> {
+pub(crate) fn unescape(s: &str) -> Result<String, String> {
     if !s.contains('&') {
         return Ok(s.to_string());
     }

@@ -6,6 +6,7 @@
 mod auth;
 mod body;
 mod date;
+pub mod davlisting;
 pub mod davxml;
 pub mod error;
 mod ops;

@@ -1,5 +1,6 @@
 //! Federated views (`tessera-fed`): a GET or HEAD of a path under a view
-//! is answered with a redirect (302) to the best replica for the client,
+//! is answered with a redirect (302) to the best replica for the client
+//! (a PROPFIND with the endpoints' listings merged: `fedlist.rs`),
 //! or, when the client asks for Metalink (`Accept:
 //! application/metalink4+xml`, or `?metalink`), with the list of every
 //! replica in priority order. A token's scopes are checked on the path
@@ -33,10 +34,10 @@ async fn answer(
     at: tessera_fed::InView,
 ) -> Result<Response<Body>, HttpError> {
     let method = req.method().as_str();
-    if method != "GET" && method != "HEAD" {
+    if !matches!(method, "GET" | "HEAD" | "PROPFIND") {
         return Err(HttpError::new(
             405,
-            format!("{method} is not served on a federated view yet (GET and HEAD are)"),
+            format!("{method} is not served on a federated view yet (GET, HEAD and PROPFIND are)"),
         ));
     }
     if !at.public && !ctx.credentials {
@@ -48,6 +49,11 @@ async fn answer(
     let rel = &raw[raw
         .len()
         .min(encoded_prefix_len(raw, fed.view_path(at.view)))..];
+    if method == "PROPFIND" {
+        let depth0 = crate::ops::header(req.headers(), "depth") == Some("0");
+        let view = crate::path::encode(fed.view_path(at.view).as_bytes());
+        return super::fedlist::listing(fed, at.view, &view, rel, depth0, path).await;
+    }
     let rel = if rel.is_empty() { "/" } else { rel };
     // HTTP clients go to HTTP replicas (an XRootD one is for root://).
     let found: Vec<_> = fed

@@ -4,6 +4,7 @@ pub mod copy;
 pub mod deadprops;
 pub mod delete;
 pub mod fed;
+pub mod fedlist;
 pub mod get;
 pub mod mkcol;
 pub mod moves;

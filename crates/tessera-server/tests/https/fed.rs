@@ -70,6 +70,12 @@ fn a_view_sends_each_client_to_its_sites_replica() {
     place(&a, "/fed/f", &body);
     place(&b, "/fed/f", &body);
     place(&b, "/fed/only-b", b"b's own");
+    // A directory spread over both sites.
+    place(&a, "/fed/d/x1", b"1");
+    place(&a, "/fed/d/both", b"22");
+    place(&b, "/fed/d/x2", b"333");
+    place(&b, "/fed/d/both", b"22");
+    place(&b, "/fed/d/sub/y", b"4");
     let site = |name: &str, ip: &str| SiteCfg {
         name: name.into(),
         subnets: vec![format!("{ip}/32")],
@@ -124,6 +130,72 @@ fn a_view_sends_each_client_to_its_sites_replica() {
     );
     assert!(pb < pa, "the client's site first: {doc}");
     assert!(doc.contains("<size>300000</size>"), "{doc}");
+    // Listings merged: the union of both sites' names (davix-ls and a
+    // PROPFIND of depth 1 and 0).
+    let capath = e.local("capath");
+    std::fs::create_dir_all(&capath).unwrap();
+    for d in [&e.ca_dir, &issuer.ca_dir] {
+        for f in std::fs::read_dir(d).unwrap().flatten() {
+            std::fs::copy(f.path(), capath.join(f.file_name())).unwrap();
+        }
+    }
+    let (code, _, xml) = get(
+        &e,
+        &cas,
+        "127.0.0.2",
+        &url("/d"),
+        &["-X", "PROPFIND", "-H", "Depth: 1"],
+    );
+    let xml = String::from_utf8_lossy(&xml).into_owned();
+    assert_eq!(code, 207, "{xml}");
+    assert!(
+        xml.contains(
+            "<D:href>/fed/d/sub/</D:href><D:propstat><D:prop><D:resourcetype><D:collection/>"
+        ),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<D:href>/fed/d/x2</D:href>") && xml.contains("<D:getcontentlength>3<"),
+        "{xml}"
+    );
+    let ls = e.run(
+        "davix-ls",
+        &["--capath", capath.to_str().unwrap(), &url("/d/")],
+    );
+    let names: Vec<String> = String::from_utf8_lossy(&ls.stdout)
+        .lines()
+        .map(|l| l.trim().trim_end_matches('/').to_string())
+        .collect();
+    for n in ["x1", "x2", "both", "sub"] {
+        assert!(
+            names.iter().any(|x| x == n),
+            "{n} in {names:?} ({})",
+            String::from_utf8_lossy(&ls.stderr)
+        );
+    }
+    assert_eq!(
+        names.iter().filter(|x| *x == "both").count(),
+        1,
+        "{names:?}"
+    );
+    let (code, _, xml) = get(
+        &e,
+        &cas,
+        "127.0.0.2",
+        &url("/d"),
+        &["-X", "PROPFIND", "-H", "Depth: 0"],
+    );
+    assert_eq!(
+        (
+            code,
+            String::from_utf8_lossy(&xml)
+                .matches("<D:response>")
+                .count()
+        ),
+        (207, 1)
+    );
+    let (code, _, _) = get(&e, &cas, "127.0.0.2", &url("/nodir/"), &["-X", "PROPFIND"]);
+    assert_eq!(code, 404);
     // Each endpoint's own view: no aggregation, whatever the client's site.
     let (code, to, _) = get(
         &e,
