@@ -2,8 +2,9 @@
 //! xrootd servers (the sites), each holding the file under the view's own
 //! path. xrdcp and xrdfs ask tesserad and are redirected to the client's
 //! site's replica (the two sites hold different bytes under the same
-//! name, so the bytes say which one answered); a stopped site leaves the
-//! choice within the probe interval; a file on no site is not found.
+//! name, so the bytes say which one answered); uproot reads a ROOT file's
+//! branches through the view; a stopped site leaves the choice within the
+//! probe interval; a file on no site is not found.
 
 use crate::update::Reference;
 use crate::Env;
@@ -77,6 +78,30 @@ fn xrootd_clients_are_redirected_to_their_sites_replica() {
         std::fs::read_to_string(&out).unwrap()
     };
     assert_eq!(fetch(), "the bytes at site a\n");
+    // An analysis read through the view: uproot (its XRootD source) reads
+    // branches of a ROOT file the sites hold, redirected like xrdcp.
+    let py = crate::uproot::python();
+    let script = e.local("w.py");
+    std::fs::write(&script, crate::uproot::SCRIPT).unwrap();
+    let local = e.local("t.root");
+    let out = e.ok(&py, &[script.to_str().unwrap(), local.to_str().unwrap()]);
+    assert!(out.contains("written"), "{out}");
+    let root_file = std::fs::read(&local).unwrap();
+    place(&a, "/fed/t.root", &root_file);
+    place(&b, "/fed/t.root", &root_file);
+    let read = e.local("r.py");
+    std::fs::write(&read, crate::uproot::READ).unwrap();
+    let via = format!("{}//fed/t.root", e.url);
+    let out = e.ok(
+        &py,
+        &[
+            read.to_str().unwrap(),
+            local.to_str().unwrap(),
+            "xrootd",
+            &via,
+        ],
+    );
+    assert!(out.contains(&format!("ok {via}")), "{out}");
     let st = e.ok("xrdfs", &[&e.url, "stat", "/fed/f"]);
     assert!(st.contains("Size:   20"), "{st}");
     let none = e.fails("xrdfs", &[&e.url, "stat", "/fed/none"]);

@@ -7,7 +7,7 @@
 
 use crate::Env;
 
-const SCRIPT: &str = r#"
+pub const SCRIPT: &str = r#"
 import sys
 import numpy as np
 import uproot
@@ -24,7 +24,7 @@ with uproot.recreate(out) as f:
 print("written")
 "#;
 
-const READ: &str = r#"
+pub const READ: &str = r#"
 import sys
 import uproot
 local, handler_name = sys.argv[1], sys.argv[2]
@@ -44,7 +44,7 @@ for url in urls:
     print("ok", url, len(want["a"]))
 "#;
 
-fn python() -> String {
+pub fn python() -> String {
     std::env::var("TESSERA_UPROOT_PYTHON")
         .unwrap_or_else(|_| "/var/tmp/tessera-uproot-venv/bin/python".into())
 }
