@@ -88,6 +88,9 @@ enum Cmd {
     /// Bearer tokens: inspect, issue (dev issuer); local, no admin API.
     #[command(subcommand)]
     Token(cmd::token::TokenCmd),
+    /// Federation: probe an endpoint (Nagios checks); no admin API.
+    #[command(subcommand)]
+    Fed(cmd::fed::FedCmd),
 }
 
 fn main() -> std::process::ExitCode {
@@ -117,6 +120,11 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(5);
         }
     };
+    // A probe exits with its Nagios state.
+    if let Cmd::Fed(f) = &cli.cmd {
+        let token = read_token(cli.token_file.as_ref()).ok();
+        return std::process::ExitCode::from(rt.block_on(cmd::fed::run(f, token)));
+    }
     match rt.block_on(run(cli, fmt)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(f) => {
@@ -198,7 +206,8 @@ async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {
         Cmd::Fs(f) => cmd::fs::fs(&mut c, fmt, f).await,
         Cmd::Space(s) => cmd::fs::space(&mut c, fmt, s).await,
         Cmd::Fsck(f) => cmd::fsck::fsck(&mut c, fmt, f).await,
-        Cmd::Token(_) => unreachable!("handled above"),
+        // Run before (a probe's exit code is its Nagios state).
+        Cmd::Token(_) | Cmd::Fed(_) => unreachable!("handled above"),
     }
 }
 

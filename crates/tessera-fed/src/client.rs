@@ -2,13 +2,40 @@
 //! (TLS with the server's trusted CAs), hyper's HTTP/1.1, a deadline on
 //! the whole.
 
-use http_body_util::Empty;
+use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_rustls::rustls::pki_types::ServerName;
 use tokio_rustls::rustls::ClientConfig;
+
+/// A TLS client configuration trusting the system's CA bundle (when
+/// present) and the PEM certificates in `extra`.
+pub fn trust(extra: &[std::path::PathBuf]) -> Result<Arc<ClientConfig>, String> {
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+    use tokio_rustls::rustls::pki_types::CertificateDer;
+    let mut roots = tokio_rustls::rustls::RootCertStore::empty();
+    let system = std::path::Path::new("/etc/ssl/certs/ca-certificates.crt");
+    let mut files: Vec<&std::path::Path> = extra.iter().map(|p| p.as_path()).collect();
+    if system.exists() {
+        files.push(system);
+    }
+    for f in files {
+        let certs = CertificateDer::pem_file_iter(f)
+            .map_err(|e| format!("reading {}: {e}", f.display()))?;
+        for c in certs {
+            let c = c.map_err(|e| format!("parsing {}: {e}", f.display()))?;
+            // A bundle may hold certificates rustls rejects; skip those.
+            let _ = roots.add(c);
+        }
+    }
+    Ok(Arc::new(
+        ClientConfig::builder()
+            .with_root_certificates(roots)
+            .with_no_client_auth(),
+    ))
+}
 
 /// An endpoint's base URL, split.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,6 +159,60 @@ async fn call(
     rel: &str,
     tls: Option<&Arc<ClientConfig>>,
 ) -> Result<hyper::Response<hyper::body::Incoming>, String> {
+    let depth: &[(&str, &str)] = if method == "PROPFIND" {
+        &[("Depth", "1")]
+    } else {
+        &[]
+    };
+    call_with(base, method, rel, depth, Bytes::new(), tls).await
+}
+
+/// A whole answer: status, headers, body.
+pub struct Answer {
+    pub status: u16,
+    pub headers: hyper::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+/// `method` for `rel` under `base` with `headers` and `body`, within
+/// `deadline`: the whole answer (a body of at most 64 MiB).
+pub async fn request(
+    base: &Base,
+    method: &str,
+    rel: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+    tls: Option<&Arc<ClientConfig>>,
+    deadline: Duration,
+) -> Result<Answer, String> {
+    use http_body_util::BodyExt;
+    let work = async {
+        let resp = call_with(base, method, rel, headers, Bytes::from(body), tls).await?;
+        let (parts, body) = resp.into_parts();
+        let body = http_body_util::Limited::new(body, MAX_LISTING)
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok::<_, String>(Answer {
+            status: parts.status.as_u16(),
+            headers: parts.headers,
+            body: body.to_vec(),
+        })
+    };
+    tokio::time::timeout(deadline, work)
+        .await
+        .map_err(|_| format!("no answer within {deadline:?}"))?
+}
+
+async fn call_with(
+    base: &Base,
+    method: &str,
+    rel: &str,
+    headers: &[(&str, &str)],
+    body: Bytes,
+    tls: Option<&Arc<ClientConfig>>,
+) -> Result<hyper::Response<hyper::body::Incoming>, String> {
     let tcp = tokio::net::TcpStream::connect((base.host.as_str(), base.port))
         .await
         .map_err(|e| format!("connecting: {e}"))?;
@@ -142,11 +223,12 @@ async fn call(
         .method(method)
         .uri(if target.is_empty() { "/" } else { &target })
         .header(hyper::header::HOST, host)
-        .header(hyper::header::USER_AGENT, "tessera-fed");
-    if method == "PROPFIND" {
-        b = b.header("Depth", "1");
+        .header(hyper::header::USER_AGENT, "tessera-fed")
+        .header(hyper::header::CONTENT_LENGTH, body.len());
+    for (k, v) in headers {
+        b = b.header(*k, *v);
     }
-    let req = b.body(Empty::<Bytes>::new()).map_err(|e| e.to_string())?;
+    let req = b.body(Full::new(body)).map_err(|e| e.to_string())?;
     if base.tls {
         let cfg = tls.ok_or("no CAs are trusted for TLS endpoints")?;
         let name = ServerName::try_from(base.host.clone()).map_err(|e| e.to_string())?;
@@ -162,7 +244,7 @@ async fn call(
 
 async fn send<I>(
     io: I,
-    req: hyper::Request<Empty<Bytes>>,
+    req: hyper::Request<Full<Bytes>>,
 ) -> Result<hyper::Response<hyper::body::Incoming>, String>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,

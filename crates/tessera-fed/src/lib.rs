@@ -17,9 +17,10 @@
 mod client;
 mod config;
 pub mod metalink;
+pub mod probe;
 mod xroot;
 
-pub use client::{head, propfind, Base, Head};
+pub use client::{head, propfind, request, trust, Answer, Base, Head};
 pub use config::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
 pub use xroot::{stat as xroot_stat, RootBase};
 

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tokio_rustls::rustls::{ClientConfig, RootCertStore, ServerConfig};
+use tokio_rustls::rustls::{ClientConfig, ServerConfig};
 
 pub fn server_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<ServerConfig>> {
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
@@ -25,27 +25,9 @@ pub fn server_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<ServerConfig
     Ok(Arc::new(cfg))
 }
 
-/// The client configuration of third-party copies: the system CA bundle
-/// (when present) and `extra` PEM files.
+/// The client configuration of third-party copies (and issuers, and
+/// federation endpoints): the system CA bundle (when present) and `extra`
+/// PEM files.
 pub fn client_config(extra: &[std::path::PathBuf]) -> anyhow::Result<Arc<ClientConfig>> {
-    let mut roots = RootCertStore::empty();
-    let system = Path::new("/etc/ssl/certs/ca-certificates.crt");
-    let mut files: Vec<&Path> = extra.iter().map(|p| p.as_path()).collect();
-    if system.exists() {
-        files.push(system);
-    }
-    for f in files {
-        for c in
-            CertificateDer::pem_file_iter(f).with_context(|| format!("reading {}", f.display()))?
-        {
-            let c = c.with_context(|| format!("parsing {}", f.display()))?;
-            // A bundle may hold certificates rustls rejects; skip those.
-            let _ = roots.add(c);
-        }
-    }
-    Ok(Arc::new(
-        ClientConfig::builder()
-            .with_root_certificates(roots)
-            .with_no_client_auth(),
-    ))
+    tessera_fed::trust(extra).map_err(anyhow::Error::msg)
 }

@@ -2,6 +2,7 @@
 
 pub mod acl;
 pub mod attr;
+pub mod fed;
 pub mod fs;
 pub mod fsck;
 pub mod ns;

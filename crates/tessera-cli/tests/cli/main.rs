@@ -92,6 +92,7 @@ fn kv(line: &str) -> std::collections::HashMap<String, String> {
     out
 }
 
+mod fed;
 mod fsadmin;
 mod namespace;
 mod quota;
