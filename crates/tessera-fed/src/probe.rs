@@ -63,6 +63,40 @@ fn adler32(b: &[u8]) -> u32 {
     a.finish()
 }
 
+/// The checksum check: the endpoint's adler32 of the probe file
+/// (`Want-Digest`) against `want`.
+async fn checksum(
+    base: &Base,
+    name: &str,
+    h: &[(&str, &str)],
+    tls: Option<&Arc<ClientConfig>>,
+    deadline: Duration,
+    want: &str,
+) -> (u8, String) {
+    let mut hd = h.to_vec();
+    hd.push(("Want-Digest", "adler32"));
+    let a = match request(base, "HEAD", name, &hd, Vec::new(), tls, deadline).await {
+        Ok(a) => a,
+        Err(e) => return (WARNING, e),
+    };
+    let got = a
+        .headers
+        .get_all("digest")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .find_map(|d| {
+            let (k, v) = d.trim().split_once('=')?;
+            k.eq_ignore_ascii_case("adler32")
+                .then(|| v.trim().to_ascii_lowercase())
+        });
+    match got {
+        Some(g) if g == want => (OK, format!("adler32 {g}")),
+        Some(g) => (CRITICAL, format!("adler32 {g}, written {want}")),
+        None => (WARNING, "no adler32 digest given".into()),
+    }
+}
+
 /// Probe `url` (an https or http directory the token may write to).
 pub async fn probe(
     url: &str,
@@ -143,31 +177,8 @@ pub async fn probe(
         state,
         detail,
     });
-    let mut hd = h.clone();
-    hd.push(("Want-Digest", "adler32"));
     let want = format!("{:08x}", adler32(&body));
-    let (state, detail) = match request(&base, "HEAD", &name, &hd, Vec::new(), tls, deadline).await
-    {
-        Ok(a) => {
-            let got = a
-                .headers
-                .get_all("digest")
-                .iter()
-                .filter_map(|v| v.to_str().ok())
-                .flat_map(|v| v.split(','))
-                .find_map(|d| {
-                    let (k, v) = d.trim().split_once('=')?;
-                    k.eq_ignore_ascii_case("adler32")
-                        .then(|| v.trim().to_ascii_lowercase())
-                });
-            match got {
-                Some(g) if g == want => (OK, format!("adler32 {g}")),
-                Some(g) => (CRITICAL, format!("adler32 {g}, written {want}")),
-                None => (WARNING, "no adler32 digest given".into()),
-            }
-        }
-        Err(e) => (WARNING, e),
-    };
+    let (state, detail) = checksum(&base, &name, &h, tls, deadline, &want).await;
     checks.push(Check {
         name: "checksum",
         state,
