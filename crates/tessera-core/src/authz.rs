@@ -32,6 +32,13 @@ impl Core {
         Ok(crate::scopes::read(who, path)?)
     }
 
+    /// May `who` create `path` by its token (an identity without one
+    /// passes)? What a federated view asks before it redirects a write.
+    pub fn token_allows_create(&self, who: &Identity, path: &NsPath) -> Result<(), CoreError> {
+        crate::scopes::write(who, path, false)?;
+        Ok(())
+    }
+
     /// [`Core::authorize_write`] for an async caller (on the blocking pool).
     pub async fn may_write(
         &self,

@@ -82,6 +82,11 @@ pub struct ViewCfg {
     /// reading the path).
     #[serde(default = "yes")]
     pub public: bool,
+    /// Where a write (HTTP PUT) into the view goes, by redirect: `""`
+    /// nowhere (refused), `"closest"` the client's site's endpoint or the
+    /// fastest healthy one, or an endpoint's name (https endpoints only).
+    #[serde(default)]
+    pub write: String,
 }
 
 fn yes() -> bool {

@@ -107,6 +107,15 @@ struct View {
     path: String,
     endpoints: Vec<usize>,
     public: bool,
+    write: Write,
+}
+
+/// Where writes into a view go.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Write {
+    Refused,
+    Closest,
+    To(usize),
 }
 
 /// A remembered answer: the replicas (empty: found nowhere), until when.
@@ -149,89 +158,9 @@ pub struct InView {
 impl Federation {
     /// Check `cfg` and build; `tls` is what TLS endpoints are trusted with.
     pub fn new(cfg: FedConfig, tls: Option<Arc<ClientConfig>>) -> Result<Federation, String> {
-        let mut sites = Vec::new();
-        for s in &cfg.sites {
-            let nets = s
-                .subnets
-                .iter()
-                .map(|n| {
-                    n.parse::<ipnet::IpNet>()
-                        .or_else(|_| n.parse::<IpAddr>().map(ipnet::IpNet::from))
-                        .map_err(|_| format!("site {}: not a subnet: {n}", s.name))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            sites.push((s.name.clone(), nets));
-        }
-        let mut endpoints = Vec::new();
-        for e in &cfg.endpoints {
-            let bad = |m: String| format!("endpoint {}: {m}", e.name);
-            let access = match e.kind.as_str() {
-                "https" => Access::Http(Base::parse(&e.url).map_err(bad)?),
-                "root" => Access::Root(RootBase::parse(&e.url).map_err(bad)?),
-                k => return Err(bad(format!("kind {k} is not built yet (https, root are)"))),
-            };
-            if !cfg.sites.iter().any(|s| s.name == e.site) {
-                return Err(format!("endpoint {}: no site named {}", e.name, e.site));
-            }
-            endpoints.push(Endpoint {
-                name: e.name.clone(),
-                site: e.site.clone(),
-                access,
-                health: Mutex::new(Health {
-                    up: true,
-                    failures: 0,
-                    latency_ms: 0.0,
-                }),
-            });
-        }
-        let mut views = Vec::new();
-        for v in &cfg.views {
-            let path = v.path.trim_end_matches('/').to_string();
-            if !path.starts_with('/') || path.is_empty() {
-                return Err(format!("view {}: a path from / expected", v.path));
-            }
-            let idx = v
-                .endpoints
-                .iter()
-                .map(|n| {
-                    endpoints
-                        .iter()
-                        .position(|e: &Endpoint| &e.name == n)
-                        .ok_or_else(|| format!("view {}: no endpoint named {n}", v.path))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            // An XRootD redirect keeps the path: such an endpoint must
-            // hold the view's files under the view's own path.
-            for &i in &idx {
-                if let Access::Root(b) = &endpoints[i].access {
-                    if b.path != path {
-                        return Err(format!(
-                            "view {}: endpoint {} must serve it under the same path ({path}), not {}",
-                            v.path, endpoints[i].name, b.path
-                        ));
-                    }
-                }
-            }
-            views.push(View {
-                path,
-                endpoints: idx,
-                public: v.public,
-            });
-        }
-        // One view per https endpoint under `per_site` (an XRootD one
-        // could not serve another path than its views').
-        let root = cfg.per_site.trim_end_matches('/');
-        if !root.is_empty() {
-            for (i, e) in endpoints.iter().enumerate() {
-                if let Access::Http(_) = e.access {
-                    views.push(View {
-                        path: format!("{root}/{}", e.name),
-                        endpoints: vec![i],
-                        public: true,
-                    });
-                }
-            }
-        }
+        let sites = sites_of(&cfg)?;
+        let endpoints = endpoints_of(&cfg)?;
+        let views = views_of(&cfg, &endpoints)?;
         Ok(Federation {
             cfg,
             endpoints,
@@ -340,6 +269,46 @@ impl Federation {
             }
         }
         out
+    }
+
+    /// Where a client at `ip` writes file `rel` of `view` (the URL to
+    /// redirect it to), by the view's write policy; `Err` says why not.
+    pub fn write_url(&self, view: usize, rel: &str, ip: IpAddr) -> Result<String, String> {
+        let v = &self.views[view];
+        let up = |i: usize| {
+            self.endpoints[i]
+                .health
+                .lock()
+                .map(|h| h.up)
+                .unwrap_or(false)
+        };
+        let to = match v.write {
+            Write::Refused => return Err("writes into this view are not configured".into()),
+            Write::To(i) if up(i) => i,
+            Write::To(i) => return Err(format!("{} is down", self.endpoints[i].name)),
+            Write::Closest => {
+                let site = self.site_of(ip);
+                let mut cands: Vec<usize> = v
+                    .endpoints
+                    .iter()
+                    .copied()
+                    .filter(|i| up(*i) && matches!(self.endpoints[*i].access, Access::Http(_)))
+                    .collect();
+                cands.sort_by_key(|i| {
+                    let e = &self.endpoints[*i];
+                    let h = *e.health.lock().unwrap_or_else(|p| p.into_inner());
+                    (
+                        Some(e.site.as_str()) != site,
+                        (h.latency_ms * 1000.0) as u64,
+                    )
+                });
+                *cands.first().ok_or("no endpoint of the view is up")?
+            }
+        };
+        match &self.endpoints[to].access {
+            Access::Http(b) => Ok(b.url(rel)),
+            Access::Root(_) => Err("not an https endpoint".into()),
+        }
     }
 
     /// The site a client address is at.
@@ -474,94 +443,120 @@ async fn join_all<F: std::future::Future>(fs: impl IntoIterator<Item = F>) -> Ve
     out.into_iter().map(|o| o.expect("ready")).collect()
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn fed() -> Federation {
-        let cfg = FedConfig {
-            sites: vec![
-                SiteCfg {
-                    name: "a".into(),
-                    subnets: vec!["127.0.0.2/32".into()],
-                },
-                SiteCfg {
-                    name: "b".into(),
-                    subnets: vec!["127.0.0.3".into(), "10.0.0.0/8".into()],
-                },
-            ],
-            endpoints: vec![
-                EndpointCfg {
-                    name: "ea".into(),
-                    site: "a".into(),
-                    kind: "https".into(),
-                    url: "https://localhost:1/x".into(),
-                },
-                EndpointCfg {
-                    name: "eb".into(),
-                    site: "b".into(),
-                    kind: "https".into(),
-                    url: "https://localhost:2/y/".into(),
-                },
-            ],
-            views: vec![ViewCfg {
-                path: "/fed/".into(),
-                endpoints: vec!["ea".into(), "eb".into()],
-                public: true,
-            }],
-            ..Default::default()
-        };
-        Federation::new(cfg, None).unwrap()
+/// The sites of `cfg`, their subnets parsed.
+fn sites_of(cfg: &FedConfig) -> Result<Vec<(String, Vec<ipnet::IpNet>)>, String> {
+    let mut sites = Vec::new();
+    for s in &cfg.sites {
+        let nets = s
+            .subnets
+            .iter()
+            .map(|n| {
+                n.parse::<ipnet::IpNet>()
+                    .or_else(|_| n.parse::<IpAddr>().map(ipnet::IpNet::from))
+                    .map_err(|_| format!("site {}: not a subnet: {n}", s.name))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        sites.push((s.name.clone(), nets));
     }
-
-    fn rep(e: &str, s: &str) -> Replica {
-        Replica {
-            endpoint: e.into(),
-            site: s.into(),
-            url: format!("u-{e}"),
-            size: None,
-            root: None,
-        }
-    }
-
-    #[test]
-    fn views_sites_and_order() {
-        let f = fed();
-        let v = f.view_of("/fed/d/f").unwrap();
-        assert_eq!((v.view, v.rel.as_str()), (0, "/d/f"));
-        assert!(f.view_of("/federal/f").is_none());
-        assert_eq!(f.site_of("10.1.2.3".parse().unwrap()), Some("b"));
-        let both = vec![rep("ea", "a"), rep("eb", "b")];
-        let at = |ip: &str| {
-            f.order(both.clone(), ip.parse().unwrap())[0]
-                .endpoint
-                .clone()
-        };
-        assert_eq!(at("127.0.0.2"), "ea");
-        assert_eq!(at("127.0.0.3"), "eb");
-        // A site down leaves the choice.
-        for _ in 0..2 {
-            f.note(0, None);
-        }
-        assert_eq!(at("127.0.0.2"), "eb");
-        f.note(0, Some(Duration::from_millis(3)));
-        assert_eq!(at("127.0.0.2"), "ea");
-    }
-
-    #[test]
-    fn bad_configs_are_refused() {
-        let mut c = fed().cfg;
-        c.endpoints[0].kind = "s3".into();
-        assert!(Federation::new(c.clone(), None).is_err());
-        // An XRootD endpoint must serve the view under the view's path.
-        c.endpoints[0].kind = "root".into();
-        c.endpoints[0].url = "root://h:1094//elsewhere".into();
-        assert!(Federation::new(c.clone(), None).is_err());
-        c.endpoints[0].url = "root://h:1094//fed".into();
-        Federation::new(c.clone(), None).expect("same path");
-        c.endpoints[0].kind = "https".into();
-        c.endpoints[0].url = "https://localhost:1/x".into();
-        c.views[0].endpoints.push("nope".into());
-        assert!(Federation::new(c, None).is_err());
-    }
+    Ok(sites)
 }
+
+/// The endpoints of `cfg`, checked.
+fn endpoints_of(cfg: &FedConfig) -> Result<Vec<Endpoint>, String> {
+    let mut endpoints = Vec::new();
+    for e in &cfg.endpoints {
+        let bad = |m: String| format!("endpoint {}: {m}", e.name);
+        let access = match e.kind.as_str() {
+            "https" => Access::Http(Base::parse(&e.url).map_err(bad)?),
+            "root" => Access::Root(RootBase::parse(&e.url).map_err(bad)?),
+            k => return Err(bad(format!("kind {k} is not built yet (https, root are)"))),
+        };
+        if !cfg.sites.iter().any(|s| s.name == e.site) {
+            return Err(format!("endpoint {}: no site named {}", e.name, e.site));
+        }
+        endpoints.push(Endpoint {
+            name: e.name.clone(),
+            site: e.site.clone(),
+            access,
+            health: Mutex::new(Health {
+                up: true,
+                failures: 0,
+                latency_ms: 0.0,
+            }),
+        });
+    }
+    Ok(endpoints)
+}
+
+/// The views of `cfg` (and one per https endpoint under `per_site`),
+/// checked against `endpoints`.
+fn views_of(cfg: &FedConfig, endpoints: &[Endpoint]) -> Result<Vec<View>, String> {
+    let mut views = Vec::new();
+    for v in &cfg.views {
+        let path = v.path.trim_end_matches('/').to_string();
+        if !path.starts_with('/') || path.is_empty() {
+            return Err(format!("view {}: a path from / expected", v.path));
+        }
+        let idx = v
+            .endpoints
+            .iter()
+            .map(|n| {
+                endpoints
+                    .iter()
+                    .position(|e: &Endpoint| &e.name == n)
+                    .ok_or_else(|| format!("view {}: no endpoint named {n}", v.path))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // An XRootD redirect keeps the path: such an endpoint must
+        // hold the view's files under the view's own path.
+        for &i in &idx {
+            if let Access::Root(b) = &endpoints[i].access {
+                if b.path != path {
+                    return Err(format!(
+                        "view {}: endpoint {} must serve it under the same path ({path}), not {}",
+                        v.path, endpoints[i].name, b.path
+                    ));
+                }
+            }
+        }
+        let http = |i: &usize| matches!(endpoints[*i].access, Access::Http(_));
+        let write = match v.write.as_str() {
+            "" => Write::Refused,
+            "closest" => Write::Closest,
+            name => match idx.iter().find(|i| endpoints[**i].name == name) {
+                Some(i) if http(i) => Write::To(*i),
+                _ => {
+                    return Err(format!(
+                        "view {}: write = {name}: not one of its https endpoints",
+                        v.path
+                    ))
+                }
+            },
+        };
+        views.push(View {
+            path,
+            endpoints: idx,
+            public: v.public,
+            write,
+        });
+    }
+    // One view per https endpoint under `per_site` (an XRootD one
+    // could not serve another path than its views').
+    let root = cfg.per_site.trim_end_matches('/');
+    if !root.is_empty() {
+        for (i, e) in endpoints.iter().enumerate() {
+            if let Access::Http(_) = e.access {
+                views.push(View {
+                    path: format!("{root}/{}", e.name),
+                    endpoints: vec![i],
+                    public: true,
+                    write: Write::Refused,
+                });
+            }
+        }
+    }
+    Ok(views)
+}
+
+#[cfg(test)]
+mod tests;

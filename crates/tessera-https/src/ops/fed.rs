@@ -34,6 +34,9 @@ async fn answer(
     at: tessera_fed::InView,
 ) -> Result<Response<Body>, HttpError> {
     let method = req.method().as_str();
+    if method == "PUT" {
+        return write(ctx, fed, req, path, &at);
+    }
     if !matches!(method, "GET" | "HEAD" | "PROPFIND") {
         return Err(HttpError::new(
             405,
@@ -88,6 +91,46 @@ async fn answer(
     h.insert(LOCATION, to);
     h.insert("Content-Length", HeaderValue::from_static("0"));
     *r.status_mut() = hyper::StatusCode::FOUND;
+    Ok(r)
+}
+
+/// A PUT into a view: 307 to the endpoint the view's write policy picks
+/// for this client (the body goes there), after the token's create scope
+/// is checked on the path. Writes need a token.
+fn write(
+    ctx: &Ctx,
+    fed: &tessera_fed::Federation,
+    req: &Req,
+    path: &tessera_types::NsPath,
+    at: &tessera_fed::InView,
+) -> Result<Response<Body>, HttpError> {
+    if !ctx.credentials {
+        return Err(HttpError::new(401, "writes into a view need a token"));
+    }
+    ctx.core.token_allows_create(&ctx.who, path)?;
+    let raw = req.uri().path();
+    let rel = &raw[raw
+        .len()
+        .min(encoded_prefix_len(raw, fed.view_path(at.view)))..];
+    let to = fed.write_url(at.view, rel, ctx.peer.ip()).map_err(|why| {
+        HttpError::new(
+            if why.contains("not configured") {
+                405
+            } else {
+                503
+            },
+            why,
+        )
+    })?;
+    let mut r = Response::new(Body::Empty);
+    *r.status_mut() = hyper::StatusCode::TEMPORARY_REDIRECT;
+    let h = r.headers_mut();
+    h.insert(
+        LOCATION,
+        HeaderValue::from_str(&to)
+            .map_err(|_| HttpError::new(500, "an endpoint URL is not a header value"))?,
+    );
+    h.insert("Content-Length", HeaderValue::from_static("0"));
     Ok(r)
 }
 

@@ -96,6 +96,7 @@ fn a_view_sends_each_client_to_its_sites_replica() {
             path: "/fed".into(),
             endpoints: vec!["a".into(), "b".into()],
             public: true,
+            write: "closest".into(),
         }],
         ..Default::default()
     };
@@ -196,6 +197,30 @@ fn a_view_sends_each_client_to_its_sites_replica() {
     );
     let (code, _, _) = get(&e, &cas, "127.0.0.2", &url("/nodir/"), &["-X", "PROPFIND"]);
     assert_eq!(code, 404);
+    let t = crate::tokens::token(&issuer, "storage.read:/elsewhere");
+    // A write into the view goes, by redirect, to the client's site (the
+    // view's policy: closest), with a token that may create there.
+    let up = e.local("up.bin");
+    let bytes = data(5000, 9);
+    std::fs::write(&up, &bytes).unwrap();
+    let auth = format!("Authorization: Bearer {}", e.token.as_ref().unwrap());
+    let put = |from: &str, extra: &[&str]| {
+        let mut args = vec!["-T", up.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        get(&e, &cas, from, &url("/new"), &args)
+    };
+    let (code, to, _) = put("127.0.0.2", &["-H", &auth]);
+    assert_eq!((code, to), (307, format!("{}/fed/new", a.url)));
+    let (code, _, _) = put("127.0.0.2", &["-L", "-H", &auth]);
+    assert!((200..300).contains(&code), "{code}");
+    assert!(std::fs::read(a.dir.join("data/fed/new")).unwrap() == bytes);
+    assert_eq!(
+        put("127.0.0.3", &["-H", &auth]).1,
+        format!("{}/fed/new", b.url)
+    );
+    assert_eq!(put("127.0.0.2", &[]).0, 401, "no token");
+    let reader = format!("Authorization: Bearer {t}");
+    assert_eq!(put("127.0.0.2", &["-H", &reader]).0, 403, "no create scope");
     // Each endpoint's own view: no aggregation, whatever the client's site.
     let (code, to, _) = get(
         &e,
@@ -210,7 +235,6 @@ fn a_view_sends_each_client_to_its_sites_replica() {
     assert_eq!((code, to), (302, format!("{}/fed/only-b", b.url)));
     assert_eq!(get(&e, &cas, "127.0.0.2", &url("/none"), &[]).0, 404);
     // A token that may not read the view is refused before any redirect.
-    let t = crate::tokens::token(&issuer, "storage.read:/elsewhere");
     let auth = format!("Authorization: Bearer {t}");
     let (code, to, _) = get(&e, &cas, "127.0.0.2", &url("/f"), &["-H", &auth]);
     assert_eq!((code, to.as_str()), (403, ""));
@@ -286,6 +310,7 @@ fn metalink_clients_fail_over_to_the_next_replica() {
             path: "/fed".into(),
             endpoints: vec!["a".into(), "b".into()],
             public: true,
+            write: String::new(),
         }],
         ..Default::default()
     };

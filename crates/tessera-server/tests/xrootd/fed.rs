@@ -62,6 +62,7 @@ fn xrootd_clients_are_redirected_to_their_sites_replica() {
                 path: "/fed".into(),
                 endpoints: vec!["xa".into(), "xb".into()],
                 public: true,
+                write: String::new(),
             }],
             ..Default::default()
         }

@@ -1,0 +1,96 @@
+//! The federation's choices without servers: views, sites, order, write
+//! targets, configuration refusals.
+
+use super::*;
+
+fn fed() -> Federation {
+    let cfg = FedConfig {
+        sites: vec![
+            SiteCfg {
+                name: "a".into(),
+                subnets: vec!["127.0.0.2/32".into()],
+            },
+            SiteCfg {
+                name: "b".into(),
+                subnets: vec!["127.0.0.3".into(), "10.0.0.0/8".into()],
+            },
+        ],
+        endpoints: vec![
+            EndpointCfg {
+                name: "ea".into(),
+                site: "a".into(),
+                kind: "https".into(),
+                url: "https://localhost:1/x".into(),
+            },
+            EndpointCfg {
+                name: "eb".into(),
+                site: "b".into(),
+                kind: "https".into(),
+                url: "https://localhost:2/y/".into(),
+            },
+        ],
+        views: vec![ViewCfg {
+            path: "/fed/".into(),
+            endpoints: vec!["ea".into(), "eb".into()],
+            public: true,
+            write: "closest".into(),
+        }],
+        ..Default::default()
+    };
+    Federation::new(cfg, None).unwrap()
+}
+
+fn rep(e: &str, s: &str) -> Replica {
+    Replica {
+        endpoint: e.into(),
+        site: s.into(),
+        url: format!("u-{e}"),
+        size: None,
+        root: None,
+    }
+}
+
+#[test]
+fn views_sites_and_order() {
+    let f = fed();
+    let v = f.view_of("/fed/d/f").unwrap();
+    assert_eq!((v.view, v.rel.as_str()), (0, "/d/f"));
+    assert!(f.view_of("/federal/f").is_none());
+    assert_eq!(f.site_of("10.1.2.3".parse().unwrap()), Some("b"));
+    let both = vec![rep("ea", "a"), rep("eb", "b")];
+    let at = |ip: &str| {
+        f.order(both.clone(), ip.parse().unwrap())[0]
+            .endpoint
+            .clone()
+    };
+    assert_eq!(at("127.0.0.2"), "ea");
+    assert_eq!(at("127.0.0.3"), "eb");
+    // A site down leaves the choice.
+    for _ in 0..2 {
+        f.note(0, None);
+    }
+    assert_eq!(at("127.0.0.2"), "eb");
+    f.note(0, Some(Duration::from_millis(3)));
+    assert_eq!(at("127.0.0.2"), "ea");
+    // Writes: the client's site's endpoint.
+    let w = |ip: &str| f.write_url(0, "/n", ip.parse().unwrap()).unwrap();
+    assert_eq!(w("127.0.0.2"), "https://localhost:1/x/n");
+    assert_eq!(w("127.0.0.3"), "https://localhost:2/y/n");
+}
+
+#[test]
+fn bad_configs_are_refused() {
+    let mut c = fed().cfg;
+    c.endpoints[0].kind = "s3".into();
+    assert!(Federation::new(c.clone(), None).is_err());
+    // An XRootD endpoint must serve the view under the view's path.
+    c.endpoints[0].kind = "root".into();
+    c.endpoints[0].url = "root://h:1094//elsewhere".into();
+    assert!(Federation::new(c.clone(), None).is_err());
+    c.endpoints[0].url = "root://h:1094//fed".into();
+    Federation::new(c.clone(), None).expect("same path");
+    c.endpoints[0].kind = "https".into();
+    c.endpoints[0].url = "https://localhost:1/x".into();
+    c.views[0].endpoints.push("nope".into());
+    assert!(Federation::new(c, None).is_err());
+}
