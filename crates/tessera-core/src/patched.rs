@@ -29,7 +29,7 @@ pub(crate) struct Changes<'a> {
     pub size: u64,
     /// Bytes written over the streamed ones (or past them), by offset;
     /// non-overlapping.
-    pub patches: &'a BTreeMap<u64, Vec<u8>>,
+    pub patches: &'a Patches,
 }
 
 impl WriteSession {
@@ -102,7 +102,7 @@ impl WriteSession {
                     )));
                 }
             }
-            overlay(c.patches, pos, &mut buf);
+            c.patches.overlay(pos, &mut buf);
             self.write(&buf)?;
             pos += n as u64;
         }
@@ -110,41 +110,79 @@ impl WriteSession {
     }
 }
 
-/// Copy what `patches` hold of `out`'s range (from `offset`) over it.
-pub(crate) fn overlay(patches: &BTreeMap<u64, Vec<u8>>, offset: u64, out: &mut [u8]) {
-    let end = offset + out.len() as u64;
-    for (s, p) in patches.range(..end) {
-        let e = s + p.len() as u64;
-        if e <= offset {
-            continue;
-        }
-        let (a, b) = ((*s).max(offset), e.min(end));
-        out[(a - offset) as usize..(b - offset) as usize]
-            .copy_from_slice(&p[(a - s) as usize..(b - s) as usize]);
-    }
+/// Bytes written over others (or past them), kept until a file is built:
+/// non-overlapping runs by offset, and how many bytes they hold.
+#[derive(Default)]
+pub(crate) struct Patches {
+    runs: BTreeMap<u64, Vec<u8>>,
+    bytes: usize,
 }
 
-/// Remove what `patches` hold of `[from, to)`, keeping their other parts;
-/// returns how many bytes they hold less.
-pub(crate) fn cut(patches: &mut BTreeMap<u64, Vec<u8>>, from: u64, to: u64) -> usize {
-    let hit: Vec<u64> = patches
-        .range(..to)
-        .filter(|(s, p)| **s + p.len() as u64 > from)
-        .map(|(s, _)| *s)
-        .collect();
-    let mut gone = 0;
-    for s in hit {
-        let p = patches.remove(&s).expect("present");
-        let e = s + p.len() as u64;
-        gone += (e.min(to) - s.max(from)) as usize;
-        if s < from {
-            patches.insert(s, p[..(from - s) as usize].to_vec());
-        }
-        if e > to {
-            patches.insert(to, p[(to - s) as usize..].to_vec());
+impl Patches {
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// `data` at `offset`, over whatever was there.
+    pub fn put(&mut self, offset: u64, data: Vec<u8>) {
+        self.cut(offset, offset + data.len() as u64);
+        if !data.is_empty() {
+            self.bytes += data.len();
+            self.runs.insert(offset, data);
         }
     }
-    gone
+
+    /// Remove what the runs hold of `[from, to)`, keeping their other
+    /// parts.
+    pub fn cut(&mut self, from: u64, to: u64) {
+        let hit: Vec<u64> = self
+            .runs
+            .range(..to)
+            .filter(|(s, p)| **s + p.len() as u64 > from)
+            .map(|(s, _)| *s)
+            .collect();
+        for s in hit {
+            let p = self.runs.remove(&s).expect("present");
+            let e = s + p.len() as u64;
+            self.bytes -= (e.min(to) - s.max(from)) as usize;
+            if s < from {
+                self.runs.insert(s, p[..(from - s) as usize].to_vec());
+            }
+            if e > to {
+                self.runs.insert(to, p[(to - s) as usize..].to_vec());
+            }
+        }
+    }
+
+    pub fn clear(&mut self) {
+        *self = Patches::default();
+    }
+
+    /// What the runs hold of `[from, to)`: (index from `from`, bytes).
+    fn within(&self, from: u64, to: u64) -> impl Iterator<Item = (usize, &[u8])> {
+        self.runs
+            .range(..to)
+            .filter(move |(s, p)| **s + p.len() as u64 > from)
+            .map(move |(s, p)| {
+                let e = s + p.len() as u64;
+                let (a, b) = ((*s).max(from), e.min(to));
+                ((a - from) as usize, &p[(a - s) as usize..(b - s) as usize])
+            })
+    }
+
+    /// Copy what the runs hold of `out`'s range (from `offset`) over it.
+    pub fn overlay(&self, offset: u64, out: &mut [u8]) {
+        for (at, b) in self.within(offset, offset + out.len() as u64) {
+            out[at..at + b.len()].copy_from_slice(b);
+        }
+    }
+
+    /// [`Patches::overlay`]'s copies, taken now to be laid later.
+    pub fn copies(&self, from: u64, to: u64) -> Vec<(usize, Vec<u8>)> {
+        self.within(from, to)
+            .map(|(at, b)| (at, b.to_vec()))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -153,22 +191,29 @@ mod tests {
 
     #[test]
     fn cut_and_overlay_keep_the_newest_bytes() {
-        let mut p = BTreeMap::new();
-        p.insert(10u64, vec![1u8; 10]); // 10..20
-        p.insert(30u64, vec![2u8; 10]); // 30..40
-        assert_eq!(cut(&mut p, 15, 35), 10);
-        p.insert(15, vec![3u8; 20]);
+        let mut p = Patches::default();
+        p.put(10, vec![1u8; 10]); // 10..20
+        p.put(30, vec![2u8; 10]); // 30..40
+        p.put(15, vec![3u8; 20]); // over both
         let mut out = vec![0u8; 45];
-        overlay(&p, 0, &mut out);
+        p.overlay(0, &mut out);
         let mut want = vec![0u8; 45];
         want[10..15].fill(1);
         want[15..35].fill(3);
         want[35..40].fill(2);
         assert_eq!(out, want);
-        assert_eq!(p.values().map(Vec::len).sum::<usize>(), 30);
-        // From an offset inside.
+        assert_eq!(p.bytes(), 30);
+        // From an offset inside, now and later.
         let mut part = vec![0u8; 10];
-        overlay(&p, 12, &mut part);
+        p.overlay(12, &mut part);
         assert_eq!(part, want[12..22]);
+        let copies = p.copies(12, 22);
+        let mut later = vec![0u8; 10];
+        for (at, b) in copies {
+            later[at..at + b.len()].copy_from_slice(&b);
+        }
+        assert_eq!(later, part);
+        p.cut(0, 100);
+        assert_eq!(p.bytes(), 0);
     }
 }

@@ -21,7 +21,6 @@
 
 use crate::ledger::{drop_stripes_of, Ledger};
 use crate::{Budget, Core, CoreError, Inode, Lease, ReadSession, WriteSession};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use tessera_meta::{CommitWrite, MetaStore};
 use tessera_types::{ErrorKind, Identity, NsPath};
@@ -39,8 +38,7 @@ pub struct Update {
     old_valid: u64,
     size: u64,
     /// Non-overlapping runs of new bytes by offset.
-    patches: BTreeMap<u64, Vec<u8>>,
-    patch_bytes: usize,
+    patches: crate::patched::Patches,
     /// The budget's bytes the patches hold.
     memory: Lease,
     budget: Budget,
@@ -109,8 +107,7 @@ impl Core {
             old: Arc::new(old),
             old_valid: inode.size,
             size: inode.size,
-            patches: BTreeMap::new(),
-            patch_bytes: 0,
+            patches: Default::default(),
             memory: Lease::default(),
             budget,
             ws: Some(ws),
@@ -169,7 +166,7 @@ impl Update {
     ) -> Result<(), CoreError> {
         self.check()?;
         let n = data.len();
-        if self.patch_bytes + n > MAX_PATCH_BYTES {
+        if self.patches.bytes() + n > MAX_PATCH_BYTES {
             let e = CoreError::NoMemory(format!(
                 "an update holds at most {} MiB of changed bytes until it is closed",
                 MAX_PATCH_BYTES >> 20
@@ -189,25 +186,15 @@ impl Update {
             }
         }
         self.memory.merge(lease);
-        let end = offset + n as u64;
-        self.cut(offset, end);
-        if n > 0 {
-            self.patch_bytes += n;
-            self.patches.insert(offset, data);
-        }
-        self.size = self.size.max(end);
+        self.patches.put(offset, data);
+        self.size = self.size.max(offset + n as u64);
         Ok(())
-    }
-
-    /// Remove what patches hold of `[from, to)`, keeping their other parts.
-    fn cut(&mut self, from: u64, to: u64) {
-        self.patch_bytes -= crate::patched::cut(&mut self.patches, from, to);
     }
 
     /// Set the size (shrink or grow; grown bytes read as zeros).
     pub fn truncate(&mut self, size: u64) -> Result<(), CoreError> {
         self.check()?;
-        self.cut(size, u64::MAX);
+        self.patches.cut(size, u64::MAX);
         self.old_valid = self.old_valid.min(size);
         self.size = size;
         Ok(())
@@ -230,41 +217,22 @@ impl Update {
     ) -> impl std::future::Future<Output = Result<Vec<u8>, CoreError>> + Send + 'static {
         let checked = self.check();
         let end = self.size.min(offset.saturating_add(len as u64));
-        let mut out = vec![0u8; end.saturating_sub(offset) as usize];
-        self.overlay(offset, &mut out);
         let (old, old_end) = (Arc::clone(&self.old), end.min(self.old_valid));
-        let patched = self.patches_in(offset, end);
+        let patched = self.patches.copies(offset, end);
         async move {
             checked?;
+            let mut out = vec![0u8; end.saturating_sub(offset) as usize];
             if offset < old_end {
                 let n = (old_end - offset) as usize;
                 if let Some(d) = old.fetch(offset, n).await? {
                     d.copy_to(&mut out[..n.min(d.len())]);
                 }
-                // The patches again over what the old version gave.
-                for (a, b) in patched {
-                    out[a..a + b.len()].copy_from_slice(&b);
-                }
+            }
+            for (a, b) in patched {
+                out[a..a + b.len()].copy_from_slice(&b);
             }
             Ok(out)
         }
-    }
-
-    /// What the patches hold of `[from, to)`: (index from `from`, bytes).
-    fn patches_in(&self, from: u64, to: u64) -> Vec<(usize, Vec<u8>)> {
-        let mut v = Vec::new();
-        for (s, p) in self.patches.range(..to) {
-            let e = s + p.len() as u64;
-            if e <= from {
-                continue;
-            }
-            let (a, b) = ((*s).max(from), e.min(to));
-            v.push((
-                (a - from) as usize,
-                p[(a - s) as usize..(b - s) as usize].to_vec(),
-            ));
-        }
-        v
     }
 
     /// `read` on a blocking thread (the close).
@@ -281,13 +249,8 @@ impl Update {
                 )));
             }
         }
-        self.overlay(offset, &mut out);
+        self.patches.overlay(offset, &mut out);
         Ok(out)
-    }
-
-    /// Copy what the patches hold of `out`'s range (from `offset`) over it.
-    fn overlay(&self, offset: u64, out: &mut [u8]) {
-        crate::patched::overlay(&self.patches, offset, out);
     }
 
     /// Build the new version and make it the file (see the module

@@ -87,9 +87,7 @@ pub const MAX_CHANGED: usize = 64 << 20;
 /// Changes after streaming (see `patched.rs`).
 #[derive(Default)]
 struct Changed {
-    /// By offset, non-overlapping.
-    patches: BTreeMap<u64, Vec<u8>>,
-    bytes: usize,
+    patches: crate::patched::Patches,
     /// After a shrink: streamed bytes from here on are gone (and every
     /// later write is a change).
     valid: Option<u64>,
@@ -100,8 +98,8 @@ struct Changed {
 impl Changed {
     fn put(&mut self, offset: u64, data: &[u8]) -> Result<(), CoreError> {
         let end = offset + data.len() as u64;
-        self.bytes -= crate::patched::cut(&mut self.patches, offset, end);
-        if self.bytes + data.len() > MAX_CHANGED {
+        self.patches.put(offset, data.to_vec());
+        if self.patches.bytes() > MAX_CHANGED {
             return Err(CoreError::Remote {
                 kind: ErrorKind::Unsupported,
                 msg: format!(
@@ -110,17 +108,13 @@ impl Changed {
                 ),
             });
         }
-        if !data.is_empty() {
-            self.bytes += data.len();
-            self.patches.insert(offset, data.to_vec());
-        }
         self.size = self.size.max(end);
         Ok(())
     }
 
     /// The file ends at `size` (whatever was written past it is gone).
     fn cut_at(&mut self, size: u64) {
-        self.bytes -= crate::patched::cut(&mut self.patches, size, u64::MAX);
+        self.patches.cut(size, u64::MAX);
         self.size = self.size.min(size);
     }
 }

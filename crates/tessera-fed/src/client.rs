@@ -99,72 +99,33 @@ pub async fn head(
     deadline: Duration,
 ) -> Result<Head, String> {
     let start = Instant::now();
-    match tokio::time::timeout(deadline, head_inner(base, rel, tls)).await {
-        Ok(Ok((status, size))) => Ok(Head {
-            status,
-            size,
-            elapsed: start.elapsed(),
-        }),
-        Ok(Err(e)) => Err(e),
-        Err(_) => Err(format!("no answer within {deadline:?}")),
-    }
-}
-
-async fn head_inner(
-    base: &Base,
-    rel: &str,
-    tls: Option<&Arc<ClientConfig>>,
-) -> Result<(u16, Option<u64>), String> {
-    let resp = call(base, "HEAD", rel, tls).await?;
-    let size = resp
-        .headers()
+    let a = request(base, "HEAD", rel, &[], Vec::new(), tls, deadline).await?;
+    let size = a
+        .headers
         .get(hyper::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok());
-    Ok((resp.status().as_u16(), size))
+    Ok(Head {
+        status: a.status,
+        size,
+        elapsed: start.elapsed(),
+    })
 }
 
-/// Largest listing read from an endpoint.
-const MAX_LISTING: usize = 64 << 20;
+/// Largest answer body read from an endpoint (a listing).
+const MAX_BODY: usize = 64 << 20;
 
-/// `PROPFIND` `rel` under `base` with `Depth: 1` within `deadline`: the
-/// status and the body (at most 64 MiB).
+/// `PROPFIND` `rel` under `base` with `Depth: 1` (no body: all
+/// properties) within `deadline`: the status and the body.
 pub async fn propfind(
     base: &Base,
     rel: &str,
     tls: Option<&Arc<ClientConfig>>,
     deadline: Duration,
 ) -> Result<(u16, Vec<u8>), String> {
-    use http_body_util::BodyExt;
-    let work = async {
-        let resp = call(base, "PROPFIND", rel, tls).await?;
-        let status = resp.status().as_u16();
-        let body = http_body_util::Limited::new(resp.into_body(), MAX_LISTING)
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        Ok::<_, String>((status, body.to_vec()))
-    };
-    tokio::time::timeout(deadline, work)
-        .await
-        .map_err(|_| format!("no answer within {deadline:?}"))?
-}
-
-/// Send `method` for `rel` under `base` on a new connection (PROPFIND
-/// with `Depth: 1` and no body: all properties).
-async fn call(
-    base: &Base,
-    method: &str,
-    rel: &str,
-    tls: Option<&Arc<ClientConfig>>,
-) -> Result<hyper::Response<hyper::body::Incoming>, String> {
-    let depth: &[(&str, &str)] = if method == "PROPFIND" {
-        &[("Depth", "1")]
-    } else {
-        &[]
-    };
-    call_with(base, method, rel, depth, Bytes::new(), tls).await
+    let depth = [("Depth", "1")];
+    let a = request(base, "PROPFIND", rel, &depth, Vec::new(), tls, deadline).await?;
+    Ok((a.status, a.body))
 }
 
 /// A whole answer: status, headers, body.
@@ -174,8 +135,9 @@ pub struct Answer {
     pub body: Vec<u8>,
 }
 
-/// `method` for `rel` under `base` with `headers` and `body`, within
-/// `deadline`: the whole answer (a body of at most 64 MiB).
+/// `method` for `rel` under `base` with `headers` and `body`, on a new
+/// connection, within `deadline`: the whole answer (a body of at most
+/// [`MAX_BODY`]).
 pub async fn request(
     base: &Base,
     method: &str,
@@ -187,9 +149,9 @@ pub async fn request(
 ) -> Result<Answer, String> {
     use http_body_util::BodyExt;
     let work = async {
-        let resp = call_with(base, method, rel, headers, Bytes::from(body), tls).await?;
+        let resp = send_request(base, method, rel, headers, Bytes::from(body), tls).await?;
         let (parts, body) = resp.into_parts();
-        let body = http_body_util::Limited::new(body, MAX_LISTING)
+        let body = http_body_util::Limited::new(body, MAX_BODY)
             .collect()
             .await
             .map_err(|e| e.to_string())?
@@ -205,7 +167,7 @@ pub async fn request(
         .map_err(|_| format!("no answer within {deadline:?}"))?
 }
 
-async fn call_with(
+async fn send_request(
     base: &Base,
     method: &str,
     rel: &str,

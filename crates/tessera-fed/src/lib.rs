@@ -5,18 +5,17 @@
 //! the client asking: healthy endpoints first, then those of the client's
 //! own site (by its address: `[[federation.sites]]` subnets), then by the
 //! endpoints' measured latency. A front-end then redirects to the first,
-//! or lists them all (Metalink, `metalink.rs`). Every endpoint is probed
+//! or lists them all (Metalink). Every endpoint is probed
 //! periodically; one that fails `probe_failures` probes in a row leaves
 //! every choice until a probe succeeds again.
 //!
 //! Built so far: https/WebDAV and XRootD endpoints; reads by redirect
 //! (HTTPS 302 to an https replica, XRootD `kXR_redirect` to a root one)
-//! and Metalink over HTTPS. Not yet: S3 endpoints, listings, per-site
+//! (the front-ends format Metalink from `Federation::order`). Not yet: S3 endpoints, listings, per-site
 //! views, GeoIP, writes into a view (see docs/federation.md).
 
 mod client;
 mod config;
-pub mod metalink;
 pub mod probe;
 mod xroot;
 
@@ -24,6 +23,7 @@ pub use client::{head, propfind, request, trust, Answer, Base, Head};
 pub use config::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
 pub use xroot::{stat as xroot_stat, RootBase};
 
+use futures_util::future::join_all;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
@@ -414,33 +414,6 @@ impl Federation {
             }
         });
     }
-}
-
-/// Run the futures concurrently; their outputs in order.
-async fn join_all<F: std::future::Future>(fs: impl IntoIterator<Item = F>) -> Vec<F::Output> {
-    let mut set = Vec::new();
-    for f in fs {
-        set.push(Box::pin(f));
-    }
-    let mut out: Vec<Option<F::Output>> = (0..set.len()).map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (i, f) in set.iter_mut().enumerate() {
-            if out[i].is_none() {
-                match f.as_mut().poll(cx) {
-                    std::task::Poll::Ready(v) => out[i] = Some(v),
-                    std::task::Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            std::task::Poll::Pending
-        } else {
-            std::task::Poll::Ready(())
-        }
-    })
-    .await;
-    out.into_iter().map(|o| o.expect("ready")).collect()
 }
 
 /// The sites of `cfg`, their subnets parsed.

@@ -61,8 +61,10 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     let buffers = cfg.buffers.budget();
     let conns = cfg.limits.conns(limits::raise_nofile());
     background(cfg, &core, roles.sweeper, &stop_rx, &mut tasks);
-    let fed_tls = Some(tls::client_config(&cfg.https.tpc_ca_files)?);
-    let federation = federation(cfg, fed_tls, &stop_rx)?;
+    // Whom this server trusts as a client (TPC peers, federation
+    // endpoints): read once.
+    let client_tls = tls::client_config(&cfg.https.tpc_ca_files)?;
+    let federation = federation(cfg, Some(Arc::clone(&client_tls)), &stop_rx)?;
     tasks.push(tokio::spawn(http::serve(
         metrics_l,
         http::Source::Core(core.clone()),
@@ -85,6 +87,7 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
         buffers: buffers.clone(),
         conns,
         federation,
+        client_tls,
     };
     let mut https_stats = None;
     if let Some(l) = https_l {
@@ -153,6 +156,7 @@ struct Shared {
     buffers: tessera_core::Budget,
     conns: tessera_core::ConnLimits,
     federation: Option<Arc<tessera_fed::Federation>>,
+    client_tls: Arc<tokio_rustls::rustls::ClientConfig>,
 }
 
 /// `addr` bound, or why not.
@@ -336,7 +340,7 @@ fn https_config(
             config::AnonymousCfg::Owner => crate::owner_identity(),
             config::AnonymousCfg::ReadOnly => tessera_types::Identity::read_only_anonymous("https"),
         },
-        tpc_tls: Some(tls::client_config(&cfg.https.tpc_ca_files)?),
+        tpc_tls: Some(Arc::clone(&shared.client_tls)),
         tpc_policy: tessera_core::RemotePolicy::new(&cfg.https.tpc_allow, &cfg.https.tpc_deny)
             .map_err(|e| anyhow::anyhow!("https.tpc_allow/tpc_deny: {e}"))?,
         mode,

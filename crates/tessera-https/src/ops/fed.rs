@@ -7,12 +7,12 @@
 //! before anything is looked up; endpoints' own credentials never reach
 //! the client.
 
+use super::metalink;
 use crate::body::Body;
 use crate::error::HttpError;
 use crate::{Ctx, Req};
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, LOCATION};
 use hyper::Response;
-use tessera_fed::metalink;
 
 /// The answer when `req` is for a federated view (`None`: it is not).
 pub async fn serve(ctx: &Ctx, req: &Req) -> Option<Result<Response<Body>, HttpError>> {
@@ -48,10 +48,7 @@ async fn answer(
     }
     ctx.core.token_allows_read(&ctx.who, path)?;
     // On to the endpoints as the client sent it (still encoded).
-    let raw = req.uri().path();
-    let rel = &raw[raw
-        .len()
-        .min(encoded_prefix_len(raw, fed.view_path(at.view)))..];
+    let rel = rel_of(req, fed, &at);
     if method == "PROPFIND" {
         let depth0 = crate::ops::header(req.headers(), "depth") == Some("0");
         let view = crate::path::encode(fed.view_path(at.view).as_bytes());
@@ -108,10 +105,7 @@ fn write(
         return Err(HttpError::new(401, "writes into a view need a token"));
     }
     ctx.core.token_allows_create(&ctx.who, path)?;
-    let raw = req.uri().path();
-    let rel = &raw[raw
-        .len()
-        .min(encoded_prefix_len(raw, fed.view_path(at.view)))..];
+    let rel = rel_of(req, fed, at);
     let to = fed.write_url(at.view, rel, ctx.peer.ip()).map_err(|why| {
         HttpError::new(
             if why.contains("not configured") {
@@ -134,14 +128,12 @@ fn write(
     Ok(r)
 }
 
-/// Bytes of the encoded path `raw` that its view's (decoded) `prefix`
-/// takes: view paths are plain, so the same bytes.
-fn encoded_prefix_len(raw: &str, prefix: &str) -> usize {
-    if raw.starts_with(prefix) {
-        prefix.len()
-    } else {
-        raw.len()
-    }
+/// The request's path under its view, as the client sent it (still
+/// encoded: it goes on to the endpoints so). View paths are plain, so the
+/// view takes the same bytes encoded as decoded.
+fn rel_of<'a>(req: &'a Req, fed: &tessera_fed::Federation, at: &tessera_fed::InView) -> &'a str {
+    let raw = req.uri().path();
+    raw.strip_prefix(fed.view_path(at.view)).unwrap_or("")
 }
 
 fn wants_metalink(req: &Req) -> bool {

@@ -77,6 +77,44 @@ pub fn unpack(offset: u64, mut p: Vec<u8>) -> Result<Unpacked, XrdError> {
     Ok(Unpacked { runs, bad })
 }
 
+/// The pages of a file that pgwrites found damaged, until they come
+/// again (one file's writer task or update holds one).
+#[derive(Default)]
+pub struct Missing(std::collections::BTreeMap<u64, usize>);
+
+impl Missing {
+    /// Take in what a pgwrite brought (`retry`: `kXR_pgRetry`): its good
+    /// runs that resend a missing page fill it, its bad pages join the
+    /// missing ones; more than [`MAX_BAD_PER_FILE`] missing fails the file.
+    pub fn note(&mut self, u: &Unpacked, retry: bool) -> Result<(), XrdError> {
+        if retry {
+            for (at, data) in &u.runs {
+                if self.0.get(at) == Some(&data.len()) {
+                    self.0.remove(at);
+                }
+            }
+        }
+        self.0.extend(u.bad.iter().copied());
+        if self.0.len() > MAX_BAD_PER_FILE {
+            return Err(XrdError::new(
+                err::CHKSUM_ERR,
+                "too many uncorrected checksum errors in file",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The error of a close while pages are still missing.
+    pub fn at_close(&self) -> Option<XrdError> {
+        (!self.0.is_empty()).then(|| {
+            XrdError::new(
+                err::CHKSUM_ERR,
+                format!("{} uncorrected checksum errors", self.0.len()),
+            )
+        })
+    }
+}
+
 /// The reply to a pgwrite at `offset`: a final `kXR_status` frame, with
 /// the pages to send again (`ServerResponseBody_pgWrCSE`: its CRC-32C,
 /// the first and last pages' lengths, their offsets) when there are any.

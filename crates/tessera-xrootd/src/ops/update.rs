@@ -15,7 +15,6 @@ use crate::ops::write::OnHandle;
 use crate::proto::err;
 use crate::reply::Out;
 use crate::session::{Handle, Session, Target};
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tessera_core::{Lease, Update};
@@ -36,7 +35,7 @@ pub struct State {
     /// `None` once closed.
     pub up: Option<Update>,
     /// Pages a pgwrite found damaged, until they come again.
-    missing: BTreeMap<u64, usize>,
+    missing: pgwrite::Missing,
 }
 
 fn closed() -> XrdError {
@@ -61,7 +60,7 @@ pub async fn open(
         size: AtomicU64::new(up.size()),
         state: tokio::sync::Mutex::new(State {
             up: Some(up),
-            missing: BTreeMap::new(),
+            missing: pgwrite::Missing::default(),
         }),
         share: s.cfg.buffers.identity_share_of(&who.limit_key()),
     };
@@ -83,11 +82,7 @@ pub async fn apply(
         let Some(up) = g.up.take() else {
             return out.error(st, &closed()).await;
         };
-        if !g.missing.is_empty() {
-            let e = XrdError::new(
-                err::CHKSUM_ERR,
-                format!("{} uncorrected checksum errors", g.missing.len()),
-            );
+        if let Some(e) = g.missing.at_close() {
             // Dropping the update aborts it: the old version stays.
             drop(up);
             return out.error(st, &e).await;
@@ -133,26 +128,17 @@ pub async fn apply(
 /// remembered until resent (see `pgwrite.rs`); the damaged ones.
 async fn pg_write(
     up: &mut Update,
-    missing: &mut BTreeMap<u64, usize>,
+    missing: &mut pgwrite::Missing,
     offset: u64,
     payload: Vec<u8>,
     retry: bool,
     lease: Lease,
 ) -> Result<Vec<(u64, usize)>, XrdError> {
     let u = pgwrite::unpack(offset, payload)?;
+    missing.note(&u, retry)?;
     let mut lease = Some(lease);
     for (at, data) in u.runs {
-        if retry && missing.get(&at) == Some(&data.len()) {
-            missing.remove(&at);
-        }
         up.write(at, data, lease.take().unwrap_or_default()).await?;
-    }
-    missing.extend(u.bad.iter().copied());
-    if missing.len() > pgwrite::MAX_BAD_PER_FILE {
-        return Err(XrdError::new(
-            err::CHKSUM_ERR,
-            "too many uncorrected checksum errors in file",
-        ));
     }
     Ok(u.bad)
 }

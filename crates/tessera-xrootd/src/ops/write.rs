@@ -14,7 +14,6 @@ use crate::proto::{err, Header};
 use crate::reply::{error_reply, Out, Reply};
 use crate::request::Fh;
 use crate::session::{Handle, OpenWrite, Session, MAX_HELD_PER_CONNECTION};
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tessera_core::{
@@ -238,10 +237,7 @@ impl Answer {
 /// The core's steps for `op` (a pgwrite with damaged pages is several
 /// writes), and how the last one is answered. `missing` holds the pages a
 /// pgwrite found damaged until they come again.
-fn steps_of(
-    op: WriteOp,
-    missing: &mut BTreeMap<u64, usize>,
-) -> ([u8; 2], Vec<Step<Vec<u8>>>, Answer) {
+fn steps_of(op: WriteOp, missing: &mut pgwrite::Missing) -> ([u8; 2], Vec<Step<Vec<u8>>>, Answer) {
     let fail = |e: &XrdError| {
         Step::Fail(CoreError::Remote {
             kind: kind_of(e.code),
@@ -271,19 +267,7 @@ fn steps_of(
         } => match pgwrite::unpack(offset, payload) {
             Err(e) => (stream, vec![fail(&e)], Answer::Plain(Some(e))),
             Ok(u) => {
-                if retry {
-                    for (at, data) in &u.runs {
-                        if missing.get(at) == Some(&data.len()) {
-                            missing.remove(at);
-                        }
-                    }
-                }
-                missing.extend(u.bad.iter().copied());
-                if missing.len() > pgwrite::MAX_BAD_PER_FILE {
-                    let e = XrdError::new(
-                        err::CHKSUM_ERR,
-                        "too many uncorrected checksum errors in file",
-                    );
+                if let Err(e) = missing.note(&u, retry) {
                     return (stream, vec![fail(&e)], Answer::Plain(Some(e)));
                 }
                 let mut lease = Some(lease);
@@ -304,18 +288,14 @@ fn steps_of(
         WriteOp::Truncate { stream, size } => {
             (stream, vec![Step::Truncate(size)], Answer::Plain(None))
         }
-        WriteOp::Close { stream } if !missing.is_empty() => {
-            let e = XrdError::new(
-                err::CHKSUM_ERR,
-                format!("{} uncorrected checksum errors", missing.len()),
-            );
-            (stream, vec![fail(&e)], Answer::Plain(Some(e)))
-        }
-        WriteOp::Close { stream } => (
-            stream,
-            vec![Step::Close(Expect::default())],
-            Answer::Plain(None),
-        ),
+        WriteOp::Close { stream } => match missing.at_close() {
+            Some(e) => (stream, vec![fail(&e)], Answer::Plain(Some(e))),
+            None => (
+                stream,
+                vec![Step::Close(Expect::default())],
+                Answer::Plain(None),
+            ),
+        },
     }
 }
 
@@ -334,7 +314,7 @@ async fn run(
     out: Out,
     stats: Arc<crate::Stats>,
 ) {
-    let mut missing = BTreeMap::new();
+    let mut missing = pgwrite::Missing::default();
     while let Some(op) = rx.recv().await {
         let last = matches!(op, WriteOp::Close { .. });
         let (stream, mut steps, answer) = steps_of(op, &mut missing);

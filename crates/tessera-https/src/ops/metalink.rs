@@ -1,25 +1,12 @@
-//! Metalink 4 (RFC 5854) documents: a file's replicas in priority order,
-//! with its size, so that davix and gfal2 fail over between them.
+//! Metalink 4 (RFC 5854) documents for federated views: a file's replicas
+//! in priority order, with its size, so that davix and gfal2 fail over
+//! between them.
 
-use crate::Replica;
+use crate::davxml::escape;
+use tessera_fed::Replica;
 
 /// The media type clients ask for (`Accept`) and get.
 pub const MEDIA_TYPE: &str = "application/metalink4+xml";
-
-fn escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&apos;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
 
 /// The document for file `name` (its last path element) with `replicas`
 /// best first (priority 1 is the most preferred).
