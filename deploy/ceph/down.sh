@@ -4,6 +4,13 @@
 set -uo pipefail
 DIR=${TC_DIR:-/tmp/tessera-ceph}
 [ -d "$DIR" ] || exit 0
+# The RADOS gateway first (up.sh with TC_RGW=1), while the cluster is up.
+if pid=$(cat "$DIR/rgw.pid" 2>/dev/null) && [ -n "$pid" ] &&
+  tr '\0' '\n' < "/proc/$pid/cmdline" 2>/dev/null | head -1 | grep -q 'radosgw$'; then
+  kill -TERM "$pid" 2>/dev/null
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -KILL "$pid" 2>/dev/null
+fi
 for n in 1 2; do
   mountpoint -q "$DIR/mnt$n" 2>/dev/null && { fusermount -u -z "$DIR/mnt$n" 2>/dev/null || umount -l "$DIR/mnt$n"; }
 done

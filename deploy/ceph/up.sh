@@ -7,12 +7,17 @@
 # deploy/ceph/down.sh stops exactly what this started.
 #
 #   TC_DIR (/tmp/tessera-ceph)  TC_PORT (13300)  TC_OSD_SIZE (4G)
+#   TC_RGW=1: also a RADOS gateway (S3) on 127.0.0.1:$((TC_PORT + 300)) with one
+#   user, its keys in $TC_DIR/rgw/{access,secret}.key
 # Prints nothing but progress on stderr; on success writes $TC_DIR/env
-# (CEPH_CONF, TC_MNT1, TC_MNT2) and exits 0.
+# (CEPH_CONF, TC_MNT1, TC_MNT2; with TC_RGW=1 TC_S3_URL, TC_S3_ACCESS_KEY_FILE,
+# TC_S3_SECRET_KEY_FILE) and exits 0.
 set -euo pipefail
 DIR=${TC_DIR:-/tmp/tessera-ceph}
 PORT=${TC_PORT:-13300}
 OSD_SIZE=${TC_OSD_SIZE:-4G}
+RGW=${TC_RGW:-0}
+RGW_PORT=$((PORT + 300)) # outside the daemons' ms_bind_port range
 NOSD=3
 say() { echo "ceph-up: $*" >&2; }
 die() { say "$*"; exit 1; }
@@ -23,6 +28,10 @@ if ! command -v ceph-mon >/dev/null || ! command -v ceph-fuse >/dev/null || ! co
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq
   DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
     ceph ceph-mon ceph-osd ceph-mgr ceph-mds ceph-fuse fuse uuid-runtime attr >/dev/null
+fi
+if [ "$RGW" = 1 ] && ! command -v radosgw >/dev/null; then
+  say "installing radosgw"
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq radosgw >/dev/null
 fi
 if [ -e "$DIR" ] && [ -n "$(ls -A "$DIR" 2>/dev/null)" ]; then
   die "$DIR is not empty: run deploy/ceph/down.sh first"
@@ -187,4 +196,42 @@ export TC_DIR=$DIR
 export TC_MNT1=$DIR/mnt1/ec
 export TC_MNT2=$DIR/mnt2/ec
 ENV
+if [ "$RGW" = 1 ]; then
+  say "radosgw on 127.0.0.1:$RGW_PORT"
+  if ss -ltn 2>/dev/null | grep -q "127.0.0.1:$RGW_PORT "; then die "port $RGW_PORT is taken"; fi
+  R=$DIR/rgw
+  mkdir -p "$R"
+  # Pools radosgw makes get 8 PGs, not 32 (the mon creates them with its
+  # default): the PG budget per OSD holds.
+  ceph config set global osd_pool_default_pg_num 8
+  ceph config set global osd_pool_default_pgp_num 8
+  cat >> "$CONF" <<RGWCONF
+[client.rgw.a]
+keyring = $R/keyring
+rgw_data = $R
+rgw_frontends = beast endpoint=127.0.0.1:$RGW_PORT
+rgw_thread_pool_size = 64
+RGWCONF
+  ceph auth get-or-create client.rgw.a mon 'allow rw' osd 'allow rwx' mgr 'allow rw' > "$R/keyring"
+  # Not under pids/: down.sh stops it first, by this PID, before the cluster.
+  setsid radosgw -n client.rgw.a -f > "$DIR/log/rgw.a.out" 2>&1 < /dev/null &
+  echo $! > "$DIR/rgw.pid"
+  for _ in $(seq 300); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$RGW_PORT/")" = 200 ] && break
+    sleep 0.1
+  done
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$RGW_PORT/")" = 200 ] || die "radosgw did not answer"
+  access=$(od -An -N10 -tx1 /dev/urandom | tr -d ' \n' | tr a-f A-F)
+  secret=$(od -An -N20 -tx1 /dev/urandom | tr -d ' \n')
+  radosgw-admin user create --uid=tessera --display-name=tessera \
+    --access-key="$access" --secret-key="$secret" >/dev/null
+  umask 077
+  echo "$access" > "$R/access.key"
+  echo "$secret" > "$R/secret.key"
+  cat >> "$DIR/env" <<ENV
+export TC_S3_URL=http://127.0.0.1:$RGW_PORT
+export TC_S3_ACCESS_KEY_FILE=$R/access.key
+export TC_S3_SECRET_KEY_FILE=$R/secret.key
+ENV
+fi
 say "up: $(ceph -s --format json 2>/dev/null | grep -o '"status":"[A-Z_]*"' | head -1); source $DIR/env"

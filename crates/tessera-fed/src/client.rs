@@ -45,6 +45,8 @@ pub struct Base {
     pub port: u16,
     /// The path prefix, without a trailing `/`.
     pub path: String,
+    /// A bearer token sent on every request to it (never to clients).
+    pub bearer: Option<String>,
 }
 
 impl Base {
@@ -72,6 +74,7 @@ impl Base {
             host: host.to_string(),
             port,
             path: path.trim_end_matches('/').to_string(),
+            bearer: None,
         })
     }
 
@@ -189,6 +192,9 @@ async fn send_request(
         .header(hyper::header::CONTENT_LENGTH, body.len());
     for (k, v) in headers {
         b = b.header(*k, *v);
+    }
+    if let Some(t) = &base.bearer {
+        b = b.header(hyper::header::AUTHORIZATION, format!("Bearer {t}"));
     }
     let req = b.body(Full::new(body)).map_err(|e| e.to_string())?;
     if base.tls {

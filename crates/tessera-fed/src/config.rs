@@ -2,6 +2,7 @@
 //! (other sites' storage), views (paths that show endpoints as one tree).
 
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -18,6 +19,8 @@ pub struct FedConfig {
     pub negative_ttl_s: u64,
     /// Files remembered at most (the oldest go first).
     pub cache_entries: usize,
+    /// Validity of the presigned URLs clients are sent to (S3).
+    pub grant_s: u64,
     /// Under this path every https endpoint also has a view of its own
     /// (`/PerSite/<endpoint>/…`, no aggregation); empty: none.
     pub per_site: String,
@@ -35,6 +38,7 @@ impl Default for FedConfig {
             cache_ttl_s: 60,
             negative_ttl_s: 10,
             cache_entries: 100_000,
+            grant_s: 300,
             per_site: "/PerSite".into(),
             sites: Vec::new(),
             endpoints: Vec::new(),
@@ -58,14 +62,41 @@ pub struct EndpointCfg {
     pub name: String,
     /// The site it is at (a `[[federation.sites]]` name).
     pub site: String,
-    /// `https` (WebDAV/HTTP; `http` URLs too) or `root` (XRootD).
-    /// Others are not built yet.
+    /// `https` (WebDAV/HTTP; `http` URLs too), `root` (XRootD) or `s3`.
     #[serde(default = "https")]
     pub kind: String,
     /// Its base URL: a file `p` of a view is `url` + `p`. An XRootD
     /// endpoint serves the view under the view's own path
-    /// (`root://host:port//<view path>`): an XRootD redirect keeps it.
+    /// (`root://host:port//<view path>`): an XRootD redirect keeps it. An
+    /// S3 one is path-style: `http(s)://host:port/<bucket>[/<key prefix>]`.
     pub url: String,
+    /// S3: the region requests are signed for (`us-east-1` when empty).
+    #[serde(default)]
+    pub region: String,
+    /// Credentials, read at start, used on the federation's own requests
+    /// and never sent to clients: a bearer token (https endpoints), an S3
+    /// access and secret key (S3 endpoints; clients get presigned URLs).
+    #[serde(default)]
+    pub token_file: Option<PathBuf>,
+    #[serde(default)]
+    pub access_key_file: Option<PathBuf>,
+    #[serde(default)]
+    pub secret_key_file: Option<PathBuf>,
+}
+
+impl Default for EndpointCfg {
+    fn default() -> EndpointCfg {
+        EndpointCfg {
+            name: String::new(),
+            site: String::new(),
+            kind: https(),
+            url: String::new(),
+            region: String::new(),
+            token_file: None,
+            access_key_file: None,
+            secret_key_file: None,
+        }
+    }
 }
 
 fn https() -> String {

@@ -9,18 +9,22 @@
 //! periodically; one that fails `probe_failures` probes in a row leaves
 //! every choice until a probe succeeds again.
 //!
-//! Built so far: https/WebDAV and XRootD endpoints; reads by redirect
-//! (HTTPS 302 to an https replica, XRootD `kXR_redirect` to a root one)
-//! (the front-ends format Metalink from `Federation::order`). Not yet: S3 endpoints, listings, per-site
-//! views, GeoIP, writes into a view (see docs/federation.md).
+//! Endpoints are https/WebDAV, XRootD or S3 (presigned URLs); the
+//! front-ends redirect (HTTPS 302/307, XRootD `kXR_redirect` to a root
+//! endpoint), format Metalink from `Federation::order`, and merge the
+//! listings of `Federation::list`. Not yet: GeoIP, endpoints changed at
+//! run time (see docs/federation.md).
 
 mod client;
 mod config;
 pub mod probe;
+mod s3;
+mod setup;
 mod xroot;
 
 pub use client::{head, propfind, request, trust, Answer, Base, Head};
 pub use config::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
+pub use s3::{Child, S3Base};
 pub use xroot::{stat as xroot_stat, RootBase};
 
 use futures_util::future::join_all;
@@ -40,12 +44,16 @@ pub struct Replica {
     /// For an XRootD endpoint, where to redirect XRootD clients (the path
     /// is the view's: see `EndpointCfg::url`).
     pub root: Option<(String, u16)>,
+    /// `url` is a grant for GET alone (presigned S3): a HEAD must not go
+    /// there.
+    pub get_only: bool,
 }
 
 /// How an endpoint is reached.
 enum Access {
     Http(Base),
     Root(RootBase),
+    S3(Box<S3Base>),
 }
 
 /// An endpoint's health as the probes see it.
@@ -85,13 +93,16 @@ impl Endpoint {
                 let st = xroot::stat(b, rel, deadline).await?;
                 Ok((st.found.then_some(st.size), st.elapsed))
             }
+            Access::S3(b) => b.stat(rel, tls, deadline).await,
         }
     }
 
     fn replica(&self, rel: &str, size: Option<u64>) -> Replica {
-        let (url, root) = match &self.access {
-            Access::Http(b) => (b.url(rel), None),
-            Access::Root(b) => (b.url(rel), Some((b.host.clone(), b.port))),
+        let (url, root, get_only) = match &self.access {
+            Access::Http(b) => (b.url(rel), None, false),
+            Access::Root(b) => (b.url(rel), Some((b.host.clone(), b.port)), false),
+            // Signed anew each time: a grant outlives no cache entry.
+            Access::S3(b) => (b.get_url(rel), None, true),
         };
         Replica {
             endpoint: self.name.clone(),
@@ -99,6 +110,7 @@ impl Endpoint {
             url,
             size,
             root,
+            get_only,
         }
     }
 }
@@ -118,10 +130,30 @@ enum Write {
     To(usize),
 }
 
-/// A remembered answer: the replicas (empty: found nowhere), until when.
+/// A remembered answer: the endpoints that have the file and its size
+/// there (empty: found nowhere), until when.
 struct Cached {
-    replicas: Vec<Replica>,
+    found: Vec<(usize, Option<u64>)>,
     until: Instant,
+}
+
+/// One endpoint's answer to a listing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Listing {
+    /// A WebDAV endpoint's PROPFIND (`Depth: 1`): its base path, the status
+    /// and the body, for the front-end to read.
+    Dav {
+        base: String,
+        status: u16,
+        body: Vec<u8>,
+    },
+    /// Found on an endpoint that lists by itself (S3): a directory and
+    /// its children, or a file and its size.
+    Found {
+        dir: bool,
+        size: Option<u64>,
+        children: Vec<Child>,
+    },
 }
 
 pub struct Federation {
@@ -158,9 +190,9 @@ pub struct InView {
 impl Federation {
     /// Check `cfg` and build; `tls` is what TLS endpoints are trusted with.
     pub fn new(cfg: FedConfig, tls: Option<Arc<ClientConfig>>) -> Result<Federation, String> {
-        let sites = sites_of(&cfg)?;
-        let endpoints = endpoints_of(&cfg)?;
-        let views = views_of(&cfg, &endpoints)?;
+        let sites = setup::sites_of(&cfg)?;
+        let endpoints = setup::endpoints_of(&cfg)?;
+        let views = setup::views_of(&cfg, &endpoints)?;
         Ok(Federation {
             cfg,
             endpoints,
@@ -199,9 +231,15 @@ impl Federation {
     pub async fn find(&self, view: usize, rel: &str) -> Vec<Replica> {
         use std::sync::atomic::Ordering::Relaxed;
         let key = (view, rel.to_string());
+        let replicas = |found: &[(usize, Option<u64>)]| {
+            found
+                .iter()
+                .map(|&(i, size)| self.endpoints[i].replica(rel, size))
+                .collect()
+        };
         if let Some(c) = self.cache_get(&key) {
             self.cached.fetch_add(1, Relaxed);
-            return c;
+            return replicas(&c);
         }
         self.asked.fetch_add(1, Relaxed);
         let asks = self.views[view].endpoints.iter().map(|&i| {
@@ -215,25 +253,26 @@ impl Federation {
                 Ok((there, took)) => {
                     self.note(i, Some(took));
                     if let Some(size) = there {
-                        found.push(e.replica(rel, size));
+                        found.push((i, size));
                     }
                 }
                 Err(why) => tracing::debug!(endpoint = %e.name, "stat of {rel}: {why}"),
             }
         }
-        self.cache_put(key, found.clone());
-        found
+        let out = replicas(&found);
+        self.cache_put(key, found);
+        out
     }
 
-    fn cache_get(&self, key: &(usize, String)) -> Option<Vec<Replica>> {
+    fn cache_get(&self, key: &(usize, String)) -> Option<Vec<(usize, Option<u64>)>> {
         let c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         c.get(key)
             .filter(|c| c.until > Instant::now())
-            .map(|c| c.replicas.clone())
+            .map(|c| c.found.clone())
     }
 
-    fn cache_put(&self, key: (usize, String), replicas: Vec<Replica>) {
-        let ttl = if replicas.is_empty() {
+    fn cache_put(&self, key: (usize, String), found: Vec<(usize, Option<u64>)>) {
+        let ttl = if found.is_empty() {
             self.cfg.negative_ttl_s
         } else {
             self.cfg.cache_ttl_s
@@ -247,25 +286,53 @@ impl Federation {
             }
         }
         let until = Instant::now() + Duration::from_secs(ttl);
-        c.insert(key, Cached { replicas, until });
+        c.insert(key, Cached { found, until });
     }
 
-    /// Directory `rel` of `view` as each of its https endpoints lists it
-    /// (`PROPFIND`, `Depth: 1`, all at once, each within the deadline):
-    /// (the endpoint's base path, its status and body), for those that
-    /// answered. The caller reads and merges the listings.
-    pub async fn list(&self, view: usize, rel: &str) -> Vec<(String, u16, Vec<u8>)> {
-        let asks = self.views[view].endpoints.iter().filter_map(|&i| {
-            let Access::Http(b) = &self.endpoints[i].access else {
-                return None;
+    /// Entry `rel` of `view` as each of its https and S3 endpoints lists
+    /// it (all at once, each within the deadline), for those that
+    /// answered (an S3 endpoint that has nothing there does not). A `rel`
+    /// ending in `/` is asked for as a directory (S3: a key prefix), else
+    /// as a file (S3: an object). The caller merges the listings.
+    pub async fn list(&self, view: usize, rel: &str) -> Vec<Listing> {
+        let asks = self.views[view].endpoints.iter().map(|&i| async move {
+            let e = &self.endpoints[i];
+            let (tls, deadline) = (self.tls.as_ref(), self.timeout());
+            let r = match &e.access {
+                Access::Http(b) => propfind(b, rel, tls, deadline).await.map(|(status, body)| {
+                    Some(Listing::Dav {
+                        base: b.path.clone(),
+                        status,
+                        body,
+                    })
+                }),
+                Access::S3(b) if rel.is_empty() || rel.ends_with('/') => {
+                    b.list(rel, tls, deadline).await.map(|c| {
+                        c.map(|children| Listing::Found {
+                            dir: true,
+                            size: None,
+                            children,
+                        })
+                    })
+                }
+                Access::S3(b) => b.stat(rel, tls, deadline).await.map(|(there, _)| {
+                    there.map(|size| Listing::Found {
+                        dir: false,
+                        size,
+                        children: Vec::new(),
+                    })
+                }),
+                Access::Root(_) => Ok(None),
             };
-            Some(async move { (b, propfind(b, rel, self.tls.as_ref(), self.timeout()).await) })
+            (i, r)
         });
         let mut out = Vec::new();
-        for (b, r) in join_all(asks).await {
+        for (i, r) in join_all(asks).await {
             match r {
-                Ok((status, body)) => out.push((b.path.clone(), status, body)),
-                Err(why) => tracing::debug!(host = %b.host, "listing of {rel}: {why}"),
+                Ok(l) => out.extend(l),
+                Err(why) => {
+                    tracing::debug!(endpoint = %self.endpoints[i].name, "listing of {rel}: {why}")
+                }
             }
         }
         out
@@ -292,7 +359,7 @@ impl Federation {
                     .endpoints
                     .iter()
                     .copied()
-                    .filter(|i| up(*i) && matches!(self.endpoints[*i].access, Access::Http(_)))
+                    .filter(|i| up(*i) && !matches!(self.endpoints[*i].access, Access::Root(_)))
                     .collect();
                 cands.sort_by_key(|i| {
                     let e = &self.endpoints[*i];
@@ -307,7 +374,8 @@ impl Federation {
         };
         match &self.endpoints[to].access {
             Access::Http(b) => Ok(b.url(rel)),
-            Access::Root(_) => Err("not an https endpoint".into()),
+            Access::S3(b) => Ok(b.put_url(rel)),
+            Access::Root(_) => Err("not an https or s3 endpoint".into()),
         }
     }
 
@@ -414,121 +482,6 @@ impl Federation {
             }
         });
     }
-}
-
-/// The sites of `cfg`, their subnets parsed.
-fn sites_of(cfg: &FedConfig) -> Result<Vec<(String, Vec<ipnet::IpNet>)>, String> {
-    let mut sites = Vec::new();
-    for s in &cfg.sites {
-        let nets = s
-            .subnets
-            .iter()
-            .map(|n| {
-                n.parse::<ipnet::IpNet>()
-                    .or_else(|_| n.parse::<IpAddr>().map(ipnet::IpNet::from))
-                    .map_err(|_| format!("site {}: not a subnet: {n}", s.name))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        sites.push((s.name.clone(), nets));
-    }
-    Ok(sites)
-}
-
-/// The endpoints of `cfg`, checked.
-fn endpoints_of(cfg: &FedConfig) -> Result<Vec<Endpoint>, String> {
-    let mut endpoints = Vec::new();
-    for e in &cfg.endpoints {
-        let bad = |m: String| format!("endpoint {}: {m}", e.name);
-        let access = match e.kind.as_str() {
-            "https" => Access::Http(Base::parse(&e.url).map_err(bad)?),
-            "root" => Access::Root(RootBase::parse(&e.url).map_err(bad)?),
-            k => return Err(bad(format!("kind {k} is not built yet (https, root are)"))),
-        };
-        if !cfg.sites.iter().any(|s| s.name == e.site) {
-            return Err(format!("endpoint {}: no site named {}", e.name, e.site));
-        }
-        endpoints.push(Endpoint {
-            name: e.name.clone(),
-            site: e.site.clone(),
-            access,
-            health: Mutex::new(Health {
-                up: true,
-                failures: 0,
-                latency_ms: 0.0,
-            }),
-        });
-    }
-    Ok(endpoints)
-}
-
-/// The views of `cfg` (and one per https endpoint under `per_site`),
-/// checked against `endpoints`.
-fn views_of(cfg: &FedConfig, endpoints: &[Endpoint]) -> Result<Vec<View>, String> {
-    let mut views = Vec::new();
-    for v in &cfg.views {
-        let path = v.path.trim_end_matches('/').to_string();
-        if !path.starts_with('/') || path.is_empty() {
-            return Err(format!("view {}: a path from / expected", v.path));
-        }
-        let idx = v
-            .endpoints
-            .iter()
-            .map(|n| {
-                endpoints
-                    .iter()
-                    .position(|e: &Endpoint| &e.name == n)
-                    .ok_or_else(|| format!("view {}: no endpoint named {n}", v.path))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        // An XRootD redirect keeps the path: such an endpoint must
-        // hold the view's files under the view's own path.
-        for &i in &idx {
-            if let Access::Root(b) = &endpoints[i].access {
-                if b.path != path {
-                    return Err(format!(
-                        "view {}: endpoint {} must serve it under the same path ({path}), not {}",
-                        v.path, endpoints[i].name, b.path
-                    ));
-                }
-            }
-        }
-        let http = |i: &usize| matches!(endpoints[*i].access, Access::Http(_));
-        let write = match v.write.as_str() {
-            "" => Write::Refused,
-            "closest" => Write::Closest,
-            name => match idx.iter().find(|i| endpoints[**i].name == name) {
-                Some(i) if http(i) => Write::To(*i),
-                _ => {
-                    return Err(format!(
-                        "view {}: write = {name}: not one of its https endpoints",
-                        v.path
-                    ))
-                }
-            },
-        };
-        views.push(View {
-            path,
-            endpoints: idx,
-            public: v.public,
-            write,
-        });
-    }
-    // One view per https endpoint under `per_site` (an XRootD one
-    // could not serve another path than its views').
-    let root = cfg.per_site.trim_end_matches('/');
-    if !root.is_empty() {
-        for (i, e) in endpoints.iter().enumerate() {
-            if let Access::Http(_) = e.access {
-                views.push(View {
-                    path: format!("{root}/{}", e.name),
-                    endpoints: vec![i],
-                    public: true,
-                    write: Write::Refused,
-                });
-            }
-        }
-    }
-    Ok(views)
 }
 
 #[cfg(test)]

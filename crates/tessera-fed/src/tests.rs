@@ -21,12 +21,14 @@ fn fed() -> Federation {
                 site: "a".into(),
                 kind: "https".into(),
                 url: "https://localhost:1/x".into(),
+                ..Default::default()
             },
             EndpointCfg {
                 name: "eb".into(),
                 site: "b".into(),
                 kind: "https".into(),
                 url: "https://localhost:2/y/".into(),
+                ..Default::default()
             },
         ],
         views: vec![ViewCfg {
@@ -47,6 +49,7 @@ fn rep(e: &str, s: &str) -> Replica {
         url: format!("u-{e}"),
         size: None,
         root: None,
+        get_only: false,
     }
 }
 

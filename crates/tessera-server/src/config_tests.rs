@@ -66,8 +66,14 @@ fn unknown_keys_are_errors() {
 #[test]
 fn the_federation_example_parses_and_builds() {
     let text = include_str!("../../../deploy/federation/tesserad-federation.toml");
-    // A fragment to append to a whole configuration: parsed and built.
-    let cfg: Config = toml::from_str(text).expect("example parses");
-    assert_eq!(cfg.federation.views[0].endpoints.len(), 2);
+    // A fragment to append to a whole configuration: parsed and built,
+    // its credential files standing in a temporary directory.
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["kek-storm.token", "cloud-s3.access", "cloud-s3.secret"] {
+        std::fs::write(dir.path().join(f), "secret\n").unwrap();
+    }
+    let text = text.replace("/etc/tessera/", &format!("{}/", dir.path().display()));
+    let cfg: Config = toml::from_str(&text).expect("example parses");
+    assert_eq!(cfg.federation.views[0].endpoints.len(), 3);
     tessera_fed::Federation::new(cfg.federation, None).expect("builds");
 }

@@ -1,6 +1,6 @@
-//! PROPFIND on a federated view: every https endpoint of the view lists the
-//! directory (`Depth: 1`, all at once, each within the deadline), and the
-//! listings are merged: the union of the names, a name a directory if any
+//! PROPFIND on a federated view: every https and S3 endpoint of the view
+//! lists the directory (`Depth: 1`, ListObjectsV2; all at once, each within
+//! the deadline), and the listings are merged: the union of the names, a name a directory if any
 //! endpoint says so, a file's length from the first endpoint that gives
 //! one. The directory exists if any endpoint listed it.
 
@@ -10,6 +10,7 @@ use crate::davxml::escape;
 use crate::error::HttpError;
 use hyper::Response;
 use std::collections::BTreeMap;
+use tessera_fed::Listing;
 
 /// The merged listing of `rel` (percent-encoded, from `/`) of view `view`
 /// (its path `view_path`, encoded); `depth0`: the directory alone.
@@ -28,14 +29,38 @@ pub async fn listing(
     let mut children: BTreeMap<String, (bool, Option<u64>)> = BTreeMap::new();
     // Asked as a directory first (some servers list a directory's entries
     // only when its path ends in `/`), then as a file.
+    let listed = |l: &Listing| match l {
+        Listing::Dav { status, .. } => *status == 207,
+        Listing::Found { .. } => true,
+    };
     let mut answers = fed.list(view, &format!("{want}/")).await;
-    if !answers.iter().any(|(_, st, _)| *st == 207) && !want.is_empty() {
+    if !answers.iter().any(listed) && !want.is_empty() {
         answers = fed.list(view, want).await;
     }
-    for (base, status, body) in answers {
-        if status != 207 {
-            continue;
-        }
+    for answer in answers {
+        let (base, body) = match answer {
+            Listing::Dav {
+                base,
+                status: 207,
+                body,
+            } => (base, body),
+            Listing::Dav { .. } => continue,
+            Listing::Found {
+                dir: d,
+                size: n,
+                children: c,
+            } => {
+                found = true;
+                dir |= d;
+                size = size.or(n);
+                for (name, d, n) in c {
+                    let c = children.entry(name).or_insert((false, None));
+                    c.0 |= d;
+                    c.1 = c.1.or(n);
+                }
+                continue;
+            }
+        };
         let Ok(entries) = parse_multistatus(&body) else {
             continue;
         };

@@ -42,6 +42,7 @@ mod tests {
             url: u.into(),
             size: Some(12),
             root: None,
+            get_only: false,
         };
         let d = document(
             "a&b",

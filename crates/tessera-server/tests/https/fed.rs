@@ -15,7 +15,7 @@ use tessera_fed::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
 
 /// Put `body` at `rel` under the reference's exported root (on its disk,
 /// as its own user).
-fn place(r: &Reference, rel: &str, body: &[u8]) {
+pub fn place(r: &Reference, rel: &str, body: &[u8]) {
     let p = r.dir.join("data").join(rel.trim_start_matches('/'));
     std::fs::create_dir_all(p.parent().unwrap()).unwrap();
     std::fs::write(&p, body).unwrap();
@@ -28,7 +28,7 @@ fn place(r: &Reference, rel: &str, body: &[u8]) {
 }
 
 /// curl from source address `from`: (status, Location, body).
-fn get(e: &Env, cas: &Path, from: &str, url: &str, extra: &[&str]) -> (u16, String, Vec<u8>) {
+pub fn get(e: &Env, cas: &Path, from: &str, url: &str, extra: &[&str]) -> (u16, String, Vec<u8>) {
     let (hdr, out) = (e.local("fed.hdr"), e.local("fed.out"));
     let mut args = vec![
         "-4",
@@ -85,6 +85,7 @@ fn a_view_sends_each_client_to_its_sites_replica() {
         site: s.into(),
         kind: "https".into(),
         url: format!("{}/fed", r.url),
+        ..Default::default()
     };
     let fed = FedConfig {
         probe_interval_ms: 300,
@@ -298,12 +299,14 @@ fn metalink_clients_fail_over_to_the_next_replica() {
                 site: "here".into(),
                 kind: "https".into(),
                 url: format!("{}/fed", a.url),
+                ..Default::default()
             },
             EndpointCfg {
                 name: "b".into(),
                 site: "there".into(),
                 kind: "https".into(),
                 url: format!("{}/fed", b.url),
+                ..Default::default()
             },
         ],
         views: vec![ViewCfg {

@@ -50,12 +50,14 @@ fn xrootd_clients_are_redirected_to_their_sites_replica() {
                     site: "a".into(),
                     kind: "root".into(),
                     url: format!("root://127.0.0.1:{pa}//fed"),
+                    ..Default::default()
                 },
                 EndpointCfg {
                     name: "xb".into(),
                     site: "b".into(),
                     kind: "root".into(),
                     url: format!("root://127.0.0.1:{pb}//fed"),
+                    ..Default::default()
                 },
             ],
             views: vec![ViewCfg {

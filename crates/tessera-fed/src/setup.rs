@@ -1,0 +1,159 @@
+//! Building a federation from its configuration: sites, endpoints (with
+//! their credentials read), views; every reference checked.
+
+use crate::client::Base;
+use crate::s3::S3Base;
+use crate::xroot::RootBase;
+use crate::{Access, Endpoint, FedConfig, Health, View, Write};
+use std::net::IpAddr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// The sites of `cfg`, their subnets parsed.
+pub(crate) fn sites_of(cfg: &FedConfig) -> Result<Vec<(String, Vec<ipnet::IpNet>)>, String> {
+    let mut sites = Vec::new();
+    for s in &cfg.sites {
+        let nets = s
+            .subnets
+            .iter()
+            .map(|n| {
+                n.parse::<ipnet::IpNet>()
+                    .or_else(|_| n.parse::<IpAddr>().map(ipnet::IpNet::from))
+                    .map_err(|_| format!("site {}: not a subnet: {n}", s.name))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        sites.push((s.name.clone(), nets));
+    }
+    Ok(sites)
+}
+
+/// The endpoints of `cfg`, checked.
+pub(crate) fn endpoints_of(cfg: &FedConfig) -> Result<Vec<Endpoint>, String> {
+    let mut endpoints = Vec::new();
+    for e in &cfg.endpoints {
+        let bad = |m: String| format!("endpoint {}: {m}", e.name);
+        let access = match e.kind.as_str() {
+            "https" => {
+                let mut b = Base::parse(&e.url).map_err(bad)?;
+                b.bearer = secret(e.token_file.as_deref()).map_err(bad)?;
+                Access::Http(b)
+            }
+            "root" => Access::Root(RootBase::parse(&e.url).map_err(bad)?),
+            "s3" => {
+                let (Some(key), Some(sec)) = (
+                    secret(e.access_key_file.as_deref()).map_err(bad)?,
+                    secret(e.secret_key_file.as_deref()).map_err(bad)?,
+                ) else {
+                    return Err(bad(
+                        "an s3 endpoint needs access_key_file and secret_key_file".into(),
+                    ));
+                };
+                let region = if e.region.is_empty() {
+                    "us-east-1"
+                } else {
+                    &e.region
+                };
+                let grant = Duration::from_secs(cfg.grant_s.clamp(1, 7 * 86400));
+                Access::S3(Box::new(
+                    S3Base::parse(&e.url, region, key, sec, grant).map_err(bad)?,
+                ))
+            }
+            k => return Err(bad(format!("no kind {k} (https, root, s3)"))),
+        };
+        if !cfg.sites.iter().any(|s| s.name == e.site) {
+            return Err(format!("endpoint {}: no site named {}", e.name, e.site));
+        }
+        endpoints.push(Endpoint {
+            name: e.name.clone(),
+            site: e.site.clone(),
+            access,
+            health: Mutex::new(Health {
+                up: true,
+                failures: 0,
+                latency_ms: 0.0,
+            }),
+        });
+    }
+    Ok(endpoints)
+}
+
+/// The views of `cfg` (and one per https endpoint under `per_site`),
+/// checked against `endpoints`.
+pub(crate) fn views_of(cfg: &FedConfig, endpoints: &[Endpoint]) -> Result<Vec<View>, String> {
+    let mut views = Vec::new();
+    for v in &cfg.views {
+        let path = v.path.trim_end_matches('/').to_string();
+        if !path.starts_with('/') || path.is_empty() {
+            return Err(format!("view {}: a path from / expected", v.path));
+        }
+        let idx = v
+            .endpoints
+            .iter()
+            .map(|n| {
+                endpoints
+                    .iter()
+                    .position(|e: &Endpoint| &e.name == n)
+                    .ok_or_else(|| format!("view {}: no endpoint named {n}", v.path))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        // An XRootD redirect keeps the path: such an endpoint must
+        // hold the view's files under the view's own path.
+        for &i in &idx {
+            if let Access::Root(b) = &endpoints[i].access {
+                if b.path != path {
+                    return Err(format!(
+                        "view {}: endpoint {} must serve it under the same path ({path}), not {}",
+                        v.path, endpoints[i].name, b.path
+                    ));
+                }
+            }
+        }
+        let http = |i: &usize| !matches!(endpoints[*i].access, Access::Root(_));
+        let write = match v.write.as_str() {
+            "" => Write::Refused,
+            "closest" => Write::Closest,
+            name => match idx.iter().find(|i| endpoints[**i].name == name) {
+                Some(i) if http(i) => Write::To(*i),
+                _ => {
+                    return Err(format!(
+                        "view {}: write = {name}: not one of its https or s3 endpoints",
+                        v.path
+                    ))
+                }
+            },
+        };
+        views.push(View {
+            path,
+            endpoints: idx,
+            public: v.public,
+            write,
+        });
+    }
+    // One view per https or S3 endpoint under `per_site` (an XRootD one
+    // could not serve another path than its views').
+    let root = cfg.per_site.trim_end_matches('/');
+    if !root.is_empty() {
+        for (i, e) in endpoints.iter().enumerate() {
+            if !matches!(e.access, Access::Root(_)) {
+                views.push(View {
+                    path: format!("{root}/{}", e.name),
+                    endpoints: vec![i],
+                    public: true,
+                    write: Write::Refused,
+                });
+            }
+        }
+    }
+    Ok(views)
+}
+
+/// The first line of a credential file, if one is named.
+fn secret(file: Option<&std::path::Path>) -> Result<Option<String>, String> {
+    let Some(f) = file else { return Ok(None) };
+    let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+    let line = text.lines().next().unwrap_or("").trim();
+    if line.is_empty() {
+        return Err(format!("{} is empty", f.display()));
+    }
+    Ok(Some(line.to_string()))
+}

@@ -1,0 +1,285 @@
+//! Federation with an S3 endpoint (issue 26): a real RADOS gateway of the
+//! loopback Ceph cluster (`TC_RGW=1 deploy/ceph/up.sh`; scripts/test runs
+//! this with `--ignored`) and a Debian xrootd XrdHttp site under one view.
+//! Clients are sent to presigned S3 URLs (the keys stay in the server),
+//! listings merge the bucket's prefixes with the site's directories, a
+//! client at the S3 site is sent to S3, writes go to S3 by the view's
+//! policy (a presigned PUT), and gfal-copy reads through the view.
+
+use crate::fed::{get, place};
+use crate::reference::Reference;
+use crate::{data, Env};
+use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
+use std::time::Duration;
+use tessera_fed::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
+
+/// The cluster's gateway: its URL, key files and keys.
+struct S3 {
+    url: String,
+    key_file: String,
+    secret_file: String,
+    bucket: Bucket,
+    creds: Credentials,
+    secret: String,
+}
+
+impl S3 {
+    fn from_env(bucket: &str) -> S3 {
+        let var = |k: &str| {
+            std::env::var(k).unwrap_or_else(|_| {
+                panic!("{k}: start Ceph with TC_RGW=1 deploy/ceph/up.sh and source its env")
+            })
+        };
+        let (url, key_file, secret_file) = (
+            var("TC_S3_URL"),
+            var("TC_S3_ACCESS_KEY_FILE"),
+            var("TC_S3_SECRET_KEY_FILE"),
+        );
+        let read = |f: &str| std::fs::read_to_string(f).unwrap().trim().to_string();
+        let (key, secret) = (read(&key_file), read(&secret_file));
+        let b = Bucket::new(
+            url.parse().unwrap(),
+            UrlStyle::Path,
+            bucket.to_string(),
+            "us-east-1",
+        )
+        .unwrap();
+        S3 {
+            url,
+            key_file,
+            secret_file,
+            bucket: b,
+            creds: Credentials::new(key, secret.clone()),
+            secret,
+        }
+    }
+
+    /// curl `method` on a presigned URL, with `body` from a file: the status.
+    fn curl(&self, e: &Env, method: &str, url: &str, body: Option<&[u8]>) -> u16 {
+        let f = e.local("s3.body");
+        let mut args: Vec<String> = ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "-X", method]
+            .map(String::from)
+            .to_vec();
+        if let Some(b) = body {
+            std::fs::write(&f, b).unwrap();
+            args.push("--data-binary".into());
+            args.push(format!("@{}", f.display()));
+        }
+        args.push(url.into());
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = e.run("curl", &args);
+        String::from_utf8_lossy(&o.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0)
+    }
+
+    fn put(&self, e: &Env, key: &str, body: &[u8]) {
+        let url = self
+            .bucket
+            .put_object(Some(&self.creds), key)
+            .sign(Duration::from_secs(60));
+        assert_eq!(self.curl(e, "PUT", url.as_str(), Some(body)), 200, "{key}");
+    }
+}
+
+#[test]
+#[ignore = "needs the loopback Ceph cluster with its RADOS gateway (TC_RGW=1 deploy/ceph/up.sh)"]
+fn an_s3_bucket_is_served_by_presigned_redirects() {
+    let issuer = Env::start();
+    let name = format!("tessera-fed-{}", std::process::id());
+    let s3 = S3::from_env(&name);
+    let a = Reference::start(&issuer);
+    let create = s3
+        .bucket
+        .create_bucket(&s3.creds)
+        .sign(Duration::from_secs(60));
+    assert_eq!(s3.curl(&issuer, "PUT", create.as_str(), None), 200);
+    let body = data(250_000, 41);
+    s3.put(&issuer, "fed/f", &body);
+    s3.put(&issuer, "fed/only-s3", b"only in the bucket");
+    s3.put(&issuer, "fed/d/s3file", b"12345");
+    s3.put(&issuer, "fed/d/sub/deep", b"x");
+    s3.put(&issuer, "elsewhere/hidden", b"not under the prefix");
+    place(&a, "/fed/f", &body);
+    place(&a, "/fed/d/x1", b"1");
+    let site = |name: &str, ip: &str| SiteCfg {
+        name: name.into(),
+        subnets: vec![format!("{ip}/32")],
+    };
+    let fed = FedConfig {
+        probe_interval_ms: 300,
+        timeout_ms: 2000,
+        sites: vec![site("site-a", "127.0.0.2"), site("cloud", "127.0.0.4")],
+        endpoints: vec![
+            EndpointCfg {
+                name: "a".into(),
+                site: "site-a".into(),
+                url: format!("{}/fed", a.url),
+                ..Default::default()
+            },
+            EndpointCfg {
+                name: "s3".into(),
+                site: "cloud".into(),
+                kind: "s3".into(),
+                url: format!("{}/{name}/fed", s3.url),
+                access_key_file: Some(s3.key_file.clone().into()),
+                secret_key_file: Some(s3.secret_file.clone().into()),
+                ..Default::default()
+            },
+        ],
+        views: vec![ViewCfg {
+            path: "/fed".into(),
+            endpoints: vec!["a".into(), "s3".into()],
+            public: true,
+            write: "s3".into(),
+        }],
+        ..Default::default()
+    };
+    let e = Env::trusting(&issuer, move |c| c.federation = fed);
+    let cas = e.local("cas.pem");
+    let mut both = std::fs::read(&e.ca).unwrap();
+    both.extend(std::fs::read(&issuer.ca).unwrap());
+    std::fs::write(&cas, both).unwrap();
+    let url = |p: &str| format!("{}/fed{p}", e.url);
+    let in_s3 = |p: &str| format!("{}/{name}/fed{p}?", s3.url);
+    // The S3 site's client goes to the bucket, by a presigned URL that
+    // carries no secret; the other site's client to its own replica.
+    let (code, to, _) = get(&e, &cas, "127.0.0.4", &url("/f"), &[]);
+    assert_eq!(code, 302);
+    assert!(to.starts_with(&in_s3("/f")), "{to}");
+    assert!(to.contains("X-Amz-Algorithm=AWS4-HMAC-SHA256"), "{to}");
+    assert!(!to.contains(&s3.secret), "the secret key went out: {to}");
+    let (code, _, got) = get(&e, &cas, "127.0.0.4", &url("/f"), &["-L"]);
+    assert!(code == 200 && got == body, "{code}");
+    let (code, to, _) = get(&e, &cas, "127.0.0.2", &url("/f"), &[]);
+    assert_eq!((code, to), (302, format!("{}/fed/f", a.url)));
+    // A file only in the bucket, for anyone; through gfal-copy too.
+    let (code, to, _) = get(&e, &cas, "127.0.0.2", &url("/only-s3"), &[]);
+    assert!(
+        code == 302 && to.starts_with(&in_s3("/only-s3")),
+        "{code} {to}"
+    );
+    let (_, _, got) = get(&e, &cas, "127.0.0.2", &url("/only-s3"), &["-L"]);
+    assert_eq!(got, b"only in the bucket");
+    let out = e.local("gfal.out");
+    let capath = e.local("capath");
+    std::fs::create_dir_all(&capath).unwrap();
+    for d in [&e.ca_dir, &issuer.ca_dir] {
+        for f in std::fs::read_dir(d).unwrap().flatten() {
+            std::fs::copy(f.path(), capath.join(f.file_name())).unwrap();
+        }
+    }
+    let o = e
+        .cmd("gfal-copy")
+        .env("X509_CERT_DIR", &capath)
+        .args(["-f", &url("/only-s3"), &format!("file://{}", out.display())])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "gfal-copy: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), b"only in the bucket");
+    // Listings: the site's names and the bucket's keys under the prefix,
+    // a common prefix a directory; nothing outside the prefix.
+    let (code, _, xml) = get(
+        &e,
+        &cas,
+        "127.0.0.2",
+        &url("/d"),
+        &["-X", "PROPFIND", "-H", "Depth: 1"],
+    );
+    let xml = String::from_utf8_lossy(&xml).into_owned();
+    assert_eq!(code, 207, "{xml}");
+    for want in [
+        "<D:href>/fed/d/x1</D:href>",
+        "<D:href>/fed/d/s3file</D:href>",
+        "<D:href>/fed/d/sub/</D:href><D:propstat><D:prop><D:resourcetype><D:collection/>",
+        "<D:getcontentlength>5</D:getcontentlength>",
+    ] {
+        assert!(xml.contains(want), "{want} in {xml}");
+    }
+    let (code, _, xml) = get(
+        &e,
+        &cas,
+        "127.0.0.2",
+        &url("/"),
+        &["-X", "PROPFIND", "-H", "Depth: 1"],
+    );
+    let xml = String::from_utf8_lossy(&xml).into_owned();
+    assert!(
+        code == 207 && xml.contains("/fed/only-s3<") && !xml.contains("hidden"),
+        "{xml}"
+    );
+    let (code, _, xml) = get(
+        &e,
+        &cas,
+        "127.0.0.2",
+        &url("/only-s3"),
+        &["-X", "PROPFIND", "-H", "Depth: 0"],
+    );
+    assert!(
+        code == 207 && String::from_utf8_lossy(&xml).contains("<D:getcontentlength>18<"),
+        "{code}"
+    );
+    // Metalink from the S3 site: the bucket first, the URL escaped.
+    let (code, _, doc) = get(
+        &e,
+        &cas,
+        "127.0.0.4",
+        &url("/f"),
+        &["-H", "Accept: application/metalink4+xml"],
+    );
+    let doc = String::from_utf8_lossy(&doc).into_owned();
+    assert_eq!(code, 200, "{doc}");
+    let (ps, pa) = (
+        doc.find(&in_s3("/f")).expect("s3 listed"),
+        doc.find(&format!("{}/fed/f", a.url)).expect("a listed"),
+    );
+    assert!(ps < pa && doc.contains("&amp;X-Amz-"), "{doc}");
+    // The bucket's own view.
+    let (code, to, _) = get(
+        &e,
+        &cas,
+        "127.0.0.2",
+        &format!("{}/PerSite/s3/only-s3", e.url),
+        &[],
+    );
+    assert!(
+        code == 302 && to.starts_with(&in_s3("/only-s3")),
+        "{code} {to}"
+    );
+    // Writes go to the bucket (write = "s3"), by a presigned PUT.
+    let up = e.local("up.bin");
+    let bytes = data(7000, 5);
+    std::fs::write(&up, &bytes).unwrap();
+    let auth = format!("Authorization: Bearer {}", e.token.as_ref().unwrap());
+    let (code, to, _) = get(
+        &e,
+        &cas,
+        "127.0.0.2",
+        &url("/new"),
+        &["-T", up.to_str().unwrap(), "-H", &auth],
+    );
+    assert!(code == 307 && to.starts_with(&in_s3("/new")), "{code} {to}");
+    let (code, _, _) = get(
+        &e,
+        &cas,
+        "127.0.0.2",
+        &url("/new"),
+        &["-L", "-T", up.to_str().unwrap(), "-H", &auth],
+    );
+    assert_eq!(code, 200);
+    let (_, _, got) = get(&e, &cas, "127.0.0.2", &url("/new"), &["-L"]);
+    assert!(
+        got == bytes,
+        "the written bytes, read back through the view"
+    );
+    // A token that may not read the view: refused before any redirect.
+    let t = crate::tokens::token(&issuer, "storage.read:/elsewhere");
+    let h = format!("Authorization: Bearer {t}");
+    let (code, to, _) = get(&e, &cas, "127.0.0.2", &url("/only-s3"), &["-H", &h]);
+    assert_eq!((code, to.as_str()), (403, ""));
+}
