@@ -17,6 +17,7 @@
 
 mod client;
 mod config;
+mod listing;
 pub mod probe;
 mod s3;
 mod setup;
@@ -24,6 +25,7 @@ mod xroot;
 
 pub use client::{head, propfind, request, trust, Answer, Base, Head};
 pub use config::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
+pub use listing::{DavParser, Listed, Listing, Merged};
 pub use s3::{Child, S3Base};
 pub use xroot::{stat as xroot_stat, RootBase};
 
@@ -137,31 +139,15 @@ struct Cached {
     until: Instant,
 }
 
-/// One endpoint's answer to a listing.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Listing {
-    /// A WebDAV endpoint's PROPFIND (`Depth: 1`): its base path, the status
-    /// and the body, for the front-end to read.
-    Dav {
-        base: String,
-        status: u16,
-        body: Vec<u8>,
-    },
-    /// Found on an endpoint that lists by itself (S3): a directory and
-    /// its children, or a file and its size.
-    Found {
-        dir: bool,
-        size: Option<u64>,
-        children: Vec<Child>,
-    },
-}
-
 pub struct Federation {
     cfg: FedConfig,
     endpoints: Vec<Endpoint>,
     sites: Vec<(String, Vec<ipnet::IpNet>)>,
     views: Vec<View>,
     tls: Option<Arc<ClientConfig>>,
+    /// Reads a WebDAV endpoint's PROPFIND answer (the HTTPS front-end's
+    /// XML reader, given at start: [`Federation::with_dav`]).
+    dav: Option<DavParser>,
     cache: Mutex<HashMap<(usize, String), Cached>>,
     /// Lookups answered from the cache, and sent to the endpoints.
     cached: std::sync::atomic::AtomicU64,
@@ -178,7 +164,8 @@ pub struct FedState {
     pub cache_entries: usize,
 }
 
-/// A path of a view: which view, the path under it (from `/`), and
+/// A path of a view: which view, the path under it (from `/`,
+/// percent-encoded as sent on to endpoints: [`encode_path`]), and
 /// whether it is readable without a token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InView {
@@ -199,6 +186,7 @@ impl Federation {
             sites,
             views,
             tls,
+            dav: None,
             cache: Mutex::new(HashMap::new()),
             cached: Default::default(),
             asked: Default::default(),
@@ -215,7 +203,7 @@ impl Federation {
             let rest = path.strip_prefix(&v.path)?;
             (rest.is_empty() || rest.starts_with('/')).then(|| InView {
                 view: i,
-                rel: rest.to_string(),
+                rel: encode_path(rest),
                 public: v.public,
             })
         })
@@ -287,55 +275,6 @@ impl Federation {
         }
         let until = Instant::now() + Duration::from_secs(ttl);
         c.insert(key, Cached { found, until });
-    }
-
-    /// Entry `rel` of `view` as each of its https and S3 endpoints lists
-    /// it (all at once, each within the deadline), for those that
-    /// answered (an S3 endpoint that has nothing there does not). A `rel`
-    /// ending in `/` is asked for as a directory (S3: a key prefix), else
-    /// as a file (S3: an object). The caller merges the listings.
-    pub async fn list(&self, view: usize, rel: &str) -> Vec<Listing> {
-        let asks = self.views[view].endpoints.iter().map(|&i| async move {
-            let e = &self.endpoints[i];
-            let (tls, deadline) = (self.tls.as_ref(), self.timeout());
-            let r = match &e.access {
-                Access::Http(b) => propfind(b, rel, tls, deadline).await.map(|(status, body)| {
-                    Some(Listing::Dav {
-                        base: b.path.clone(),
-                        status,
-                        body,
-                    })
-                }),
-                Access::S3(b) if rel.is_empty() || rel.ends_with('/') => {
-                    b.list(rel, tls, deadline).await.map(|c| {
-                        c.map(|children| Listing::Found {
-                            dir: true,
-                            size: None,
-                            children,
-                        })
-                    })
-                }
-                Access::S3(b) => b.stat(rel, tls, deadline).await.map(|(there, _)| {
-                    there.map(|size| Listing::Found {
-                        dir: false,
-                        size,
-                        children: Vec::new(),
-                    })
-                }),
-                Access::Root(_) => Ok(None),
-            };
-            (i, r)
-        });
-        let mut out = Vec::new();
-        for (i, r) in join_all(asks).await {
-            match r {
-                Ok(l) => out.extend(l),
-                Err(why) => {
-                    tracing::debug!(endpoint = %self.endpoints[i].name, "listing of {rel}: {why}")
-                }
-            }
-        }
-        out
     }
 
     /// Where a client at `ip` writes file `rel` of `view` (the URL to
@@ -482,6 +421,22 @@ impl Federation {
             }
         });
     }
+}
+
+/// A path from `/` as sent on to endpoints: each segment percent-encoded
+/// (the form every `rel` of this crate takes).
+pub fn encode_path(path: &str) -> String {
+    path.split('/')
+        .map(s3::encode)
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// A percent-encoded path or name, decoded.
+pub fn decode(rel: &str) -> String {
+    percent_encoding::percent_decode_str(rel)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 #[cfg(test)]

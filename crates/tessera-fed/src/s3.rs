@@ -76,8 +76,11 @@ impl S3Base {
 
     /// The key of `rel` (a path from `/`, percent-encoded).
     pub fn key(&self, rel: &str) -> String {
-        let rel = percent_encoding::percent_decode_str(rel).decode_utf8_lossy();
-        format!("{}{}", self.prefix, rel.trim_start_matches('/'))
+        format!(
+            "{}{}",
+            self.prefix,
+            crate::decode(rel).trim_start_matches('/')
+        )
     }
 
     /// A presigned GET of `rel` for a client.
@@ -199,7 +202,7 @@ impl S3Base {
 }
 
 /// A name as a path segment (percent-encoded as the front-ends send it).
-fn encode(name: &str) -> String {
+pub(crate) fn encode(name: &str) -> String {
     const SEG: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
         .remove(b'-')
         .remove(b'_')

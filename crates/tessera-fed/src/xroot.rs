@@ -1,8 +1,9 @@
-//! `kXR_stat` against an XRootD endpoint (`root://`): a connection per
-//! request, the handshake and `kXR_protocol`, `kXR_login` (and `unix`
-//! credentials when the server asks for them), one stat, all within the
-//! caller's deadline. Enough to know whether a file is there and its size;
-//! XRootD clients are then redirected to the endpoint itself.
+//! `kXR_stat` and `kXR_dirlist` against an XRootD endpoint (`root://`): a
+//! connection per request, the handshake and `kXR_protocol`, `kXR_login`
+//! (and `unix` credentials when the server asks for them), one request,
+//! all within the caller's deadline. Enough to know whether a file is
+//! there and its size, and what a directory holds; XRootD clients are then
+//! redirected to the endpoint itself.
 
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -59,12 +60,16 @@ pub struct Stat {
     pub elapsed: Duration,
 }
 
-/// Stat `rel` under `base` within `deadline` (a request's failure to get
+/// Stat `rel` (percent-encoded) under `base` within `deadline` (a request's failure to get
 /// an answer is an error; "no such file" is `found: false`).
 pub async fn stat(base: &RootBase, rel: &str, deadline: Duration) -> Result<Stat, String> {
     let start = Instant::now();
-    let path = format!("{}{rel}", base.path);
-    match tokio::time::timeout(deadline, exchange(base, &path)).await {
+    let path = format!("{}{}", base.path, crate::decode(rel));
+    let work = async {
+        let mut s = session(base).await?;
+        stat_on(&mut s, &path).await
+    };
+    match tokio::time::timeout(deadline, work).await {
         Ok(Ok((found, size))) => Ok(Stat {
             found,
             size,
@@ -75,8 +80,82 @@ pub async fn stat(base: &RootBase, rel: &str, deadline: Duration) -> Result<Stat
     }
 }
 
+/// List directory `rel` under `base` within `deadline` (with `kXR_dstat`):
+/// its entries (names percent-encoded), `None` when it is not there or not
+/// a directory.
+pub async fn dirlist(
+    base: &RootBase,
+    rel: &str,
+    deadline: Duration,
+) -> Result<Option<Vec<crate::Child>>, String> {
+    let path = format!("{}{}", base.path, crate::decode(rel.trim_end_matches('/')));
+    let work = async {
+        let mut s = session(base).await?;
+        let mut req = request(3004, &[], path.as_bytes());
+        req[19] = 2; // kXR_dstat
+        s.write_all(&req).await.map_err(|e| e.to_string())?;
+        let mut all = Vec::new();
+        loop {
+            let (st, body) = reply(&mut s, MAX_LISTING).await?;
+            match st {
+                OKSOFAR | OK => all.extend_from_slice(&body),
+                // kXR_NotFound, kXR_NotFile, kXR_isDirectory: no directory here.
+                ERROR if matches!(code(&body), Some(3011 | 3015 | 3016)) => return Ok(None),
+                other => return Err(format!("dirlist answered {other} ({})", text(&body))),
+            }
+            if all.len() > MAX_LISTING {
+                return Err("a listing over 64 MiB".into());
+            }
+            if st == OK {
+                return Ok(Some(entries(&all)));
+            }
+        }
+    };
+    tokio::time::timeout(deadline, work)
+        .await
+        .map_err(|_| format!("no answer within {deadline:?}"))?
+}
+
+/// The entries of a `kXR_dstat` listing: after the lead-in `".\n0 0 0 0\n"`,
+/// `name\nid size flags mtime\n` pairs (the last `\n` a NUL).
+fn entries(body: &[u8]) -> Vec<crate::Child> {
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim_end_matches('\0');
+    let mut lines = text.split('\n').filter(|l| !l.is_empty()).peekable();
+    if lines.peek() == Some(&".") {
+        lines.next();
+        lines.next();
+    }
+    let mut out = Vec::new();
+    while let (Some(name), Some(st)) = (lines.next(), lines.next()) {
+        let f: Vec<&str> = st.split_whitespace().collect();
+        let size = f.get(1).and_then(|v| v.parse().ok());
+        let flags: u32 = f.get(2).and_then(|v| v.parse().ok()).unwrap_or(0);
+        let dir = flags & 2 != 0; // kXR_isDir
+        out.push((
+            crate::s3::encode(name),
+            dir,
+            (!dir).then_some(size).flatten(),
+        ));
+    }
+    out
+}
+
+fn code(body: &[u8]) -> Option<i32> {
+    (body.len() >= 4).then(|| i32::from_be_bytes(body[..4].try_into().expect("4")))
+}
+
+fn text(body: &[u8]) -> String {
+    String::from_utf8_lossy(body.get(4..).unwrap_or(&[]))
+        .trim_end_matches('\0')
+        .to_string()
+}
+
 const OK: u16 = 0;
+const OKSOFAR: u16 = 4000;
 const ERROR: u16 = 4003;
+/// Largest listing read from an endpoint.
+const MAX_LISTING: usize = 64 << 20;
 
 fn request(code: u16, params: &[(usize, &[u8])], payload: &[u8]) -> Vec<u8> {
     let mut r = vec![0u8; 24];
@@ -90,12 +169,12 @@ fn request(code: u16, params: &[(usize, &[u8])], payload: &[u8]) -> Vec<u8> {
     r
 }
 
-/// One reply: status and body (at most 64 KiB).
-async fn reply(s: &mut TcpStream) -> Result<(u16, Vec<u8>), String> {
+/// One reply: status and body (at most `max` bytes).
+async fn reply(s: &mut TcpStream, max: usize) -> Result<(u16, Vec<u8>), String> {
     let mut h = [0u8; 8];
     s.read_exact(&mut h).await.map_err(|e| e.to_string())?;
     let n = u32::from_be_bytes(h[4..8].try_into().expect("4 bytes")) as usize;
-    if n > 64 << 10 {
+    if n > max {
         return Err(format!("a reply of {n} bytes"));
     }
     let mut b = vec![0u8; n];
@@ -103,7 +182,8 @@ async fn reply(s: &mut TcpStream) -> Result<(u16, Vec<u8>), String> {
     Ok((u16::from_be_bytes([h[2], h[3]]), b))
 }
 
-async fn exchange(base: &RootBase, path: &str) -> Result<(bool, Option<u64>), String> {
+/// A logged-in connection to `base`.
+async fn session(base: &RootBase) -> Result<TcpStream, String> {
     let mut s = TcpStream::connect((base.host.as_str(), base.port))
         .await
         .map_err(|e| format!("connecting: {e}"))?;
@@ -115,14 +195,14 @@ async fn exchange(base: &RootBase, path: &str) -> Result<(bool, Option<u64>), St
     s.write_all(&first).await.map_err(|e| e.to_string())?;
     let mut hs = [0u8; 16];
     s.read_exact(&mut hs).await.map_err(|e| e.to_string())?;
-    reply(&mut s).await?; // kXR_protocol
+    reply(&mut s, SMALL).await?; // kXR_protocol
     let login = request(
         3007,
         &[(4, &std::process::id().to_be_bytes()), (8, b"tessfed\0")],
         &[],
     );
     s.write_all(&login).await.map_err(|e| e.to_string())?;
-    let (st, body) = reply(&mut s).await?;
+    let (st, body) = reply(&mut s, SMALL).await?;
     if st != OK {
         return Err(format!("login refused ({st})"));
     }
@@ -130,14 +210,21 @@ async fn exchange(base: &RootBase, path: &str) -> Result<(bool, Option<u64>), St
         let cred = b"unix\0nobody\0nogroup\0";
         let auth = request(3000, &[(16, b"unix")], cred);
         s.write_all(&auth).await.map_err(|e| e.to_string())?;
-        if reply(&mut s).await?.0 != OK {
+        if reply(&mut s, SMALL).await?.0 != OK {
             return Err("unix credentials refused".into());
         }
     }
+    Ok(s)
+}
+
+/// Largest reply to a login or a stat.
+const SMALL: usize = 64 << 10;
+
+async fn stat_on(s: &mut TcpStream, path: &str) -> Result<(bool, Option<u64>), String> {
     s.write_all(&request(3017, &[], path.as_bytes()))
         .await
         .map_err(|e| e.to_string())?;
-    let (st, body) = reply(&mut s).await?;
+    let (st, body) = reply(s, SMALL).await?;
     match st {
         OK => {
             // "id size flags mtime"
@@ -146,11 +233,7 @@ async fn exchange(base: &RootBase, path: &str) -> Result<(bool, Option<u64>), St
             Ok((true, size))
         }
         // kXR_NotFound: not there; any other error: not usable here.
-        ERROR
-            if body.len() >= 4 && i32::from_be_bytes(body[..4].try_into().expect("4")) == 3011 =>
-        {
-            Ok((false, None))
-        }
+        ERROR if code(&body) == Some(3011) => Ok((false, None)),
         other => Err(format!("stat answered {other}")),
     }
 }
@@ -169,5 +252,18 @@ mod tests {
             "root://h:1094//x"
         );
         assert!(RootBase::parse("https://h/x").is_err());
+    }
+
+    #[test]
+    fn dstat_listings() {
+        let body = b".\n0 0 0 0\nsub\n12 4096 19 1700000000\na b\n13 5 16 1700000001\0";
+        assert_eq!(
+            entries(body),
+            vec![
+                ("sub".to_string(), true, None),
+                ("a%20b".to_string(), false, Some(5))
+            ]
+        );
+        assert!(entries(b"").is_empty());
     }
 }

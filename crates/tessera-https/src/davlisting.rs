@@ -3,19 +3,10 @@
 //! federated view's listing is merged from.
 
 use crate::davxml::{dav, document, unescape};
+pub use tessera_fed::Listed;
 
 /// Most elements of a multistatus answer read (another server's listing).
 const MAX_LISTING_ELEMENTS: usize = 1 << 20;
-
-/// One `response` of a multistatus answer to a PROPFIND: the resource's
-/// href (as sent, percent-encoded), whether it is a collection, its
-/// length when given.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listed {
-    pub href: String,
-    pub collection: bool,
-    pub size: Option<u64>,
-}
 
 /// Read a `207 Multi-Status` body (another server's PROPFIND answer):
 /// its responses with a `200` propstat.

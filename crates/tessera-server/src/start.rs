@@ -319,8 +319,11 @@ fn federation(
     if cfg.federation.views.is_empty() && cfg.federation.endpoints.is_empty() {
         return Ok(None);
     }
+    // WebDAV endpoints' listings are read with the HTTPS front-end's XML
+    // reader (the one its own request bodies go through).
     let fed = tessera_fed::Federation::new(cfg.federation.clone(), tls)
-        .map_err(|e| anyhow::anyhow!("[federation]: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("[federation]: {e}"))?
+        .with_dav(tessera_https::davlisting::parse_multistatus);
     let fed = Arc::new(fed);
     fed.spawn_probes(stop.clone());
     Ok(Some(fed))

@@ -35,7 +35,7 @@ async fn answer(
 ) -> Result<Response<Body>, HttpError> {
     let method = req.method().as_str();
     if method == "PUT" {
-        return write(ctx, fed, req, path, &at);
+        return write(ctx, fed, path, &at);
     }
     if !matches!(method, "GET" | "HEAD" | "PROPFIND") {
         return Err(HttpError::new(
@@ -48,7 +48,7 @@ async fn answer(
     }
     ctx.core.token_allows_read(&ctx.who, path)?;
     // On to the endpoints as the client sent it (still encoded).
-    let rel = rel_of(req, fed, &at);
+    let rel = at.rel.as_str();
     if method == "PROPFIND" {
         let depth0 = crate::ops::header(req.headers(), "depth") == Some("0");
         let view = crate::path::encode(fed.view_path(at.view).as_bytes());
@@ -106,7 +106,6 @@ async fn answer(
 fn write(
     ctx: &Ctx,
     fed: &tessera_fed::Federation,
-    req: &Req,
     path: &tessera_types::NsPath,
     at: &tessera_fed::InView,
 ) -> Result<Response<Body>, HttpError> {
@@ -114,7 +113,7 @@ fn write(
         return Err(HttpError::new(401, "writes into a view need a token"));
     }
     ctx.core.token_allows_create(&ctx.who, path)?;
-    let rel = rel_of(req, fed, at);
+    let rel = at.rel.as_str();
     let to = fed.write_url(at.view, rel, ctx.peer.ip()).map_err(|why| {
         HttpError::new(
             if why.contains("not configured") {
@@ -135,14 +134,6 @@ fn write(
     );
     h.insert("Content-Length", HeaderValue::from_static("0"));
     Ok(r)
-}
-
-/// The request's path under its view, as the client sent it (still
-/// encoded: it goes on to the endpoints so). View paths are plain, so the
-/// view takes the same bytes encoded as decoded.
-fn rel_of<'a>(req: &'a Req, fed: &tessera_fed::Federation, at: &tessera_fed::InView) -> &'a str {
-    let raw = req.uri().path();
-    raw.strip_prefix(fed.view_path(at.view)).unwrap_or("")
 }
 
 fn wants_metalink(req: &Req) -> bool {

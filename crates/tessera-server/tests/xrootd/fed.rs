@@ -3,8 +3,9 @@
 //! path. xrdcp and xrdfs ask tesserad and are redirected to the client's
 //! site's replica (the two sites hold different bytes under the same
 //! name, so the bytes say which one answered); uproot reads a ROOT file's
-//! branches through the view; a stopped site leaves the choice within the
-//! probe interval; a file on no site is not found.
+//! branches through the view; xrdfs lists a directory spread over both
+//! sites as one; a stopped site leaves the choice within the probe
+//! interval; a file on no site is not found.
 
 use crate::update::Reference;
 use crate::Env;
@@ -112,6 +113,31 @@ fn xrootd_clients_are_redirected_to_their_sites_replica() {
         none.contains("3011") || none.contains("No such file"),
         "{none}"
     );
+    // A directory spread over both sites listed as one (kXR_dirlist, with
+    // and without kXR_dstat), sizes and subdirectories from the sites.
+    place(&a, "/fed/d/x1", b"1");
+    place(&a, "/fed/d/both", b"22");
+    place(&b, "/fed/d/x2 y", b"333");
+    place(&b, "/fed/d/both", b"22");
+    place(&b, "/fed/d/sub/deep", b"4");
+    let ls = e.ok("xrdfs", &[&e.url, "ls", "/fed/d"]);
+    let names: Vec<&str> = ls.lines().map(str::trim).collect();
+    assert_eq!(
+        names,
+        ["/fed/d/both", "/fed/d/sub", "/fed/d/x1", "/fed/d/x2 y"],
+        "{ls}"
+    );
+    let long = e.ok("xrdfs", &[&e.url, "ls", "-l", "/fed/d"]);
+    let line = |n: &str| {
+        long.lines()
+            .find(|l| l.ends_with(n))
+            .unwrap_or_else(|| panic!("{n} in {long}"))
+            .to_string()
+    };
+    assert!(line("/fed/d/sub").starts_with('d'), "{long}");
+    assert!(line("/fed/d/x2 y").contains(" 3 "), "{long}");
+    let none = e.fails("xrdfs", &[&e.url, "ls", "/fed/nodir"]);
+    assert!(none.contains("3011") || none.contains("No such"), "{none}");
     // Site a stops: its clients go to b within the probe interval.
     drop(a);
     let start = Instant::now();

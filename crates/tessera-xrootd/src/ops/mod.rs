@@ -8,6 +8,7 @@
 pub mod cluster;
 pub mod dirlist;
 pub mod fed;
+mod fedlist;
 pub mod locate;
 pub mod login;
 pub mod mkdir;
@@ -209,6 +210,14 @@ async fn serve_as(s: &Arc<Session>, who: &Arc<Identity>, out: &Out, st: [u8; 2],
     };
     if let Some((t, writing)) = viewed {
         if fed::redirect(s, who, out, st, t, writing).await.is_some() {
+            return;
+        }
+    }
+    if let Request::Dirlist { target, with_stat } = &r {
+        if fedlist::dirlist(s, who, out, st, target, *with_stat)
+            .await
+            .is_some()
+        {
             return;
         }
     }
