@@ -8,6 +8,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "tessera/admin/v1/quota.proto",
         "tessera/admin/v1/fs.proto",
         "tessera/admin/v1/fsck.proto",
+        "tessera/admin/v1/federation.proto",
         "tessera/internal/v1/cluster.proto",
     ];
     let paths: Vec<_> = files.iter().map(|f| root.join(f)).collect();

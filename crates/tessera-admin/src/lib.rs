@@ -4,6 +4,7 @@
 
 mod auth;
 mod convert;
+mod fed;
 mod fs;
 mod fsck;
 mod namespace;
@@ -13,6 +14,7 @@ pub use auth::AdminAuth;
 
 use std::sync::Arc;
 use tessera_core::Core;
+use tessera_proto::admin::v1::federation_server::FederationServer;
 use tessera_proto::admin::v1::fs_server::FsServer;
 use tessera_proto::admin::v1::fsck_server::FsckServer;
 use tessera_proto::admin::v1::namespace_server::NamespaceServer;
@@ -24,10 +26,23 @@ pub struct Services {
     pub quota: QuotaServer<quota::QuotaSvc>,
     pub fs: FsServer<fs::FsSvc>,
     pub fsck: FsckServer<fsck::FsckSvc>,
+    /// When the server federates (`[federation]`, or endpoints added at
+    /// run time).
+    pub federation: Option<FederationServer<fed::FedSvc>>,
 }
 
-pub fn services(core: Core, auth: Arc<AdminAuth>) -> Services {
+pub fn services(
+    core: Core,
+    auth: Arc<AdminAuth>,
+    federation: Option<Arc<tessera_fed::Federation>>,
+) -> Services {
     Services {
+        federation: federation.map(|fed| {
+            FederationServer::new(fed::FedSvc {
+                fed,
+                auth: Arc::clone(&auth),
+            })
+        }),
         namespace: NamespaceServer::new(namespace::NamespaceSvc {
             core: core.clone(),
             auth: Arc::clone(&auth),

@@ -1,6 +1,7 @@
 //! Connection to the admin API: endpoint, credential, role, and the
 //! mapping of a failed call to the process exit status (the errno).
 
+use tessera_proto::admin::v1::federation_client::FederationClient;
 use tessera_proto::admin::v1::fs_client::FsClient;
 use tessera_proto::admin::v1::fsck_client::FsckClient;
 use tessera_proto::admin::v1::namespace_client::NamespaceClient;
@@ -15,6 +16,7 @@ pub type Ns = NamespaceClient<InterceptedService<Channel, Intercept>>;
 pub type Quota = QuotaClient<InterceptedService<Channel, Intercept>>;
 pub type Fs = FsClient<InterceptedService<Channel, Intercept>>;
 pub type Fsck = FsckClient<InterceptedService<Channel, Intercept>>;
+pub type Fed = FederationClient<InterceptedService<Channel, Intercept>>;
 
 /// A failure with the errno to exit with.
 #[derive(Debug)]
@@ -44,6 +46,8 @@ impl From<Status> for Failure {
                 tonic::Code::Unavailable => 111,
                 tonic::Code::InvalidArgument => 22,
                 tonic::Code::NotFound => 2,
+                tonic::Code::AlreadyExists => 17,
+                tonic::Code::FailedPrecondition => 22,
                 tonic::Code::DeadlineExceeded => 110,
                 _ => 5,
             });
@@ -59,6 +63,7 @@ pub struct Clients {
     pub quota: Quota,
     pub fs: Fs,
     pub fsck: Fsck,
+    pub fed: Fed,
 }
 
 pub async fn connect(addr: &str, token: String, role: Option<String>) -> Result<Clients, Failure> {
@@ -96,6 +101,7 @@ pub async fn connect(addr: &str, token: String, role: Option<String>) -> Result<
         ns: NamespaceClient::with_interceptor(channel.clone(), make()),
         quota: QuotaClient::with_interceptor(channel.clone(), make()),
         fs: FsClient::with_interceptor(channel.clone(), make()),
-        fsck: FsckClient::with_interceptor(channel, make()),
+        fsck: FsckClient::with_interceptor(channel.clone(), make()),
+        fed: FederationClient::with_interceptor(channel, make()),
     })
 }

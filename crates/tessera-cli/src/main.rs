@@ -88,7 +88,8 @@ enum Cmd {
     /// Bearer tokens: inspect, issue (dev issuer); local, no admin API.
     #[command(subcommand)]
     Token(cmd::token::TokenCmd),
-    /// Federation: probe an endpoint (Nagios checks); no admin API.
+    /// Federation: probe an endpoint (Nagios checks; no admin API), and
+    /// endpoints at run time (`fed endpoint ls|add|set|rm`).
     #[command(subcommand)]
     Fed(cmd::fed::FedCmd),
 }
@@ -121,7 +122,7 @@ fn main() -> std::process::ExitCode {
         }
     };
     // A probe exits with its Nagios state.
-    if let Cmd::Fed(f) = &cli.cmd {
+    if let Cmd::Fed(f @ cmd::fed::FedCmd::Probe { .. }) = &cli.cmd {
         let token = read_token(cli.token_file.as_ref()).ok();
         return std::process::ExitCode::from(rt.block_on(cmd::fed::run(f, token)));
     }
@@ -206,6 +207,7 @@ async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {
         Cmd::Fs(f) => cmd::fs::fs(&mut c, fmt, f).await,
         Cmd::Space(s) => cmd::fs::space(&mut c, fmt, s).await,
         Cmd::Fsck(f) => cmd::fsck::fsck(&mut c, fmt, f).await,
+        Cmd::Fed(cmd::fed::FedCmd::Endpoint(e)) => cmd::fed::endpoint(&mut c, fmt, e).await,
         // Run before (a probe's exit code is its Nagios state).
         Cmd::Token(_) | Cmd::Fed(_) => unreachable!("handled above"),
     }

@@ -82,6 +82,10 @@ pub struct EndpointCfg {
     pub access_key_file: Option<PathBuf>,
     #[serde(default)]
     pub secret_key_file: Option<PathBuf>,
+    /// Left out of every choice by an admin (`tessera fed endpoint set
+    /// NAME --disabled`), probed still.
+    #[serde(default)]
+    pub disabled: bool,
 }
 
 impl Default for EndpointCfg {
@@ -95,6 +99,7 @@ impl Default for EndpointCfg {
             token_file: None,
             access_key_file: None,
             secret_key_file: None,
+            disabled: false,
         }
     }
 }

@@ -17,105 +17,29 @@
 
 mod client;
 mod config;
+mod endpoint;
 mod listing;
 pub mod probe;
 mod s3;
+pub mod saved;
 mod setup;
 mod xroot;
 
 pub use client::{head, propfind, request, trust, Answer, Base, Head};
 pub use config::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
+pub use endpoint::{Health, Replica};
 pub use listing::{DavParser, Listed, Listing, Merged};
 pub use s3::{Child, S3Base};
 pub use xroot::{stat as xroot_stat, RootBase};
 
+use endpoint::{Access, Endpoint};
 use futures_util::future::join_all;
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 use tokio_rustls::rustls::ClientConfig;
-
-/// A copy of a file on an endpoint.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Replica {
-    pub endpoint: String,
-    pub site: String,
-    pub url: String,
-    pub size: Option<u64>,
-    /// For an XRootD endpoint, where to redirect XRootD clients (the path
-    /// is the view's: see `EndpointCfg::url`).
-    pub root: Option<(String, u16)>,
-    /// `url` is a grant for GET alone (presigned S3): a HEAD must not go
-    /// there.
-    pub get_only: bool,
-}
-
-/// How an endpoint is reached.
-enum Access {
-    Http(Base),
-    Root(RootBase),
-    S3(Box<S3Base>),
-}
-
-/// An endpoint's health as the probes see it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Health {
-    pub up: bool,
-    /// Failed probes in a row.
-    pub failures: u32,
-    /// Moving average of request times (ms); 0 before the first.
-    pub latency_ms: f64,
-}
-
-struct Endpoint {
-    name: String,
-    site: String,
-    access: Access,
-    health: Mutex<Health>,
-}
-
-/// A lookup's answer: `Some(size)` there, `None` not there; its time.
-type Lookup = (Option<Option<u64>>, Duration);
-
-impl Endpoint {
-    /// Look `rel` up (`Err`: no usable answer).
-    async fn lookup(
-        &self,
-        rel: &str,
-        tls: Option<&Arc<ClientConfig>>,
-        deadline: Duration,
-    ) -> Result<Lookup, String> {
-        match &self.access {
-            Access::Http(b) => {
-                let h = head(b, rel, tls, deadline).await?;
-                Ok(((h.status == 200).then_some(h.size), h.elapsed))
-            }
-            Access::Root(b) => {
-                let st = xroot::stat(b, rel, deadline).await?;
-                Ok((st.found.then_some(st.size), st.elapsed))
-            }
-            Access::S3(b) => b.stat(rel, tls, deadline).await,
-        }
-    }
-
-    fn replica(&self, rel: &str, size: Option<u64>) -> Replica {
-        let (url, root, get_only) = match &self.access {
-            Access::Http(b) => (b.url(rel), None, false),
-            Access::Root(b) => (b.url(rel), Some((b.host.clone(), b.port)), false),
-            // Signed anew each time: a grant outlives no cache entry.
-            Access::S3(b) => (b.get_url(rel), None, true),
-        };
-        Replica {
-            endpoint: self.name.clone(),
-            site: self.site.clone(),
-            url,
-            size,
-            root,
-            get_only,
-        }
-    }
-}
 
 struct View {
     path: String,
@@ -132,6 +56,39 @@ enum Write {
     To(usize),
 }
 
+/// The federation as configured at one moment: a reconfiguration builds a
+/// new one, and a request keeps the one it started with (its `InView`).
+struct Topology {
+    cfg: FedConfig,
+    endpoints: Vec<Arc<Endpoint>>,
+    sites: Vec<(String, Vec<ipnet::IpNet>)>,
+    views: Vec<View>,
+    /// Counts reconfigurations: cache entries of an older one are not used.
+    generation: u64,
+}
+
+impl Topology {
+    fn build(cfg: FedConfig, old: &[Arc<Endpoint>], generation: u64) -> Result<Topology, String> {
+        let sites = setup::sites_of(&cfg)?;
+        let endpoints = setup::endpoints_of(&cfg, old)?;
+        let views = setup::views_of(&cfg, &endpoints)?;
+        Ok(Topology {
+            cfg,
+            endpoints,
+            sites,
+            views,
+            generation,
+        })
+    }
+
+    fn site_of(&self, ip: IpAddr) -> Option<&str> {
+        self.sites
+            .iter()
+            .find(|(_, nets)| nets.iter().any(|n| n.contains(&ip)))
+            .map(|(name, _)| name.as_str())
+    }
+}
+
 /// A remembered answer: the endpoints that have the file and its size
 /// there (empty: found nowhere), until when.
 struct Cached {
@@ -139,19 +96,23 @@ struct Cached {
     until: Instant,
 }
 
+/// (generation, view, rel).
+type CacheKey = (u64, usize, String);
+
 pub struct Federation {
-    cfg: FedConfig,
-    endpoints: Vec<Endpoint>,
-    sites: Vec<(String, Vec<ipnet::IpNet>)>,
-    views: Vec<View>,
+    topo: RwLock<Arc<Topology>>,
+    /// Held by a reconfiguration from start to end (one at a time).
+    changing: Mutex<()>,
     tls: Option<Arc<ClientConfig>>,
     /// Reads a WebDAV endpoint's PROPFIND answer (the HTTPS front-end's
     /// XML reader, given at start: [`Federation::with_dav`]).
     dav: Option<DavParser>,
-    cache: Mutex<HashMap<(usize, String), Cached>>,
+    /// Where a reconfiguration is kept ([`Federation::with_state_file`]).
+    state_file: Option<std::path::PathBuf>,
+    cache: Mutex<HashMap<CacheKey, Cached>>,
     /// Lookups answered from the cache, and sent to the endpoints.
-    cached: std::sync::atomic::AtomicU64,
-    asked: std::sync::atomic::AtomicU64,
+    cached: AtomicU64,
+    asked: AtomicU64,
 }
 
 /// What the federation reports to metrics.
@@ -164,65 +125,141 @@ pub struct FedState {
     pub cache_entries: usize,
 }
 
-/// A path of a view: which view, the path under it (from `/`,
-/// percent-encoded as sent on to endpoints: [`encode_path`]), and
-/// whether it is readable without a token.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An endpoint as `tessera fed endpoint ls` shows it: its configuration,
+/// health, and the views it is in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndpointState {
+    pub cfg: EndpointCfg,
+    pub health: Health,
+    pub views: Vec<String>,
+}
+
+/// A path of a view: the path under it (from `/`, percent-encoded as sent
+/// on to endpoints: [`encode_path`]), whether it is readable without a
+/// token, and the federation as it was when the request came.
+#[derive(Clone)]
 pub struct InView {
-    pub view: usize,
     pub rel: String,
     pub public: bool,
+    view: usize,
+    topo: Arc<Topology>,
+}
+
+impl InView {
+    /// The view's own path.
+    pub fn path(&self) -> &str {
+        &self.topo.views[self.view].path
+    }
+}
+
+impl std::fmt::Debug for InView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "InView({} + {})", self.path(), self.rel)
+    }
 }
 
 impl Federation {
     /// Check `cfg` and build; `tls` is what TLS endpoints are trusted with.
     pub fn new(cfg: FedConfig, tls: Option<Arc<ClientConfig>>) -> Result<Federation, String> {
-        let sites = setup::sites_of(&cfg)?;
-        let endpoints = setup::endpoints_of(&cfg)?;
-        let views = setup::views_of(&cfg, &endpoints)?;
         Ok(Federation {
-            cfg,
-            endpoints,
-            sites,
-            views,
+            topo: RwLock::new(Arc::new(Topology::build(cfg, &[], 0)?)),
+            changing: Mutex::new(()),
             tls,
             dav: None,
+            state_file: None,
             cache: Mutex::new(HashMap::new()),
             cached: Default::default(),
             asked: Default::default(),
         })
     }
 
-    fn timeout(&self) -> Duration {
-        Duration::from_millis(self.cfg.timeout_ms)
+    fn topo(&self) -> Arc<Topology> {
+        Arc::clone(&self.topo.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> FedConfig {
+        self.topo().cfg.clone()
+    }
+
+    /// Keep every reconfiguration in `path` (see `saved.rs`).
+    pub fn with_state_file(mut self, path: std::path::PathBuf) -> Federation {
+        self.state_file = Some(path);
+        self
+    }
+
+    /// Change the configuration with `change` (checked as at start: an
+    /// error leaves everything as it was), kept in the state file before
+    /// it is used. Endpoints whose configuration did not change keep their
+    /// health; remembered lookups are dropped. The new configuration is
+    /// returned.
+    pub fn reconfigure(
+        &self,
+        change: impl FnOnce(&mut FedConfig) -> Result<(), String>,
+    ) -> Result<FedConfig, String> {
+        let _one = self.changing.lock().unwrap_or_else(|p| p.into_inner());
+        let old = self.topo();
+        let mut cfg = old.cfg.clone();
+        change(&mut cfg)?;
+        let new = Topology::build(cfg.clone(), &old.endpoints, old.generation + 1)?;
+        if let Some(p) = &self.state_file {
+            saved::save(p, &cfg)?;
+        }
+        *self.topo.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(new);
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        Ok(cfg)
+    }
+
+    /// Every endpoint, with its health and views.
+    pub fn endpoints(&self) -> Vec<EndpointState> {
+        let t = self.topo();
+        t.endpoints
+            .iter()
+            .enumerate()
+            .map(|(i, e)| EndpointState {
+                cfg: e.cfg.clone(),
+                health: e.health(),
+                views: t
+                    .views
+                    .iter()
+                    .filter(|v| v.endpoints.contains(&i))
+                    .map(|v| v.path.clone())
+                    .collect(),
+            })
+            .collect()
     }
 
     /// The view `path` (decoded, from `/`) is in, if any.
     pub fn view_of(&self, path: &str) -> Option<InView> {
-        self.views.iter().enumerate().find_map(|(i, v)| {
+        // Every request of both front-ends asks: no reference is taken
+        // unless the path is in a view.
+        let topo = {
+            let t = self.topo.read().unwrap_or_else(|p| p.into_inner());
+            let hit = t.views.iter().any(|v| path.starts_with(&v.path));
+            hit.then(|| Arc::clone(&t))?
+        };
+        let (view, rest) = topo.views.iter().enumerate().find_map(|(i, v)| {
             let rest = path.strip_prefix(&v.path)?;
-            (rest.is_empty() || rest.starts_with('/')).then(|| InView {
-                view: i,
-                rel: encode_path(rest),
-                public: v.public,
-            })
+            (rest.is_empty() || rest.starts_with('/')).then_some((i, rest))
+        })?;
+        Some(InView {
+            rel: encode_path(rest),
+            public: topo.views[view].public,
+            view,
+            topo,
         })
     }
 
-    /// The view's path.
-    pub fn view_path(&self, view: usize) -> &str {
-        &self.views[view].path
-    }
-
-    /// Where file `rel` of `view` is (`rel` percent-encoded as sent on):
-    /// every endpoint asked at once, each within the deadline; remembered.
-    pub async fn find(&self, view: usize, rel: &str) -> Vec<Replica> {
-        use std::sync::atomic::Ordering::Relaxed;
-        let key = (view, rel.to_string());
+    /// Where the file of `at` is: every endpoint of its view asked at once,
+    /// each within the deadline; remembered.
+    pub async fn find(&self, at: &InView) -> Vec<Replica> {
+        let t = &at.topo;
+        let rel = if at.rel.is_empty() { "/" } else { &at.rel };
+        let key = (t.generation, at.view, rel.to_string());
         let replicas = |found: &[(usize, Option<u64>)]| {
             found
                 .iter()
-                .map(|&(i, size)| self.endpoints[i].replica(rel, size))
+                .map(|&(i, size)| t.endpoints[i].replica(rel, size))
                 .collect()
         };
         if let Some(c) = self.cache_get(&key) {
@@ -230,16 +267,22 @@ impl Federation {
             return replicas(&c);
         }
         self.asked.fetch_add(1, Relaxed);
-        let asks = self.views[view].endpoints.iter().map(|&i| {
-            let e = &self.endpoints[i];
-            async move { (i, e.lookup(rel, self.tls.as_ref(), self.timeout()).await) }
-        });
+        let deadline = Duration::from_millis(t.cfg.timeout_ms);
+        // A disabled endpoint is not asked (its replicas are no choice).
+        let asks = t.views[at.view]
+            .endpoints
+            .iter()
+            .filter(|&&i| !t.endpoints[i].cfg.disabled)
+            .map(|&i| {
+                let e = &t.endpoints[i];
+                async move { (i, e.lookup(rel, self.tls.as_ref(), deadline).await) }
+            });
         let mut found = Vec::new();
         for (i, r) in join_all(asks).await {
-            let e = &self.endpoints[i];
+            let e = &t.endpoints[i];
             match r {
                 Ok((there, took)) => {
-                    self.note(i, Some(took));
+                    e.note(Some(took), t.cfg.probe_failures);
                     if let Some(size) = there {
                         found.push((i, size));
                     }
@@ -248,28 +291,28 @@ impl Federation {
             }
         }
         let out = replicas(&found);
-        self.cache_put(key, found);
+        self.cache_put(&t.cfg, key, found);
         out
     }
 
-    fn cache_get(&self, key: &(usize, String)) -> Option<Vec<(usize, Option<u64>)>> {
+    fn cache_get(&self, key: &CacheKey) -> Option<Vec<(usize, Option<u64>)>> {
         let c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         c.get(key)
             .filter(|c| c.until > Instant::now())
             .map(|c| c.found.clone())
     }
 
-    fn cache_put(&self, key: (usize, String), found: Vec<(usize, Option<u64>)>) {
+    fn cache_put(&self, cfg: &FedConfig, key: CacheKey, found: Vec<(usize, Option<u64>)>) {
         let ttl = if found.is_empty() {
-            self.cfg.negative_ttl_s
+            cfg.negative_ttl_s
         } else {
-            self.cfg.cache_ttl_s
+            cfg.cache_ttl_s
         };
         let mut c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if c.len() >= self.cfg.cache_entries {
+        if c.len() >= cfg.cache_entries {
             let now = Instant::now();
             c.retain(|_, v| v.until > now);
-            if c.len() >= self.cfg.cache_entries {
+            if c.len() >= cfg.cache_entries {
                 c.clear();
             }
         }
@@ -277,32 +320,27 @@ impl Federation {
         c.insert(key, Cached { found, until });
     }
 
-    /// Where a client at `ip` writes file `rel` of `view` (the URL to
-    /// redirect it to), by the view's write policy; `Err` says why not.
-    pub fn write_url(&self, view: usize, rel: &str, ip: IpAddr) -> Result<String, String> {
-        let v = &self.views[view];
-        let up = |i: usize| {
-            self.endpoints[i]
-                .health
-                .lock()
-                .map(|h| h.up)
-                .unwrap_or(false)
-        };
+    /// Where a client at `ip` writes the file of `at` (the URL to redirect
+    /// it to), by the view's write policy; `Err` says why not.
+    pub fn write_url(&self, at: &InView, ip: IpAddr) -> Result<String, String> {
+        let t = &at.topo;
+        let v = &t.views[at.view];
+        let up = |i: usize| t.endpoints[i].health().up;
         let to = match v.write {
             Write::Refused => return Err("writes into this view are not configured".into()),
             Write::To(i) if up(i) => i,
-            Write::To(i) => return Err(format!("{} is down", self.endpoints[i].name)),
+            Write::To(i) => return Err(format!("{} is down", t.endpoints[i].name)),
             Write::Closest => {
-                let site = self.site_of(ip);
+                let site = t.site_of(ip);
                 let mut cands: Vec<usize> = v
                     .endpoints
                     .iter()
                     .copied()
-                    .filter(|i| up(*i) && !matches!(self.endpoints[*i].access, Access::Root(_)))
+                    .filter(|i| up(*i) && t.endpoints[*i].writable())
                     .collect();
                 cands.sort_by_key(|i| {
-                    let e = &self.endpoints[*i];
-                    let h = *e.health.lock().unwrap_or_else(|p| p.into_inner());
+                    let e = &t.endpoints[*i];
+                    let h = e.health();
                     (
                         Some(e.site.as_str()) != site,
                         (h.latency_ms * 1000.0) as u64,
@@ -311,47 +349,43 @@ impl Federation {
                 *cands.first().ok_or("no endpoint of the view is up")?
             }
         };
-        match &self.endpoints[to].access {
-            Access::Http(b) => Ok(b.url(rel)),
-            Access::S3(b) => Ok(b.put_url(rel)),
-            Access::Root(_) => Err("not an https or s3 endpoint".into()),
-        }
+        t.endpoints[to].write_url(&at.rel)
     }
 
     /// The site a client address is at.
-    pub fn site_of(&self, ip: IpAddr) -> Option<&str> {
-        self.sites
-            .iter()
-            .find(|(_, nets)| nets.iter().any(|n| n.contains(&ip)))
-            .map(|(name, _)| name.as_str())
+    pub fn site_of(&self, ip: IpAddr) -> Option<String> {
+        self.topo().site_of(ip).map(str::to_string)
     }
 
     /// `replicas` best first for a client at `ip` (see the module comment).
     pub fn order(&self, mut replicas: Vec<Replica>, ip: IpAddr) -> Vec<Replica> {
-        let site = self.site_of(ip).map(str::to_string);
-        let key = |r: &Replica| {
-            let h = self.health(&r.endpoint);
+        let t = self.topo();
+        let site = t.site_of(ip);
+        let health = |name: &str| {
+            t.endpoints
+                .iter()
+                .find(|e| e.name == name)
+                .map(|e| e.health())
+        };
+        replicas.sort_by_key(|r| {
+            let h = health(&r.endpoint);
             (
                 !h.is_some_and(|h| h.up),
-                site.as_deref() != Some(r.site.as_str()),
+                site != Some(r.site.as_str()),
                 (h.map_or(f64::MAX, |h| h.latency_ms) * 1000.0) as u64,
             )
-        };
-        replicas.sort_by_key(key);
+        });
         replicas
     }
 
     /// The state metrics show.
     pub fn state(&self) -> FedState {
-        use std::sync::atomic::Ordering::Relaxed;
         FedState {
             endpoints: self
+                .topo()
                 .endpoints
                 .iter()
-                .map(|e| {
-                    let h = *e.health.lock().unwrap_or_else(|p| p.into_inner());
-                    (e.name.clone(), e.site.clone(), h)
-                })
+                .map(|e| (e.name.clone(), e.site.clone(), e.health()))
                 .collect(),
             lookups_cached: self.cached.load(Relaxed),
             lookups_asked: self.asked.load(Relaxed),
@@ -361,49 +395,28 @@ impl Federation {
 
     /// An endpoint's health by name.
     pub fn health(&self, name: &str) -> Option<Health> {
-        let e = self.endpoints.iter().find(|e| e.name == name)?;
-        Some(*e.health.lock().unwrap_or_else(|p| p.into_inner()))
-    }
-
-    /// Record a request to endpoint `i`: answered in `elapsed`, or not.
-    fn note(&self, i: usize, elapsed: Option<Duration>) {
-        let mut h = self.endpoints[i]
-            .health
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        match elapsed {
-            Some(t) => {
-                let ms = t.as_secs_f64() * 1e3;
-                h.latency_ms = if h.latency_ms == 0.0 {
-                    ms
-                } else {
-                    0.8 * h.latency_ms + 0.2 * ms
-                };
-                h.failures = 0;
-                h.up = true;
-            }
-            None => {
-                h.failures += 1;
-                if h.failures >= self.cfg.probe_failures {
-                    h.up = false;
-                }
-            }
-        }
+        let t = self.topo();
+        t.endpoints
+            .iter()
+            .find(|e| e.name == name)
+            .map(|e| e.health())
     }
 
     /// Probe every endpoint once (a HEAD of its base), all at once.
     pub async fn probe_all(&self) {
-        let asks = (0..self.endpoints.len()).map(|i| async move {
-            let e = &self.endpoints[i];
-            (i, e.lookup("", self.tls.as_ref(), self.timeout()).await)
-        });
-        for (i, r) in join_all(asks).await {
+        let t = self.topo();
+        let deadline = Duration::from_millis(t.cfg.timeout_ms);
+        let asks = t
+            .endpoints
+            .iter()
+            .map(|e| async move { (e, e.lookup("", self.tls.as_ref(), deadline).await) });
+        for (e, r) in join_all(asks).await {
             // Any answer is a live endpoint (a base may answer 403).
             let ok = r.as_ref().ok().map(|(_, took)| *took);
             if let Err(why) = &r {
-                tracing::info!(endpoint = %self.endpoints[i].name, "probe failed: {why}");
+                tracing::info!(endpoint = %e.name, "probe failed: {why}");
             }
-            self.note(i, ok);
+            e.note(ok, t.cfg.probe_failures);
         }
     }
 
@@ -411,9 +424,9 @@ impl Federation {
     pub fn spawn_probes(self: &Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let me = Arc::clone(self);
         tokio::spawn(async move {
-            let every = Duration::from_millis(me.cfg.probe_interval_ms.max(100));
             loop {
                 me.probe_all().await;
+                let every = Duration::from_millis(me.topo().cfg.probe_interval_ms.max(100));
                 tokio::select! {
                     _ = tokio::time::sleep(every) => {}
                     r = stop.changed() => if r.is_err() || *stop.borrow() { return },

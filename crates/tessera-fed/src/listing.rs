@@ -4,9 +4,10 @@
 //! name a directory if any endpoint says so, a file's length from the
 //! first endpoint that gives one. The entry exists if any endpoint has it.
 
-use crate::{propfind, xroot, Access, Child, Federation};
+use crate::{propfind, xroot, Access, Child, Federation, InView};
 use futures_util::future::join_all;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 /// One endpoint's answer to a listing.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,15 +72,19 @@ impl Federation {
         self
     }
 
-    /// Entry `rel` of `view` as each of its endpoints lists
+    /// Entry `rel` of `at`'s view as each of its endpoints lists
     /// it (all at once, each within the deadline), for those that
     /// answered (an S3 endpoint that has nothing there does not). A `rel`
     /// ending in `/` is asked for as a directory (S3: a key prefix; XRootD:
     /// `kXR_dirlist`), else as a file (S3: an object; XRootD: `kXR_stat`). The caller merges the listings.
-    pub async fn list(&self, view: usize, rel: &str) -> Vec<Listing> {
-        let asks = self.views[view].endpoints.iter().map(|&i| async move {
-            let e = &self.endpoints[i];
-            let (tls, deadline) = (self.tls.as_ref(), self.timeout());
+    pub async fn list(&self, at: &InView, rel: &str) -> Vec<Listing> {
+        let t = &at.topo;
+        let deadline = Duration::from_millis(t.cfg.timeout_ms);
+        let shown = t.views[at.view].endpoints.iter();
+        let shown = shown.filter(|&&i| !t.endpoints[i].cfg.disabled);
+        let asks = shown.map(|&i| async move {
+            let e = &t.endpoints[i];
+            let tls = self.tls.as_ref();
             let r = match &e.access {
                 Access::Http(b) => propfind(b, rel, tls, deadline).await.map(|(status, body)| {
                     Some(Listing::Dav {
@@ -128,25 +133,25 @@ impl Federation {
             match r {
                 Ok(l) => out.extend(l),
                 Err(why) => {
-                    tracing::debug!(endpoint = %self.endpoints[i].name, "listing of {rel}: {why}")
+                    tracing::debug!(endpoint = %t.endpoints[i].name, "listing of {rel}: {why}")
                 }
             }
         }
         out
     }
 
-    /// Entry `want` (percent-encoded, from `/`) of `view`, merged from
+    /// Entry `want` (percent-encoded, from `/`) of `at`'s view, merged from
     /// every endpoint: asked as a directory first (some servers list a
     /// directory's entries only when its path ends in `/`), then as a file.
-    pub async fn merged(&self, view: usize, want: &str) -> Merged {
+    pub async fn merged(&self, at: &InView, want: &str) -> Merged {
         let want = want.trim_end_matches('/');
         let listed = |l: &Listing| match l {
             Listing::Dav { status, .. } => *status == 207,
             Listing::Found { .. } => true,
         };
-        let mut answers = self.list(view, &format!("{want}/")).await;
+        let mut answers = self.list(at, &format!("{want}/")).await;
         if !answers.iter().any(listed) && !want.is_empty() {
-            answers = self.list(view, want).await;
+            answers = self.list(at, want).await;
         }
         let mut m = Merged::default();
         for answer in answers {

@@ -6,7 +6,7 @@ use crate::s3::S3Base;
 use crate::xroot::RootBase;
 use crate::{Access, Endpoint, FedConfig, Health, View, Write};
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The sites of `cfg`, their subnets parsed.
@@ -27,11 +27,28 @@ pub(crate) fn sites_of(cfg: &FedConfig) -> Result<Vec<(String, Vec<ipnet::IpNet>
     Ok(sites)
 }
 
-/// The endpoints of `cfg`, checked.
-pub(crate) fn endpoints_of(cfg: &FedConfig) -> Result<Vec<Endpoint>, String> {
-    let mut endpoints = Vec::new();
+/// The endpoints of `cfg`, checked; one of `old` with the same
+/// configuration is kept as it is (with its health).
+pub(crate) fn endpoints_of(
+    cfg: &FedConfig,
+    old: &[Arc<Endpoint>],
+) -> Result<Vec<Arc<Endpoint>>, String> {
+    let mut endpoints: Vec<Arc<Endpoint>> = Vec::new();
     for e in &cfg.endpoints {
         let bad = |m: String| format!("endpoint {}: {m}", e.name);
+        if e.name.is_empty() || e.name.contains('/') {
+            return Err(bad("a name without '/' expected".into()));
+        }
+        if endpoints.iter().any(|x| x.name == e.name) {
+            return Err(bad("named twice".into()));
+        }
+        if !cfg.sites.iter().any(|s| s.name == e.site) {
+            return Err(format!("endpoint {}: no site named {}", e.name, e.site));
+        }
+        if let Some(same) = old.iter().find(|o| o.cfg == *e) {
+            endpoints.push(Arc::clone(same));
+            continue;
+        }
         let access = match e.kind.as_str() {
             "https" => {
                 let mut b = Base::parse(&e.url).map_err(bad)?;
@@ -60,10 +77,8 @@ pub(crate) fn endpoints_of(cfg: &FedConfig) -> Result<Vec<Endpoint>, String> {
             }
             k => return Err(bad(format!("no kind {k} (https, root, s3)"))),
         };
-        if !cfg.sites.iter().any(|s| s.name == e.site) {
-            return Err(format!("endpoint {}: no site named {}", e.name, e.site));
-        }
-        endpoints.push(Endpoint {
+        endpoints.push(Arc::new(Endpoint {
+            cfg: e.clone(),
             name: e.name.clone(),
             site: e.site.clone(),
             access,
@@ -72,14 +87,14 @@ pub(crate) fn endpoints_of(cfg: &FedConfig) -> Result<Vec<Endpoint>, String> {
                 failures: 0,
                 latency_ms: 0.0,
             }),
-        });
+        }));
     }
     Ok(endpoints)
 }
 
 /// The views of `cfg` (and one per https endpoint under `per_site`),
 /// checked against `endpoints`.
-pub(crate) fn views_of(cfg: &FedConfig, endpoints: &[Endpoint]) -> Result<Vec<View>, String> {
+pub(crate) fn views_of(cfg: &FedConfig, endpoints: &[Arc<Endpoint>]) -> Result<Vec<View>, String> {
     let mut views = Vec::new();
     for v in &cfg.views {
         let path = v.path.trim_end_matches('/').to_string();
@@ -92,7 +107,7 @@ pub(crate) fn views_of(cfg: &FedConfig, endpoints: &[Endpoint]) -> Result<Vec<Vi
             .map(|n| {
                 endpoints
                     .iter()
-                    .position(|e: &Endpoint| &e.name == n)
+                    .position(|e| &e.name == n)
                     .ok_or_else(|| format!("view {}: no endpoint named {n}", v.path))
             })
             .collect::<Result<Vec<_>, _>>()?;

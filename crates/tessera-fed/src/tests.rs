@@ -57,9 +57,9 @@ fn rep(e: &str, s: &str) -> Replica {
 fn views_sites_and_order() {
     let f = fed();
     let v = f.view_of("/fed/d/f").unwrap();
-    assert_eq!((v.view, v.rel.as_str()), (0, "/d/f"));
+    assert_eq!((v.path(), v.rel.as_str()), ("/fed", "/d/f"));
     assert!(f.view_of("/federal/f").is_none());
-    assert_eq!(f.site_of("10.1.2.3".parse().unwrap()), Some("b"));
+    assert_eq!(f.site_of("10.1.2.3".parse().unwrap()).as_deref(), Some("b"));
     let both = vec![rep("ea", "a"), rep("eb", "b")];
     let at = |ip: &str| {
         f.order(both.clone(), ip.parse().unwrap())[0]
@@ -69,21 +69,23 @@ fn views_sites_and_order() {
     assert_eq!(at("127.0.0.2"), "ea");
     assert_eq!(at("127.0.0.3"), "eb");
     // A site down leaves the choice.
+    let ea = Arc::clone(&f.topo().endpoints[0]);
     for _ in 0..2 {
-        f.note(0, None);
+        ea.note(None, 2);
     }
     assert_eq!(at("127.0.0.2"), "eb");
-    f.note(0, Some(Duration::from_millis(3)));
+    ea.note(Some(Duration::from_millis(3)), 2);
     assert_eq!(at("127.0.0.2"), "ea");
     // Writes: the client's site's endpoint.
-    let w = |ip: &str| f.write_url(0, "/n", ip.parse().unwrap()).unwrap();
+    let n = f.view_of("/fed/n").unwrap();
+    let w = |ip: &str| f.write_url(&n, ip.parse().unwrap()).unwrap();
     assert_eq!(w("127.0.0.2"), "https://localhost:1/x/n");
     assert_eq!(w("127.0.0.3"), "https://localhost:2/y/n");
 }
 
 #[test]
 fn bad_configs_are_refused() {
-    let mut c = fed().cfg;
+    let mut c = fed().config();
     c.endpoints[0].kind = "s3".into();
     assert!(Federation::new(c.clone(), None).is_err());
     // An XRootD endpoint must serve the view under the view's path.
@@ -96,4 +98,62 @@ fn bad_configs_are_refused() {
     c.endpoints[0].url = "https://localhost:1/x".into();
     c.views[0].endpoints.push("nope".into());
     assert!(Federation::new(c, None).is_err());
+}
+
+#[test]
+fn endpoints_change_at_run_time() {
+    let f = fed();
+    let ea = Arc::clone(&f.topo().endpoints[0]);
+    ea.note(Some(Duration::from_millis(7)), 2);
+    // Another endpoint joins the view; the unchanged ones keep their health.
+    let cfg = f
+        .reconfigure(|c| {
+            c.endpoints.push(EndpointCfg {
+                name: "ec".into(),
+                site: "a".into(),
+                url: "https://localhost:3/z".into(),
+                ..Default::default()
+            });
+            c.views[0].endpoints.push("ec".into());
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(cfg.endpoints.len(), 3);
+    assert!(Arc::ptr_eq(&ea, &f.topo().endpoints[0]));
+    let ls = f.endpoints();
+    assert_eq!(
+        ls[2].views,
+        vec!["/fed".to_string(), "/PerSite/ec".to_string()]
+    );
+    assert_eq!(ls[0].health.latency_ms, 7.0);
+    // A refused change changes nothing.
+    assert!(f
+        .reconfigure(|c| {
+            c.views[0].endpoints.push("nope".into());
+            Ok(())
+        })
+        .is_err());
+    assert_eq!(f.endpoints().len(), 3);
+    // Disabled: out of every choice.
+    f.reconfigure(|c| {
+        c.endpoints[0].disabled = true;
+        Ok(())
+    })
+    .unwrap();
+    assert!(!f.health("ea").unwrap().up);
+    let both = vec![rep("ea", "a"), rep("eb", "b")];
+    assert_eq!(
+        f.order(both, "127.0.0.2".parse().unwrap())[0].endpoint,
+        "eb"
+    );
+    // A request keeps the federation it started with.
+    let before = f.view_of("/PerSite/ec/x").unwrap();
+    f.reconfigure(|c| {
+        c.views[0].endpoints.retain(|e| e != "ec");
+        c.endpoints.retain(|e| e.name != "ec");
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(before.path(), "/PerSite/ec");
+    assert!(f.view_of("/PerSite/ec/x").is_none());
 }

@@ -47,13 +47,17 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     let tokens = auth::setup(cfg, https_addr)?;
     let validator = tokens.as_ref().map(|t| Arc::clone(&t.validator));
     let roles = Roles::of(cfg, &core)?;
+    // Whom this server trusts as a client (TPC peers, federation
+    // endpoints): read once.
+    let client_tls = tls::client_config(&cfg.https.tpc_ca_files)?;
+    let federation = federation(cfg, Some(Arc::clone(&client_tls)), &stop_rx)?;
     let mut tasks = vec![admin_api(
         cfg,
         &core,
         admin,
         admin_secret,
         &validator,
-        roles.cluster,
+        (roles.cluster, federation.clone()),
         stop_rx.clone(),
     )?];
     // One memory budget, and one count of client connections, for every
@@ -61,10 +65,6 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     let buffers = cfg.buffers.budget();
     let conns = cfg.limits.conns(limits::raise_nofile());
     background(cfg, &core, roles.sweeper, &stop_rx, &mut tasks);
-    // Whom this server trusts as a client (TPC peers, federation
-    // endpoints): read once.
-    let client_tls = tls::client_config(&cfg.https.tpc_ca_files)?;
-    let federation = federation(cfg, Some(Arc::clone(&client_tls)), &stop_rx)?;
     tasks.push(tokio::spawn(http::serve(
         metrics_l,
         http::Source::Core(core.clone()),
@@ -252,7 +252,7 @@ fn admin_api(
     l: TcpListener,
     secret: String,
     validator: &Option<Arc<tessera_auth::Validator>>,
-    cluster: Option<ClusterServer>,
+    (cluster, fed): (Option<ClusterServer>, Option<Arc<tessera_fed::Federation>>),
     mut stop: watch::Receiver<bool>,
 ) -> anyhow::Result<JoinHandle<()>> {
     let auth = Arc::new(
@@ -260,7 +260,7 @@ fn admin_api(
             .with_tokens(validator.clone())
             .with_audit(Arc::new(crate::audit_log(cfg)?)),
     );
-    let svc = tessera_admin::services(core.clone(), auth);
+    let svc = tessera_admin::services(core.clone(), auth, fed);
     Ok(tokio::spawn(async move {
         let incoming = tonic::transport::server::TcpIncoming::from(l).with_nodelay(Some(true));
         let res = tonic::transport::Server::builder()
@@ -268,6 +268,7 @@ fn admin_api(
             .add_service(svc.quota)
             .add_service(svc.fs)
             .add_service(svc.fsck)
+            .add_optional_service(svc.federation)
             .add_optional_service(cluster)
             .serve_with_incoming_shutdown(incoming, async move {
                 let _ = stop.changed().await;
@@ -308,22 +309,37 @@ fn background(
     }
 }
 
-/// The federated views of `[federation]` (none configured: `None`), their
-/// endpoints probed until `stop`; TLS endpoints trusted as TPC peers are.
-/// Both listeners share them.
+/// The federated views, their endpoints probed until `stop`; TLS
+/// endpoints trusted as TPC peers are. Both listeners and the admin API
+/// share them. They are `[federation]`'s, or, once an admin changed them
+/// at run time (`tessera fed endpoint`), the data directory's
+/// `federation.toml`; with neither, an empty federation endpoints can be
+/// added to. Data gateways of a scale-out have none.
 fn federation(
     cfg: &Config,
     tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
     stop: &tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<Option<Arc<tessera_fed::Federation>>> {
-    if cfg.federation.views.is_empty() && cfg.federation.endpoints.is_empty() {
+    if cfg.role == crate::config::Role::Gateway {
         return Ok(None);
     }
+    let state = cfg.data_dir.join("federation.toml");
+    let fcfg = match tessera_fed::saved::load(&state).map_err(|e| anyhow::anyhow!(e))? {
+        Some(saved) => {
+            tracing::info!(
+                "federation from {} (changed at run time), not [federation]",
+                state.display()
+            );
+            saved
+        }
+        None => cfg.federation.clone(),
+    };
     // WebDAV endpoints' listings are read with the HTTPS front-end's XML
     // reader (the one its own request bodies go through).
-    let fed = tessera_fed::Federation::new(cfg.federation.clone(), tls)
+    let fed = tessera_fed::Federation::new(fcfg, tls)
         .map_err(|e| anyhow::anyhow!("[federation]: {e}"))?
-        .with_dav(tessera_https::davlisting::parse_multistatus);
+        .with_dav(tessera_https::davlisting::parse_multistatus)
+        .with_state_file(state);
     let fed = Arc::new(fed);
     fed.spawn_probes(stop.clone());
     Ok(Some(fed))

@@ -70,3 +70,113 @@ fn probe_gives_nagios_states() {
     let (code, out) = probe("ftp://x/y", &ca, None);
     assert_eq!(code, 3, "{out}");
 }
+
+/// `tessera fed endpoint`: a tesserad site (this server's own /data over
+/// HTTPS, its CA trusted) added at run time under a new view serves
+/// redirects at once and is probed; disabled, it leaves every choice;
+/// refused changes say why; the change survives a restart (the data
+/// directory's federation.toml); removed, it is gone.
+#[test]
+fn endpoints_change_at_run_time_and_survive_a_restart() {
+    let mut e = Env::start_with(|c| {
+        let ca = c.data_dir.join("dev").join("ca.pem");
+        c.https.tpc_ca_files.push(ca);
+        c.federation.probe_interval_ms = 200;
+    });
+    let data = e._dir.path().to_path_buf();
+    let ca = data.join("dev").join("ca.pem");
+    let ls = e.ok(&["fed", "endpoint", "ls"]);
+    assert_eq!(ls.lines().count(), 1, "a header alone: {ls}");
+    e.ok(&["touch", "/data/f"]);
+    let base = format!("https://localhost:{}/data", e_port(&e));
+    let out = e.ok(&[
+        "fed", "endpoint", "add", "self", "--site", "here", "--url", &base, "--view", "/fed",
+    ]);
+    assert!(out.contains("self") && out.contains("/fed"), "{out}");
+    let get = |e: &Env, path: &str| -> String {
+        let o = Command::new("curl")
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code} %{redirect_url}",
+                "--cacert",
+            ])
+            .arg(&ca)
+            .arg(format!("https://localhost:{}{path}", e_port(e)))
+            .output()
+            .expect("curl");
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    assert_eq!(get(&e, "/fed/f"), format!("302 {base}/f"));
+    assert_eq!(get(&e, "/PerSite/self/f"), format!("302 {base}/f"));
+    // Probed: up, with a latency.
+    let start = std::time::Instant::now();
+    loop {
+        let m = e.ok(&["-m", "fed", "endpoint", "ls"]);
+        let r = crate::kv(m.lines().next().unwrap_or(""));
+        if r["status"] == "up" && r["latency.ms"] != "0.0" {
+            assert_eq!(r["views"], "/fed,/PerSite/self", "{m}");
+            break;
+        }
+        assert!(start.elapsed().as_secs() < 10, "{m}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // Disabled by the admin: no choice any more.
+    let out = e.ok(&["fed", "endpoint", "set", "self", "--disabled", "true"]);
+    assert!(out.contains("disabled"), "{out}");
+    assert!(
+        get(&e, "/fed/f").starts_with("404"),
+        "{}",
+        get(&e, "/fed/f")
+    );
+    // Refused changes: a name taken, an s3 endpoint without keys, an
+    // unknown endpoint.
+    let err = e.fails(
+        &[
+            "fed", "endpoint", "add", "self", "--site", "here", "--url", &base,
+        ],
+        17,
+    );
+    assert!(err.contains("exists"), "{err}");
+    let err = e.fails(
+        &[
+            "fed",
+            "endpoint",
+            "add",
+            "b",
+            "--site",
+            "here",
+            "--kind",
+            "s3",
+            "--url",
+            "http://127.0.0.1:1/bucket",
+        ],
+        22,
+    );
+    assert!(err.contains("access_key_file"), "{err}");
+    e.fails(&["fed", "endpoint", "rm", "nope"], 2);
+    // Kept across a restart.
+    e.restart();
+    let m = e.ok(&["-m", "fed", "endpoint", "ls"]);
+    let r = crate::kv(m.lines().next().unwrap_or(""));
+    assert_eq!(
+        (r["name"].as_str(), r["status"].as_str()),
+        ("self", "disabled"),
+        "{m}"
+    );
+    let saved = std::fs::read_to_string(data.join("federation.toml")).unwrap();
+    assert!(saved.contains("version = 1"), "{saved}");
+    e.ok(&["fed", "endpoint", "set", "self", "--disabled", "false"]);
+    let base = format!("https://localhost:{}/data", e_port(&e));
+    e.ok(&["fed", "endpoint", "set", "self", "--url", &base]);
+    assert_eq!(get(&e, "/fed/f"), format!("302 {base}/f"));
+    e.ok(&["fed", "endpoint", "rm", "self"]);
+    assert_eq!(e.ok(&["fed", "endpoint", "ls"]).lines().count(), 1);
+    assert!(get(&e, "/PerSite/self/f").starts_with("404"));
+}
+
+fn e_port(e: &Env) -> u16 {
+    e.server.as_ref().unwrap().https_addr.expect("https").port()
+}

@@ -8,15 +8,24 @@ struct Env {
     token: std::path::PathBuf,
     server: Option<tessera_server::Running>,
     rt: tokio::runtime::Runtime,
+    /// What it was started with (for a restart).
+    cfg: tessera_server::config::Config,
+    secret: String,
 }
 
 impl Env {
     fn start() -> Env {
+        Env::start_with(|_| {})
+    }
+
+    /// A dev server with `change` applied to its configuration.
+    fn start_with(change: impl FnOnce(&mut tessera_server::config::Config)) -> Env {
         let dir = tempfile::tempdir().expect("tmp");
         let rt = tokio::runtime::Runtime::new().expect("runtime");
-        let (cfg, secret) = tessera_server::dev_config(dir.path()).expect("dev config");
+        let (mut cfg, secret) = tessera_server::dev_config(dir.path()).expect("dev config");
+        change(&mut cfg);
         let server = rt
-            .block_on(tessera_server::start(&cfg, secret))
+            .block_on(tessera_server::start(&cfg, secret.clone()))
             .expect("start");
         Env {
             admin: server.admin_addr.to_string(),
@@ -24,7 +33,22 @@ impl Env {
             server: Some(server),
             _dir: dir,
             rt,
+            cfg,
+            secret,
         }
+    }
+
+    /// Stop the server and start it again on the same data.
+    fn restart(&mut self) {
+        if let Some(s) = self.server.take() {
+            self.rt.block_on(s.shutdown()).expect("shutdown");
+        }
+        let server = self
+            .rt
+            .block_on(tessera_server::start(&self.cfg, self.secret.clone()))
+            .expect("restart");
+        self.admin = server.admin_addr.to_string();
+        self.server = Some(server);
     }
 
     fn run(&self, args: &[&str]) -> Output {

@@ -51,13 +51,12 @@ async fn answer(
     let rel = at.rel.as_str();
     if method == "PROPFIND" {
         let depth0 = crate::ops::header(req.headers(), "depth") == Some("0");
-        let view = crate::path::encode(fed.view_path(at.view).as_bytes());
-        return super::fedlist::listing(fed, at.view, &view, rel, depth0, path).await;
+        let view = crate::path::encode(at.path().as_bytes());
+        return super::fedlist::listing(fed, &at, &view, rel, depth0, path).await;
     }
-    let rel = if rel.is_empty() { "/" } else { rel };
     // HTTP clients go to HTTP replicas (an XRootD one is for root://).
     let found: Vec<_> = fed
-        .find(at.view, rel)
+        .find(&at)
         .await
         .into_iter()
         .filter(|r| r.root.is_none())
@@ -113,8 +112,7 @@ fn write(
         return Err(HttpError::new(401, "writes into a view need a token"));
     }
     ctx.core.token_allows_create(&ctx.who, path)?;
-    let rel = at.rel.as_str();
-    let to = fed.write_url(at.view, rel, ctx.peer.ip()).map_err(|why| {
+    let to = fed.write_url(at, ctx.peer.ip()).map_err(|why| {
         HttpError::new(
             if why.contains("not configured") {
                 405

@@ -6,18 +6,18 @@ use crate::davxml::escape;
 use crate::error::HttpError;
 use hyper::Response;
 
-/// The merged listing of `rel` (percent-encoded, from `/`) of view `view`
+/// The merged listing of `rel` (percent-encoded, from `/`) of `at`'s view
 /// (its path `view_path`, encoded); `depth0`: the directory alone.
 pub async fn listing(
     fed: &tessera_fed::Federation,
-    view: usize,
+    at: &tessera_fed::InView,
     view_path: &str,
     rel: &str,
     depth0: bool,
     path: &tessera_types::NsPath,
 ) -> Result<Response<Body>, HttpError> {
     let want = rel.trim_end_matches('/');
-    let m = fed.merged(view, want).await;
+    let m = fed.merged(at, want).await;
     if !m.found {
         return Err(HttpError::new(
             404,

@@ -52,7 +52,7 @@ async fn answer(
         ));
     }
     s.core()?.token_allows_read(who, &t.path)?;
-    let found = fed.find(at.view, &at.rel).await;
+    let found = fed.find(&at).await;
     let best = fed
         .order(found, s.peer.ip())
         .into_iter()

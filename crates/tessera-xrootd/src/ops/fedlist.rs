@@ -56,7 +56,7 @@ async fn listing(
         ));
     }
     s.core()?.token_allows_read(who, &t.path)?;
-    let m = fed.merged(at.view, &at.rel).await;
+    let m = fed.merged(&at, &at.rel).await;
     if !m.found {
         return Err(XrdError::new(
             err::NOT_FOUND,

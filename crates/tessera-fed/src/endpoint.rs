@@ -1,0 +1,140 @@
+//! An endpoint: how it is reached, its health, what a lookup of a file
+//! there finds, and the replica a client is sent to.
+
+use crate::client::{head, Base};
+use crate::s3::S3Base;
+use crate::xroot::{self, RootBase};
+use crate::EndpointCfg;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_rustls::rustls::ClientConfig;
+
+/// A copy of a file on an endpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replica {
+    pub endpoint: String,
+    pub site: String,
+    pub url: String,
+    pub size: Option<u64>,
+    /// For an XRootD endpoint, where to redirect XRootD clients (the path
+    /// is the view's: see `EndpointCfg::url`).
+    pub root: Option<(String, u16)>,
+    /// `url` is a grant for GET alone (presigned S3): a HEAD must not go
+    /// there.
+    pub get_only: bool,
+}
+
+/// How an endpoint is reached.
+pub(crate) enum Access {
+    Http(Base),
+    Root(RootBase),
+    S3(Box<S3Base>),
+}
+
+/// An endpoint's health as the probes see it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Health {
+    pub up: bool,
+    /// Failed probes in a row.
+    pub failures: u32,
+    /// Moving average of request times (ms); 0 before the first.
+    pub latency_ms: f64,
+}
+
+pub(crate) struct Endpoint {
+    /// What it was built from (an endpoint whose configuration did not
+    /// change keeps its health across a reconfiguration).
+    pub(crate) cfg: EndpointCfg,
+    pub(crate) name: String,
+    pub(crate) site: String,
+    pub(crate) access: Access,
+    pub(crate) health: Mutex<Health>,
+}
+
+/// A lookup's answer: `Some(size)` there, `None` not there; its time.
+pub(crate) type Lookup = (Option<Option<u64>>, Duration);
+
+impl Endpoint {
+    /// Look `rel` up (`Err`: no usable answer).
+    pub(crate) async fn lookup(
+        &self,
+        rel: &str,
+        tls: Option<&Arc<ClientConfig>>,
+        deadline: Duration,
+    ) -> Result<Lookup, String> {
+        match &self.access {
+            Access::Http(b) => {
+                let h = head(b, rel, tls, deadline).await?;
+                Ok(((h.status == 200).then_some(h.size), h.elapsed))
+            }
+            Access::Root(b) => {
+                let st = xroot::stat(b, rel, deadline).await?;
+                Ok((st.found.then_some(st.size), st.elapsed))
+            }
+            Access::S3(b) => b.stat(rel, tls, deadline).await,
+        }
+    }
+
+    pub(crate) fn replica(&self, rel: &str, size: Option<u64>) -> Replica {
+        let (url, root, get_only) = match &self.access {
+            Access::Http(b) => (b.url(rel), None, false),
+            Access::Root(b) => (b.url(rel), Some((b.host.clone(), b.port)), false),
+            // Signed anew each time: a grant outlives no cache entry.
+            Access::S3(b) => (b.get_url(rel), None, true),
+        };
+        Replica {
+            endpoint: self.name.clone(),
+            site: self.site.clone(),
+            url,
+            size,
+            root,
+            get_only,
+        }
+    }
+
+    /// Its health now; an endpoint an admin disabled is down.
+    pub(crate) fn health(&self) -> Health {
+        let h = *self.health.lock().unwrap_or_else(|p| p.into_inner());
+        Health {
+            up: h.up && !self.cfg.disabled,
+            ..h
+        }
+    }
+
+    /// Record a request to it: answered in `elapsed`, or not (after
+    /// `failures` in a row it is down).
+    pub(crate) fn note(&self, elapsed: Option<Duration>, failures: u32) {
+        let mut h = self.health.lock().unwrap_or_else(|p| p.into_inner());
+        match elapsed {
+            Some(t) => {
+                let ms = t.as_secs_f64() * 1e3;
+                h.latency_ms = if h.latency_ms == 0.0 {
+                    ms
+                } else {
+                    0.8 * h.latency_ms + 0.2 * ms
+                };
+                h.failures = 0;
+                h.up = true;
+            }
+            None => {
+                h.failures += 1;
+                if h.failures >= failures {
+                    h.up = false;
+                }
+            }
+        }
+    }
+
+    pub(crate) fn writable(&self) -> bool {
+        !matches!(self.access, Access::Root(_))
+    }
+
+    /// Where a client writes `rel` here.
+    pub(crate) fn write_url(&self, rel: &str) -> Result<String, String> {
+        match &self.access {
+            Access::Http(b) => Ok(b.url(rel)),
+            Access::S3(b) => Ok(b.put_url(rel)),
+            Access::Root(_) => Err("not an https or s3 endpoint".into()),
+        }
+    }
+}

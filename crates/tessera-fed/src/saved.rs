@@ -1,0 +1,90 @@
+//! The federation as changed at run time (`tessera fed endpoint …`), kept
+//! in a TOML file of the server's data directory so that a restart starts
+//! from it: `version = 1` and a `[federation]` table in the configuration
+//! file's own format. Written whole to a temporary file, synced, renamed.
+
+use crate::FedConfig;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::Path;
+
+const VERSION: u32 = 1;
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Saved {
+    version: u32,
+    federation: FedConfig,
+}
+
+/// The saved configuration at `path`, if there is one.
+pub fn load(path: &Path) -> Result<Option<FedConfig>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let s: Saved = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    if s.version != VERSION {
+        return Err(format!(
+            "{}: version {} (this tesserad reads {VERSION})",
+            path.display(),
+            s.version
+        ));
+    }
+    Ok(Some(s.federation))
+}
+
+/// Keep `cfg` at `path` (durably: the file and its directory synced).
+pub fn save(path: &Path, cfg: &FedConfig) -> Result<(), String> {
+    let saved = Saved {
+        version: VERSION,
+        federation: cfg.clone(),
+    };
+    let body = toml::to_string(&saved).map_err(|e| e.to_string())?;
+    let text = format!(
+        "# The federation as changed at run time by `tessera fed endpoint`: while this\n\
+         # file exists tesserad starts from it, not from its configuration's\n\
+         # [federation]. Written by tesserad; remove it to go back.\n{body}"
+    );
+    let bad = |e: std::io::Error| format!("{}: {e}", path.display());
+    let tmp = path.with_extension("toml.tmp");
+    let mut f = std::fs::File::create(&tmp).map_err(bad)?;
+    f.write_all(text.as_bytes()).map_err(bad)?;
+    f.sync_all().map_err(bad)?;
+    std::fs::rename(&tmp, path).map_err(bad)?;
+    if let Some(dir) = path.parent() {
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(bad)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saved_and_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("federation.toml");
+        assert_eq!(load(&p).unwrap(), None);
+        let mut cfg = FedConfig::default();
+        cfg.sites.push(crate::SiteCfg {
+            name: "a".into(),
+            subnets: vec!["10.0.0.0/8".into()],
+        });
+        cfg.endpoints.push(crate::EndpointCfg {
+            name: "e".into(),
+            site: "a".into(),
+            url: "https://h/x".into(),
+            disabled: true,
+            ..Default::default()
+        });
+        save(&p, &cfg).unwrap();
+        assert_eq!(load(&p).unwrap(), Some(cfg));
+        std::fs::write(&p, "version = 2\n[federation]\n").unwrap();
+        assert!(load(&p).unwrap_err().contains("version 2"));
+    }
+}
