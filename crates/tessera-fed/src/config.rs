@@ -14,6 +14,9 @@ pub struct FedConfig {
     pub probe_failures: u32,
     /// Deadline of one request to an endpoint (a probe, a stat).
     pub timeout_ms: u64,
+    /// How long a lookup waits for more endpoints once one has the file
+    /// (unless one at the client's own site has it: then not at all).
+    pub settle_ms: u64,
     /// How long a file found (or found nowhere) is remembered.
     pub cache_ttl_s: u64,
     pub negative_ttl_s: u64,
@@ -35,6 +38,7 @@ impl Default for FedConfig {
             probe_interval_ms: 5000,
             probe_failures: 2,
             timeout_ms: 2000,
+            settle_ms: 20,
             cache_ttl_s: 60,
             negative_ttl_s: 10,
             cache_entries: 100_000,

@@ -94,6 +94,8 @@ impl Topology {
 struct Cached {
     found: Vec<(usize, Option<u64>)>,
     until: Instant,
+    /// Every endpoint answered (or was given up on).
+    complete: bool,
 }
 
 /// (generation, view, rel).
@@ -109,7 +111,7 @@ pub struct Federation {
     dav: Option<DavParser>,
     /// Where a reconfiguration is kept ([`Federation::with_state_file`]).
     state_file: Option<std::path::PathBuf>,
-    cache: Mutex<HashMap<CacheKey, Cached>>,
+    cache: Arc<Mutex<HashMap<CacheKey, Cached>>>,
     /// Lookups answered from the cache, and sent to the endpoints.
     cached: AtomicU64,
     asked: AtomicU64,
@@ -167,7 +169,7 @@ impl Federation {
             tls,
             dav: None,
             state_file: None,
-            cache: Mutex::new(HashMap::new()),
+            cache: Arc::new(Mutex::new(HashMap::new())),
             cached: Default::default(),
             asked: Default::default(),
         })
@@ -250,9 +252,15 @@ impl Federation {
         })
     }
 
-    /// Where the file of `at` is: every endpoint of its view asked at once,
-    /// each within the deadline; remembered.
-    pub async fn find(&self, at: &InView) -> Vec<Replica> {
+    /// Where the file of `at` is, for a client at `ip`: every endpoint of
+    /// its view asked at once, each within the deadline, the answers used
+    /// as they come: the lookup ends when an endpoint of the client's own
+    /// site has it, or `settle_ms` after the first endpoint that has it
+    /// answered, or when all answered. Endpoints still asking then finish
+    /// in the background and complete the remembered answer. With `all`
+    /// (a Metalink lists every replica) every endpoint's answer is waited
+    /// for.
+    pub async fn find(&self, at: &InView, ip: IpAddr, all: bool) -> Vec<Replica> {
         let t = &at.topo;
         let rel = if at.rel.is_empty() { "/" } else { &at.rel };
         let key = (t.generation, at.view, rel.to_string());
@@ -262,47 +270,97 @@ impl Federation {
                 .map(|&(i, size)| t.endpoints[i].replica(rel, size))
                 .collect()
         };
-        if let Some(c) = self.cache_get(&key) {
+        if let Some(c) = self.cache_get(&key, all) {
             self.cached.fetch_add(1, Relaxed);
             return replicas(&c);
         }
         self.asked.fetch_add(1, Relaxed);
         let deadline = Duration::from_millis(t.cfg.timeout_ms);
+        let mut asks = tokio::task::JoinSet::new();
         // A disabled endpoint is not asked (its replicas are no choice).
-        let asks = t.views[at.view]
-            .endpoints
-            .iter()
-            .filter(|&&i| !t.endpoints[i].cfg.disabled)
-            .map(|&i| {
-                let e = &t.endpoints[i];
-                async move { (i, e.lookup(rel, self.tls.as_ref(), deadline).await) }
-            });
+        for &i in &t.views[at.view].endpoints {
+            let e = Arc::clone(&t.endpoints[i]);
+            if e.cfg.disabled {
+                continue;
+            }
+            let (rel, tls) = (rel.to_string(), self.tls.clone());
+            asks.spawn(async move { (i, e.lookup(&rel, tls.as_ref(), deadline).await) });
+        }
+        let site = t.site_of(ip);
         let mut found = Vec::new();
-        for (i, r) in join_all(asks).await {
+        let mut until: Option<tokio::time::Instant> = None;
+        loop {
+            let next = match until {
+                Some(u) => match tokio::time::timeout_at(u, asks.join_next()).await {
+                    Ok(n) => n,
+                    Err(_) => break,
+                },
+                None => asks.join_next().await,
+            };
+            let Some(done) = next else { break };
+            let Ok((i, r)) = done else { continue };
             let e = &t.endpoints[i];
-            match r {
-                Ok((there, took)) => {
-                    e.note(Some(took), t.cfg.probe_failures);
-                    if let Some(size) = there {
-                        found.push((i, size));
-                    }
+            if let Some(size) = note_lookup(e, rel, r, t.cfg.probe_failures) {
+                found.push((i, size));
+                if all {
+                    continue;
                 }
-                Err(why) => tracing::debug!(endpoint = %e.name, "stat of {rel}: {why}"),
+                if site == Some(e.site.as_str()) && e.health().up {
+                    break;
+                }
+                let settle = Duration::from_millis(t.cfg.settle_ms);
+                until.get_or_insert(tokio::time::Instant::now() + settle);
             }
         }
         let out = replicas(&found);
-        self.cache_put(&t.cfg, key, found);
+        self.cache_put(&t.cfg, key.clone(), found, asks.is_empty());
+        if !asks.is_empty() {
+            self.complete_later(asks, Arc::clone(t), key, rel.to_string());
+        }
         out
     }
 
-    fn cache_get(&self, key: &CacheKey) -> Option<Vec<(usize, Option<u64>)>> {
+    /// Let the lookups still under way finish, adding what they find to
+    /// the remembered answer of `key`.
+    fn complete_later(
+        &self,
+        mut asks: tokio::task::JoinSet<(usize, Result<endpoint::Lookup, String>)>,
+        t: Arc<Topology>,
+        key: CacheKey,
+        rel: String,
+    ) {
+        let cache = Arc::clone(&self.cache);
+        tokio::spawn(async move {
+            while let Some(done) = asks.join_next().await {
+                let Ok((i, r)) = done else { continue };
+                if let Some(size) = note_lookup(&t.endpoints[i], &rel, r, t.cfg.probe_failures) {
+                    let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some(entry) = c.get_mut(&key) {
+                        entry.found.push((i, size));
+                    }
+                }
+            }
+            let mut c = cache.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(entry) = c.get_mut(&key) {
+                entry.complete = true;
+            }
+        });
+    }
+
+    fn cache_get(&self, key: &CacheKey, complete: bool) -> Option<Vec<(usize, Option<u64>)>> {
         let c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         c.get(key)
-            .filter(|c| c.until > Instant::now())
+            .filter(|c| c.until > Instant::now() && (c.complete || !complete))
             .map(|c| c.found.clone())
     }
 
-    fn cache_put(&self, cfg: &FedConfig, key: CacheKey, found: Vec<(usize, Option<u64>)>) {
+    fn cache_put(
+        &self,
+        cfg: &FedConfig,
+        key: CacheKey,
+        found: Vec<(usize, Option<u64>)>,
+        complete: bool,
+    ) {
         let ttl = if found.is_empty() {
             cfg.negative_ttl_s
         } else {
@@ -317,7 +375,14 @@ impl Federation {
             }
         }
         let until = Instant::now() + Duration::from_secs(ttl);
-        c.insert(key, Cached { found, until });
+        c.insert(
+            key,
+            Cached {
+                found,
+                until,
+                complete,
+            },
+        );
     }
 
     /// Where a client at `ip` writes the file of `at` (the URL to redirect
@@ -433,6 +498,26 @@ impl Federation {
                 }
             }
         });
+    }
+}
+
+/// Record a lookup's answer in the endpoint's health; `Some(size)` when
+/// the endpoint has the file.
+fn note_lookup(
+    e: &Endpoint,
+    rel: &str,
+    r: Result<endpoint::Lookup, String>,
+    failures: u32,
+) -> Option<Option<u64>> {
+    match r {
+        Ok((there, took)) => {
+            e.note(Some(took), failures);
+            there
+        }
+        Err(why) => {
+            tracing::debug!(endpoint = %e.name, "stat of {rel}: {why}");
+            None
+        }
     }
 }
 

@@ -56,7 +56,7 @@ async fn answer(
     }
     // HTTP clients go to HTTP replicas (an XRootD one is for root://).
     let found: Vec<_> = fed
-        .find(&at)
+        .find(&at, ctx.peer.ip(), wants_metalink(req))
         .await
         .into_iter()
         .filter(|r| r.root.is_none())

@@ -349,3 +349,65 @@ fn metalink_clients_fail_over_to_the_next_replica() {
     );
     assert!(std::fs::read(&out).unwrap() == body, "the bytes, from b");
 }
+
+/// An endpoint that takes connections and never answers holds no lookup
+/// back: a client at a site with the file is answered as soon as its own
+/// site's endpoint says so, a client elsewhere `settle_ms` after the first
+/// endpoint that has it, and both well before the stuck one's deadline.
+#[test]
+fn a_stuck_endpoint_delays_no_answer() {
+    let issuer = Env::start();
+    let a = Reference::start(&issuer);
+    place(&a, "/fed/f", b"here");
+    place(&a, "/fed/g", b"here too");
+    // Connections complete in the backlog; nothing ever answers.
+    let stuck = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let stuck_url = format!(
+        "https://localhost:{}/fed",
+        stuck.local_addr().unwrap().port()
+    );
+    let site = |name: &str, ip: &str| SiteCfg {
+        name: name.into(),
+        subnets: vec![format!("{ip}/32")],
+    };
+    let fed = FedConfig {
+        probe_interval_ms: 600_000,
+        timeout_ms: 3000,
+        settle_ms: 20,
+        sites: vec![site("site-a", "127.0.0.2"), site("slow", "127.0.0.3")],
+        endpoints: vec![
+            EndpointCfg {
+                name: "a".into(),
+                site: "site-a".into(),
+                url: format!("{}/fed", a.url),
+                ..Default::default()
+            },
+            EndpointCfg {
+                name: "stuck".into(),
+                site: "slow".into(),
+                url: stuck_url,
+                ..Default::default()
+            },
+        ],
+        views: vec![ViewCfg {
+            path: "/fed".into(),
+            endpoints: vec!["a".into(), "stuck".into()],
+            public: true,
+            write: String::new(),
+        }],
+        ..Default::default()
+    };
+    let e = Env::trusting(&issuer, move |c| c.federation = fed);
+    let cas = e.local("cas.pem");
+    let mut both = std::fs::read(&e.ca).unwrap();
+    both.extend(std::fs::read(&issuer.ca).unwrap());
+    std::fs::write(&cas, both).unwrap();
+    for (from, path) in [("127.0.0.2", "/fed/f"), ("127.0.0.1", "/fed/g")] {
+        let t = Instant::now();
+        let (code, to, _) = get(&e, &cas, from, &format!("{}{path}", e.url), &[]);
+        let took = t.elapsed();
+        assert_eq!((code, to), (302, format!("{}{path}", a.url)), "{from}");
+        assert!(took < Duration::from_millis(1500), "{from}: {took:?}");
+    }
+    drop(stuck);
+}

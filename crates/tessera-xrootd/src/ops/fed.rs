@@ -52,7 +52,7 @@ async fn answer(
         ));
     }
     s.core()?.token_allows_read(who, &t.path)?;
-    let found = fed.find(&at).await;
+    let found = fed.find(&at, s.peer.ip(), false).await;
     let best = fed
         .order(found, s.peer.ip())
         .into_iter()
