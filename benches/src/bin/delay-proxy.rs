@@ -7,7 +7,7 @@
 //!   delay-proxy --listen 127.0.0.1:20094 --to 127.0.0.1:12094 --delay-ms 10
 //!
 //! Prints `delay-proxy ready <listen>` when it accepts connections. Used by
-//! `scripts/bench-analysis`; it listens only where it is told.
+//! `scripts/bench-analysis` and `scripts/bench-federation`; it listens only where it is told.
 
 use anyhow::Context;
 use clap::Parser;
@@ -25,9 +25,10 @@ struct Args {
     /// Address every connection is forwarded to.
     #[arg(long)]
     to: String,
-    /// One-way delay added in each direction, in milliseconds.
-    #[arg(long, default_value_t = 0)]
-    delay_ms: u64,
+    /// One-way delay added in each direction, in milliseconds (fractions
+    /// too: 2.5 for a 5 ms round trip).
+    #[arg(long, default_value_t = 0.0)]
+    delay_ms: f64,
 }
 
 /// Bytes read and not yet written, per direction: a bound on memory, far
@@ -39,7 +40,7 @@ const CHUNK: usize = 64 << 10;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let a = Args::parse();
-    let delay = Duration::from_millis(a.delay_ms);
+    let delay = Duration::from_secs_f64(a.delay_ms.max(0.0) / 1e3);
     let l = TcpListener::bind(&a.listen)
         .await
         .with_context(|| format!("listen on {}", a.listen))?;

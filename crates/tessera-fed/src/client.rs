@@ -1,6 +1,8 @@
-//! HEAD and PROPFIND requests to endpoints: one connection per request
-//! (TLS with the server's trusted CAs), hyper's HTTP/1.1, a deadline on
-//! the whole.
+//! Requests to endpoints: hyper's HTTP/1.1 (TLS with the server's trusted
+//! CAs), a deadline on the whole. HEAD and PROPFIND (the lookups) reuse an
+//! endpoint's idle connections (a few kept per endpoint: a lookup then
+//! costs one round trip, not three); other methods get a connection of
+//! their own.
 
 use http_body_util::Full;
 use hyper::body::Bytes;
@@ -37,6 +39,54 @@ pub fn trust(extra: &[std::path::PathBuf]) -> Result<Arc<ClientConfig>, String> 
     ))
 }
 
+/// Idle connections to one endpoint, shared by the copies of its base
+/// (equal whatever they hold: a pool is not part of an address).
+pub struct Pool<T>(Arc<std::sync::Mutex<Vec<T>>>);
+
+/// Idle connections kept per endpoint.
+const IDLE: usize = 8;
+
+impl<T> Pool<T> {
+    pub(crate) fn take(&self) -> Option<T> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).pop()
+    }
+
+    pub(crate) fn put(&self, t: T) {
+        let mut v = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if v.len() < IDLE {
+            v.push(t);
+        }
+    }
+}
+
+impl<T> Default for Pool<T> {
+    fn default() -> Pool<T> {
+        Pool(Arc::new(std::sync::Mutex::new(Vec::new())))
+    }
+}
+
+impl<T> Clone for Pool<T> {
+    fn clone(&self) -> Pool<T> {
+        Pool(Arc::clone(&self.0))
+    }
+}
+
+impl<T> std::fmt::Debug for Pool<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pool")
+    }
+}
+
+impl<T> PartialEq for Pool<T> {
+    fn eq(&self, _: &Pool<T>) -> bool {
+        true
+    }
+}
+
+impl<T> Eq for Pool<T> {}
+
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
 /// An endpoint's base URL, split.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Base {
@@ -47,6 +97,7 @@ pub struct Base {
     pub path: String,
     /// A bearer token sent on every request to it (never to clients).
     pub bearer: Option<String>,
+    pub(crate) idle: Pool<Sender>,
 }
 
 impl Base {
@@ -75,6 +126,7 @@ impl Base {
             port,
             path: path.trim_end_matches('/').to_string(),
             bearer: None,
+            idle: Pool::default(),
         })
     }
 
@@ -152,13 +204,34 @@ pub async fn request(
 ) -> Result<Answer, String> {
     use http_body_util::BodyExt;
     let work = async {
-        let resp = send_request(base, method, rel, headers, Bytes::from(body), tls).await?;
+        let reuse = matches!(method, "HEAD" | "PROPFIND");
+        let body = Bytes::from(body);
+        let make = || build(base, method, rel, headers, body.clone());
+        let mut sent = None;
+        // An idle connection first (one the endpoint closed meanwhile
+        // fails at once: then a new one).
+        while let Some(mut tx) = reuse.then(|| base.idle.take()).flatten() {
+            if tx.ready().await.is_err() {
+                continue;
+            }
+            if let Ok(resp) = tx.send_request(make()?).await {
+                sent = Some((resp, tx));
+                break;
+            }
+        }
+        let (resp, tx) = match sent {
+            Some(s) => s,
+            None => send_request(base, make()?, tls).await?,
+        };
         let (parts, body) = resp.into_parts();
         let body = http_body_util::Limited::new(body, MAX_BODY)
             .collect()
             .await
             .map_err(|e| e.to_string())?
             .to_bytes();
+        if reuse && !tx.is_closed() {
+            base.idle.put(tx);
+        }
         Ok::<_, String>(Answer {
             status: parts.status.as_u16(),
             headers: parts.headers,
@@ -170,18 +243,14 @@ pub async fn request(
         .map_err(|_| format!("no answer within {deadline:?}"))?
 }
 
-async fn send_request(
+/// The request `method` `rel` under `base`.
+fn build(
     base: &Base,
     method: &str,
     rel: &str,
     headers: &[(&str, &str)],
     body: Bytes,
-    tls: Option<&Arc<ClientConfig>>,
-) -> Result<hyper::Response<hyper::body::Incoming>, String> {
-    let tcp = tokio::net::TcpStream::connect((base.host.as_str(), base.port))
-        .await
-        .map_err(|e| format!("connecting: {e}"))?;
-    let _ = tcp.set_nodelay(true);
+) -> Result<hyper::Request<Full<Bytes>>, String> {
     let target = format!("{}{rel}", base.path);
     let host = format!("{}:{}", base.host, base.port);
     let mut b = hyper::Request::builder()
@@ -196,7 +265,20 @@ async fn send_request(
     if let Some(t) = &base.bearer {
         b = b.header(hyper::header::AUTHORIZATION, format!("Bearer {t}"));
     }
-    let req = b.body(Full::new(body)).map_err(|e| e.to_string())?;
+    b.body(Full::new(body)).map_err(|e| e.to_string())
+}
+
+/// Send `req` on a new connection to `base`: the answer, and the
+/// connection for the next request.
+async fn send_request(
+    base: &Base,
+    req: hyper::Request<Full<Bytes>>,
+    tls: Option<&Arc<ClientConfig>>,
+) -> Result<(hyper::Response<hyper::body::Incoming>, Sender), String> {
+    let tcp = tokio::net::TcpStream::connect((base.host.as_str(), base.port))
+        .await
+        .map_err(|e| format!("connecting: {e}"))?;
+    let _ = tcp.set_nodelay(true);
     if base.tls {
         let cfg = tls.ok_or("no CAs are trusted for TLS endpoints")?;
         let name = ServerName::try_from(base.host.clone()).map_err(|e| e.to_string())?;
@@ -213,7 +295,7 @@ async fn send_request(
 async fn send<I>(
     io: I,
     req: hyper::Request<Full<Bytes>>,
-) -> Result<hyper::Response<hyper::body::Incoming>, String>
+) -> Result<(hyper::Response<hyper::body::Incoming>, Sender), String>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
@@ -227,7 +309,8 @@ where
     tokio::spawn(async move {
         let _ = conn.await;
     });
-    tx.send_request(req).await.map_err(|e| e.to_string())
+    let resp = tx.send_request(req).await.map_err(|e| e.to_string())?;
+    Ok((resp, tx))
 }
 
 #[cfg(test)]

@@ -89,6 +89,21 @@ impl Topology {
     }
 }
 
+/// Which replicas a lookup is for: an HTTP client's (https and S3), an
+/// XRootD client's (root), or every HTTP one (a Metalink lists them all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Want {
+    Http,
+    Root,
+    EveryHttp,
+}
+
+impl Want {
+    fn takes(self, e: &Endpoint) -> bool {
+        matches!(e.access, Access::Root(_)) == (self == Want::Root)
+    }
+}
+
 /// A remembered answer: the endpoints that have the file and its size
 /// there (empty: found nowhere), until when.
 struct Cached {
@@ -256,11 +271,11 @@ impl Federation {
     /// its view asked at once, each within the deadline, the answers used
     /// as they come: the lookup ends when an endpoint of the client's own
     /// site has it, or `settle_ms` after the first endpoint that has it
-    /// answered, or when all answered. Endpoints still asking then finish
-    /// in the background and complete the remembered answer. With `all`
-    /// (a Metalink lists every replica) every endpoint's answer is waited
-    /// for.
-    pub async fn find(&self, at: &InView, ip: IpAddr, all: bool) -> Vec<Replica> {
+    /// answered, or when all answered, counting only the endpoints the
+    /// client can be sent to (`want`). Endpoints still asking then finish
+    /// in the background and complete the remembered answer. A Metalink
+    /// (`Want::EveryHttp`) waits for every endpoint.
+    pub async fn find(&self, at: &InView, ip: IpAddr, want: Want) -> Vec<Replica> {
         let t = &at.topo;
         let rel = if at.rel.is_empty() { "/" } else { &at.rel };
         let key = (t.generation, at.view, rel.to_string());
@@ -270,9 +285,16 @@ impl Federation {
                 .map(|&(i, size)| t.endpoints[i].replica(rel, size))
                 .collect()
         };
-        if let Some(c) = self.cache_get(&key, all) {
+        // An answer that ended early serves a client it has a usable
+        // replica for; a Metalink waits for a complete one.
+        let cached = self.cache_get(&key).filter(|(found, complete)| {
+            *complete
+                || (want != Want::EveryHttp
+                    && found.iter().any(|(i, _)| want.takes(&t.endpoints[*i])))
+        });
+        if let Some((found, _)) = cached {
             self.cached.fetch_add(1, Relaxed);
-            return replicas(&c);
+            return replicas(&found);
         }
         self.asked.fetch_add(1, Relaxed);
         let deadline = Duration::from_millis(t.cfg.timeout_ms);
@@ -302,7 +324,7 @@ impl Federation {
             let e = &t.endpoints[i];
             if let Some(size) = note_lookup(e, rel, r, t.cfg.probe_failures) {
                 found.push((i, size));
-                if all {
+                if want == Want::EveryHttp || !want.takes(e) {
                     continue;
                 }
                 if site == Some(e.site.as_str()) && e.health().up {
@@ -347,11 +369,13 @@ impl Federation {
         });
     }
 
-    fn cache_get(&self, key: &CacheKey, complete: bool) -> Option<Vec<(usize, Option<u64>)>> {
+    /// A remembered answer still fresh: what was found, and whether every
+    /// endpoint had answered.
+    fn cache_get(&self, key: &CacheKey) -> Option<(Vec<(usize, Option<u64>)>, bool)> {
         let c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         c.get(key)
-            .filter(|c| c.until > Instant::now() && (c.complete || !complete))
-            .map(|c| c.found.clone())
+            .filter(|c| c.until > Instant::now())
+            .map(|c| (c.found.clone(), c.complete))
     }
 
     fn cache_put(

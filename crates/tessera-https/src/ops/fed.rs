@@ -56,7 +56,15 @@ async fn answer(
     }
     // HTTP clients go to HTTP replicas (an XRootD one is for root://).
     let found: Vec<_> = fed
-        .find(&at, ctx.peer.ip(), wants_metalink(req))
+        .find(
+            &at,
+            ctx.peer.ip(),
+            if wants_metalink(req) {
+                tessera_fed::Want::EveryHttp
+            } else {
+                tessera_fed::Want::Http
+            },
+        )
         .await
         .into_iter()
         .filter(|r| r.root.is_none())

@@ -52,7 +52,7 @@ async fn answer(
         ));
     }
     s.core()?.token_allows_read(who, &t.path)?;
-    let found = fed.find(&at, s.peer.ip(), false).await;
+    let found = fed.find(&at, s.peer.ip(), tessera_fed::Want::Root).await;
     let best = fed
         .order(found, s.peer.ip())
         .into_iter()
