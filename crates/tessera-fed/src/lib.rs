@@ -116,6 +116,9 @@ struct Cached {
 /// (generation, view, rel).
 type CacheKey = (u64, usize, String);
 
+/// Endpoints that have a file, with its size there.
+type Found = Vec<(usize, Option<u64>)>;
+
 pub struct Federation {
     topo: RwLock<Arc<Topology>>,
     /// Held by a reconfiguration from start to end (one at a time).
@@ -371,7 +374,7 @@ impl Federation {
 
     /// A remembered answer still fresh: what was found, and whether every
     /// endpoint had answered.
-    fn cache_get(&self, key: &CacheKey) -> Option<(Vec<(usize, Option<u64>)>, bool)> {
+    fn cache_get(&self, key: &CacheKey) -> Option<(Found, bool)> {
         let c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         c.get(key)
             .filter(|c| c.until > Instant::now())
