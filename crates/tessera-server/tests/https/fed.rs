@@ -180,6 +180,44 @@ fn a_view_sends_each_client_to_its_sites_replica() {
         1,
         "{names:?}"
     );
+    // gfal-ls and rclone (its WebDAV backend) list the same directory.
+    let o = e
+        .cmd("gfal-ls")
+        .env("X509_CERT_DIR", &capath)
+        .arg(url("/d/"))
+        .output()
+        .unwrap();
+    let gfal: Vec<String> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| l.trim().to_string())
+        .collect();
+    let rc = e.run(
+        "rclone",
+        &[
+            "lsf",
+            "--ca-cert",
+            cas.to_str().unwrap(),
+            "--webdav-url",
+            &url("/d"),
+            ":webdav:",
+        ],
+    );
+    let rclone: Vec<String> = String::from_utf8_lossy(&rc.stdout)
+        .lines()
+        .map(|l| l.trim().trim_end_matches('/').to_string())
+        .collect();
+    for n in ["x1", "x2", "both", "sub"] {
+        assert!(
+            gfal.iter().any(|x| x == n),
+            "gfal-ls: {n} in {gfal:?} ({})",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(
+            rclone.iter().any(|x| x == n),
+            "rclone: {n} in {rclone:?} ({})",
+            String::from_utf8_lossy(&rc.stderr)
+        );
+    }
     let (code, _, xml) = get(
         &e,
         &cas,
@@ -239,6 +277,39 @@ fn a_view_sends_each_client_to_its_sites_replica() {
     let auth = format!("Authorization: Bearer {t}");
     let (code, to, _) = get(&e, &cas, "127.0.0.2", &url("/f"), &["-H", &auth]);
     assert_eq!((code, to.as_str()), (403, ""));
+    // An analysis read through the view: uproot's HTTP source follows
+    // the redirect for every request it makes.
+    let py = std::env::var("TESSERA_UPROOT_PYTHON")
+        .unwrap_or_else(|_| "/var/tmp/tessera-uproot-venv/bin/python".into());
+    let script = e.local("analysis.py");
+    std::fs::write(&script, UPROOT).unwrap();
+    let local = e.local("t.root");
+    let o = e
+        .cmd(&py)
+        .args([script.to_str().unwrap(), "write", local.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let root_file = std::fs::read(&local).unwrap();
+    place(&a, "/fed/t.root", &root_file);
+    place(&b, "/fed/t.root", &root_file);
+    let o = e
+        .cmd(&py)
+        .env("SSL_CERT_FILE", &cas)
+        .args([
+            script.to_str().unwrap(),
+            "read",
+            local.to_str().unwrap(),
+            &url("/t.root"),
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && out.contains("ok 200000"),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // Site a stops: its clients go to b within the probe interval.
     drop(a);
     let start = Instant::now();
@@ -269,6 +340,30 @@ fn a_view_sends_each_client_to_its_sites_replica() {
     assert!(value("tessera_federation_lookups_cached") >= 1.0);
     assert!(value("tessera_federation_lookups_asked") >= 3.0);
 }
+
+/// Writes a ROOT file (`write OUT`), or reads three branches of one over
+/// https in steps and compares them with the local file's (`read LOCAL URL`).
+const UPROOT: &str = r#"
+import sys
+import numpy as np
+import uproot
+if sys.argv[1] == "write":
+    with uproot.recreate(sys.argv[2]) as f:
+        f.mktree("t", {"a": np.float64, "b": np.int32, "c": np.float32})
+        for i in range(0, 200_000, 20_000):
+            k = np.arange(i, i + 20_000)
+            f["t"].extend({"a": k * 0.5, "b": (k * 3).astype(np.int32), "c": (k % 7).astype(np.float32)})
+else:
+    want = uproot.open(sys.argv[2])["t"].arrays(["a", "c"], library="np")
+    t = uproot.open(sys.argv[3], handler=uproot.source.http.HTTPSource)["t"]
+    got = {"a": [], "c": []}
+    for chunk in t.iterate(["a", "c"], step_size=50_000, library="np"):
+        for k in got:
+            got[k].append(chunk[k])
+    for k in got:
+        assert (np.concatenate(got[k]) == want[k]).all(), k
+    print("ok", len(want["a"]))
+"#;
 
 /// A client that fails over by Metalink (davix) reads the file from the
 /// next replica when the one it was sent to is gone and the probes have
