@@ -53,6 +53,7 @@ async fn run(a: Args) -> anyhow::Result<()> {
         sites: vec![SiteCfg {
             name: "here".into(),
             subnets: vec!["127.0.0.1/32".into()],
+            ..Default::default()
         }],
         endpoints: vec![EndpointCfg {
             name: "e".into(),

@@ -74,6 +74,7 @@ fn ensure_site(c: &mut FedConfig, name: &str) {
         c.sites.push(SiteCfg {
             name: name.into(),
             subnets: Vec::new(),
+            ..Default::default()
         });
     }
 }

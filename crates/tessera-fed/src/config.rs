@@ -22,6 +22,9 @@ pub struct FedConfig {
     pub negative_ttl_s: u64,
     /// Files remembered at most (the oldest go first).
     pub cache_entries: usize,
+    /// A MaxMind-format City database (GeoLite2-City.mmdb): a client in no
+    /// site's subnets is at the site nearest to where it puts the client.
+    pub geoip_db: Option<PathBuf>,
     /// Validity of the presigned URLs clients are sent to (S3).
     pub grant_s: u64,
     /// Under this path every https endpoint also has a view of its own
@@ -42,6 +45,7 @@ impl Default for FedConfig {
             cache_ttl_s: 60,
             negative_ttl_s: 10,
             cache_entries: 100_000,
+            geoip_db: None,
             grant_s: 300,
             per_site: "/PerSite".into(),
             sites: Vec::new(),
@@ -51,12 +55,18 @@ impl Default for FedConfig {
     }
 }
 
-/// A site: where clients from these subnets are (`127.0.0.2/32`, …).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A site: where clients from these subnets are (`127.0.0.2/32`, …), and
+/// where it is on the globe (for clients placed by `geoip_db`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 pub struct SiteCfg {
     pub name: String,
+    #[serde(default)]
     pub subnets: Vec<String>,
+    #[serde(default)]
+    pub latitude: Option<f64>,
+    #[serde(default)]
+    pub longitude: Option<f64>,
 }
 
 /// Another site's storage.

@@ -18,6 +18,7 @@
 mod client;
 mod config;
 mod endpoint;
+mod geo;
 mod listing;
 pub mod probe;
 mod s3;
@@ -61,7 +62,8 @@ enum Write {
 struct Topology {
     cfg: FedConfig,
     endpoints: Vec<Arc<Endpoint>>,
-    sites: Vec<(String, Vec<ipnet::IpNet>)>,
+    sites: Vec<setup::Site>,
+    geo: Option<geo::Geo>,
     views: Vec<View>,
     /// Counts reconfigurations: cache entries of an older one are not used.
     generation: u64,
@@ -72,20 +74,44 @@ impl Topology {
         let sites = setup::sites_of(&cfg)?;
         let endpoints = setup::endpoints_of(&cfg, old)?;
         let views = setup::views_of(&cfg, &endpoints)?;
+        let geo = cfg.geoip_db.as_deref().map(geo::Geo::open).transpose()?;
         Ok(Topology {
             cfg,
             endpoints,
             sites,
+            geo,
             views,
             generation,
         })
     }
 
+    /// The client's site: the one whose subnets hold its address, else
+    /// (with a GeoIP database) the one nearest to where the database puts
+    /// it, among sites with coordinates.
     fn site_of(&self, ip: IpAddr) -> Option<&str> {
-        self.sites
+        if let Some(s) = self
+            .sites
             .iter()
-            .find(|(_, nets)| nets.iter().any(|n| n.contains(&ip)))
-            .map(|(name, _)| name.as_str())
+            .find(|s| s.nets.iter().any(|n| n.contains(&ip)))
+        {
+            return Some(&s.name);
+        }
+        let at = self.geo.as_ref()?.locate(ip)?;
+        let near = self
+            .sites
+            .iter()
+            .filter_map(|s| Some((s, geo::km(at, s.at?))));
+        near.min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(s, _)| s.name.as_str())
+    }
+
+    /// How far site `name` is from the client at `at`, in km (unknown: far).
+    fn km_to(&self, name: &str, at: Option<(f64, f64)>) -> u64 {
+        let site = self.sites.iter().find(|s| s.name == name);
+        match (at, site.and_then(|s| s.at)) {
+            (Some(a), Some(b)) => geo::km(a, b) as u64,
+            _ => u64::MAX,
+        }
     }
 }
 
@@ -453,6 +479,7 @@ impl Federation {
     pub fn order(&self, mut replicas: Vec<Replica>, ip: IpAddr) -> Vec<Replica> {
         let t = self.topo();
         let site = t.site_of(ip);
+        let at = t.geo.as_ref().and_then(|g| g.locate(ip));
         let health = |name: &str| {
             t.endpoints
                 .iter()
@@ -464,6 +491,7 @@ impl Federation {
             (
                 !h.is_some_and(|h| h.up),
                 site != Some(r.site.as_str()),
+                t.km_to(&r.site, at),
                 (h.map_or(f64::MAX, |h| h.latency_ms) * 1000.0) as u64,
             )
         });

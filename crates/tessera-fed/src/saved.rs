@@ -74,6 +74,7 @@ mod tests {
         cfg.sites.push(crate::SiteCfg {
             name: "a".into(),
             subnets: vec!["10.0.0.0/8".into()],
+            ..Default::default()
         });
         cfg.endpoints.push(crate::EndpointCfg {
             name: "e".into(),

@@ -9,10 +9,32 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// A site: its name, client subnets, and where it is (latitude,
+/// longitude) when said.
+pub(crate) struct Site {
+    pub(crate) name: String,
+    pub(crate) nets: Vec<ipnet::IpNet>,
+    pub(crate) at: Option<(f64, f64)>,
+}
+
 /// The sites of `cfg`, their subnets parsed.
-pub(crate) fn sites_of(cfg: &FedConfig) -> Result<Vec<(String, Vec<ipnet::IpNet>)>, String> {
+pub(crate) fn sites_of(cfg: &FedConfig) -> Result<Vec<Site>, String> {
     let mut sites = Vec::new();
     for s in &cfg.sites {
+        let at = match (s.latitude, s.longitude) {
+            (Some(la), Some(lo))
+                if (-90.0..=90.0).contains(&la) && (-180.0..=180.0).contains(&lo) =>
+            {
+                Some((la, lo))
+            }
+            (None, None) => None,
+            _ => {
+                return Err(format!(
+                    "site {}: latitude and longitude, in degrees, both or neither",
+                    s.name
+                ))
+            }
+        };
         let nets = s
             .subnets
             .iter()
@@ -22,7 +44,11 @@ pub(crate) fn sites_of(cfg: &FedConfig) -> Result<Vec<(String, Vec<ipnet::IpNet>
                     .map_err(|_| format!("site {}: not a subnet: {n}", s.name))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        sites.push((s.name.clone(), nets));
+        sites.push(Site {
+            name: s.name.clone(),
+            nets,
+            at,
+        });
     }
     Ok(sites)
 }

@@ -9,10 +9,12 @@ fn fed() -> Federation {
             SiteCfg {
                 name: "a".into(),
                 subnets: vec!["127.0.0.2/32".into()],
+                ..Default::default()
             },
             SiteCfg {
                 name: "b".into(),
                 subnets: vec!["127.0.0.3".into(), "10.0.0.0/8".into()],
+                ..Default::default()
             },
         ],
         endpoints: vec![

@@ -79,6 +79,7 @@ fn a_view_sends_each_client_to_its_sites_replica() {
     let site = |name: &str, ip: &str| SiteCfg {
         name: name.into(),
         subnets: vec![format!("{ip}/32")],
+        ..Default::default()
     };
     let ep = |name: &str, s: &str, r: &Reference| EndpointCfg {
         name: name.into(),
@@ -382,10 +383,12 @@ fn metalink_clients_fail_over_to_the_next_replica() {
             SiteCfg {
                 name: "here".into(),
                 subnets: vec!["127.0.0.1/32".into()],
+                ..Default::default()
             },
             SiteCfg {
                 name: "there".into(),
                 subnets: vec!["127.0.0.9/32".into()],
+                ..Default::default()
             },
         ],
         endpoints: vec![
@@ -464,6 +467,7 @@ fn a_stuck_endpoint_delays_no_answer() {
     let site = |name: &str, ip: &str| SiteCfg {
         name: name.into(),
         subnets: vec![format!("{ip}/32")],
+        ..Default::default()
     };
     let fed = FedConfig {
         probe_interval_ms: 600_000,

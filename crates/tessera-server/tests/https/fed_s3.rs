@@ -106,6 +106,7 @@ fn an_s3_bucket_is_served_by_presigned_redirects() {
     let site = |name: &str, ip: &str| SiteCfg {
         name: name.into(),
         subnets: vec![format!("{ip}/32")],
+        ..Default::default()
     };
     let fed = FedConfig {
         probe_interval_ms: 300,

@@ -7,6 +7,7 @@ mod acl;
 mod clients;
 mod errors;
 mod fed;
+mod fed_geo;
 mod fed_s3;
 mod http2;
 mod litmus;

@@ -39,10 +39,12 @@ fn xrootd_clients_are_redirected_to_their_sites_replica() {
                 SiteCfg {
                     name: "a".into(),
                     subnets: vec!["127.0.0.1/32".into()],
+                    ..Default::default()
                 },
                 SiteCfg {
                     name: "b".into(),
                     subnets: vec!["127.0.0.9/32".into()],
+                    ..Default::default()
                 },
             ],
             endpoints: vec![
