@@ -125,10 +125,6 @@ impl Endpoint {
         }
     }
 
-    pub(crate) fn writable(&self) -> bool {
-        !matches!(self.access, Access::Root(_))
-    }
-
     /// Where a client writes `rel` here.
     pub(crate) fn write_url(&self, rel: &str) -> Result<String, String> {
         match &self.access {

@@ -24,6 +24,7 @@ pub mod probe;
 mod s3;
 pub mod saved;
 mod setup;
+mod write;
 mod xroot;
 
 pub use client::{head, propfind, request, trust, Answer, Base, Head};
@@ -436,38 +437,6 @@ impl Federation {
                 complete,
             },
         );
-    }
-
-    /// Where a client at `ip` writes the file of `at` (the URL to redirect
-    /// it to), by the view's write policy; `Err` says why not.
-    pub fn write_url(&self, at: &InView, ip: IpAddr) -> Result<String, String> {
-        let t = &at.topo;
-        let v = &t.views[at.view];
-        let up = |i: usize| t.endpoints[i].health().up;
-        let to = match v.write {
-            Write::Refused => return Err("writes into this view are not configured".into()),
-            Write::To(i) if up(i) => i,
-            Write::To(i) => return Err(format!("{} is down", t.endpoints[i].name)),
-            Write::Closest => {
-                let site = t.site_of(ip);
-                let mut cands: Vec<usize> = v
-                    .endpoints
-                    .iter()
-                    .copied()
-                    .filter(|i| up(*i) && t.endpoints[*i].writable())
-                    .collect();
-                cands.sort_by_key(|i| {
-                    let e = &t.endpoints[*i];
-                    let h = e.health();
-                    (
-                        Some(e.site.as_str()) != site,
-                        (h.latency_ms * 1000.0) as u64,
-                    )
-                });
-                *cands.first().ok_or("no endpoint of the view is up")?
-            }
-        };
-        t.endpoints[to].write_url(&at.rel)
     }
 
     /// The site a client address is at.

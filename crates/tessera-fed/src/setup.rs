@@ -149,15 +149,14 @@ pub(crate) fn views_of(cfg: &FedConfig, endpoints: &[Arc<Endpoint>]) -> Result<V
                 }
             }
         }
-        let http = |i: &usize| !matches!(endpoints[*i].access, Access::Root(_));
         let write = match v.write.as_str() {
             "" => Write::Refused,
             "closest" => Write::Closest,
             name => match idx.iter().find(|i| endpoints[**i].name == name) {
-                Some(i) if http(i) => Write::To(*i),
+                Some(i) => Write::To(*i),
                 _ => {
                     return Err(format!(
-                        "view {}: write = {name}: not one of its https or s3 endpoints",
+                        "view {}: write = {name}: not one of its endpoints",
                         v.path
                     ))
                 }

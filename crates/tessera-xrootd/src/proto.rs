@@ -76,6 +76,7 @@ pub mod err {
     pub const NOT_FOUND: i32 = 3011;
     pub const SERVER_ERROR: i32 = 3012;
     pub const UNSUPPORTED: i32 = 3013;
+    pub const NO_SERVER: i32 = 3014;
     pub const NOT_FILE: i32 = 3015;
     pub const IS_DIRECTORY: i32 = 3016;
     pub const ITEM_EXISTS: i32 = 3018;

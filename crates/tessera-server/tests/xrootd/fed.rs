@@ -67,7 +67,7 @@ fn xrootd_clients_are_redirected_to_their_sites_replica() {
                 path: "/fed".into(),
                 endpoints: vec!["xa".into(), "xb".into()],
                 public: true,
-                write: String::new(),
+                write: "closest".into(),
             }],
             ..Default::default()
         }
@@ -140,6 +140,28 @@ fn xrootd_clients_are_redirected_to_their_sites_replica() {
     assert!(line("/fed/d/x2 y").contains(" 3 "), "{long}");
     let none = e.fails("xrdfs", &[&e.url, "ls", "/fed/nodir"]);
     assert!(none.contains("3011") || none.contains("No such"), "{none}");
+    // A write into the view goes to the client's site (policy: closest),
+    // with a token that may create there; without one it is refused.
+    let up = e.local("up");
+    std::fs::write(&up, b"written through the view\n").unwrap();
+    let t = crate::tokens::token(&e, "storage.read:/ storage.create:/fed", 600);
+    let to = format!("{}//fed/new?authz=Bearer%20{t}", e.url);
+    e.ok("xrdcp", &["-f", "-s", up.to_str().unwrap(), &to]);
+    assert_eq!(
+        std::fs::read(a.dir.join("data/fed/new")).unwrap(),
+        b"written through the view\n"
+    );
+    assert!(!b.dir.join("data/fed/new").exists());
+    let no = e.fails(
+        "xrdcp",
+        &[
+            "-f",
+            "-s",
+            up.to_str().unwrap(),
+            &format!("{}//fed/new2", e.url),
+        ],
+    );
+    assert!(no.contains("3010") || no.contains("need a token"), "{no}");
     // Site a stops: its clients go to b within the probe interval.
     drop(a);
     let start = Instant::now();

@@ -6,7 +6,7 @@
 use crate::{data, write_file, Env};
 use tessera_auth::dev::DevIssuer;
 
-fn token(e: &Env, scope: &str, lifetime_offset: i64) -> String {
+pub fn token(e: &Env, scope: &str, lifetime_offset: i64) -> String {
     let dev = e.dir.path().join("data").join("dev");
     let k = DevIssuer::load_or_create(&dev).unwrap();
     let info = DevIssuer::read_info(&dev).unwrap();

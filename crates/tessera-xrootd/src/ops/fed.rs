@@ -3,7 +3,9 @@
 //! replica for the client (its site by address, the endpoints' health and
 //! latency); XrdCl sends the same request, same path, there (an XRootD
 //! endpoint serves the view under the view's own path). A token's scopes
-//! are checked on the path first; writes into a view are not served yet.
+//! are checked on the path first. An open for writing goes to the root
+//! endpoint the view's write policy picks (writes need a token that may
+//! create there).
 
 use crate::error::XrdError;
 use crate::proto::err;
@@ -40,10 +42,21 @@ async fn answer(
     writing: bool,
 ) -> Result<(String, u16), XrdError> {
     if writing {
-        return Err(XrdError::new(
-            err::UNSUPPORTED,
-            "writes into a federated view are not served yet (errno 95)",
-        ));
+        if who.token.is_none() {
+            return Err(XrdError::new(
+                err::NOT_AUTHORIZED,
+                "writes into a view need a token",
+            ));
+        }
+        s.core()?.token_allows_create(who, &t.path)?;
+        return fed.write_root(&at, s.peer.ip()).map_err(|why| {
+            let code = if why.contains("not configured") {
+                err::UNSUPPORTED
+            } else {
+                err::NO_SERVER
+            };
+            XrdError::new(code, why)
+        });
     }
     if !at.public && who.token.is_none() {
         return Err(XrdError::new(
