@@ -122,6 +122,7 @@ impl FedSvc {
                     access_key_file: file(r.access_key_file),
                     secret_key_file: file(r.secret_key_file),
                     disabled: r.disabled,
+                    ..Default::default()
                 });
                 join_views(c, &r.name, &r.views);
                 Ok(())

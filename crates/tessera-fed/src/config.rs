@@ -100,6 +100,13 @@ pub struct EndpointCfg {
     /// NAME --disabled`), probed still.
     #[serde(default)]
     pub disabled: bool,
+    /// Limits: a deadline of its own for lookups and probes (else the
+    /// federation's `timeout_ms`), and at most this many lookups at once
+    /// (0: no limit; the others wait, within their deadline).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    #[serde(default)]
+    pub max_parallel: usize,
 }
 
 impl Default for EndpointCfg {
@@ -114,6 +121,8 @@ impl Default for EndpointCfg {
             access_key_file: None,
             secret_key_file: None,
             disabled: false,
+            timeout_ms: None,
+            max_parallel: 0,
         }
     }
 }

@@ -49,19 +49,37 @@ pub(crate) struct Endpoint {
     pub(crate) site: String,
     pub(crate) access: Access,
     pub(crate) health: Mutex<Health>,
+    /// At most this many lookups at once (`max_parallel`), if limited.
+    pub(crate) slots: Option<tokio::sync::Semaphore>,
 }
 
 /// A lookup's answer: `Some(size)` there, `None` not there; its time.
 pub(crate) type Lookup = (Option<Option<u64>>, Duration);
 
 impl Endpoint {
-    /// Look `rel` up (`Err`: no usable answer).
+    /// Look `rel` up within `deadline` (the endpoint's own `timeout_ms`
+    /// instead, if it has one; a wait for one of its `max_parallel` slots
+    /// counts against it). `Err`: no usable answer.
     pub(crate) async fn lookup(
         &self,
         rel: &str,
         tls: Option<&Arc<ClientConfig>>,
         deadline: Duration,
     ) -> Result<Lookup, String> {
+        let deadline = self.cfg.timeout_ms.map_or(deadline, Duration::from_millis);
+        let start = std::time::Instant::now();
+        let _slot = match &self.slots {
+            Some(s) => Some(
+                tokio::time::timeout(deadline, s.acquire())
+                    .await
+                    .map_err(|_| {
+                        format!("all {} slots busy for {deadline:?}", self.cfg.max_parallel)
+                    })?
+                    .map_err(|e| e.to_string())?,
+            ),
+            None => None,
+        };
+        let deadline = deadline.saturating_sub(start.elapsed());
         match &self.access {
             Access::Http(b) => {
                 let h = head(b, rel, tls, deadline).await?;

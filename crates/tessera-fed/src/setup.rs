@@ -113,6 +113,7 @@ pub(crate) fn endpoints_of(
                 failures: 0,
                 latency_ms: 0.0,
             }),
+            slots: (e.max_parallel > 0).then(|| tokio::sync::Semaphore::new(e.max_parallel)),
         }));
     }
     Ok(endpoints)

@@ -159,3 +159,37 @@ fn endpoints_change_at_run_time() {
     assert_eq!(before.path(), "/PerSite/ec");
     assert!(f.view_of("/PerSite/ec/x").is_none());
 }
+
+#[test]
+fn an_endpoints_own_limits_hold() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        // Takes connections, never answers.
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = l.local_addr().unwrap().port();
+        let mut c = fed().config();
+        c.endpoints[0].url = format!("http://127.0.0.1:{port}/x");
+        c.endpoints[0].timeout_ms = Some(500);
+        c.endpoints[0].max_parallel = 1;
+        let f = Federation::new(c, None).unwrap();
+        let e = Arc::clone(&f.topo().endpoints[0]);
+        let t = Instant::now();
+        let long = Duration::from_secs(5);
+        let (r1, r2) = tokio::join!(e.lookup("/a", None, long), e.lookup("/b", None, long));
+        // Its own deadline, not the caller's; the second waited for the
+        // one slot and had no time left when it came (one deadline in all,
+        // not two).
+        assert!(r1.unwrap_err().contains("no answer"));
+        let r2 = r2.unwrap_err();
+        assert!(
+            r2.contains("slots busy") || r2.contains("no answer"),
+            "{r2}"
+        );
+        assert!(
+            t.elapsed() < Duration::from_millis(550),
+            "{:?}",
+            t.elapsed()
+        );
+        drop(l);
+    });
+}

@@ -27,6 +27,28 @@ pub fn place(r: &Reference, rel: &str, body: &[u8]) {
     assert!(ok.success());
 }
 
+/// Both CAs (tesserad's and the sites', the issuer's) in one PEM file, as
+/// curl takes them.
+pub fn cas_pem(e: &Env, issuer: &Env) -> std::path::PathBuf {
+    let cas = e.local("cas.pem");
+    let mut both = std::fs::read(&e.ca).unwrap();
+    both.extend(std::fs::read(&issuer.ca).unwrap());
+    std::fs::write(&cas, both).unwrap();
+    cas
+}
+
+/// Both CAs in one hashed directory, as davix and gfal2 take them.
+pub fn cas_dir(e: &Env, issuer: &Env) -> std::path::PathBuf {
+    let dir = e.local("capath");
+    std::fs::create_dir_all(&dir).unwrap();
+    for d in [&e.ca_dir, &issuer.ca_dir] {
+        for f in std::fs::read_dir(d).unwrap().flatten() {
+            std::fs::copy(f.path(), dir.join(f.file_name())).unwrap();
+        }
+    }
+    dir
+}
+
 /// curl from source address `from`: (status, Location, body).
 pub fn get(e: &Env, cas: &Path, from: &str, url: &str, extra: &[&str]) -> (u16, String, Vec<u8>) {
     let (hdr, out) = (e.local("fed.hdr"), e.local("fed.out"));
@@ -104,10 +126,7 @@ fn a_view_sends_each_client_to_its_sites_replica() {
     };
     let e = Env::trusting(&issuer, move |c| c.federation = fed);
     // curl trusts both CAs: tesserad's, and the sites' (the issuer's).
-    let cas = e.local("cas.pem");
-    let mut both = std::fs::read(&e.ca).unwrap();
-    both.extend(std::fs::read(&issuer.ca).unwrap());
-    std::fs::write(&cas, both).unwrap();
+    let cas = cas_pem(&e, &issuer);
     let url = |p: &str| format!("{}/fed{p}", e.url);
     // Each client to its own site, and the bytes through the redirect.
     for (from, want) in [("127.0.0.2", &a), ("127.0.0.3", &b)] {
@@ -135,13 +154,7 @@ fn a_view_sends_each_client_to_its_sites_replica() {
     assert!(doc.contains("<size>300000</size>"), "{doc}");
     // Listings merged: the union of both sites' names (davix-ls and a
     // PROPFIND of depth 1 and 0).
-    let capath = e.local("capath");
-    std::fs::create_dir_all(&capath).unwrap();
-    for d in [&e.ca_dir, &issuer.ca_dir] {
-        for f in std::fs::read_dir(d).unwrap().flatten() {
-            std::fs::copy(f.path(), capath.join(f.file_name())).unwrap();
-        }
-    }
+    let capath = cas_dir(&e, &issuer);
     let (code, _, xml) = get(
         &e,
         &cas,
@@ -417,13 +430,7 @@ fn metalink_clients_fail_over_to_the_next_replica() {
     };
     let e = Env::trusting(&issuer, move |c| c.federation = fed);
     // Both CAs in one directory, as davix takes them.
-    let cas = e.local("cas");
-    std::fs::create_dir_all(&cas).unwrap();
-    for d in [&e.ca_dir, &issuer.ca_dir] {
-        for f in std::fs::read_dir(d).unwrap().flatten() {
-            std::fs::copy(f.path(), cas.join(f.file_name())).unwrap();
-        }
-    }
+    let cas = cas_dir(&e, &issuer);
     let url = format!("{}/fed/f", e.url);
     let (code, to, _) = get(&e, &e.ca, "127.0.0.1", &url, &[]);
     assert_eq!((code, to), (302, format!("{}/fed/f", a.url)));
@@ -497,10 +504,7 @@ fn a_stuck_endpoint_delays_no_answer() {
         ..Default::default()
     };
     let e = Env::trusting(&issuer, move |c| c.federation = fed);
-    let cas = e.local("cas.pem");
-    let mut both = std::fs::read(&e.ca).unwrap();
-    both.extend(std::fs::read(&issuer.ca).unwrap());
-    std::fs::write(&cas, both).unwrap();
+    let cas = cas_pem(&e, &issuer);
     for (from, path) in [("127.0.0.2", "/fed/f"), ("127.0.0.1", "/fed/g")] {
         let t = Instant::now();
         let (code, to, _) = get(&e, &cas, from, &format!("{}{path}", e.url), &[]);

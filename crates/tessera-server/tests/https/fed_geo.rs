@@ -4,7 +4,7 @@
 //! address near Tsukuba and another near Hamburg; each client is sent to
 //! the site nearest to it, and the Metalink lists the nearest first.
 
-use crate::fed::{get, place};
+use crate::fed::{cas_pem, get, place};
 use crate::reference::Reference;
 use crate::{data, Env};
 use tessera_fed::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
@@ -63,10 +63,7 @@ fn clients_go_to_the_nearest_site_by_geoip() {
         ..Default::default()
     };
     let e = Env::trusting(&issuer, move |c| c.federation = fed);
-    let cas = e.local("cas.pem");
-    let mut both = std::fs::read(&e.ca).unwrap();
-    both.extend(std::fs::read(&issuer.ca).unwrap());
-    std::fs::write(&cas, both).unwrap();
+    let cas = cas_pem(&e, &issuer);
     let url = format!("{}/fed/f", e.url);
     for (from, want) in [("127.0.0.5", &b), ("127.0.0.6", &a)] {
         let (code, to, _) = get(&e, &cas, from, &url, &[]);

@@ -6,7 +6,7 @@
 //! client at the S3 site is sent to S3, writes go to S3 by the view's
 //! policy (a presigned PUT), and gfal-copy reads through the view.
 
-use crate::fed::{get, place};
+use crate::fed::{cas_dir, cas_pem, get, place};
 use crate::reference::Reference;
 use crate::{data, Env};
 use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
@@ -138,10 +138,7 @@ fn an_s3_bucket_is_served_by_presigned_redirects() {
         ..Default::default()
     };
     let e = Env::trusting(&issuer, move |c| c.federation = fed);
-    let cas = e.local("cas.pem");
-    let mut both = std::fs::read(&e.ca).unwrap();
-    both.extend(std::fs::read(&issuer.ca).unwrap());
-    std::fs::write(&cas, both).unwrap();
+    let cas = cas_pem(&e, &issuer);
     let url = |p: &str| format!("{}/fed{p}", e.url);
     let in_s3 = |p: &str| format!("{}/{name}/fed{p}?", s3.url);
     // The S3 site's client goes to the bucket, by a presigned URL that
@@ -164,13 +161,7 @@ fn an_s3_bucket_is_served_by_presigned_redirects() {
     let (_, _, got) = get(&e, &cas, "127.0.0.2", &url("/only-s3"), &["-L"]);
     assert_eq!(got, b"only in the bucket");
     let out = e.local("gfal.out");
-    let capath = e.local("capath");
-    std::fs::create_dir_all(&capath).unwrap();
-    for d in [&e.ca_dir, &issuer.ca_dir] {
-        for f in std::fs::read_dir(d).unwrap().flatten() {
-            std::fs::copy(f.path(), capath.join(f.file_name())).unwrap();
-        }
-    }
+    let capath = cas_dir(&e, &issuer);
     let o = e
         .cmd("gfal-copy")
         .env("X509_CERT_DIR", &capath)

@@ -9,6 +9,7 @@ mod errors;
 mod fed;
 mod fed_geo;
 mod fed_s3;
+mod fed_site;
 mod http2;
 mod litmus;
 mod reference;
