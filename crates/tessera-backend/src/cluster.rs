@@ -8,7 +8,7 @@ use std::ffi::{c_char, c_int, CString};
 use std::io;
 
 #[repr(C)]
-struct RadosT {
+pub(crate) struct RadosT {
     _private: [u8; 0],
 }
 
@@ -132,7 +132,7 @@ impl Drop for CephCluster {
     }
 }
 
-fn check(what: &str, rc: c_int) -> Result<(), BackendError> {
+pub(crate) fn check(what: &str, rc: c_int) -> Result<(), BackendError> {
     if rc < 0 {
         Err(BackendError::io(what, io::Error::from_raw_os_error(-rc)))
     } else {
@@ -140,11 +140,16 @@ fn check(what: &str, rc: c_int) -> Result<(), BackendError> {
     }
 }
 
-fn cstr(s: &str) -> Result<CString, BackendError> {
+pub(crate) fn cstr(s: &str) -> Result<CString, BackendError> {
     CString::new(s).map_err(|_| BackendError::BadLocator(format!("NUL in {s:?}")))
 }
 
 impl CephCluster {
+    /// The librados handle (for the lease's calls).
+    pub(crate) fn handle(&self) -> *mut RadosT {
+        self.handle
+    }
+
     /// Connect as client.admin with `conf`; mon commands time out after 5 s.
     pub fn connect(conf: &str) -> Result<CephCluster, BackendError> {
         let mut h: *mut RadosT = std::ptr::null_mut();
@@ -155,6 +160,8 @@ impl CephCluster {
         let path = cstr(conf)?;
         let (k1, v1) = (cstr("rados_mon_op_timeout")?, cstr("5")?);
         let (k2, v2) = (cstr("client_mount_timeout")?, cstr("10")?);
+        // An OSD operation (a lease's) that gets no answer fails, not hangs.
+        let (k3, v3) = (cstr("rados_osd_op_timeout")?, cstr("10")?);
         // SAFETY: a created, unconnected handle; NUL-terminated strings.
         unsafe {
             check(
@@ -168,6 +175,10 @@ impl CephCluster {
             check(
                 "rados_conf_set",
                 rados_conf_set(c.handle, k2.as_ptr(), v2.as_ptr()),
+            )?;
+            check(
+                "rados_conf_set",
+                rados_conf_set(c.handle, k3.as_ptr(), v3.as_ptr()),
             )?;
             check("rados_connect", rados_connect(c.handle))
                 .map_err(|e| BackendError::Unavailable(format!("ceph cluster {conf}: {e}")))?;

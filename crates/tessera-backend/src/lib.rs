@@ -15,6 +15,8 @@ mod cluster;
 mod dirsync;
 mod folder;
 mod folder_stripe;
+#[cfg(feature = "cephfs")]
+pub mod lease;
 mod marker;
 mod name;
 
@@ -24,6 +26,8 @@ pub use cephfs::CephFsBackend;
 #[cfg(feature = "cephfs")]
 pub use cluster::{CephCluster, ClusterStatus};
 pub use folder::FolderBackend;
+#[cfg(feature = "cephfs")]
+pub use lease::{RadosLease, Taken};
 pub use marker::{new_uuid, random_u64, Marker, RootId, MARKER};
 pub use name::StripeName;
 

@@ -1,0 +1,86 @@
+//! The RADOS lease (issue 27, first part) on the loopback Ceph cluster of
+//! deploy/ceph/up.sh (scripts/test runs it with `--ignored`, CEPH_CONF
+//! from the cluster's env file): two nodes, each its own Ceph client; one
+//! holder at a time; renewal keeps it past its duration; a holder that
+//! stops renewing loses it once the duration has run out and not before;
+//! the next holder learns the previous one's address and fences it, after
+//! which the OSDs refuse the old holder's operations (EBLOCKLISTED).
+
+use std::time::{Duration, Instant};
+use tessera_backend::{CephCluster, RadosLease, Taken};
+
+fn sleep(ms: u64) {
+    std::thread::sleep(Duration::from_millis(ms));
+}
+
+#[test]
+#[ignore = "needs the loopback Ceph cluster of deploy/ceph/up.sh"]
+fn one_holder_renewal_expiry_and_fencing() {
+    let conf = std::env::var("CEPH_CONF").expect("CEPH_CONF: source $TC_DIR/env");
+    let admin = CephCluster::connect(&conf).unwrap();
+    admin
+        .mon_command(
+            r#"{"prefix": "osd pool create", "pool": "tessera-ha", "pg_num": 8, "pgp_num": 8}"#,
+        )
+        .unwrap();
+    let oid = format!("lease-{}", std::process::id());
+    let d = Duration::from_secs(2);
+    let a = RadosLease::connect(&conf, "tessera-ha", &oid, "node-a", d).unwrap();
+    let b = RadosLease::connect(&conf, "tessera-ha", &oid, "node-b", d).unwrap();
+    assert_eq!(a.acquire().unwrap(), Taken::Yes { previous: None });
+    assert_eq!(b.acquire().unwrap(), Taken::Busy);
+    // Renewed every 0.5 s for 3 s, past one duration: still a's.
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(3) {
+        a.renew().unwrap();
+        assert_eq!(b.acquire().unwrap(), Taken::Busy);
+        sleep(500);
+    }
+    // a stops renewing (as if paused): b takes the lease once it has run
+    // out, not before, and learns a's address.
+    a.renew().unwrap();
+    let stopped = Instant::now();
+    let previous = loop {
+        match b.acquire().unwrap() {
+            Taken::Yes { previous } => break previous,
+            Taken::Busy => {
+                assert!(stopped.elapsed() < Duration::from_secs(6), "never taken");
+                sleep(100);
+            }
+        }
+    };
+    let took = stopped.elapsed();
+    assert!(
+        took >= Duration::from_millis(1900),
+        "taken after {took:?} of a 2 s lease"
+    );
+    let a_addr = a.address().unwrap();
+    assert_eq!(previous.as_deref(), Some(a_addr.as_str()));
+    // b fences a before acting: a's operations are refused from then on
+    // (once the new OSD map reaches the OSD; b keeps renewing meanwhile).
+    b.blocklist(&a_addr, Duration::from_secs(600)).unwrap();
+    let start = Instant::now();
+    let fenced = loop {
+        b.renew().unwrap();
+        match a.holder() {
+            Err(e) => break e.to_string(),
+            Ok(_) => {
+                assert!(start.elapsed() < Duration::from_secs(10), "a still served");
+                sleep(100);
+            }
+        }
+    };
+    assert!(fenced.contains("os error 108"), "{fenced}");
+    assert!(a.renew().is_err());
+    b.renew().unwrap();
+    assert_eq!(
+        b.holder().unwrap().as_deref(),
+        Some(b.address().unwrap().as_str())
+    );
+    b.release().unwrap();
+    admin
+        .mon_command(&format!(
+            r#"{{"prefix": "osd blocklist", "blocklistop": "rm", "addr": "{a_addr}"}}"#
+        ))
+        .unwrap();
+}
