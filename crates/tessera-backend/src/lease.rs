@@ -216,7 +216,11 @@ impl RadosLease {
 
     /// The address the last holder recorded, if any.
     pub fn holder(&self) -> Result<Option<String>, BackendError> {
-        let name = cstr(HOLDER_XATTR)?;
+        self.xattr(HOLDER_XATTR)
+    }
+
+    fn xattr(&self, name: &str) -> Result<Option<String>, BackendError> {
+        let name = cstr(name)?;
         let mut buf = vec![0u8; 512];
         // SAFETY: `buf` has `len` writable bytes.
         let n = unsafe {
@@ -237,15 +241,19 @@ impl RadosLease {
     }
 
     fn set_holder(&self, addr: &str) -> Result<(), BackendError> {
-        let name = cstr(HOLDER_XATTR)?;
-        // SAFETY: `addr` has `len` readable bytes.
+        self.set_xattr(HOLDER_XATTR, addr)
+    }
+
+    fn set_xattr(&self, name: &str, value: &str) -> Result<(), BackendError> {
+        let name = cstr(name)?;
+        // SAFETY: `value` has `len` readable bytes.
         check("rados_setxattr", unsafe {
             rados_setxattr(
                 self.io,
                 self.oid.as_ptr(),
                 name.as_ptr(),
-                addr.as_ptr().cast::<c_char>(),
-                addr.len(),
+                value.as_ptr().cast::<c_char>(),
+                value.len(),
             )
         })
     }
@@ -253,5 +261,22 @@ impl RadosLease {
     /// The duration leases are taken for.
     pub fn duration(&self) -> Duration {
         self.duration
+    }
+}
+
+const EPOCH_XATTR: &str = "tessera.epoch";
+
+impl RadosLease {
+    /// The epoch recorded on the lease object (0: none yet).
+    pub fn epoch(&self) -> Result<u64, BackendError> {
+        Ok(self
+            .xattr(EPOCH_XATTR)?
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0))
+    }
+
+    /// Record `epoch` on the lease object (a new holder's, after fencing).
+    pub fn set_epoch(&self, epoch: u64) -> Result<(), BackendError> {
+        self.set_xattr(EPOCH_XATTR, &epoch.to_string())
     }
 }

@@ -16,6 +16,8 @@ mod dirsync;
 mod folder;
 mod folder_stripe;
 #[cfg(feature = "cephfs")]
+pub mod leader;
+#[cfg(feature = "cephfs")]
 pub mod lease;
 mod marker;
 mod name;
@@ -26,6 +28,8 @@ pub use cephfs::CephFsBackend;
 #[cfg(feature = "cephfs")]
 pub use cluster::{CephCluster, ClusterStatus};
 pub use folder::FolderBackend;
+#[cfg(feature = "cephfs")]
+pub use leader::{Leadership, Role};
 #[cfg(feature = "cephfs")]
 pub use lease::{RadosLease, Taken};
 pub use marker::{new_uuid, random_u64, Marker, RootId, MARKER};

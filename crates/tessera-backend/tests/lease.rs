@@ -84,3 +84,76 @@ fn one_holder_renewal_expiry_and_fencing() {
         ))
         .unwrap();
 }
+
+/// Two nodes' leadership threads on one lease: one active at a time; when
+/// the active one's renewals come late (a slow Ceph, by the test hook), it
+/// stops being active before the other takes over, and the other takes
+/// over with the next epoch.
+#[test]
+#[ignore = "needs the loopback Ceph cluster of deploy/ceph/up.sh"]
+fn a_late_active_steps_down_before_the_standby_takes_over() {
+    use tessera_backend::{Leadership, Role};
+    let conf = std::env::var("CEPH_CONF").expect("CEPH_CONF: source $TC_DIR/env");
+    let admin = CephCluster::connect(&conf).unwrap();
+    admin
+        .mon_command(
+            r#"{"prefix": "osd pool create", "pool": "tessera-ha", "pg_num": 8, "pgp_num": 8}"#,
+        )
+        .unwrap();
+    let oid = format!("leader-{}", std::process::id());
+    let d = Duration::from_secs(2);
+    let fence = Duration::from_secs(600);
+    let a = RadosLease::connect(&conf, "tessera-ha", &oid, "node-a", d).unwrap();
+    let a_addr = a.address().unwrap();
+    let la = Leadership::start(a, fence);
+    let t = Instant::now();
+    let ea = loop {
+        if let Role::Active { epoch } = la.role() {
+            break epoch;
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "a never active");
+        sleep(20);
+    };
+    let lb = Leadership::start(
+        RadosLease::connect(&conf, "tessera-ha", &oid, "node-b", d).unwrap(),
+        fence,
+    );
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(3) {
+        assert_eq!(la.role(), Role::Active { epoch: ea });
+        assert_eq!(lb.role(), Role::Standby);
+        sleep(20);
+    }
+    la.delay_renewals(Duration::from_secs(3));
+    let t = Instant::now();
+    let (mut a_stopped, mut b_started) = (None, None);
+    while b_started.is_none() {
+        let (ra, rb) = (la.role(), lb.role());
+        assert!(
+            !(matches!(ra, Role::Active { .. }) && matches!(rb, Role::Active { .. })),
+            "both active at {:?}",
+            t.elapsed()
+        );
+        if ra == Role::Standby && a_stopped.is_none() {
+            a_stopped = Some(t.elapsed());
+        }
+        if let Role::Active { epoch } = rb {
+            assert_eq!(epoch, ea + 1);
+            b_started = Some(t.elapsed());
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "b never active");
+        sleep(5);
+    }
+    let (stopped, started) = (a_stopped.unwrap(), b_started.unwrap());
+    assert!(
+        stopped < started,
+        "a stopped at {stopped:?}, b started at {started:?}"
+    );
+    lb.stop();
+    la.stop();
+    admin
+        .mon_command(&format!(
+            r#"{{"prefix": "osd blocklist", "blocklistop": "rm", "addr": "{a_addr}"}}"#
+        ))
+        .unwrap();
+}
