@@ -39,6 +39,8 @@ fn state_pb(s: &EndpointState) -> pb::FedEndpoint {
         up: s.health.up,
         failures: s.health.failures,
         latency_ms: s.health.latency_ms,
+        timeout_ms: c.timeout_ms.unwrap_or(0),
+        max_parallel: c.max_parallel as u32,
     }
 }
 
@@ -122,7 +124,8 @@ impl FedSvc {
                     access_key_file: file(r.access_key_file),
                     secret_key_file: file(r.secret_key_file),
                     disabled: r.disabled,
-                    ..Default::default()
+                    timeout_ms: (r.timeout_ms > 0).then_some(r.timeout_ms),
+                    max_parallel: r.max_parallel as usize,
                 });
                 join_views(c, &r.name, &r.views);
                 Ok(())
@@ -159,6 +162,10 @@ impl FedSvc {
                 e.access_key_file = r.access_key_file.map_or(e.access_key_file.clone(), file);
                 e.secret_key_file = r.secret_key_file.map_or(e.secret_key_file.clone(), file);
                 e.disabled = r.disabled.unwrap_or(e.disabled);
+                if let Some(t) = r.timeout_ms {
+                    e.timeout_ms = (t > 0).then_some(t);
+                }
+                e.max_parallel = r.max_parallel.map_or(e.max_parallel, |n| n as usize);
                 join_views(c, &r.name, &r.add_views);
                 for p in &r.remove_views {
                     let p = format!("/{}", p.trim_matches('/'));

@@ -61,6 +61,12 @@ pub enum EndpointCmd {
         /// Added but left out of every choice.
         #[arg(long)]
         disabled: bool,
+        /// Its own deadline for lookups and probes (0: the federation's).
+        #[arg(long, default_value_t = 0)]
+        timeout_ms: u64,
+        /// Lookups at once at most (0: no limit).
+        #[arg(long, default_value_t = 0)]
+        max_parallel: u32,
     },
     /// Change an endpoint (--disabled true|false leaves it out of, or back
     /// in, every choice).
@@ -84,6 +90,12 @@ pub enum EndpointCmd {
         add_views: Vec<String>,
         #[arg(long = "rm-view")]
         remove_views: Vec<String>,
+        /// Its own deadline (0: the federation's).
+        #[arg(long)]
+        timeout_ms: Option<u64>,
+        /// Lookups at once at most (0: no limit).
+        #[arg(long)]
+        max_parallel: Option<u32>,
     },
     /// Remove an endpoint from the federation and its views.
     Rm { name: String },
@@ -107,6 +119,8 @@ fn rec(e: &pb::FedEndpoint) -> Rec {
         .n("failures", e.failures)
         .s("latency.ms", format!("{:.1}", e.latency_ms))
         .s("views", e.views.join(","))
+        .n("timeout.ms", e.timeout_ms)
+        .n("max_parallel", e.max_parallel)
 }
 
 fn endpoints_table(list: &[pb::FedEndpoint]) -> String {
@@ -153,6 +167,8 @@ pub async fn endpoint(c: &mut Clients, fmt: Format, cmd: EndpointCmd) -> Result<
             access_key_file,
             secret_key_file,
             disabled,
+            timeout_ms,
+            max_parallel,
         } => {
             let e = pb::FedEndpoint {
                 name,
@@ -165,6 +181,8 @@ pub async fn endpoint(c: &mut Clients, fmt: Format, cmd: EndpointCmd) -> Result<
                 secret_key_file,
                 disabled,
                 views,
+                timeout_ms,
+                max_parallel,
                 ..Default::default()
             };
             one(c.fed.add_endpoint(e).await?.into_inner());
@@ -180,6 +198,8 @@ pub async fn endpoint(c: &mut Clients, fmt: Format, cmd: EndpointCmd) -> Result<
             disabled,
             add_views,
             remove_views,
+            timeout_ms,
+            max_parallel,
         } => {
             let s = pb::FedEndpointSet {
                 name,
@@ -192,6 +212,8 @@ pub async fn endpoint(c: &mut Clients, fmt: Format, cmd: EndpointCmd) -> Result<
                 disabled,
                 add_views,
                 remove_views,
+                timeout_ms,
+                max_parallel,
             };
             one(c.fed.set_endpoint(s).await?.into_inner());
         }

@@ -123,6 +123,25 @@ fn endpoints_change_at_run_time_and_survive_a_restart() {
         assert!(start.elapsed().as_secs() < 10, "{m}");
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+    // Its limits, set and shown.
+    e.ok(&[
+        "fed",
+        "endpoint",
+        "set",
+        "self",
+        "--timeout-ms",
+        "1500",
+        "--max-parallel",
+        "4",
+    ]);
+    let m = e.ok(&["-m", "fed", "endpoint", "ls"]);
+    let r = crate::kv(m.lines().next().unwrap_or(""));
+    assert_eq!(
+        (r["timeout.ms"].as_str(), r["max_parallel"].as_str()),
+        ("1500", "4"),
+        "{m}"
+    );
+    assert_eq!(get(&e, "/fed/f"), format!("302 {base}/f"));
     // Disabled by the admin: no choice any more.
     let out = e.ok(&["fed", "endpoint", "set", "self", "--disabled", "true"]);
     assert!(out.contains("disabled"), "{out}");
