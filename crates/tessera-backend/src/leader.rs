@@ -6,7 +6,9 @@
 //! active until `t + duration − margin` only, so a node whose renewals are
 //! late stops being active before the OSD lets another node take the lease
 //! (which it can only at `t' + duration` for a later `t'`). A failed
-//! renewal (lost, or fenced: EBLOCKLISTED) ends the activity at once.
+//! renewal (lost, or fenced: EBLOCKLISTED) ends the activity at once, and
+//! the node goes on as a standby with a fresh Ceph client (a fenced
+//! client stays refused; a new one has a new address).
 
 use crate::lease::{RadosLease, Taken};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -39,8 +41,13 @@ pub struct Leadership {
 }
 
 impl Leadership {
-    /// Run for `lease`; a fenced holder stays blocklisted for `fence`.
-    pub fn start(lease: RadosLease, fence: Duration) -> Leadership {
+    /// Run with the lease clients `connect` makes (one now, a fresh one
+    /// after each loss); a fenced holder stays blocklisted for `fence`.
+    pub fn start<F>(connect: F, fence: Duration) -> Result<Leadership, crate::BackendError>
+    where
+        F: Fn() -> Result<RadosLease, crate::BackendError> + Send + 'static,
+    {
+        let lease = connect()?;
         let inner = Arc::new(Inner {
             active: Mutex::new(None),
             stop: AtomicBool::new(false),
@@ -50,12 +57,12 @@ impl Leadership {
         let i = Arc::clone(&inner);
         let thread = std::thread::Builder::new()
             .name("tessera-lease".into())
-            .spawn(move || run(&lease, &i, fence))
+            .spawn(move || run(lease, &connect, &i, fence))
             .expect("spawn the lease thread");
-        Leadership {
+        Ok(Leadership {
             inner,
             thread: Some(thread),
-        }
+        })
     }
 
     /// This node's role now (active only within its conservative lease).
@@ -99,7 +106,10 @@ fn margin(d: Duration) -> Duration {
     (d / 10).max(Duration::from_millis(100))
 }
 
-fn run(lease: &RadosLease, i: &Inner, fence: Duration) {
+fn run<F>(mut lease: RadosLease, connect: &F, i: &Inner, fence: Duration)
+where
+    F: Fn() -> Result<RadosLease, crate::BackendError>,
+{
     let period = i.duration / 3;
     let set = |v: Option<(Instant, u64)>| {
         *i.active.lock().unwrap_or_else(|p| p.into_inner()) = v;
@@ -110,7 +120,7 @@ fn run(lease: &RadosLease, i: &Inner, fence: Duration) {
         let valid = sent + i.duration - margin(i.duration);
         match epoch {
             None => {
-                if let Some(e) = take(lease, fence) {
+                if let Some(e) = take(&lease, fence) {
                     epoch = Some(e);
                     set(Some((valid, e)));
                     tracing::info!(epoch = e, "metadata lease taken: active");
@@ -122,6 +132,11 @@ fn run(lease: &RadosLease, i: &Inner, fence: Duration) {
                     set(None);
                     epoch = None;
                     tracing::warn!(epoch = e, "metadata lease lost ({err}): standby");
+                    // Perhaps fenced: go on with a new client.
+                    match connect() {
+                        Ok(l) => lease = l,
+                        Err(err) => tracing::warn!("a new Ceph client: {err}"),
+                    }
                 }
             },
         }
