@@ -9,13 +9,9 @@
 use std::time::{Duration, Instant};
 use tessera_backend::{CephCluster, RadosLease, Taken};
 
-fn sleep(ms: u64) {
-    std::thread::sleep(Duration::from_millis(ms));
-}
-
-#[test]
-#[ignore = "needs the loopback Ceph cluster of deploy/ceph/up.sh"]
-fn one_holder_renewal_expiry_and_fencing() {
+/// The cluster's configuration (from its env file) and an admin client,
+/// with the pool the leases live in.
+fn cluster() -> (String, CephCluster) {
     let conf = std::env::var("CEPH_CONF").expect("CEPH_CONF: source $TC_DIR/env");
     let admin = CephCluster::connect(&conf).unwrap();
     admin
@@ -23,6 +19,17 @@ fn one_holder_renewal_expiry_and_fencing() {
             r#"{"prefix": "osd pool create", "pool": "tessera-ha", "pg_num": 8, "pgp_num": 8}"#,
         )
         .unwrap();
+    (conf, admin)
+}
+
+fn sleep(ms: u64) {
+    std::thread::sleep(Duration::from_millis(ms));
+}
+
+#[test]
+#[ignore = "needs the loopback Ceph cluster of deploy/ceph/up.sh"]
+fn one_holder_renewal_expiry_and_fencing() {
+    let (conf, admin) = cluster();
     let oid = format!("lease-{}", std::process::id());
     let d = Duration::from_secs(2);
     let a = RadosLease::connect(&conf, "tessera-ha", &oid, "node-a", d).unwrap();
@@ -93,13 +100,7 @@ fn one_holder_renewal_expiry_and_fencing() {
 #[ignore = "needs the loopback Ceph cluster of deploy/ceph/up.sh"]
 fn a_late_active_steps_down_before_the_standby_takes_over() {
     use tessera_backend::{Leadership, Role};
-    let conf = std::env::var("CEPH_CONF").expect("CEPH_CONF: source $TC_DIR/env");
-    let admin = CephCluster::connect(&conf).unwrap();
-    admin
-        .mon_command(
-            r#"{"prefix": "osd pool create", "pool": "tessera-ha", "pg_num": 8, "pgp_num": 8}"#,
-        )
-        .unwrap();
+    let (conf, _admin) = cluster();
     let oid = format!("leader-{}", std::process::id());
     let d = Duration::from_secs(2);
     // Fenced clients stay refused this long (the cluster forgets them).

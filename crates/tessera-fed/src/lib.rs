@@ -90,20 +90,26 @@ impl Topology {
     /// (with a GeoIP database) the one nearest to where the database puts
     /// it, among sites with coordinates.
     fn site_of(&self, ip: IpAddr) -> Option<&str> {
-        if let Some(s) = self
+        self.whereabouts(ip).0
+    }
+
+    /// The client's site (as `site_of`) and where the GeoIP database puts
+    /// it: one database lookup for both.
+    fn whereabouts(&self, ip: IpAddr) -> (Option<&str>, Option<(f64, f64)>) {
+        let at = self.geo.as_ref().and_then(|g| g.locate(ip));
+        let by_net = self
             .sites
             .iter()
-            .find(|s| s.nets.iter().any(|n| n.contains(&ip)))
-        {
-            return Some(&s.name);
+            .find(|s| s.nets.iter().any(|n| n.contains(&ip)));
+        if let Some(s) = by_net {
+            return (Some(&s.name), at);
         }
-        let at = self.geo.as_ref()?.locate(ip)?;
-        let near = self
-            .sites
-            .iter()
-            .filter_map(|s| Some((s, geo::km(at, s.at?))));
-        near.min_by(|a, b| a.1.total_cmp(&b.1))
-            .map(|(s, _)| s.name.as_str())
+        let near = at.and_then(|at| {
+            let sites = self.sites.iter();
+            let far = sites.filter_map(|s| Some((s, geo::km(at, s.at?))));
+            far.min_by(|a, b| a.1.total_cmp(&b.1))
+        });
+        (near.map(|(s, _)| s.name.as_str()), at)
     }
 
     /// How far site `name` is from the client at `at`, in km (unknown: far).
@@ -447,8 +453,7 @@ impl Federation {
     /// `replicas` best first for a client at `ip` (see the module comment).
     pub fn order(&self, mut replicas: Vec<Replica>, ip: IpAddr) -> Vec<Replica> {
         let t = self.topo();
-        let site = t.site_of(ip);
-        let at = t.geo.as_ref().and_then(|g| g.locate(ip));
+        let (site, at) = t.whereabouts(ip);
         let health = |name: &str| {
             t.endpoints
                 .iter()
