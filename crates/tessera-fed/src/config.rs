@@ -25,6 +25,12 @@ pub struct FedConfig {
     /// A MaxMind-format City database (GeoLite2-City.mmdb): a client in no
     /// site's subnets is at the site nearest to where it puts the client.
     pub geoip_db: Option<PathBuf>,
+    /// Clients sent to an endpoint (each counting half after 10 s, a
+    /// quarter after 20 s, …) plus lookups in flight there that make its
+    /// load 1: an endpoint at load 1 looks twice as far away as its
+    /// latency says, so clients spread over endpoints as near as each
+    /// other (see `Federation::order`).
+    pub load_capacity: u32,
     /// Validity of the presigned URLs clients are sent to (S3).
     pub grant_s: u64,
     /// Under this path every https endpoint also has a view of its own
@@ -46,6 +52,7 @@ impl Default for FedConfig {
             negative_ttl_s: 10,
             cache_entries: 100_000,
             geoip_db: None,
+            load_capacity: 100,
             grant_s: 300,
             per_site: "/PerSite".into(),
             sites: Vec::new(),

@@ -6,7 +6,7 @@ use crate::s3::S3Base;
 use crate::xroot::{self, RootBase};
 use crate::EndpointCfg;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio_rustls::rustls::ClientConfig;
 
 /// A copy of a file on an endpoint.
@@ -39,6 +39,51 @@ pub struct Health {
     pub failures: u32,
     /// Moving average of request times (ms); 0 before the first.
     pub latency_ms: f64,
+    /// What the federation asks of it now, as a share of
+    /// `load_capacity`: clients sent there (each counts for less as time
+    /// passes: half after `LOAD_HALF_LIFE`) and its lookups in flight.
+    pub load: f64,
+}
+
+/// How fast a client sent to an endpoint stops counting in its load.
+pub const LOAD_HALF_LIFE: Duration = Duration::from_secs(10);
+
+/// Clients sent to an endpoint (decaying) and lookups in flight there.
+#[derive(Debug)]
+pub(crate) struct Load {
+    sent: f64,
+    at: Instant,
+    inflight: u32,
+}
+
+impl Default for Load {
+    fn default() -> Load {
+        Load {
+            sent: 0.0,
+            at: Instant::now(),
+            inflight: 0,
+        }
+    }
+}
+
+impl Load {
+    /// `sent` as of now.
+    fn decay(&mut self) {
+        let now = Instant::now();
+        let halves = now.duration_since(self.at).as_secs_f64() / LOAD_HALF_LIFE.as_secs_f64();
+        self.sent *= 0.5f64.powf(halves);
+        self.at = now;
+    }
+}
+
+/// A lookup in flight (counted in the load until dropped).
+pub(crate) struct InFlight<'a>(&'a Mutex<Load>);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut l = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        l.inflight = l.inflight.saturating_sub(1);
+    }
 }
 
 pub(crate) struct Endpoint {
@@ -49,6 +94,9 @@ pub(crate) struct Endpoint {
     pub(crate) site: String,
     pub(crate) access: Access,
     pub(crate) health: Mutex<Health>,
+    pub(crate) load: Mutex<Load>,
+    /// Clients and lookups that make its load 1 (`load_capacity`).
+    pub(crate) capacity: f64,
     /// At most this many lookups at once (`max_parallel`), if limited.
     pub(crate) slots: Option<tokio::sync::Semaphore>,
 }
@@ -67,7 +115,8 @@ impl Endpoint {
         deadline: Duration,
     ) -> Result<Lookup, String> {
         let deadline = self.cfg.timeout_ms.map_or(deadline, Duration::from_millis);
-        let start = std::time::Instant::now();
+        let start = Instant::now();
+        let _inflight = self.start_lookup();
         let _slot = match &self.slots {
             Some(s) => Some(
                 tokio::time::timeout(deadline, s.acquire())
@@ -113,10 +162,32 @@ impl Endpoint {
     /// Its health now; an endpoint an admin disabled is down.
     pub(crate) fn health(&self) -> Health {
         let h = *self.health.lock().unwrap_or_else(|p| p.into_inner());
+        let mut l = self.load.lock().unwrap_or_else(|p| p.into_inner());
+        l.decay();
         Health {
             up: h.up && !self.cfg.disabled,
+            load: (l.sent + f64::from(l.inflight)) / self.capacity,
             ..h
         }
+    }
+
+    /// What choosing it costs a client, among endpoints as near: its
+    /// latency (plus 1 ms, so that loopback-near ones still share) times
+    /// one plus its load: one at full load looks twice as far away.
+    pub(crate) fn cost(h: &Health) -> u64 {
+        ((h.latency_ms + 1.0) * (1.0 + h.load) * 1000.0) as u64
+    }
+
+    /// A client was sent here.
+    pub(crate) fn sent(&self) {
+        let mut l = self.load.lock().unwrap_or_else(|p| p.into_inner());
+        l.decay();
+        l.sent += 1.0;
+    }
+
+    pub(crate) fn start_lookup(&self) -> InFlight<'_> {
+        self.load.lock().unwrap_or_else(|p| p.into_inner()).inflight += 1;
+        InFlight(&self.load)
     }
 
     /// Record a request to it: answered in `elapsed`, or not (after

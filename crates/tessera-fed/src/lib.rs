@@ -3,17 +3,20 @@
 //! the view at once (HEAD, each with its deadline; what was found, or found
 //! nowhere, is remembered for a while), and its replicas are ordered for
 //! the client asking: healthy endpoints first, then those of the client's
-//! own site (by its address: `[[federation.sites]]` subnets), then by the
-//! endpoints' measured latency. A front-end then redirects to the first,
-//! or lists them all (Metalink). Every endpoint is probed
+//! own site (by its address: `[[federation.sites]]` subnets, or a GeoIP
+//! database), then the nearest (GeoIP distance), then by the endpoints'
+//! measured latency weighed by their load (clients sent there lately and
+//! lookups in flight, against `load_capacity`). A front-end then
+//! redirects to the first (and says so: `Federation::sent`), or lists
+//! them all (Metalink). Every endpoint is probed
 //! periodically; one that fails `probe_failures` probes in a row leaves
 //! every choice until a probe succeeds again.
 //!
 //! Endpoints are https/WebDAV, XRootD or S3 (presigned URLs); the
 //! front-ends redirect (HTTPS 302/307, XRootD `kXR_redirect` to a root
 //! endpoint), format Metalink from `Federation::order`, and merge the
-//! listings of `Federation::list`. Not yet: GeoIP, endpoints changed at
-//! run time (see docs/federation.md).
+//! listings of `Federation::list`; endpoints change at run time
+//! (`Federation::reconfigure`; see docs/federation.md).
 
 mod client;
 mod config;
@@ -466,10 +469,17 @@ impl Federation {
                 !h.is_some_and(|h| h.up),
                 site != Some(r.site.as_str()),
                 t.km_to(&r.site, at),
-                (h.map_or(f64::MAX, |h| h.latency_ms) * 1000.0) as u64,
+                h.map_or(u64::MAX, |h| Endpoint::cost(&h)),
             )
         });
         replicas
+    }
+
+    /// A client is being sent to `endpoint` (counted in its load).
+    pub fn sent(&self, endpoint: &str) {
+        if let Some(e) = self.topo().endpoints.iter().find(|e| e.name == endpoint) {
+            e.sent();
+        }
     }
 
     /// The state metrics show.

@@ -71,7 +71,8 @@ pub(crate) fn endpoints_of(
         if !cfg.sites.iter().any(|s| s.name == e.site) {
             return Err(format!("endpoint {}: no site named {}", e.name, e.site));
         }
-        if let Some(same) = old.iter().find(|o| o.cfg == *e) {
+        let capacity = f64::from(cfg.load_capacity.max(1));
+        if let Some(same) = old.iter().find(|o| o.cfg == *e && o.capacity == capacity) {
             endpoints.push(Arc::clone(same));
             continue;
         }
@@ -112,7 +113,10 @@ pub(crate) fn endpoints_of(
                 up: true,
                 failures: 0,
                 latency_ms: 0.0,
+                load: 0.0,
             }),
+            load: Default::default(),
+            capacity,
             slots: (e.max_parallel > 0).then(|| tokio::sync::Semaphore::new(e.max_parallel)),
         }));
     }

@@ -193,3 +193,51 @@ fn an_endpoints_own_limits_hold() {
         drop(l);
     });
 }
+
+/// Endpoints as near as each other share the clients by load; load never
+/// takes a client away from its own site's endpoint.
+#[test]
+fn load_spreads_clients_over_endpoints_as_near() {
+    let mut c = fed().config();
+    c.load_capacity = 2;
+    c.endpoints[1].site = "a".into();
+    let f = Federation::new(c, None).unwrap();
+    let (ea, eb) = (
+        Arc::clone(&f.topo().endpoints[0]),
+        Arc::clone(&f.topo().endpoints[1]),
+    );
+    ea.note(Some(Duration::from_millis(2)), 2);
+    eb.note(Some(Duration::from_millis(3)), 2);
+    let both = vec![rep("ea", "a"), rep("eb", "a")];
+    let mut to_a = 0;
+    for _ in 0..20 {
+        let r = f.order(both.clone(), "127.0.0.1".parse().unwrap())[0]
+            .endpoint
+            .clone();
+        f.sent(&r);
+        to_a += usize::from(r == "ea");
+    }
+    // (2+1)(1 + a/2) = (3+1)(1 + b/2) with a + b = 20: a ≈ 11.7.
+    assert!((11..=13).contains(&to_a), "{to_a} of 20 to the faster one");
+    let h = f.health("ea").unwrap();
+    assert!(h.load > 5.0 && h.load <= to_a as f64 / 2.0, "{h:?}");
+    // Lookups in flight count too.
+    let before = f.health("eb").unwrap().load;
+    let busy = eb.start_lookup();
+    assert!((f.health("eb").unwrap().load - before - 0.5).abs() < 0.01);
+    drop(busy);
+    assert!(f.health("eb").unwrap().load <= before);
+    // A client at a site goes to its site's endpoint however loaded.
+    let mut c = f.config();
+    c.endpoints[1].site = "b".into();
+    f.reconfigure(|x| {
+        *x = c;
+        Ok(())
+    })
+    .unwrap();
+    for _ in 0..50 {
+        f.sent("eb");
+    }
+    let one = vec![rep("ea", "a"), rep("eb", "b")];
+    assert_eq!(f.order(one, "127.0.0.3".parse().unwrap())[0].endpoint, "eb");
+}

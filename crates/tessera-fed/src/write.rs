@@ -2,7 +2,7 @@
 //! client (an HTTP client is sent to an https or S3 endpoint, an XRootD
 //! client to a root one).
 
-use crate::{Federation, InView, Want, Write};
+use crate::{Endpoint, Federation, InView, Want, Write};
 use std::net::IpAddr;
 
 impl Federation {
@@ -10,7 +10,9 @@ impl Federation {
     /// redirect it to), by the view's write policy; `Err` says why not.
     pub fn write_url(&self, at: &InView, ip: IpAddr) -> Result<String, String> {
         let to = self.write_choice(at, ip, Want::Http)?;
-        at.topo.endpoints[to].write_url(&at.rel)
+        let url = at.topo.endpoints[to].write_url(&at.rel)?;
+        at.topo.endpoints[to].sent();
+        Ok(url)
     }
 
     /// Where an XRootD client at `ip` writes the file of `at` (host and
@@ -18,10 +20,12 @@ impl Federation {
     /// write policy; `Err` says why not.
     pub fn write_root(&self, at: &InView, ip: IpAddr) -> Result<(String, u16), String> {
         let to = self.write_choice(at, ip, Want::Root)?;
-        at.topo.endpoints[to]
+        let root = at.topo.endpoints[to]
             .replica(&at.rel, None)
             .root
-            .ok_or_else(|| "not an XRootD endpoint".into())
+            .ok_or("not an XRootD endpoint")?;
+        at.topo.endpoints[to].sent();
+        Ok(root)
     }
 
     /// The endpoint a write goes to for a client wanting `want`: the
@@ -45,10 +49,7 @@ impl Federation {
         cands.sort_by_key(|i| {
             let e = &t.endpoints[*i];
             let h = e.health();
-            (
-                Some(e.site.as_str()) != site,
-                (h.latency_ms * 1000.0) as u64,
-            )
+            (Some(e.site.as_str()) != site, Endpoint::cost(&h))
         });
         cands.first().copied().ok_or_else(|| {
             if what.is_empty() {

@@ -22,6 +22,9 @@ pub struct FedMetrics {
     /// 1 while the endpoint is in the choices, 0 after its failed probes.
     pub endpoint_up: Family<EndpointLabels, GaugeU>,
     pub endpoint_latency: Family<EndpointLabels, GaugeF>,
+    /// Clients sent lately and lookups in flight, as a share of
+    /// `load_capacity` (1: it looks twice as far away).
+    pub endpoint_load: Family<EndpointLabels, GaugeF>,
     /// Lookups answered from the cache, and sent to the endpoints, since
     /// start.
     pub lookups_cached: GaugeU,
@@ -34,6 +37,7 @@ impl FedMetrics {
         let m = FedMetrics {
             endpoint_up: Family::default(),
             endpoint_latency: Family::default(),
+            endpoint_load: Family::default(),
             lookups_cached: GaugeU::default(),
             lookups_asked: GaugeU::default(),
             cache_entries: GaugeU::default(),
@@ -48,6 +52,11 @@ impl FedMetrics {
             "Moving average of a federation endpoint's probe and lookup times",
             Unit::Seconds,
             m.endpoint_latency.clone(),
+        );
+        r.register(
+            "federation_endpoint_load",
+            "Clients a federation endpoint was sent lately (halving every 10 s) plus lookups in flight there, over load_capacity",
+            m.endpoint_load.clone(),
         );
         r.register(
             "federation_lookups_cached",

@@ -144,6 +144,7 @@ fn set_federation(m: &tessera_obs::FedMetrics, st: &tessera_fed::FedState) {
         };
         m.endpoint_up.get_or_create(&l).set(u64::from(h.up));
         m.endpoint_latency.get_or_create(&l).set(h.latency_ms / 1e3);
+        m.endpoint_load.get_or_create(&l).set(h.load);
     }
     m.lookups_cached.set(st.lookups_cached);
     m.lookups_asked.set(st.lookups_asked);

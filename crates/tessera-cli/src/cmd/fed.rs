@@ -118,17 +118,18 @@ fn rec(e: &pb::FedEndpoint) -> Rec {
         .s("status", status(e))
         .n("failures", e.failures)
         .s("latency.ms", format!("{:.1}", e.latency_ms))
+        .s("load", format!("{:.2}", e.load))
         .s("views", e.views.join(","))
         .n("timeout.ms", e.timeout_ms)
         .n("max_parallel", e.max_parallel)
 }
 
 fn endpoints_table(list: &[pb::FedEndpoint]) -> String {
-    let mut rows = vec![
-        ["name", "site", "kind", "status", "latency", "views", "url"]
-            .map(String::from)
-            .to_vec(),
-    ];
+    let mut rows = vec![[
+        "name", "site", "kind", "status", "latency", "load", "views", "url",
+    ]
+    .map(String::from)
+    .to_vec()];
     for e in list {
         rows.push(vec![
             e.name.clone(),
@@ -136,6 +137,7 @@ fn endpoints_table(list: &[pb::FedEndpoint]) -> String {
             e.kind.clone(),
             status(e).to_string(),
             format!("{:.1} ms", e.latency_ms),
+            format!("{:.2}", e.load),
             e.views.join(","),
             e.url.clone(),
         ]);

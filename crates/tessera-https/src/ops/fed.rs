@@ -102,6 +102,7 @@ async fn answer(
     let to = HeaderValue::from_str(&first.url)
         .map_err(|_| HttpError::new(500, "a replica URL is not a header value"))?;
     h.insert(LOCATION, to);
+    fed.sent(&first.endpoint);
     h.insert("Content-Length", HeaderValue::from_static("0"));
     *r.status_mut() = hyper::StatusCode::FOUND;
     Ok(r)

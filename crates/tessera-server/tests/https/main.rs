@@ -8,6 +8,7 @@ mod clients;
 mod errors;
 mod fed;
 mod fed_geo;
+mod fed_latency;
 mod fed_s3;
 mod fed_site;
 mod http2;

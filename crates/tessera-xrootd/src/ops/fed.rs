@@ -69,8 +69,11 @@ async fn answer(
     let best = fed
         .order(found, s.peer.ip())
         .into_iter()
-        .find_map(|r| r.root);
-    best.ok_or_else(|| {
+        .find(|r| r.root.is_some());
+    if let Some(r) = &best {
+        fed.sent(&r.endpoint);
+    }
+    best.and_then(|r| r.root).ok_or_else(|| {
         XrdError::new(
             err::NOT_FOUND,
             format!("{path} is on none of the view's XRootD endpoints"),
