@@ -170,6 +170,14 @@ impl RadosLease {
     /// on the object and the one recorded before (the previous holder's,
     /// unless it was this node) is returned for fencing.
     pub fn acquire(&self) -> Result<Taken, BackendError> {
+        self.acquire_with(&[])
+    }
+
+    /// The same, recording `also` (the addresses of this node's other Ceph
+    /// clients: its namespace mount) after its own, all to be fenced by
+    /// the next holder: `previous` is then every address recorded before,
+    /// separated by spaces.
+    pub fn acquire_with(&self, also: &[String]) -> Result<Taken, BackendError> {
         let rc = self.lock(0);
         if rc == -libc::EBUSY {
             return Ok(Taken::Busy);
@@ -178,8 +186,15 @@ impl RadosLease {
             check("rados_lock_exclusive", rc)?;
         }
         let me = self.address()?;
-        let previous = self.holder()?.filter(|p| *p != me);
-        self.set_holder(&me)?;
+        let previous = self
+            .holder()?
+            .filter(|p| p.split_whitespace().next() != Some(me.as_str()));
+        let mut record = me;
+        for a in also {
+            record.push(' ');
+            record.push_str(a);
+        }
+        self.set_holder(&record)?;
         Ok(Taken::Yes { previous })
     }
 
@@ -221,7 +236,7 @@ impl RadosLease {
 
     fn xattr(&self, name: &str) -> Result<Option<String>, BackendError> {
         let name = cstr(name)?;
-        let mut buf = vec![0u8; 512];
+        let mut buf = vec![0u8; 4096];
         // SAFETY: `buf` has `len` writable bytes.
         let n = unsafe {
             rados_getxattr(
@@ -265,6 +280,7 @@ impl RadosLease {
 }
 
 const EPOCH_XATTR: &str = "tessera.epoch";
+const ACTIVE_XATTR: &str = "tessera.active";
 
 impl RadosLease {
     /// The epoch recorded on the lease object (0: none yet).
@@ -278,5 +294,19 @@ impl RadosLease {
     /// Record `epoch` on the lease object (a new holder's, after fencing).
     pub fn set_epoch(&self, epoch: u64) -> Result<(), BackendError> {
         self.set_xattr(EPOCH_XATTR, &epoch.to_string())
+    }
+
+    /// What the active node of `epoch` says about itself (where clients
+    /// reach it), recorded once it has fenced and set the epoch.
+    pub fn set_active(&self, epoch: u64, advert: &str) -> Result<(), BackendError> {
+        self.set_xattr(ACTIVE_XATTR, &format!("{epoch} {advert}"))
+    }
+
+    /// The last active node's epoch and words about itself.
+    pub fn active(&self) -> Result<Option<(u64, String)>, BackendError> {
+        Ok(self.xattr(ACTIVE_XATTR)?.and_then(|s| {
+            let (e, rest) = s.split_once(' ').unwrap_or((s.as_str(), ""));
+            Some((e.parse().ok()?, rest.to_string()))
+        }))
     }
 }

@@ -16,6 +16,8 @@ mod dirsync;
 mod folder;
 mod folder_stripe;
 #[cfg(feature = "cephfs")]
+mod fusemount;
+#[cfg(feature = "cephfs")]
 pub mod leader;
 #[cfg(feature = "cephfs")]
 pub mod lease;
@@ -28,6 +30,8 @@ pub use cephfs::CephFsBackend;
 #[cfg(feature = "cephfs")]
 pub use cluster::{CephCluster, ClusterStatus};
 pub use folder::FolderBackend;
+#[cfg(feature = "cephfs")]
+pub use fusemount::{FuseMount, FuseSpec};
 #[cfg(feature = "cephfs")]
 pub use leader::{Leadership, Role};
 #[cfg(feature = "cephfs")]

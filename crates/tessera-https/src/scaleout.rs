@@ -43,6 +43,10 @@ pub enum Mode {
         /// This gateway's name as registered (its XRootD address).
         advertise: String,
     },
+    /// A standby metadata node (HA): every request goes to the active
+    /// node (307, the same path and query), or is answered 503 with
+    /// `Retry-After: 1` while none is known (a takeover).
+    Standby { active: tessera_core::ActiveNode },
 }
 
 /// Counters a test reads.
@@ -127,14 +131,37 @@ pub async fn mgm_redirect(
     ))))
 }
 
-/// On a gateway: serve a request (there is no namespace here).
+/// On a standby metadata node: to the active one.
+fn to_active(
+    cfg: &HttpsConfig,
+    active: &tessera_core::ActiveNode,
+    req: &crate::Req,
+) -> Response<Body> {
+    match active.get().and_then(|(_, a)| a.https) {
+        Some(to) => {
+            let q = req
+                .uri()
+                .query()
+                .map(|q| format!("?{q}"))
+                .unwrap_or_default();
+            cfg.stats.redirects.fetch_add(1, Ordering::Relaxed);
+            redirect(format!("https://{to}{}{q}", req.uri().path()))
+        }
+        None => get::retry_after(1, "no active metadata node yet (a takeover)"),
+    }
+}
+
+/// On a gateway (or a standby metadata node): serve a request (there is
+/// no namespace here).
 pub async fn gateway(
     cfg: &Arc<HttpsConfig>,
     peer: std::net::SocketAddr,
     req: crate::Req,
 ) -> Response<Body> {
-    let Mode::Gateway { mgm, .. } = &cfg.mode else {
-        return crate::error_response(&HttpError::new(500, "not a gateway"));
+    let mgm = match &cfg.mode {
+        Mode::Gateway { mgm, .. } => mgm,
+        Mode::Standby { active } => return to_active(cfg, active, &req),
+        _ => return crate::error_response(&HttpError::new(500, "not a gateway")),
     };
     let method = req.method().as_str().to_string();
     let with_cap = cap_of(req.uri().query()).is_some();

@@ -114,6 +114,7 @@ impl MetaStore {
         m.count = m.count.saturating_add(1);
         let mut v = vec![DAMAGE_V1];
         m.encode(&mut v).expect("Vec has room");
+        self.may_change()?;
         self.db.put_cf(h, k, v)?;
         Ok(())
     }
@@ -171,6 +172,7 @@ impl MetaStore {
                 batch.delete_cf(h, k);
             }
         }
+        self.may_change()?;
         self.db.write(batch)?;
         Ok(())
     }

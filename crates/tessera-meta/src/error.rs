@@ -33,6 +33,10 @@ pub enum MetaError {
     Version { what: String, version: u8, max: u8 },
     #[error("rocksdb: {0}")]
     Db(#[from] rocksdb::Error),
+    /// This node may not change the namespace now (metadata HA: it does
+    /// not hold the lease, or no longer can prove it).
+    #[error("not the active metadata node: {0}")]
+    NotActive(String),
 }
 
 impl MetaError {
@@ -51,6 +55,7 @@ impl MetaError {
             MetaError::Path(p) => p.kind(),
             MetaError::Corrupt { .. } | MetaError::Version { .. } => ErrorKind::Corrupt,
             MetaError::Db(_) => ErrorKind::Io,
+            MetaError::NotActive(_) => ErrorKind::Unavailable,
         }
     }
 }

@@ -191,7 +191,9 @@ impl MetaStore {
         b.put_cf(h, r.id.to_be_bytes(), encode(&r));
         let mut wo = rocksdb::WriteOptions::default();
         wo.set_sync(true);
+        self.may_change()?;
         self.db.write_opt(b, &wo)?;
+        self.may_change()?;
         Ok(r)
     }
 
@@ -228,7 +230,9 @@ impl MetaStore {
         let h = self.db.cf_handle(CF_FS).expect("cf exists");
         let mut wo = rocksdb::WriteOptions::default();
         wo.set_sync(true);
+        self.may_change()?;
         self.db.delete_cf_opt(h, id.to_be_bytes(), &wo)?;
+        self.may_change()?;
         Ok(r)
     }
 
@@ -239,15 +243,17 @@ impl MetaStore {
         let h = self.db.cf_handle(CF_FS).expect("cf exists");
         let mut wo = rocksdb::WriteOptions::default();
         wo.set_sync(true);
+        self.may_change()?;
         self.db.delete_cf_opt(h, id.to_be_bytes(), &wo)?;
-        Ok(())
+        self.may_change()
     }
 
     fn fs_put(&self, r: &FsRecord) -> Result<(), MetaError> {
         let h = self.db.cf_handle(CF_FS).expect("cf exists");
         let mut wo = rocksdb::WriteOptions::default();
         wo.set_sync(true);
+        self.may_change()?;
         self.db.put_cf_opt(h, r.id.to_be_bytes(), encode(r), &wo)?;
-        Ok(())
+        self.may_change()
     }
 }

@@ -29,7 +29,12 @@ pub enum Durability {
     Buffered,
 }
 
-#[derive(Debug, Clone)]
+/// Whether this node may change the namespace now: asked before every
+/// change is applied and again before it is acknowledged (metadata HA:
+/// the node holds a lease it can prove). `Err` says why not.
+pub type Gate = std::sync::Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+#[derive(Clone)]
 pub struct MetaOptions {
     pub durability: Durability,
     /// Owner and mode of `/`, used only when a new namespace is created.
@@ -41,6 +46,19 @@ pub struct MetaOptions {
     /// Largest subtree a directory rename across quota nodes (or a new quota
     /// node) may re-account; larger ones are refused with EXDEV.
     pub max_reaccount_entries: u64,
+    /// None: every change is allowed (one node alone).
+    pub gate: Option<Gate>,
+}
+
+impl std::fmt::Debug for MetaOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetaOptions")
+            .field("durability", &self.durability)
+            .field("block_cache_bytes", &self.block_cache_bytes)
+            .field("max_reaccount_entries", &self.max_reaccount_entries)
+            .field("gate", &self.gate.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for MetaOptions {
@@ -52,6 +70,7 @@ impl Default for MetaOptions {
             root_mode: 0o755,
             block_cache_bytes: 2 << 30,
             max_reaccount_entries: 5_000_000,
+            gate: None,
         }
     }
 }
@@ -258,6 +277,7 @@ impl MetaStore {
     /// Apply a transaction atomically, then wait for durability (outside the
     /// writer lock when the caller drops it first; see `finish`).
     pub(crate) fn commit(&self, txn: Txn<'_>, st: &WriterState) -> Result<u64, MetaError> {
+        self.may_change()?;
         let dirs_changed = txn.dirs_changed();
         // The inode ceiling only when it moved (commits hold the writer
         // lock, so they see and set it in order).
@@ -282,16 +302,24 @@ impl MetaStore {
     /// writers waiting here share one fsync (group commit).
     pub(crate) fn make_durable(&self, seq: u64) -> Result<(), MetaError> {
         if self.opts.durability == Durability::Buffered {
-            return Ok(());
+            return self.may_change();
         }
         let mut synced = self.synced_seq.lock().unwrap_or_else(|p| p.into_inner());
-        if *synced >= seq {
-            return Ok(());
+        if *synced < seq {
+            let upto = self.db.latest_sequence_number();
+            self.db.flush_wal(true)?;
+            *synced = upto;
         }
-        let upto = self.db.latest_sequence_number();
-        self.db.flush_wal(true)?;
-        *synced = upto;
-        Ok(())
+        // Not acknowledged by a node that lost its lease meanwhile.
+        self.may_change()
+    }
+
+    /// The gate's answer (see [`Gate`]).
+    pub(crate) fn may_change(&self) -> Result<(), MetaError> {
+        match &self.opts.gate {
+            Some(g) => g().map_err(MetaError::NotActive),
+            None => Ok(()),
+        }
     }
 
     /// Flush memtables (used at clean shutdown so the next boot replays no WAL).

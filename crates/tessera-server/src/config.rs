@@ -68,6 +68,8 @@ pub struct Config {
     pub limits: crate::limits::Limits,
     /// Other sites' storage under views (`tessera-fed`).
     pub federation: tessera_fed::FedConfig,
+    /// Metadata high availability on Ceph.
+    pub ha: crate::config_ha::Ha,
     /// Register `<data_dir>/fs/fs1..6` as filesystems (dev mode).
     #[serde(skip)]
     pub dev_filesystems: bool,
@@ -340,6 +342,7 @@ impl Default for Config {
             auth: Auth::default(),
             limits: Default::default(),
             federation: Default::default(),
+            ha: Default::default(),
             dev_filesystems: false,
         }
     }
@@ -453,6 +456,7 @@ impl Config {
             }
             return Ok(());
         }
+        self.ha.check(&self.listen).map_err(ConfigError::Invalid)?;
         if self.cluster.write_lease_secs < 5 {
             // Gateways send a heartbeat every 2 s.
             return Err(ConfigError::Invalid(

@@ -20,12 +20,26 @@ use tokio::task::JoinHandle;
 type ClusterServer =
     tessera_proto::internal::v1::cluster_server::ClusterServer<tessera_cluster::ClusterService>;
 
-/// Open the namespace and start every listener of the configured roles.
+/// Open the namespace and start every listener of the configured roles
+/// (with `[ha]`, as one node of a metadata service: `ha.rs`).
 pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running> {
     if cfg.role == config::Role::Gateway {
         return crate::gateway::start(cfg).await;
     }
-    let core = open_core(cfg).await?;
+    if cfg.ha.enabled {
+        return crate::ha::start(cfg, admin_secret).await;
+    }
+    start_gated(cfg, admin_secret, None).await
+}
+
+/// The same, every namespace change asked of `gate` first (the active
+/// node of a metadata service).
+pub(crate) async fn start_gated(
+    cfg: &Config,
+    admin_secret: String,
+    gate: Option<tessera_meta::Gate>,
+) -> anyhow::Result<Running> {
+    let core = open_core(cfg, gate).await?;
     let tls = match (&cfg.tls.cert, &cfg.tls.key) {
         (Some(c), Some(k)) => Some(tls::server_config(c, k)?),
         _ => None,
@@ -160,7 +174,7 @@ struct Shared {
 }
 
 /// `addr` bound, or why not.
-async fn bind(addr: SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
+pub(crate) async fn bind(addr: SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
     TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {what} listener {addr}"))
@@ -168,7 +182,7 @@ async fn bind(addr: SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
 
 /// The namespace opened and the core service over it (with the dev
 /// filesystems in dev mode).
-async fn open_core(cfg: &Config) -> anyhow::Result<Core> {
+async fn open_core(cfg: &Config, gate: Option<tessera_meta::Gate>) -> anyhow::Result<Core> {
     let meta_dir = cfg.meta_dir();
     std::fs::create_dir_all(&meta_dir)
         .with_context(|| format!("creating {}", meta_dir.display()))?;
@@ -178,6 +192,7 @@ async fn open_core(cfg: &Config) -> anyhow::Result<Core> {
             DurabilityCfg::Buffered => Durability::Buffered,
         },
         block_cache_bytes: tessera_types::parse_size(&cfg.meta.block_cache)? as usize,
+        gate,
         ..MetaOptions::default()
     };
     let meta = Arc::new(

@@ -54,7 +54,10 @@ pub async fn serve_connection(
     // The metadata service of a scale-out setup redirects: it says so
     // (kXR_LBalServer, kXR_isManager) so that clients come back to it when
     // a gateway fails; everything else is a data server.
-    let manager = matches!(cfg.mode, crate::Mode::Mgm { .. });
+    let manager = matches!(
+        cfg.mode,
+        crate::Mode::Mgm { .. } | crate::Mode::Standby { .. }
+    );
     let server_type: i32 = if manager { 0 } else { 1 };
     reply[12..16].copy_from_slice(&server_type.to_be_bytes());
     sock.write_all(&reply).await?;

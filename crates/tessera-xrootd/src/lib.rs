@@ -56,6 +56,10 @@ pub enum Mode {
         /// This gateway's address as registered (its heartbeats).
         advertise: String,
     },
+    /// A standby metadata node (HA): no namespace here; every request
+    /// after login goes to the active node (`kXR_redirect`), or waits a
+    /// second while none is known (a takeover).
+    Standby { active: tessera_core::ActiveNode },
 }
 
 /// Counters a test or a heartbeat reads.

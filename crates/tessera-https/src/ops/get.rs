@@ -158,7 +158,7 @@ pub fn stalled(st: &Stall) -> Response<Body> {
 }
 
 /// 503 with `Retry-After: secs` and `why` as its text.
-fn retry_after(secs: u32, why: &str) -> Response<Body> {
+pub(crate) fn retry_after(secs: u32, why: &str) -> Response<Body> {
     let mut r = crate::error_response(&HttpError::new(503, why.to_string()));
     set(&mut r, "Retry-After", &secs.to_string());
     r

@@ -39,6 +39,25 @@ pub async fn to_mgm(s: &Session, out: &Out, h: &Header) -> bool {
     out.redirect(h.stream, &host, port, "").await
 }
 
+/// On a standby metadata node: send the request to the active one, or
+/// have the client ask again in a second while none is known.
+pub async fn to_active(s: &Session, out: &Out, h: &Header) -> bool {
+    let Mode::Standby { active } = &s.cfg.mode else {
+        return true;
+    };
+    match active.get().and_then(|(_, a)| a.xrootd) {
+        Some(to) => {
+            let (host, port) = host_port(&to);
+            s.cfg.stats.redirects.fetch_add(1, Ordering::Relaxed);
+            out.redirect(h.stream, &host, port, "").await
+        }
+        None => {
+            out.wait(h.stream, 1, "no active metadata node yet (a takeover)")
+                .await
+        }
+    }
+}
+
 /// On the metadata service: answer an open with a redirect (or, for a
 /// file that cannot be read now, `sys.stall.unavailable`'s wait): true
 /// when that reply was sent, false to serve it here (no live gateway).

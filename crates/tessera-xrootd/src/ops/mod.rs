@@ -102,6 +102,9 @@ pub async fn dispatch(
     if matches!(s.cfg.mode, crate::Mode::Gateway { .. }) && !on_gateway(&r) {
         return cluster::to_mgm(s, out, &h).await;
     }
+    if matches!(s.cfg.mode, crate::Mode::Standby { .. }) && !on_standby(&r) {
+        return cluster::to_active(s, out, &h).await;
+    }
     match r {
         Request::Protocol => out.result(st, login::protocol(s)).await,
         Request::Login { user } => out.result(st, login::login(s, &user)).await,
@@ -173,6 +176,14 @@ fn on_gateway(r: &Request) -> bool {
             | Request::Close(_)
             | Request::Truncate(request::Truncate::Handle(..))
             | Request::Stat(request::Stat::Handle(_))
+    )
+}
+
+/// Requests a standby metadata node answers itself: the session's.
+fn on_standby(r: &Request) -> bool {
+    matches!(
+        r,
+        Request::Protocol | Request::Login { .. } | Request::Auth { .. } | Request::Noop
     )
 }
 

@@ -1,0 +1,228 @@
+//! One node of a highly available metadata service (issue 27,
+//! docs/ha.md). A supervisor task goes round:
+//!
+//! 1. mount the namespace's CephFS afresh (`ceph-fuse`, its own client)
+//!    and arm the leadership with that mount's address (recorded with the
+//!    lease, so the next active node fences the mount too);
+//! 2. as a standby, send clients to the active node (`standby.rs`) until
+//!    this node holds the lease (the leadership thread fenced the previous
+//!    holder and set the next epoch before it says so);
+//! 3. as the active node, open the namespace on the mount and serve every
+//!    role (`start_gated`), each namespace change allowed only while the
+//!    lease of this epoch is provable (the gate); when it is not (a late
+//!    renewal, a lost lease, a fence), the node acknowledges nothing more,
+//!    stops serving, drops the mount, and starts over as a standby.
+
+use crate::config::Config;
+use crate::standby::Standby;
+use crate::Running;
+use std::sync::Arc;
+use std::time::Duration;
+use tessera_backend::{FuseMount, FuseSpec, Leadership, RadosLease, Role};
+use tessera_core::{ActiveNode, Advert};
+use tokio::sync::watch;
+
+/// How often the supervisor looks at the leadership.
+const TICK: Duration = Duration::from_millis(50);
+
+pub async fn start(cfg: &Config, secret: String) -> anyhow::Result<Running> {
+    let ha = cfg.ha.clone();
+    let advert = ha.advert(&cfg.listen).map_err(anyhow::Error::msg)?;
+    let ha_dir = cfg.data_dir.join("ha");
+    std::fs::create_dir_all(&ha_dir)?;
+    let spec = FuseSpec {
+        conf: ha.ceph_conf.clone(),
+        id: ha.ceph_id.clone(),
+        fs: ha.fs.clone(),
+        mountpoint: ha.mountpoint.clone().unwrap_or_else(|| ha_dir.join("mnt")),
+        asok: ha_dir.join("mount.asok"),
+    };
+    let duration = Duration::from_millis(ha.lease_ms);
+    let conf = ha.ceph_conf.to_string_lossy().into_owned();
+    let (pool, object, node) = (ha.pool.clone(), ha.object.clone(), ha.node.clone());
+    let connect = move || RadosLease::connect(&conf, &pool, &object, &node, duration);
+    let fence = Duration::from_secs(ha.fence_s.max(1));
+    let said = advert.to_string();
+    let leader =
+        tokio::task::spawn_blocking(move || Leadership::start_with(connect, fence, said)).await??;
+    let (stop, stop_rx) = watch::channel(false);
+    let node = Node {
+        cfg: cfg.clone(),
+        secret,
+        leader: Arc::new(leader),
+        spec,
+        advert,
+    };
+    let task = tokio::spawn(supervise(node, stop_rx));
+    tracing::info!(node = %ha.node, "metadata node started (standby until it holds the lease)");
+    Ok(Running {
+        admin_addr: cfg.listen.admin,
+        metrics_addr: cfg.listen.metrics,
+        xrootd_addr: cfg.listen.xrootd,
+        https_addr: cfg.listen.https,
+        xrootd_stats: None,
+        https_stats: None,
+        buffers: cfg.buffers.budget(),
+        stop,
+        tasks: vec![task],
+        core: None,
+        registered: None,
+    })
+}
+
+struct Node {
+    cfg: Config,
+    secret: String,
+    leader: Arc<Leadership>,
+    spec: FuseSpec,
+    advert: Advert,
+}
+
+impl Node {
+    /// The active node as this one sees it (never itself: a standby that
+    /// finds its own words recorded waits for the next holder).
+    fn active(&self) -> ActiveNode {
+        let (l, me) = (Arc::clone(&self.leader), self.advert.clone());
+        ActiveNode::new(move || {
+            l.active()
+                .map(|(e, s)| (e, Advert::parse(&s)))
+                .filter(|(_, a)| *a != me)
+        })
+    }
+
+    /// This node's role now.
+    fn role(&self) -> Role {
+        self.leader.role()
+    }
+}
+
+/// Whether `stop` has been asked (or its sender is gone).
+fn stopping(stop: &watch::Receiver<bool>) -> bool {
+    *stop.borrow() || stop.has_changed().is_err()
+}
+
+async fn supervise(n: Node, mut stop: watch::Receiver<bool>) {
+    while !stopping(&stop) {
+        let Some(mount) = fresh_mount(&n, &mut stop).await else {
+            break;
+        };
+        let Some(epoch) = standby(&n, &mut stop).await else {
+            drop_mount(mount).await;
+            break;
+        };
+        active(&n, &mount, epoch, &mut stop).await;
+        drop_mount(mount).await;
+    }
+    // Give the lease up (a clean stop: the next node need not wait for it
+    // to run out); the thread ends within a renewal period.
+    let l = Arc::clone(&n.leader);
+    drop(n);
+    let _ = tokio::task::spawn_blocking(move || drop(l)).await;
+}
+
+/// Mount afresh and arm the leadership with the mount's address (retried
+/// every second until it works or the node stops).
+async fn fresh_mount(n: &Node, stop: &mut watch::Receiver<bool>) -> Option<FuseMount> {
+    loop {
+        let spec = n.spec.clone();
+        let r = tokio::task::spawn_blocking(move || {
+            let m = FuseMount::mount(&spec, Duration::from_secs(30))?;
+            let a = m.address()?;
+            Ok::<_, tessera_backend::BackendError>((m, a))
+        })
+        .await;
+        match r {
+            Ok(Ok((m, addr))) => {
+                tracing::info!(mount = %addr, "namespace file system mounted");
+                n.leader.arm(vec![addr]);
+                return Some(m);
+            }
+            Ok(Err(e)) => tracing::warn!("mounting the namespace file system: {e}"),
+            Err(e) => tracing::warn!("mounting the namespace file system: {e}"),
+        }
+        tokio::select! {
+            _ = stop.changed() => return None,
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+    }
+}
+
+async fn drop_mount(m: FuseMount) {
+    let _ = tokio::task::spawn_blocking(move || drop(m)).await;
+}
+
+/// Send clients to the active node until this one is active: its epoch,
+/// or `None` when the node stops.
+async fn standby(n: &Node, stop: &mut watch::Receiver<bool>) -> Option<u64> {
+    let listeners = loop {
+        match Standby::start(&n.cfg, n.active()).await {
+            Ok(s) => break Some(s),
+            Err(e) => tracing::warn!("standby listeners: {e:#}"),
+        }
+        // (the previous phase's sockets may take a moment to go)
+        tokio::select! {
+            _ = stop.changed() => break None,
+            _ = tokio::time::sleep(TICK) => {}
+        }
+    };
+    let epoch = loop {
+        if let Role::Active { epoch } = n.role() {
+            break Some(epoch);
+        }
+        tokio::select! {
+            _ = stop.changed() => break None,
+            _ = tokio::time::sleep(TICK) => {}
+        }
+    };
+    if let Some(l) = listeners {
+        l.stop().await;
+    }
+    epoch
+}
+
+/// Serve every role as the active node of `epoch` until the lease is lost
+/// (or the node stops).
+async fn active(n: &Node, mount: &FuseMount, epoch: u64, stop: &mut watch::Receiver<bool>) {
+    let mut cfg = n.cfg.clone();
+    let dir = mount.path().join(&n.cfg.ha.dir);
+    cfg.meta.dir = Some(dir.clone());
+    let l = Arc::clone(&n.leader);
+    let gate: tessera_meta::Gate = Arc::new(move || match l.role() {
+        Role::Active { epoch: e } if e == epoch => Ok(()),
+        _ => Err(format!(
+            "this node's lease (epoch {epoch}) is lost or unproven"
+        )),
+    });
+    let started = async {
+        tokio::fs::create_dir_all(&dir).await?;
+        crate::start::start_gated(&cfg, n.secret.clone(), Some(gate)).await
+    };
+    let running = match started.await {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(
+                epoch,
+                "the active node cannot serve ({e:#}): giving the lease up"
+            );
+            n.leader.resign();
+            return;
+        }
+    };
+    tracing::info!(epoch, namespace = %dir.display(), "active metadata node: serving");
+    loop {
+        if n.role() != (Role::Active { epoch }) {
+            tracing::warn!(
+                epoch,
+                "lease lost: acknowledging nothing more, back to standby"
+            );
+            break;
+        }
+        tokio::select! {
+            _ = stop.changed() => break,
+            _ = tokio::time::sleep(TICK) => {}
+        }
+    }
+    if let Err(e) = running.shutdown().await {
+        tracing::warn!("closing the namespace: {e:#}");
+    }
+}

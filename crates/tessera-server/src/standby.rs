@@ -1,0 +1,69 @@
+//! A standby metadata node's listeners (issue 27): XRootD and HTTPS with
+//! no namespace behind them, sending every client to the active node
+//! (`kXR_redirect`, 307), or asking it to come back in a second while no
+//! active node is known. Stopped at once (no drain: nothing is served
+//! here) when the node becomes active.
+
+use crate::config::Config;
+use crate::start::bind;
+use std::sync::Arc;
+use tessera_core::ActiveNode;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+pub(crate) struct Standby {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Standby {
+    pub(crate) async fn start(cfg: &Config, active: ActiveNode) -> anyhow::Result<Standby> {
+        let tls = match (&cfg.tls.cert, &cfg.tls.key) {
+            (Some(c), Some(k)) => Some(crate::tls::server_config(c, k)?),
+            _ => None,
+        };
+        let (stop, rx) = watch::channel(false);
+        let mut tasks = Vec::new();
+        let buffers = cfg.buffers.budget();
+        let conns = cfg.limits.conns(crate::limits::raise_nofile());
+        if let Some(a) = cfg.listen.xrootd {
+            let l = bind(a, "XRootD").await?;
+            let x = crate::xrootd_config(
+                cfg,
+                tessera_xrootd::Mode::Standby {
+                    active: active.clone(),
+                },
+                Arc::default(),
+                tls.clone(),
+                buffers.clone(),
+                conns.clone(),
+            );
+            let x = Arc::new(tessera_xrootd::XrootdConfig {
+                drain: std::time::Duration::ZERO,
+                ..x
+            });
+            tasks.push(tokio::spawn(tessera_xrootd::serve(l, None, x, rx.clone())));
+        }
+        if let Some(a) = cfg.listen.https {
+            let l = bind(a, "HTTPS").await?;
+            let h = Arc::new(tessera_https::HttpsConfig {
+                tls,
+                mode: tessera_https::Mode::Standby { active },
+                buffers,
+                conns,
+                drain: std::time::Duration::ZERO,
+                ..tessera_https::HttpsConfig::default()
+            });
+            tasks.push(tokio::spawn(tessera_https::serve(l, None, h, rx)));
+        }
+        Ok(Standby { stop, tasks })
+    }
+
+    /// Close the listeners and every connection.
+    pub(crate) async fn stop(self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks {
+            let _ = t.await;
+        }
+    }
+}
