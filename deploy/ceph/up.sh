@@ -158,6 +158,7 @@ osd pool set fs2_ec allow_ec_overwrites true
 osd pool set fs2_ec min_size 2
 fs new fs2 fs2_meta fs2_data
 fs add_data_pool fs2 fs2_ec
+osd pool create tessera-ha 8 8 replicated
 fs set fs2 standby_count_wanted 0
 CMDS
 )

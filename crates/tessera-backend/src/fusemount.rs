@@ -45,8 +45,8 @@ impl FuseMount {
         std::fs::create_dir_all(&spec.mountpoint).map_err(|e| io("the mountpoint", e))?;
         // A mount left by a previous run of this node (it died): away,
         // and its ceph-fuse stopped (by the PID that run recorded).
-        lazy_unmount(&spec.mountpoint);
         stop_recorded(spec);
+        lazy_unmount(&spec.mountpoint);
         let _ = std::fs::remove_file(&spec.asok);
         let child = Command::new("ceph-fuse")
             .arg("-f")
@@ -127,6 +127,20 @@ impl FuseMount {
 
 impl Drop for FuseMount {
     fn drop(&mut self) {
+        // A clean unmount ends ceph-fuse and its MDS session (a session
+        // left to time out holds its capabilities for minutes, and the
+        // next node's first change in the same directory waits for them);
+        // a mount still busy or dead is detached and its process killed.
+        let _ = Command::new("fusermount")
+            .arg("-u")
+            .arg(&self.spec.mountpoint)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        let until = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < until && matches!(self.child.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         lazy_unmount(&self.spec.mountpoint);
         let _ = self.child.kill();
         let _ = self.child.wait();
@@ -156,6 +170,13 @@ fn stop_recorded(spec: &FuseSpec) {
             .iter()
             .any(|w| *w == spec.mountpoint.as_os_str().as_encoded_bytes());
     if ours {
+        let _ = Command::new("fusermount")
+            .arg("-u")
+            .arg(&spec.mountpoint)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        std::thread::sleep(Duration::from_millis(500));
         let _ = Command::new("kill")
             .args(["-KILL", &pid.to_string()])
             .status();

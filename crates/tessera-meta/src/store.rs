@@ -305,6 +305,9 @@ impl MetaStore {
             return self.may_change();
         }
         let mut synced = self.synced_seq.lock().unwrap_or_else(|p| p.into_inner());
+        // A node that lost its lease syncs nothing more (its mount may be
+        // fenced; RocksDB must not sync a log again after a failed sync).
+        self.may_change()?;
         if *synced < seq {
             let upto = self.db.latest_sequence_number();
             self.db.flush_wal(true)?;
@@ -323,7 +326,10 @@ impl MetaStore {
     }
 
     /// Flush memtables (used at clean shutdown so the next boot replays no WAL).
+    /// Not on a node whose gate is shut (its files may be fenced: RocksDB
+    /// must not sync them again after a failed sync).
     pub fn flush(&self) -> Result<(), MetaError> {
+        self.may_change()?;
         for cf in ALL_CFS {
             if let Some(h) = self.db.cf_handle(cf) {
                 self.db.flush_cf(h)?;

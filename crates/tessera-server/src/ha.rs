@@ -1,12 +1,14 @@
 //! One node of a highly available metadata service (issue 27,
 //! docs/ha.md). A supervisor task goes round:
 //!
-//! 1. mount the namespace's CephFS afresh (`ceph-fuse`, its own client)
-//!    and arm the leadership with that mount's address (recorded with the
-//!    lease, so the next active node fences the mount too);
-//! 2. as a standby, send clients to the active node (`standby.rs`) until
-//!    this node holds the lease (the leadership thread fenced the previous
-//!    holder and set the next epoch before it says so);
+//! 1. as a standby, send clients to the active node (`standby.rs`; the
+//!    client listeners stay bound from phase to phase, so a client that
+//!    connects between two phases waits in the backlog, never refused);
+//! 2. meanwhile mount the namespace's CephFS afresh (`ceph-fuse`, its own
+//!    client) and arm the leadership with that mount's address (recorded
+//!    with the lease, so the next active node fences the mount too); wait
+//!    until this node holds the lease (the leadership thread fenced the
+//!    previous holder and set the next epoch before it says so);
 //! 3. as the active node, open the namespace on the mount and serve every
 //!    role (`start_gated`), each namespace change allowed only while the
 //!    lease of this epoch is provable (the gate); when it is not (a late
@@ -45,8 +47,11 @@ pub async fn start(cfg: &Config, secret: String) -> anyhow::Result<Running> {
     let said = advert.to_string();
     let leader =
         tokio::task::spawn_blocking(move || Leadership::start_with(connect, fence, said)).await??;
+    // The client listeners stay bound from phase to phase.
+    let bound = crate::start::Bound::new(cfg.listen.xrootd.into_iter().chain(cfg.listen.https))?;
     let (stop, stop_rx) = watch::channel(false);
     let node = Node {
+        bound,
         cfg: cfg.clone(),
         secret,
         leader: Arc::new(leader),
@@ -71,6 +76,7 @@ pub async fn start(cfg: &Config, secret: String) -> anyhow::Result<Running> {
 }
 
 struct Node {
+    bound: crate::start::Bound,
     cfg: Config,
     secret: String,
     leader: Arc<Leadership>,
@@ -103,15 +109,22 @@ fn stopping(stop: &watch::Receiver<bool>) -> bool {
 
 async fn supervise(n: Node, mut stop: watch::Receiver<bool>) {
     while !stopping(&stop) {
-        let Some(mount) = fresh_mount(&n, &mut stop).await else {
-            break;
+        // Clients are sent on at once, while the mount is made.
+        let listeners = standby_listeners(&n, &mut stop).await;
+        let mount = fresh_mount(&n, &mut stop).await;
+        let epoch = match &mount {
+            Some(_) => until_active(&n, &mut stop).await,
+            None => None,
         };
-        let Some(epoch) = standby(&n, &mut stop).await else {
-            drop_mount(mount).await;
-            break;
-        };
-        active(&n, &mount, epoch, &mut stop).await;
-        drop_mount(mount).await;
+        if let Some(l) = listeners {
+            l.stop().await;
+        }
+        if let (Some(m), Some(epoch)) = (&mount, epoch) {
+            active(&n, m, epoch, &mut stop).await;
+        }
+        if let Some(m) = mount {
+            drop_mount(m).await;
+        }
     }
     // Give the lease up (a clean stop: the next node need not wait for it
     // to run out); the thread ends within a renewal period.
@@ -151,33 +164,31 @@ async fn drop_mount(m: FuseMount) {
     let _ = tokio::task::spawn_blocking(move || drop(m)).await;
 }
 
-/// Send clients to the active node until this one is active: its epoch,
-/// or `None` when the node stops.
-async fn standby(n: &Node, stop: &mut watch::Receiver<bool>) -> Option<u64> {
-    let listeners = loop {
-        match Standby::start(&n.cfg, n.active()).await {
-            Ok(s) => break Some(s),
+/// The standby's listeners (retried until they start or the node stops).
+async fn standby_listeners(n: &Node, stop: &mut watch::Receiver<bool>) -> Option<Standby> {
+    loop {
+        match Standby::start(&n.cfg, n.active(), &n.bound).await {
+            Ok(s) => return Some(s),
             Err(e) => tracing::warn!("standby listeners: {e:#}"),
         }
-        // (the previous phase's sockets may take a moment to go)
         tokio::select! {
-            _ = stop.changed() => break None,
+            _ = stop.changed() => return None,
             _ = tokio::time::sleep(TICK) => {}
         }
-    };
-    let epoch = loop {
-        if let Role::Active { epoch } = n.role() {
-            break Some(epoch);
-        }
-        tokio::select! {
-            _ = stop.changed() => break None,
-            _ = tokio::time::sleep(TICK) => {}
-        }
-    };
-    if let Some(l) = listeners {
-        l.stop().await;
     }
-    epoch
+}
+
+/// Wait until this node is active: its epoch, or `None` when it stops.
+async fn until_active(n: &Node, stop: &mut watch::Receiver<bool>) -> Option<u64> {
+    loop {
+        if let Role::Active { epoch } = n.role() {
+            return Some(epoch);
+        }
+        tokio::select! {
+            _ = stop.changed() => return None,
+            _ = tokio::time::sleep(TICK) => {}
+        }
+    }
 }
 
 /// Serve every role as the active node of `epoch` until the lease is lost
@@ -195,7 +206,7 @@ async fn active(n: &Node, mount: &FuseMount, epoch: u64, stop: &mut watch::Recei
     });
     let started = async {
         tokio::fs::create_dir_all(&dir).await?;
-        crate::start::start_gated(&cfg, n.secret.clone(), Some(gate)).await
+        crate::start::start_gated(&cfg, n.secret.clone(), Some(gate), Some(&n.bound)).await
     };
     let running = match started.await {
         Ok(r) => r,
@@ -220,6 +231,15 @@ async fn active(n: &Node, mount: &FuseMount, epoch: u64, stop: &mut watch::Recei
         tokio::select! {
             _ = stop.changed() => break,
             _ = tokio::time::sleep(TICK) => {}
+        }
+    }
+    if n.role() != (Role::Active { epoch }) {
+        // Its mount may be fenced: RocksDB closing a log it cannot sync
+        // aborts the process (an assertion in Debian's librocksdb), so a
+        // node that lost its lease never closes that store; it is left
+        // open, unused, and the mount detached under it.
+        if let Some(core) = running.core() {
+            std::mem::forget(core.clone());
         }
     }
     if let Err(e) = running.shutdown().await {

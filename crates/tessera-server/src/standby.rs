@@ -17,7 +17,11 @@ pub(crate) struct Standby {
 }
 
 impl Standby {
-    pub(crate) async fn start(cfg: &Config, active: ActiveNode) -> anyhow::Result<Standby> {
+    pub(crate) async fn start(
+        cfg: &Config,
+        active: ActiveNode,
+        bound: &crate::start::Bound,
+    ) -> anyhow::Result<Standby> {
         let tls = match (&cfg.tls.cert, &cfg.tls.key) {
             (Some(c), Some(k)) => Some(crate::tls::server_config(c, k)?),
             _ => None,
@@ -27,7 +31,7 @@ impl Standby {
         let buffers = cfg.buffers.budget();
         let conns = cfg.limits.conns(crate::limits::raise_nofile());
         if let Some(a) = cfg.listen.xrootd {
-            let l = bind(a, "XRootD").await?;
+            let l = bind(Some(bound), a, "XRootD").await?;
             let x = crate::xrootd_config(
                 cfg,
                 tessera_xrootd::Mode::Standby {
@@ -45,7 +49,7 @@ impl Standby {
             tasks.push(tokio::spawn(tessera_xrootd::serve(l, None, x, rx.clone())));
         }
         if let Some(a) = cfg.listen.https {
-            let l = bind(a, "HTTPS").await?;
+            let l = bind(Some(bound), a, "HTTPS").await?;
             let h = Arc::new(tessera_https::HttpsConfig {
                 tls,
                 mode: tessera_https::Mode::Standby { active },

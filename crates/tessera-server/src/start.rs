@@ -29,15 +29,18 @@ pub async fn start(cfg: &Config, admin_secret: String) -> anyhow::Result<Running
     if cfg.ha.enabled {
         return crate::ha::start(cfg, admin_secret).await;
     }
-    start_gated(cfg, admin_secret, None).await
+    start_gated(cfg, admin_secret, None, None).await
 }
 
-/// The same, every namespace change asked of `gate` first (the active
-/// node of a metadata service).
+/// The same, every namespace change asked of `gate` first, and the client
+/// listeners taken from `bound` where it has them (the active node of a
+/// metadata service).
+// long-fn: every listener and task of a server, in the order they depend on each other.
 pub(crate) async fn start_gated(
     cfg: &Config,
     admin_secret: String,
     gate: Option<tessera_meta::Gate>,
+    bound: Option<&Bound>,
 ) -> anyhow::Result<Running> {
     let core = open_core(cfg, gate).await?;
     let tls = match (&cfg.tls.cert, &cfg.tls.key) {
@@ -45,12 +48,12 @@ pub(crate) async fn start_gated(
         _ => None,
     };
     let (stop, stop_rx) = watch::channel(false);
-    let admin = bind(cfg.listen.admin, "admin").await?;
+    let admin = bind(bound, cfg.listen.admin, "admin").await?;
     let admin_addr = admin.local_addr()?;
-    let metrics_l = bind(cfg.listen.metrics, "metrics").await?;
+    let metrics_l = bind(bound, cfg.listen.metrics, "metrics").await?;
     let metrics_addr = metrics_l.local_addr()?;
     let https_l = match cfg.listen.https {
-        Some(a) => Some(bind(a, "HTTPS").await?),
+        Some(a) => Some(bind(bound, a, "HTTPS").await?),
         None => None,
     };
     let https_addr = match &https_l {
@@ -114,7 +117,8 @@ pub(crate) async fn start_gated(
     }
     let (mut xrootd_addr, mut xrootd_stats) = (None, None);
     if let Some(a) = cfg.listen.xrootd {
-        let (addr, stats, task) = xrootd(cfg, a, &core, &shared, roles.xrootd, stop_rx).await?;
+        let l = bind(bound, a, "XRootD").await?;
+        let (addr, stats, task) = xrootd(cfg, l, &core, &shared, roles.xrootd, stop_rx)?;
         (xrootd_addr, xrootd_stats) = (Some(addr), Some(stats));
         tasks.push(task);
     }
@@ -134,16 +138,15 @@ pub(crate) async fn start_gated(
     })
 }
 
-/// The XRootD listener on `a`: its address, counters and task.
-async fn xrootd(
+/// The XRootD listener `l`: its address, counters and task.
+fn xrootd(
     cfg: &Config,
-    a: SocketAddr,
+    l: TcpListener,
     core: &Core,
     shared: &Shared,
     mode: tessera_xrootd::Mode,
     stop: watch::Receiver<bool>,
 ) -> anyhow::Result<(SocketAddr, Arc<tessera_xrootd::Stats>, JoinHandle<()>)> {
-    let l = bind(a, "XRootD").await?;
     let addr = l.local_addr()?;
     let stats = Arc::new(tessera_xrootd::Stats::default());
     let base = crate::xrootd_config(
@@ -173,8 +176,34 @@ struct Shared {
     client_tls: Arc<tokio_rustls::rustls::ClientConfig>,
 }
 
-/// `addr` bound, or why not.
-pub(crate) async fn bind(addr: SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
+/// Listening sockets a process keeps across phases (a metadata node going
+/// from standby to active and back): connections that arrive between two
+/// phases wait in the backlog for the next one instead of being refused
+/// (XrdCl waits out its connection window after a refusal).
+pub(crate) struct Bound(Vec<std::net::TcpListener>);
+
+impl Bound {
+    pub(crate) fn new(addrs: impl IntoIterator<Item = SocketAddr>) -> anyhow::Result<Bound> {
+        let mut v = Vec::new();
+        for a in addrs {
+            let l = std::net::TcpListener::bind(a).with_context(|| format!("binding {a}"))?;
+            l.set_nonblocking(true)?;
+            v.push(l);
+        }
+        Ok(Bound(v))
+    }
+}
+
+/// `addr` bound (a copy of the socket `bound` keeps for it, if any), or
+/// why not.
+pub(crate) async fn bind(
+    bound: Option<&Bound>,
+    addr: SocketAddr,
+    what: &str,
+) -> anyhow::Result<TcpListener> {
+    if let Some(l) = bound.and_then(|b| b.0.iter().find(|l| l.local_addr().ok() == Some(addr))) {
+        return Ok(TcpListener::from_std(l.try_clone()?)?);
+    }
     TcpListener::bind(addr)
         .await
         .with_context(|| format!("binding {what} listener {addr}"))
