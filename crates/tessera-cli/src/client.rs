@@ -66,18 +66,50 @@ pub struct Clients {
     pub fed: Fed,
 }
 
-pub async fn connect(addr: &str, token: String, role: Option<String>) -> Result<Clients, Failure> {
+/// A channel to one admin address.
+async fn channel(addr: &str) -> Result<tonic::transport::Channel, Failure> {
     let url = if addr.contains("://") {
         addr.to_string()
     } else {
         format!("http://{addr}")
     };
-    let channel = tonic::transport::Endpoint::from_shared(url)
+    tonic::transport::Endpoint::from_shared(url)
         .map_err(|e| Failure::new(22, format!("bad admin address {addr}: {e}")))?
         .connect_timeout(std::time::Duration::from_secs(5))
         .connect()
         .await
-        .map_err(|e| Failure::new(111, format!("cannot reach the admin API at {addr}: {e}")))?;
+        .map_err(|e| Failure::new(111, format!("cannot reach the admin API at {addr}: {e}")))
+}
+
+/// Connect to the admin API at `addrs`: one `HOST:PORT`, or the metadata
+/// nodes of a highly available service, comma-separated (`a,b`): the
+/// active one is the one that takes the connection (a standby does not
+/// listen on its admin address), tried in turn for up to 15 s (a
+/// takeover).
+pub async fn connect(addrs: &str, token: String, role: Option<String>) -> Result<Clients, Failure> {
+    let list: Vec<&str> = addrs
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .collect();
+    if list.is_empty() {
+        return Err(Failure::new(22, "no admin address"));
+    }
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let channel = 'found: loop {
+        let mut why = None;
+        for a in &list {
+            match channel(a).await {
+                Ok(c) => break 'found c,
+                Err(e) => why = Some(e),
+            }
+        }
+        let why = why.unwrap_or_else(|| Failure::new(22, "no admin address"));
+        if list.len() == 1 || std::time::Instant::now() > until {
+            return Err(why);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    };
     let bearer: MetadataValue<_> = format!("Bearer {token}")
         .parse()
         .map_err(|_| Failure::new(22, "the admin token contains invalid characters"))?;

@@ -20,7 +20,8 @@ use std::path::PathBuf;
     propagate_version = true
 )]
 pub struct Cli {
-    /// Admin API address, HOST:PORT.
+    /// Admin API address, HOST:PORT; for a highly available metadata
+    /// service every node's, comma-separated (the active one answers).
     #[arg(
         long,
         env = "TESSERA_ADMIN",

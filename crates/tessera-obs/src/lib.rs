@@ -6,10 +6,12 @@ mod access;
 mod audit;
 mod datametrics;
 mod fedmetrics;
+mod hametrics;
 mod metrics;
 
 pub use access::{AccessLog, AccessRecord};
 pub use audit::{AuditLog, AuditRecord};
 pub use datametrics::{DataMetrics, FsLabels};
 pub use fedmetrics::{EndpointLabels, FedMetrics};
+pub use hametrics::HaMetrics;
 pub use metrics::{Metrics, OpLabels, ProtocolLabels, QuotaLabels, ResultLabels};

@@ -100,6 +100,8 @@ pub struct Metrics {
     pub data: crate::DataMetrics,
     /// Federated views.
     pub fed: crate::FedMetrics,
+    /// Metadata high availability.
+    pub ha: crate::HaMetrics,
 }
 
 impl Metrics {
@@ -243,6 +245,7 @@ impl Metrics {
         );
         let data = crate::DataMetrics::register(&mut r);
         let fed = crate::FedMetrics::register(&mut r);
+        let ha = crate::HaMetrics::register(&mut r);
         let build = Family::<Vec<(String, String)>, Gauge>::default();
         build
             .get_or_create(&vec![("version".to_string(), version.to_string())])
@@ -274,6 +277,7 @@ impl Metrics {
             quota_used_ratio,
             data,
             fed,
+            ha,
         }
     }
 

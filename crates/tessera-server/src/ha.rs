@@ -204,6 +204,7 @@ async fn active(n: &Node, mount: &FuseMount, epoch: u64, stop: &mut watch::Recei
             "this node's lease (epoch {epoch}) is lost or unproven"
         )),
     });
+    let t0 = std::time::Instant::now();
     let started = async {
         tokio::fs::create_dir_all(&dir).await?;
         crate::start::start_gated(&cfg, n.secret.clone(), Some(gate), Some(&n.bound)).await
@@ -219,7 +220,12 @@ async fn active(n: &Node, mount: &FuseMount, epoch: u64, stop: &mut watch::Recei
             return;
         }
     };
-    tracing::info!(epoch, namespace = %dir.display(), "active metadata node: serving");
+    let took = t0.elapsed();
+    if let Some(core) = running.core() {
+        core.metrics().ha.epoch.set(epoch);
+        core.metrics().ha.takeover_ms.set(took.as_millis() as u64);
+    }
+    tracing::info!(epoch, namespace = %dir.display(), ?took, "active metadata node: serving");
     loop {
         if n.role() != (Role::Active { epoch }) {
             tracing::warn!(

@@ -32,6 +32,8 @@ struct Node {
     d: Option<std::process::Child>,
     dir: PathBuf,
     xrootd: String,
+    https: String,
+    admin: String,
     metrics: String,
 }
 
@@ -71,6 +73,8 @@ impl Node {
             d: Some(child),
             dir: dir.to_path_buf(),
             xrootd: format!("127.0.0.1:{xrootd}"),
+            https: format!("localhost:{https}"),
+            admin: format!("127.0.0.1:{admin}"),
             metrics: format!("127.0.0.1:{metrics}"),
         }
     }
@@ -118,7 +122,14 @@ impl Node {
     /// (ending its MDS session), else stopped, and its mount detached.
     fn clean_mount(&self) {
         let mnt = self.dir.join("ha/mnt");
-        let _ = Command::new("fusermount").arg("-u").arg(&mnt).status();
+        let quiet = |lazy: &str| {
+            let _ = Command::new("fusermount")
+                .arg(lazy)
+                .arg(&mnt)
+                .stderr(std::process::Stdio::null())
+                .status();
+        };
+        quiet("-u");
         if let Some(pid) = std::fs::read_to_string(self.dir.join("ha/mount.pid"))
             .ok()
             .and_then(|s| s.trim().parse::<u32>().ok())
@@ -137,7 +148,7 @@ impl Node {
                     .status();
             }
         }
-        let _ = Command::new("fusermount").arg("-uz").arg(&mnt).status();
+        quiet("-uz");
     }
 }
 
@@ -170,8 +181,118 @@ fn pair(root: &Path, test: &str) -> (Node, Node) {
     let tag = format!("{test}-{}", std::process::id());
     let a = Node::start(&root.join("a"), "node-a", &tag);
     a.until_active(Duration::from_secs(20));
+    // One admin credential, CA and server certificate for both nodes, as
+    // a site gives its metadata nodes.
+    let dev = root.join("b/dev");
+    std::fs::create_dir_all(&dev).unwrap();
+    for f in std::fs::read_dir(root.join("a/dev")).unwrap().flatten() {
+        if f.path().is_file() {
+            std::fs::copy(f.path(), dev.join(f.file_name())).unwrap();
+        }
+    }
     let b = Node::start(&root.join("b"), "node-b", &tag);
     (a, b)
+}
+
+/// `tessera --admin A,B ARGS` (the CLI finds the active node): its
+/// standard output, or `None` when it failed.
+fn cli(admins: &str, token: &Path, args: &[&str]) -> Option<String> {
+    let bin = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .and_then(|d| d.parent())
+        .unwrap()
+        .join("tessera");
+    assert!(
+        bin.exists(),
+        "{} not built (cargo build --workspace --bins)",
+        bin.display()
+    );
+    let o = Command::new(bin)
+        .args(["--admin", admins, "--token-file"])
+        .arg(token)
+        .args(args)
+        .output()
+        .unwrap();
+    o.status
+        .success()
+        .then(|| String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// A metric of the active node `n`.
+fn metric(n: &Node, name: &str) -> Option<f64> {
+    let o = Command::new("curl")
+        .args(["-s", "-m", "2"])
+        .arg(format!("http://{}/metrics", n.metrics))
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+}
+
+/// `curl -L` GET of `url` with the nodes' CA, retried as curl does on a
+/// refused or failed connection: the body, or `None`.
+fn curl_get(ca: &Path, url: &str) -> Option<Vec<u8>> {
+    let o = Command::new("curl")
+        .args([
+            "-sS",
+            "-f",
+            "-L",
+            "-m",
+            "20",
+            "--retry",
+            "5",
+            "--retry-all-errors",
+        ])
+        .args(["--retry-delay", "1", "--cacert"])
+        .arg(ca)
+        .arg(url)
+        .output()
+        .ok()?;
+    o.status.success().then_some(o.stdout)
+}
+
+/// Readers across the failover: a file read with curl -L over HTTPS and
+/// with xrdcp over XRootD through the standby's addresses, and `tessera
+/// ls` with both admin addresses; each attempt's start and outcome.
+type Seen = Arc<Mutex<Vec<(Instant, &'static str, bool)>>>;
+
+fn readers(
+    a: &Node,
+    b: &Node,
+    file: &str,
+    size: usize,
+    stop: &Arc<AtomicBool>,
+) -> (Seen, std::thread::JoinHandle<()>) {
+    let seen: Seen = Arc::default();
+    let (ca, token) = (a.dir.join("dev/ca.pem"), a.dir.join("dev/admin.token"));
+    let https = format!("https://{}{file}", b.https);
+    let root = format!("root://{}/{file}", b.xrootd);
+    let admins = format!("{},{}", a.admin, b.admin);
+    let out = a.dir.with_extension("read");
+    let (s, stop) = (Arc::clone(&seen), Arc::clone(stop));
+    let t = std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            let t = Instant::now();
+            let ok = curl_get(&ca, &https).is_some_and(|b| b.len() == size);
+            s.lock().unwrap().push((t, "curl", ok));
+            let t = Instant::now();
+            let ok = Command::new("xrdcp")
+                .args(["-s", "-f", &root])
+                .arg(&out)
+                .env("XRD_REQUESTTIMEOUT", "30")
+                .status()
+                .is_ok_and(|st| st.success())
+                && std::fs::metadata(&out).is_ok_and(|m| m.len() == size as u64);
+            s.lock().unwrap().push((t, "xrdcp", ok));
+            let t = Instant::now();
+            let ok = cli(&admins, &token, &["ls", "/data"]).is_some();
+            s.lock().unwrap().push((t, "ls", ok));
+        }
+    });
+    (seen, t)
 }
 
 /// `xrdcp SRC TO`: acknowledged or not (why not is printed).
@@ -255,17 +376,41 @@ fn kill_9_of_the_active_loses_no_acknowledged_create() {
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_secs(3));
+    std::thread::sleep(Duration::from_secs(1));
+    let first = acked
+        .lock()
+        .unwrap()
+        .first()
+        .cloned()
+        .expect("a file written");
+    let (seen, reader) = readers(&a, &b, &first, 20_000, &stop);
+    std::thread::sleep(Duration::from_secs(2));
     let before = acked.lock().unwrap().len();
-    assert!(before > 0, "nothing written before the kill");
     a.kill9();
     let took = b.until_active(Duration::from_secs(10));
+    let active_at = Instant::now();
     eprintln!("failover: {took:?} after kill -9 ({before} files acknowledged before)");
-    std::thread::sleep(Duration::from_secs(3));
+    std::thread::sleep(Duration::from_secs(5));
     stop.store(true, Ordering::Relaxed);
     for w in writers {
         w.join().unwrap();
     }
+    reader.join().unwrap();
+    // Every client started once the standby served (and a second for its
+    // listeners) succeeded, of each kind.
+    let seen = seen.lock().unwrap().clone();
+    for kind in ["curl", "xrdcp", "ls"] {
+        let after: Vec<bool> = seen
+            .iter()
+            .filter(|(t, k, _)| *k == kind && *t > active_at + Duration::from_secs(1))
+            .map(|(_, _, ok)| *ok)
+            .collect();
+        assert!(
+            !after.is_empty() && after.iter().all(|ok| *ok),
+            "{kind} after the takeover: {after:?}"
+        );
+    }
+    assert_eq!(metric(&b, "tessera_ha_epoch"), Some(2.0));
     let acked = acked.lock().unwrap().clone();
     assert!(
         acked.len() > before,
