@@ -77,3 +77,26 @@ fn the_federation_example_parses_and_builds() {
     assert_eq!(cfg.federation.views[0].endpoints.len(), 3);
     tessera_fed::Federation::new(cfg.federation, None).expect("builds");
 }
+
+#[test]
+fn the_ha_examples_parse_and_validate() {
+    for text in [
+        include_str!("../../../deploy/ha/tesserad-mds1.toml"),
+        include_str!("../../../deploy/ha/tesserad-mds2.toml"),
+    ] {
+        let cfg: Config = toml::from_str(text).expect("example parses");
+        cfg.validate().expect("valid");
+        assert!(cfg.ha.enabled);
+        let a = cfg.ha.advert(&cfg.listen).unwrap();
+        assert_eq!(a.xrootd, cfg.listen.xrootd.map(|x| x.to_string()));
+    }
+    // HA needs fixed ports, a node name and a file system.
+    let mut cfg: Config =
+        toml::from_str(include_str!("../../../deploy/ha/tesserad-mds1.toml")).unwrap();
+    cfg.listen.admin.set_port(0);
+    assert!(cfg.validate().is_err());
+    let mut cfg: Config =
+        toml::from_str(include_str!("../../../deploy/ha/tesserad-mds1.toml")).unwrap();
+    cfg.ha.fs.clear();
+    assert!(cfg.validate().is_err());
+}
