@@ -26,6 +26,11 @@ struct Args {
     /// RocksDB block cache in MiB.
     #[arg(long, default_value_t = 2048)]
     cache_mib: usize,
+    /// Metadata HA (issue 27): with `--dir` on a CephFS mount, durable
+    /// creates with 1 and 16 writers against the raw group-commit pattern
+    /// on the same directory, and stat; nothing else.
+    #[arg(long)]
+    ha: bool,
 }
 
 const PER_DIR: u64 = 1000;
@@ -106,6 +111,9 @@ fn main() -> anyhow::Result<()> {
     let tmp = tempfile::tempdir()?;
     let dir = a.dir.clone().unwrap_or_else(|| tmp.path().join("meta"));
     let root = Identity::root("bench");
+    if a.ha {
+        return ha_phase(&a, &dir);
+    }
     println!(
         "# bench-namespace: {} files, {} threads, {} s phases",
         a.files, a.threads, a.seconds
@@ -207,6 +215,89 @@ fn main() -> anyhow::Result<()> {
 
     // 7. Through gRPC: a server in process, 16 concurrent clients.
     grpc_phase(&a, &dir)?;
+    Ok(())
+}
+
+/// The raw pattern of a group-committing log on `dir`'s file system:
+/// 200-byte records appended by `threads` writers, each acknowledged once
+/// an fdatasync that began after it was written returns; one sync at a
+/// time, covering every record written before it began. The ceiling a
+/// store's synced commits on that file system can reach.
+fn raw_log(dir: &std::path::Path, threads: usize, secs: u64) -> anyhow::Result<f64> {
+    use std::io::Write;
+    use std::sync::Mutex;
+    let path = dir.join(format!("raw-{threads}.log"));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)?;
+    let written = Mutex::new(0u64);
+    let synced = Mutex::new(0u64);
+    let rec = [b'r'; 200];
+    let rate = timed(threads, secs, |_, _| {
+        let mine = {
+            let mut w = written.lock().expect("lock");
+            (&file).write_all(&rec).expect("append");
+            *w += 1;
+            *w
+        };
+        let mut s = synced.lock().expect("lock");
+        if *s < mine {
+            let upto = *written.lock().expect("lock");
+            file.sync_data().expect("fdatasync");
+            *s = upto;
+        }
+    });
+    std::fs::remove_file(&path)?;
+    Ok(rate)
+}
+
+/// `--ha`: durable creates against the raw log on the same directory.
+fn ha_phase(a: &Args, dir: &std::path::Path) -> anyhow::Result<()> {
+    let root = Identity::root("bench");
+    std::fs::create_dir_all(dir)?;
+    println!(
+        "# bench-namespace --ha: {} s phases in {}",
+        a.seconds,
+        dir.display()
+    );
+    let mut raw = Vec::new();
+    for threads in [1usize, 16] {
+        let r = raw_log(dir, threads, a.seconds)?;
+        println!("raw log, fdatasync group commit ({threads} writers): {r:.0}/s");
+        raw.push(r);
+    }
+    let m = Arc::new(MetaStore::open(
+        &dir.join("meta"),
+        opts(Durability::Sync, a.cache_mib),
+    )?);
+    m.mkdir(&p("/sync"), &root, 0o755, true)?;
+    let mut made = 0u64;
+    for (k, threads) in [1usize, 16].into_iter().enumerate() {
+        let base = threads as u64 * 1_000_000_000;
+        let rate = timed(threads, a.seconds, |t, n| {
+            create(&m, &root, &p(&format!("/sync/t{t}-{}", base + n)));
+        });
+        made += (rate * a.seconds as f64) as u64;
+        println!(
+            "create (fsync WAL, {threads} writers): {rate:.0}/s = {:.2} of the raw log",
+            rate / raw[k]
+        );
+    }
+    let names: Vec<NsPath> = m
+        .list(&p("/sync"), None, 10_000)?
+        .into_iter()
+        .map(|e| p(&format!("/sync/{}", String::from_utf8_lossy(&e.name))))
+        .collect();
+    let rate = timed(a.threads, a.seconds, |t, n| {
+        let i = (n as usize * 7919 + t * 104_729) % names.len();
+        m.stat(&names[i]).expect("stat");
+    });
+    println!(
+        "stat ({} threads, {} files of ~{made}): {rate:.0}/s",
+        a.threads,
+        names.len()
+    );
     Ok(())
 }
 
