@@ -31,6 +31,10 @@ struct Args {
     /// on the same directory, and stat; nothing else.
     #[arg(long)]
     ha: bool,
+    /// With --ha: commits append to RocksDB's log buffer only (the synced
+    /// flush writes it), as a metadata node on CephFS does.
+    #[arg(long)]
+    buffer_wal: bool,
 }
 
 const PER_DIR: u64 = 1000;
@@ -269,8 +273,12 @@ fn ha_phase(a: &Args, dir: &std::path::Path) -> anyhow::Result<()> {
     }
     let m = Arc::new(MetaStore::open(
         &dir.join("meta"),
-        opts(Durability::Sync, a.cache_mib),
+        MetaOptions {
+            buffer_wal: a.buffer_wal,
+            ..opts(Durability::Sync, a.cache_mib)
+        },
     )?);
+    println!("buffered log appends: {}", a.buffer_wal);
     m.mkdir(&p("/sync"), &root, 0o755, true)?;
     let mut made = 0u64;
     for (k, threads) in [1usize, 16].into_iter().enumerate() {

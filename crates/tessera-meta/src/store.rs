@@ -48,6 +48,12 @@ pub struct MetaOptions {
     pub max_reaccount_entries: u64,
     /// None: every change is allowed (one node alone).
     pub gate: Option<Gate>,
+    /// Commits only append to RocksDB's log buffer; the synced flush
+    /// that acknowledges them writes and syncs it (`Durability::Sync`).
+    /// On a network file system whose appends wait for a sync in
+    /// progress (ceph-fuse), this lets commits go on during a sync, so
+    /// one sync covers them all (metadata HA on CephFS: docs/ha.md).
+    pub buffer_wal: bool,
 }
 
 impl std::fmt::Debug for MetaOptions {
@@ -57,6 +63,7 @@ impl std::fmt::Debug for MetaOptions {
             .field("block_cache_bytes", &self.block_cache_bytes)
             .field("max_reaccount_entries", &self.max_reaccount_entries)
             .field("gate", &self.gate.is_some())
+            .field("buffer_wal", &self.buffer_wal)
             .finish_non_exhaustive()
     }
 }
@@ -71,6 +78,7 @@ impl Default for MetaOptions {
             block_cache_bytes: 2 << 30,
             max_reaccount_entries: 5_000_000,
             gate: None,
+            buffer_wal: false,
         }
     }
 }
@@ -149,6 +157,9 @@ impl MetaStore {
         // Bound what a restart after a crash must replay: boot time then
         // does not grow with the namespace size.
         db_opts.set_max_total_wal_size(16 << 20);
+        if opts.buffer_wal && opts.durability == Durability::Sync {
+            db_opts.set_manual_wal_flush(true);
+        }
         // RocksDB's own LOG: Debian's library defaults to debug level,
         // which writes a line for every synced commit ("FlushWAL
         // sync=true": a line per file written, growing without end and

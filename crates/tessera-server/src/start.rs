@@ -221,6 +221,10 @@ async fn open_core(cfg: &Config, gate: Option<tessera_meta::Gate>) -> anyhow::Re
             DurabilityCfg::Buffered => Durability::Buffered,
         },
         block_cache_bytes: tessera_types::parse_size(&cfg.meta.block_cache)? as usize,
+        // A metadata node of an HA service keeps RocksDB on CephFS:
+        // buffered log appends let one sync cover concurrent commits
+        // there (bench-namespace --ha: 16 writers 263/s -> 1,191/s).
+        buffer_wal: gate.is_some(),
         gate,
         ..MetaOptions::default()
     };

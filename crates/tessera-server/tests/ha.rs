@@ -265,34 +265,48 @@ fn readers(
     file: &str,
     size: usize,
     stop: &Arc<AtomicBool>,
-) -> (Seen, std::thread::JoinHandle<()>) {
+) -> (Seen, Vec<std::thread::JoinHandle<()>>) {
     let seen: Seen = Arc::default();
     let (ca, token) = (a.dir.join("dev/ca.pem"), a.dir.join("dev/admin.token"));
     let https = format!("https://{}{file}", b.https);
     let root = format!("root://{}/{file}", b.xrootd);
     let admins = format!("{},{}", a.admin, b.admin);
     let out = a.dir.with_extension("read");
-    let (s, stop) = (Arc::clone(&seen), Arc::clone(stop));
-    let t = std::thread::spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
-            let t = Instant::now();
-            let ok = curl_get(&ca, &https).is_some_and(|b| b.len() == size);
-            s.lock().unwrap().push((t, "curl", ok));
-            let t = Instant::now();
-            let ok = Command::new("xrdcp")
-                .args(["-s", "-f", &root])
-                .arg(&out)
-                .env("XRD_REQUESTTIMEOUT", "30")
-                .status()
-                .is_ok_and(|st| st.success())
-                && std::fs::metadata(&out).is_ok_and(|m| m.len() == size as u64);
-            s.lock().unwrap().push((t, "xrdcp", ok));
-            let t = Instant::now();
-            let ok = cli(&admins, &token, &["ls", "/data"]).is_some();
-            s.lock().unwrap().push((t, "ls", ok));
-        }
-    });
-    (seen, t)
+    // One thread per kind: a client stuck until its own timeout holds no
+    // other kind back.
+    let each = |kind: &'static str, f: Box<dyn Fn() -> bool + Send>| {
+        let (s, stop) = (Arc::clone(&seen), Arc::clone(stop));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                let ok = f();
+                s.lock().unwrap().push((t, kind, ok));
+            }
+        })
+    };
+    let threads = vec![
+        each(
+            "curl",
+            Box::new(move || curl_get(&ca, &https).is_some_and(|b| b.len() == size)),
+        ),
+        each(
+            "xrdcp",
+            Box::new(move || {
+                Command::new("xrdcp")
+                    .args(["-s", "-f", &root])
+                    .arg(&out)
+                    .env("XRD_REQUESTTIMEOUT", "30")
+                    .status()
+                    .is_ok_and(|st| st.success())
+                    && std::fs::metadata(&out).is_ok_and(|m| m.len() == size as u64)
+            }),
+        ),
+        each(
+            "ls",
+            Box::new(move || cli(&admins, &token, &["ls", "/data"]).is_some()),
+        ),
+    ];
+    (seen, threads)
 }
 
 /// `xrdcp SRC TO`: acknowledged or not (why not is printed).
@@ -390,19 +404,35 @@ fn kill_9_of_the_active_loses_no_acknowledged_create() {
     let took = b.until_active(Duration::from_secs(10));
     let active_at = Instant::now();
     eprintln!("failover: {took:?} after kill -9 ({before} files acknowledged before)");
-    std::thread::sleep(Duration::from_secs(5));
+    // Until every kind of reader has had an attempt that began once the
+    // standby served (and a second for its listeners).
+    let since = active_at + Duration::from_secs(1);
+    let t = Instant::now();
+    while !["curl", "xrdcp", "ls"].iter().all(|k| {
+        seen.lock()
+            .unwrap()
+            .iter()
+            .any(|(at, kind, _)| kind == k && *at > since)
+    }) {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "readers after the takeover"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     stop.store(true, Ordering::Relaxed);
     for w in writers {
         w.join().unwrap();
     }
-    reader.join().unwrap();
-    // Every client started once the standby served (and a second for its
-    // listeners) succeeded, of each kind.
+    for r in reader {
+        r.join().unwrap();
+    }
+    // Every client that began after the takeover succeeded, of each kind.
     let seen = seen.lock().unwrap().clone();
     for kind in ["curl", "xrdcp", "ls"] {
         let after: Vec<bool> = seen
             .iter()
-            .filter(|(t, k, _)| *k == kind && *t > active_at + Duration::from_secs(1))
+            .filter(|(t, k, _)| *k == kind && *t > since)
             .map(|(_, _, ok)| *ok)
             .collect();
         assert!(
