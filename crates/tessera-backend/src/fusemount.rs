@@ -42,11 +42,12 @@ fn io(what: &str, source: std::io::Error) -> BackendError {
 impl FuseMount {
     /// Mount (waiting up to `wait` for the mount to appear).
     pub fn mount(spec: &FuseSpec, wait: Duration) -> Result<FuseMount, BackendError> {
-        std::fs::create_dir_all(&spec.mountpoint).map_err(|e| io("the mountpoint", e))?;
         // A mount left by a previous run of this node (it died): away,
-        // and its ceph-fuse stopped (by the PID that run recorded).
+        // and its ceph-fuse stopped (by the PID that run recorded). First:
+        // a dead mount makes the mountpoint unusable (ENOTCONN).
         stop_recorded(spec);
         lazy_unmount(&spec.mountpoint);
+        std::fs::create_dir_all(&spec.mountpoint).map_err(|e| io("the mountpoint", e))?;
         let _ = std::fs::remove_file(&spec.asok);
         let child = Command::new("ceph-fuse")
             .arg("-f")
