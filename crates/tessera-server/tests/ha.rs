@@ -447,7 +447,18 @@ fn kill_9_of_the_active_loses_no_acknowledged_create() {
         "nothing acknowledged after the takeover"
     );
     check(&format!("root://{}", b.xrootd), &acked, 20_000);
-    a.clean_mount();
+    // The killed node, started again, cleans its fenced mount up and is
+    // the standby; it takes over when the other one is killed in turn.
+    let tag = format!("kill-{}", std::process::id());
+    let a = Node::start(&root.path().join("a"), "node-a", &tag);
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!a.active(), "the restarted node is the standby");
+    let mut b = b;
+    b.kill9();
+    a.until_active(Duration::from_secs(10));
+    assert_eq!(metric(&a, "tessera_ha_epoch"), Some(3.0));
+    check(&format!("root://{}", a.xrootd), &acked, 20_000);
+    b.clean_mount();
 }
 
 #[test]
