@@ -47,7 +47,7 @@ impl Node {
             format!(
                 "[listen]\nadmin = \"127.0.0.1:{admin}\"\nmetrics = \"127.0.0.1:{metrics}\"\n\
                  xrootd = \"127.0.0.1:{xrootd}\"\nhttps = \"127.0.0.1:{https}\"\n\
-                 [server]\ndrain = \"1s\"\n\
+                 [server]\ndrain = \"1s\"\n[https]\nanonymous = \"owner\"\n\
                  [ha]\nenabled = true\nnode = \"{name}\"\nceph_conf = \"{conf}\"\nfs = \"fs1\"\n\
                  dir = \"ha-ns-{tag}\"\nobject = \"lease-{tag}\"\nlease_ms = 5000\n"
             ),
@@ -232,6 +232,29 @@ fn metric(n: &Node, name: &str) -> Option<f64> {
         .and_then(|l| l.rsplit(' ').next()?.parse().ok())
 }
 
+/// `curl -L -T SRC URL` (a PUT, redirected by a standby) with the nodes'
+/// CA, retried as `curl_get`: whether it was acknowledged.
+fn curl_put(ca: &Path, src: &Path, url: &str) -> bool {
+    Command::new("curl")
+        .args([
+            "-sS",
+            "-f",
+            "-L",
+            "-m",
+            "20",
+            "--retry",
+            "5",
+            "--retry-all-errors",
+        ])
+        .args(["--retry-delay", "1", "-o", "/dev/null", "--cacert"])
+        .arg(ca)
+        .arg("-T")
+        .arg(src)
+        .arg(url)
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// `curl -L` GET of `url` with the nodes' CA, retried as curl does on a
 /// refused or failed connection: the body, or `None`.
 fn curl_get(ca: &Path, url: &str) -> Option<Vec<u8>> {
@@ -254,16 +277,18 @@ fn curl_get(ca: &Path, url: &str) -> Option<Vec<u8>> {
     o.status.success().then_some(o.stdout)
 }
 
-/// Readers across the failover: a file read with curl -L over HTTPS and
-/// with xrdcp over XRootD through the standby's addresses, and `tessera
-/// ls` with both admin addresses; each attempt's start and outcome.
+/// Clients across the failover: a file read with curl -L over HTTPS and
+/// with xrdcp over XRootD through the standby's addresses, files put with
+/// curl -L over HTTPS there (each acknowledged one logged with the
+/// writers'), and `tessera ls` with both admin addresses; each attempt's
+/// start and outcome.
 type Seen = Arc<Mutex<Vec<(Instant, &'static str, bool)>>>;
 
 fn readers(
-    a: &Node,
-    b: &Node,
+    (a, b): (&Node, &Node),
     file: &str,
-    size: usize,
+    (src, size): (&Path, usize),
+    acked: &Arc<Mutex<Vec<String>>>,
     stop: &Arc<AtomicBool>,
 ) -> (Seen, Vec<std::thread::JoinHandle<()>>) {
     let seen: Seen = Arc::default();
@@ -284,10 +309,28 @@ fn readers(
             }
         })
     };
+    let (put_ca, src, put_to, acked) = (
+        ca.clone(),
+        src.to_path_buf(),
+        format!("https://{}/data/put-", b.https),
+        Arc::clone(acked),
+    );
+    let puts = std::sync::atomic::AtomicU64::new(0);
     let threads = vec![
         each(
             "curl",
             Box::new(move || curl_get(&ca, &https).is_some_and(|b| b.len() == size)),
+        ),
+        each(
+            "put",
+            Box::new(move || {
+                let n = puts.fetch_add(1, Ordering::Relaxed);
+                let ok = curl_put(&put_ca, &src, &format!("{put_to}{n}"));
+                if ok {
+                    acked.lock().unwrap().push(format!("/data/put-{n}"));
+                }
+                ok
+            }),
         ),
         each(
             "xrdcp",
@@ -397,7 +440,7 @@ fn kill_9_of_the_active_loses_no_acknowledged_create() {
         .first()
         .cloned()
         .expect("a file written");
-    let (seen, reader) = readers(&a, &b, &first, 20_000, &stop);
+    let (seen, reader) = readers((&a, &b), &first, (&src, 20_000), &acked, &stop);
     std::thread::sleep(Duration::from_secs(2));
     let before = acked.lock().unwrap().len();
     a.kill9();
@@ -408,7 +451,7 @@ fn kill_9_of_the_active_loses_no_acknowledged_create() {
     // standby served (and a second for its listeners).
     let since = active_at + Duration::from_secs(1);
     let t = Instant::now();
-    while !["curl", "xrdcp", "ls"].iter().all(|k| {
+    while !["curl", "put", "xrdcp", "ls"].iter().all(|k| {
         seen.lock()
             .unwrap()
             .iter()
@@ -429,7 +472,7 @@ fn kill_9_of_the_active_loses_no_acknowledged_create() {
     }
     // Every client that began after the takeover succeeded, of each kind.
     let seen = seen.lock().unwrap().clone();
-    for kind in ["curl", "xrdcp", "ls"] {
+    for kind in ["curl", "put", "xrdcp", "ls"] {
         let after: Vec<bool> = seen
             .iter()
             .filter(|(t, k, _)| *k == kind && *t > since)
