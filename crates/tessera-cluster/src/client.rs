@@ -19,7 +19,12 @@ pub const FS_REFRESH_EVERY: Duration = Duration::from_secs(5);
 
 #[derive(Clone)]
 pub struct ClusterClient {
-    chan: Channel,
+    /// One per metadata node (several: a highly available service).
+    chans: Arc<[Channel]>,
+    /// The node calls go to; the next one after a call that could not
+    /// reach it (a standby does not listen on this port, a dead node
+    /// neither).
+    cur: Arc<std::sync::atomic::AtomicUsize>,
     bearer: String,
 }
 
@@ -34,15 +39,41 @@ impl ClusterClient {
     /// A client of the metadata service's admin/internal port (connects
     /// lazily; calls fail with `Unavailable` while it is down). Call within
     /// a Tokio runtime.
+    ///
+    /// `mgm` may name every node of a highly available metadata service,
+    /// comma-separated: calls go to one node until one cannot reach it,
+    /// then to the next (only the active node listens on this port), so
+    /// after a takeover they find the new active node.
     pub fn new(mgm: &str, secret: &str) -> Result<ClusterClient, CoreError> {
-        let chan = Channel::from_shared(format!("http://{mgm}"))
-            .map_err(|e| CoreError::Invalid(format!("metadata service address {mgm}: {e}")))?
-            .connect_timeout(Duration::from_secs(5))
-            .connect_lazy();
+        let endpoints = mgm
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(|a| {
+                Ok(Channel::from_shared(format!("http://{a}"))
+                    .map_err(|e| CoreError::Invalid(format!("metadata service address {a}: {e}")))?
+                    .connect_timeout(Duration::from_secs(5)))
+            })
+            .collect::<Result<Vec<_>, CoreError>>()?;
+        if endpoints.is_empty() {
+            return Err(CoreError::Invalid("no metadata service address".into()));
+        }
         Ok(ClusterClient {
-            chan,
+            chans: endpoints.iter().map(|e| e.connect_lazy()).collect(),
+            cur: Arc::default(),
             bearer: format!("Bearer {secret}"),
         })
+    }
+
+    /// `s` as an error; a call that did not reach its node moves later
+    /// calls to the next node.
+    fn failed(&self, s: Status) -> CoreError {
+        let unreached = s.code() == tonic::Code::Unavailable
+            || (s.code() == tonic::Code::Unknown && s.message().contains("transport"));
+        if unreached && self.chans.len() > 1 {
+            self.cur.fetch_add(1, Ordering::Relaxed);
+        }
+        remote(s)
     }
 
     fn req<T>(&self, m: T) -> Request<T> {
@@ -55,7 +86,8 @@ impl ClusterClient {
     }
 
     fn api(&self) -> pb::cluster_client::ClusterClient<Channel> {
-        pb::cluster_client::ClusterClient::new(self.chan.clone())
+        let i = self.cur.load(Ordering::Relaxed) % self.chans.len();
+        pb::cluster_client::ClusterClient::new(self.chans[i].clone())
     }
 
     pub async fn heartbeat(
@@ -73,7 +105,7 @@ impl ClusterClient {
                 open_files,
             }))
             .await
-            .map_err(remote)?;
+            .map_err(|e| self.failed(e))?;
         Ok(())
     }
 
@@ -109,7 +141,7 @@ impl ClusterClient {
         };
         let mut api = self.api();
         tokio::select! {
-            r = api.register(r) => r.map(|_| ()).map_err(remote),
+            r = api.register(r) => r.map(|_| ()).map_err(|e| self.failed(e)),
             _ = feed => Ok(()),
         }
     }
@@ -121,7 +153,7 @@ impl ClusterClient {
                 xrootd: xrootd.to_string(),
             }))
             .await
-            .map_err(remote)?;
+            .map_err(|e| self.failed(e))?;
         Ok(())
     }
 
@@ -130,7 +162,7 @@ impl ClusterClient {
             .api()
             .filesystems(self.req(pb::FilesystemsRequest {}))
             .await
-            .map_err(remote)?;
+            .map_err(|e| self.failed(e))?;
         Ok(r.into_inner()
             .filesystems
             .into_iter()
@@ -162,7 +194,7 @@ impl ClusterClient {
                 gateway: gateway.to_string(),
             }))
             .await
-            .map_err(remote)?
+            .map_err(|e| self.failed(e))?
             .into_inner();
         Ok(WritePlan {
             resv_id: r.reservation,
@@ -194,7 +226,7 @@ impl Ledger for RemoteLedger {
                 reservation: id,
                 bytes,
             })))
-            .map_err(remote)?;
+            .map_err(|e| c.failed(e))?;
         Ok(())
     }
 
@@ -211,7 +243,7 @@ impl Ledger for RemoteLedger {
                 placement: w.layout.clone(),
                 crc32c: w.crc32c,
             })))
-            .map_err(remote)?
+            .map_err(|e| c.failed(e))?
             .into_inner();
         // What the gateway needs of the committed file (the metadata
         // service holds the rest).

@@ -49,7 +49,7 @@ pub use repair::{RepairPlan, RepairReport, ORPHAN_GRACE};
 pub use service::{Core, RemoveReport, Unlogged};
 pub use sessionlog::SessionLog;
 pub use stall::{ReadOpen, Stall, STALL_ATTR};
-pub use standby::{ActiveNode, Advert};
+pub use standby::{ActiveNode, Advert, MgmAddr};
 pub use tessera_data::StripeState;
 pub use tessera_data::{BufPool, Layout, Placement, ReadData, ReadEvent};
 pub use tessera_meta::{may, FsConfigStatus, FsRecord, Overwrite};

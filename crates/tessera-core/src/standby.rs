@@ -67,6 +67,30 @@ impl std::fmt::Debug for ActiveNode {
     }
 }
 
+/// Where a data gateway sends clients back to the metadata service: one
+/// of its nodes' addresses, the first that takes connections (kept up to
+/// date by the gateway; any live node will do, a standby sends clients on
+/// to the active one).
+#[derive(Clone, Debug)]
+pub struct MgmAddr(Arc<std::sync::RwLock<String>>);
+
+impl MgmAddr {
+    pub fn new(addr: impl Into<String>) -> MgmAddr {
+        MgmAddr(Arc::new(std::sync::RwLock::new(addr.into())))
+    }
+
+    pub fn get(&self) -> String {
+        self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn set(&self, addr: &str) {
+        let mut a = self.0.write().unwrap_or_else(|p| p.into_inner());
+        if *a != addr {
+            *a = addr.to_string();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

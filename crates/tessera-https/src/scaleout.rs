@@ -39,7 +39,7 @@ pub enum Mode {
         client: ClusterClient,
         key: CapKey,
         /// The metadata service's HTTPS endpoint (`host:port`).
-        mgm: String,
+        mgm: tessera_core::MgmAddr,
         /// This gateway's name as registered (its XRootD address).
         advertise: String,
     },
@@ -159,7 +159,7 @@ pub async fn gateway(
     req: crate::Req,
 ) -> Response<Body> {
     let mgm = match &cfg.mode {
-        Mode::Gateway { mgm, .. } => mgm,
+        Mode::Gateway { mgm, .. } => mgm.get(),
         Mode::Standby { active } => return to_active(cfg, active, &req),
         _ => return crate::error_response(&HttpError::new(500, "not a gateway")),
     };

@@ -151,15 +151,20 @@ pub struct Cluster {
     /// File holding the cluster secret (signs capabilities, authenticates
     /// gateways); not group/world readable.
     pub secret_file: Option<PathBuf>,
-    /// Gateway: the metadata service's admin port, `host:port`.
+    /// Gateway: the metadata service's admin port, `host:port`; with a
+    /// highly available metadata service every node's, comma-separated
+    /// (the gateway registers with the active one).
     pub mgm: Option<String>,
-    /// Gateway: the metadata service's XRootD endpoint, `host:port`.
+    /// Gateway: the metadata service's XRootD endpoint, `host:port`
+    /// (every node's, comma-separated: clients are sent to one that takes
+    /// connections).
     pub mgm_xrootd: Option<String>,
     /// Gateway: `host:port` clients use to reach this gateway's XRootD
     /// listener (default: the listen address).
     pub advertise: Option<String>,
     /// Gateway with an HTTPS listener: the metadata service's HTTPS
-    /// endpoint, `host:port` (requests other than file data go there).
+    /// endpoint, `host:port` (requests other than file data go there;
+    /// every node's, comma-separated, as `mgm_xrootd`).
     pub mgm_https: Option<String>,
     /// Gateway: `host:port` clients use to reach its HTTPS listener
     /// (default: the listen address); must match its certificate.

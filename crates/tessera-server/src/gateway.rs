@@ -72,7 +72,9 @@ async fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
                 data: data.clone(),
                 client: client.clone(),
                 key: key.clone(),
-                mgm: mgm.context("cluster.mgm_https (the metadata service's HTTPS endpoint)")?,
+                mgm: live_node(
+                    &mgm.context("cluster.mgm_https (the metadata service's HTTPS endpoint)")?,
+                ),
                 advertise: advertise.clone(),
             };
             Some(https_listener(cfg, a, tls.clone(), mode, &buffers, &conns).await?)
@@ -97,7 +99,7 @@ async fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
         data,
         client,
         key,
-        mgm: mgm_xrootd,
+        mgm: live_node(&mgm_xrootd),
         advertise: advertise.clone(),
     };
     let base = crate::xrootd_config(
@@ -127,6 +129,40 @@ async fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
         conns,
         client: client_kept,
     })
+}
+
+/// Where clients are sent back to the metadata service: the first of the
+/// addresses `list` names (comma-separated) that takes connections,
+/// looked at every second when there are several (the nodes of a highly
+/// available metadata service; a standby sends clients on to the active
+/// one, a dead node would fail them).
+fn live_node(list: &str) -> tessera_core::MgmAddr {
+    let nodes: Vec<String> = list
+        .split(',')
+        .map(|a| a.trim().to_string())
+        .filter(|a| !a.is_empty())
+        .collect();
+    let addr = tessera_core::MgmAddr::new(nodes.first().cloned().unwrap_or_default());
+    if nodes.len() > 1 {
+        let a = addr.clone();
+        tokio::spawn(async move {
+            loop {
+                for n in &nodes {
+                    let up = tokio::time::timeout(
+                        std::time::Duration::from_millis(500),
+                        tokio::net::TcpStream::connect(n.as_str()),
+                    )
+                    .await;
+                    if matches!(up, Ok(Ok(_))) {
+                        a.set(n);
+                        break;
+                    }
+                }
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+        });
+    }
+    addr
 }
 
 /// Serve what `prepare` set up until the server stops.

@@ -52,7 +52,7 @@ pub enum Mode {
         client: tessera_cluster::ClusterClient,
         key: tessera_cluster::CapKey,
         /// The metadata service's XRootD endpoint (`host:port`).
-        mgm: String,
+        mgm: tessera_core::MgmAddr,
         /// This gateway's address as registered (its heartbeats).
         advertise: String,
     },

@@ -34,7 +34,7 @@ pub async fn to_mgm(s: &Session, out: &Out, h: &Header) -> bool {
     let Mode::Gateway { mgm, .. } = &s.cfg.mode else {
         return true;
     };
-    let (host, port) = host_port(mgm);
+    let (host, port) = host_port(&mgm.get());
     s.cfg.stats.redirects.fetch_add(1, Ordering::Relaxed);
     out.redirect(h.stream, &host, port, "").await
 }

@@ -15,10 +15,12 @@
 //!   (a write sent to it fails or is redirected to the new active node),
 //!   goes back to standby, and everything acknowledged is there.
 
-#[path = "common/mod.rs"]
+#[path = "../common/mod.rs"]
 #[allow(dead_code)]
 mod common;
 use common::spare_ports;
+
+mod gateway;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,6 +41,11 @@ struct Node {
 
 impl Node {
     fn start(dir: &Path, name: &str, tag: &str) -> Node {
+        Node::start_with(dir, name, tag, "")
+    }
+
+    /// The same with `extra` TOML appended to its configuration.
+    fn start_with(dir: &Path, name: &str, tag: &str, extra: &str) -> Node {
         let conf = std::env::var("CEPH_CONF").expect("CEPH_CONF: source $TC_DIR/env");
         let [admin, metrics, xrootd, https] = spare_ports::<4>();
         let cfg = dir.with_extension("toml");
@@ -49,7 +56,7 @@ impl Node {
                  xrootd = \"127.0.0.1:{xrootd}\"\nhttps = \"127.0.0.1:{https}\"\n\
                  [server]\ndrain = \"1s\"\n[https]\nanonymous = \"owner\"\n\
                  [ha]\nenabled = true\nnode = \"{name}\"\nceph_conf = \"{conf}\"\nfs = \"fs1\"\n\
-                 dir = \"ha-ns-{tag}\"\nobject = \"lease-{tag}\"\nlease_ms = 5000\n"
+                 dir = \"ha-ns-{tag}\"\nobject = \"lease-{tag}\"\nlease_ms = 5000\n{extra}"
             ),
         )
         .unwrap();
@@ -178,8 +185,13 @@ impl Drop for Node {
 
 /// Two nodes of one metadata service; the first is active.
 fn pair(root: &Path, test: &str) -> (Node, Node) {
+    pair_with(root, test, "")
+}
+
+/// The same with `extra` TOML in both nodes' configuration.
+fn pair_with(root: &Path, test: &str, extra: &str) -> (Node, Node) {
     let tag = format!("{test}-{}", std::process::id());
-    let a = Node::start(&root.join("a"), "node-a", &tag);
+    let a = Node::start_with(&root.join("a"), "node-a", &tag, extra);
     a.until_active(Duration::from_secs(20));
     // One admin credential, CA and server certificate for both nodes, as
     // a site gives its metadata nodes.
@@ -190,7 +202,7 @@ fn pair(root: &Path, test: &str) -> (Node, Node) {
             std::fs::copy(f.path(), dev.join(f.file_name())).unwrap();
         }
     }
-    let b = Node::start(&root.join("b"), "node-b", &tag);
+    let b = Node::start_with(&root.join("b"), "node-b", &tag, extra);
     (a, b)
 }
 
