@@ -24,6 +24,9 @@ use tessera_backend::{FuseMount, FuseSpec, Leadership, RadosLease, Role};
 use tessera_core::{ActiveNode, Advert};
 use tokio::sync::watch;
 
+/// The attribute of `/` that holds the epoch of the active node.
+pub const EPOCH_ATTR: &[u8] = b"sys.tessera.ha.epoch";
+
 /// How often the supervisor looks at the leadership.
 const TICK: Duration = Duration::from_millis(50);
 
@@ -224,6 +227,18 @@ async fn active(n: &Node, mount: &FuseMount, epoch: u64, stop: &mut watch::Recei
     if let Some(core) = running.core() {
         core.metrics().ha.epoch.set(epoch);
         core.metrics().ha.takeover_ms.set(took.as_millis() as u64);
+        // The epoch in the namespace too (its first change of the epoch).
+        let r = core
+            .xattr_set(
+                &tessera_types::Identity::root("ha"),
+                tessera_types::NsPath::root(),
+                EPOCH_ATTR.to_vec(),
+                epoch.to_string().into_bytes(),
+            )
+            .await;
+        if let Err(e) = r {
+            tracing::warn!(epoch, "recording the epoch in the namespace: {e}");
+        }
     }
     tracing::info!(epoch, namespace = %dir.display(), ?took, "active metadata node: serving");
     loop {

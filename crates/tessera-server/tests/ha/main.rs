@@ -512,6 +512,15 @@ fn kill_9_of_the_active_loses_no_acknowledged_create() {
     b.kill9();
     a.until_active(Duration::from_secs(10));
     assert_eq!(metric(&a, "tessera_ha_epoch"), Some(3.0));
+    // The epoch is in the namespace too.
+    let admins = format!("{},{}", a.admin, b.admin);
+    let token = a.dir.join("dev/admin.token");
+    let got = cli(
+        &admins,
+        &token,
+        &["attr", "get", "sys.tessera.ha.epoch", "/"],
+    );
+    assert!(got.as_deref().is_some_and(|v| v.contains('3')), "{got:?}");
     check(&format!("root://{}", a.xrootd), &acked, 20_000);
     b.clean_mount();
 }
