@@ -90,6 +90,14 @@ fn the_ha_examples_parse_and_validate() {
         let a = cfg.ha.advert(&cfg.listen).unwrap();
         assert_eq!(a.xrootd, cfg.listen.xrootd.map(|x| x.to_string()));
     }
+    for text in [
+        include_str!("../../../deploy/ha/tesserad-gateway1.toml"),
+        include_str!("../../../deploy/ha/tesserad-gateway2.toml"),
+    ] {
+        let cfg: Config = toml::from_str(text).expect("gateway example parses");
+        cfg.validate().expect("valid");
+        assert_eq!(cfg.cluster.mgm.unwrap().split(',').count(), 2);
+    }
     // HA needs fixed ports, a node name and a file system.
     let mut cfg: Config =
         toml::from_str(include_str!("../../../deploy/ha/tesserad-mds1.toml")).unwrap();
