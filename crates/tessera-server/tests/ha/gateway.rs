@@ -1,9 +1,9 @@
-//! A data gateway of a highly available metadata service (issue 27): it
-//! names both metadata nodes (`cluster.mgm`, `cluster.mgm_xrootd`, comma-
-//! separated), registers with the active one, and after a `kill -9` of
-//! that node registers with the new active one: uploads through the
-//! metadata service's address are sent to the gateway (its own counters
-//! say it wrote them) before and after the takeover.
+//! Two data gateways of a highly available metadata service (issue 27):
+//! each names both metadata nodes (`cluster.mgm`, `cluster.mgm_xrootd`,
+//! comma-separated), registers with the active one, and after a `kill -9`
+//! of that node registers with the new active one: uploads through the
+//! metadata service's address are sent to a gateway (their own counters
+//! say they wrote them) before and after the takeover.
 
 use super::{check, pair_with, spare_ports, xrdcp};
 use std::path::Path;
@@ -23,11 +23,11 @@ impl Drop for Gateway {
     }
 }
 
-fn gateway(root: &Path, secret: &Path, mgm: &str, mgm_xrootd: &str) -> Gateway {
+fn gateway(root: &Path, name: &str, secret: &Path, mgm: &str, mgm_xrootd: &str) -> Gateway {
     let [admin, metrics, xrootd] = spare_ports::<3>();
-    let dir = root.join("gw");
+    let dir = root.join(name);
     std::fs::create_dir_all(&dir).unwrap();
-    let cfg = root.join("gw.toml");
+    let cfg = root.join(format!("{name}.toml"));
     std::fs::write(
         &cfg,
         format!(
@@ -40,7 +40,7 @@ fn gateway(root: &Path, secret: &Path, mgm: &str, mgm_xrootd: &str) -> Gateway {
         ),
     )
     .unwrap();
-    let log = std::fs::File::create(root.join("gw.log")).unwrap();
+    let log = std::fs::File::create(root.join(format!("{name}.log"))).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_tesserad"))
         .args(["serve", "--config"])
         .arg(&cfg)
@@ -59,23 +59,27 @@ fn gateway(root: &Path, secret: &Path, mgm: &str, mgm_xrootd: &str) -> Gateway {
     }
 }
 
-/// File bytes the gateway wrote (its own counter).
-fn written(g: &Gateway) -> f64 {
-    let o = Command::new("curl")
-        .args(["-s", "-m", "2"])
-        .arg(format!("http://{}/metrics", g.metrics))
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .filter(|l| l.starts_with("tessera_written_bytes_total"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+/// File bytes the gateways wrote (their own counters).
+fn written(gs: &[Gateway]) -> f64 {
+    gs.iter()
+        .map(|g| {
+            let o = Command::new("curl")
+                .args(["-s", "-m", "2"])
+                .arg(format!("http://{}/metrics", g.metrics))
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter(|l| l.starts_with("tessera_written_bytes_total"))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum::<f64>()
+        })
         .sum()
 }
 
-/// Upload through `via` until the gateway has written one more file
-/// (it registers within seconds): the names acknowledged.
-fn through_gateway(g: &Gateway, src: &Path, via: &str, tag: &str) -> Vec<String> {
+/// Upload through `via` until a gateway has written one more file (they
+/// register within seconds): the names acknowledged.
+fn through_gateway(g: &[Gateway], src: &Path, via: &str, tag: &str) -> Vec<String> {
     let (before, t) = (written(g), Instant::now());
     let mut acked = Vec::new();
     for n in 0.. {
@@ -97,7 +101,7 @@ fn through_gateway(g: &Gateway, src: &Path, via: &str, tag: &str) -> Vec<String>
 
 #[test]
 #[ignore = "needs the loopback Ceph cluster of deploy/ceph/up.sh"]
-fn a_gateway_follows_the_active_node() {
+fn two_gateways_follow_the_active_node() {
     let root = tempfile::tempdir_in("/var/tmp").unwrap();
     let secret = root.path().join("cluster.secret");
     std::fs::write(&secret, "a-cluster-secret-of-this-test-0123456789\n").unwrap();
@@ -105,12 +109,14 @@ fn a_gateway_follows_the_active_node() {
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
     let extra = format!("[cluster]\nsecret_file = \"{}\"\n", secret.display());
     let (mut a, b) = pair_with(root.path(), "gw", &extra);
-    let g = gateway(
-        root.path(),
-        &secret,
-        &format!("{},{}", a.admin, b.admin),
-        &format!("{},{}", a.xrootd, b.xrootd),
+    let (mgm, mgm_xrootd) = (
+        format!("{},{}", a.admin, b.admin),
+        format!("{},{}", a.xrootd, b.xrootd),
     );
+    let g = [
+        gateway(root.path(), "gw1", &secret, &mgm, &mgm_xrootd),
+        gateway(root.path(), "gw2", &secret, &mgm, &mgm_xrootd),
+    ];
     let src = root.path().join("src");
     std::fs::write(&src, vec![5u8; 30_000]).unwrap();
     let mut acked = through_gateway(&g, &src, &b.xrootd, "before");

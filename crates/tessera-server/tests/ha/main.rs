@@ -6,7 +6,8 @@
 //! ceph-fuse:
 //!
 //! - `kill -9` of the active node while 16 writers create files through
-//!   the standby's address with `xrdcp` (each acknowledged create logged):
+//!   the standby's address with `xrdcp`, and other clients read, put and
+//!   create through both nodes (each acknowledged create logged):
 //!   the standby is active within 10 s, every acknowledged file is there
 //!   with its bytes, and no file is there half;
 //! - `SIGSTOP` of the active beyond its lease: the standby takes over
@@ -20,7 +21,9 @@
 mod common;
 use common::spare_ports;
 
+mod clients;
 mod gateway;
+use clients::{cli, metric, readers};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -206,164 +209,6 @@ fn pair_with(root: &Path, test: &str, extra: &str) -> (Node, Node) {
     (a, b)
 }
 
-/// `tessera --admin A,B ARGS` (the CLI finds the active node): its
-/// standard output, or `None` when it failed.
-fn cli(admins: &str, token: &Path, args: &[&str]) -> Option<String> {
-    let bin = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .and_then(|d| d.parent())
-        .unwrap()
-        .join("tessera");
-    assert!(
-        bin.exists(),
-        "{} not built (cargo build --workspace --bins)",
-        bin.display()
-    );
-    let o = Command::new(bin)
-        .args(["--admin", admins, "--token-file"])
-        .arg(token)
-        .args(args)
-        .output()
-        .unwrap();
-    o.status
-        .success()
-        .then(|| String::from_utf8_lossy(&o.stdout).into_owned())
-}
-
-/// A metric of the active node `n`.
-fn metric(n: &Node, name: &str) -> Option<f64> {
-    let o = Command::new("curl")
-        .args(["-s", "-m", "2"])
-        .arg(format!("http://{}/metrics", n.metrics))
-        .output()
-        .ok()?;
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-}
-
-/// `curl -L -T SRC URL` (a PUT, redirected by a standby) with the nodes'
-/// CA, retried as `curl_get`: whether it was acknowledged.
-fn curl_put(ca: &Path, src: &Path, url: &str) -> bool {
-    Command::new("curl")
-        .args([
-            "-sS",
-            "-f",
-            "-L",
-            "-m",
-            "20",
-            "--retry",
-            "5",
-            "--retry-all-errors",
-        ])
-        .args(["--retry-delay", "1", "-o", "/dev/null", "--cacert"])
-        .arg(ca)
-        .arg("-T")
-        .arg(src)
-        .arg(url)
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// `curl -L` GET of `url` with the nodes' CA, retried as curl does on a
-/// refused or failed connection: the body, or `None`.
-fn curl_get(ca: &Path, url: &str) -> Option<Vec<u8>> {
-    let o = Command::new("curl")
-        .args([
-            "-sS",
-            "-f",
-            "-L",
-            "-m",
-            "20",
-            "--retry",
-            "5",
-            "--retry-all-errors",
-        ])
-        .args(["--retry-delay", "1", "--cacert"])
-        .arg(ca)
-        .arg(url)
-        .output()
-        .ok()?;
-    o.status.success().then_some(o.stdout)
-}
-
-/// Clients across the failover: a file read with curl -L over HTTPS and
-/// with xrdcp over XRootD through the standby's addresses, files put with
-/// curl -L over HTTPS there (each acknowledged one logged with the
-/// writers'), and `tessera ls` with both admin addresses; each attempt's
-/// start and outcome.
-type Seen = Arc<Mutex<Vec<(Instant, &'static str, bool)>>>;
-
-fn readers(
-    (a, b): (&Node, &Node),
-    file: &str,
-    (src, size): (&Path, usize),
-    acked: &Arc<Mutex<Vec<String>>>,
-    stop: &Arc<AtomicBool>,
-) -> (Seen, Vec<std::thread::JoinHandle<()>>) {
-    let seen: Seen = Arc::default();
-    let (ca, token) = (a.dir.join("dev/ca.pem"), a.dir.join("dev/admin.token"));
-    let https = format!("https://{}{file}", b.https);
-    let root = format!("root://{}/{file}", b.xrootd);
-    let admins = format!("{},{}", a.admin, b.admin);
-    let out = a.dir.with_extension("read");
-    // One thread per kind: a client stuck until its own timeout holds no
-    // other kind back.
-    let each = |kind: &'static str, f: Box<dyn Fn() -> bool + Send>| {
-        let (s, stop) = (Arc::clone(&seen), Arc::clone(stop));
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                let t = Instant::now();
-                let ok = f();
-                s.lock().unwrap().push((t, kind, ok));
-            }
-        })
-    };
-    let (put_ca, src, put_to, acked) = (
-        ca.clone(),
-        src.to_path_buf(),
-        format!("https://{}/data/put-", b.https),
-        Arc::clone(acked),
-    );
-    let puts = std::sync::atomic::AtomicU64::new(0);
-    let threads = vec![
-        each(
-            "curl",
-            Box::new(move || curl_get(&ca, &https).is_some_and(|b| b.len() == size)),
-        ),
-        each(
-            "put",
-            Box::new(move || {
-                let n = puts.fetch_add(1, Ordering::Relaxed);
-                let ok = curl_put(&put_ca, &src, &format!("{put_to}{n}"));
-                if ok {
-                    acked.lock().unwrap().push(format!("/data/put-{n}"));
-                }
-                ok
-            }),
-        ),
-        each(
-            "xrdcp",
-            Box::new(move || {
-                Command::new("xrdcp")
-                    .args(["-s", "-f", &root])
-                    .arg(&out)
-                    .env("XRD_REQUESTTIMEOUT", "30")
-                    .status()
-                    .is_ok_and(|st| st.success())
-                    && std::fs::metadata(&out).is_ok_and(|m| m.len() == size as u64)
-            }),
-        ),
-        each(
-            "ls",
-            Box::new(move || cli(&admins, &token, &["ls", "/data"]).is_some()),
-        ),
-    ];
-    (seen, threads)
-}
-
 /// `xrdcp SRC TO`: acknowledged or not (why not is printed).
 fn xrdcp(src: &Path, to: &str) -> bool {
     let o = Command::new("xrdcp")
@@ -452,7 +297,8 @@ fn kill_9_of_the_active_loses_no_acknowledged_create() {
         .first()
         .cloned()
         .expect("a file written");
-    let (seen, reader) = readers((&a, &b), &first, (&src, 20_000), &acked, &stop);
+    let made = Arc::new(Mutex::new(Vec::new()));
+    let (seen, reader) = readers((&a, &b), &first, (&src, 20_000), (&acked, &made), &stop);
     std::thread::sleep(Duration::from_secs(2));
     let before = acked.lock().unwrap().len();
     a.kill9();
@@ -463,7 +309,7 @@ fn kill_9_of_the_active_loses_no_acknowledged_create() {
     // standby served (and a second for its listeners).
     let since = active_at + Duration::from_secs(1);
     let t = Instant::now();
-    while !["curl", "put", "xrdcp", "ls"].iter().all(|k| {
+    while !["curl", "put", "xrdcp", "ls", "mkdir"].iter().all(|k| {
         seen.lock()
             .unwrap()
             .iter()
@@ -484,7 +330,7 @@ fn kill_9_of_the_active_loses_no_acknowledged_create() {
     }
     // Every client that began after the takeover succeeded, of each kind.
     let seen = seen.lock().unwrap().clone();
-    for kind in ["curl", "put", "xrdcp", "ls"] {
+    for kind in ["curl", "put", "xrdcp", "ls", "mkdir"] {
         let after: Vec<bool> = seen
             .iter()
             .filter(|(t, k, _)| *k == kind && *t > since)
@@ -502,6 +348,17 @@ fn kill_9_of_the_active_loses_no_acknowledged_create() {
         "nothing acknowledged after the takeover"
     );
     check(&format!("root://{}", b.xrootd), &acked, 20_000);
+    // Every directory the CLI was told it made is there.
+    let admins = format!("{},{}", a.admin, b.admin);
+    let listed = cli(&admins, &a.dir.join("dev/admin.token"), &["ls", "/cli"]).unwrap();
+    let made = made.lock().unwrap().clone();
+    assert!(!made.is_empty());
+    for d in &made {
+        assert!(
+            listed.split_whitespace().any(|w| w == d),
+            "{d} not in {listed}"
+        );
+    }
     // The killed node, started again, cleans its fenced mount up and is
     // the standby; it takes over when the other one is killed in turn.
     let tag = format!("kill-{}", std::process::id());
