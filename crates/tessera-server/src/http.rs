@@ -22,6 +22,12 @@ pub enum Source {
         metrics: Arc<Metrics>,
         data: DataPath,
     },
+    /// A standby metadata node: its HA gauges (the active node's epoch as
+    /// it sees it); never ready (it has no namespace).
+    Standby {
+        metrics: Arc<Metrics>,
+        active: tessera_core::ActiveNode,
+    },
 }
 
 /// What the process holds for its clients, reported with the metrics:
@@ -74,7 +80,7 @@ async fn handle(
     const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
     let m: &Metrics = match &source {
         Source::Core(core) => core.metrics(),
-        Source::Gateway { metrics, .. } => metrics,
+        Source::Gateway { metrics, .. } | Source::Standby { metrics, .. } => metrics,
     };
     m.buffers_in_use.set(load.buffers.in_use());
     m.buffers_limit.set(load.buffers.size());
@@ -102,6 +108,19 @@ async fn handle(
         ("/metrics", Source::Gateway { metrics, .. }) => {
             (StatusCode::OK, OPENMETRICS, metrics.encode())
         }
+        ("/metrics", Source::Standby { metrics, active }) => {
+            metrics.ha.active.set(0);
+            metrics.ha.epoch.set(active.get().map_or(0, |(e, _)| e));
+            (StatusCode::OK, OPENMETRICS, metrics.encode())
+        }
+        ("/readyz", Source::Standby { active, .. }) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "text/plain",
+            match active.get().and_then(|(_, a)| a.admin) {
+                Some(a) => format!("standby metadata node; the active one: {a}\n"),
+                None => "standby metadata node; no active one known\n".to_string(),
+            },
+        ),
         ("/healthz", _) => (StatusCode::OK, "text/plain", "ok\n".to_string()),
         ("/readyz", Source::Core(core)) => {
             match core.ns_stats(&tessera_types::Identity::root("http")).await {

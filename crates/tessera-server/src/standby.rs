@@ -1,8 +1,9 @@
 //! A standby metadata node's listeners (issue 27): XRootD and HTTPS with
 //! no namespace behind them, sending every client to the active node
 //! (`kXR_redirect`, 307), or asking it to come back in a second while no
-//! active node is known. Stopped at once (no drain: nothing is served
-//! here) when the node becomes active.
+//! active node is known; metrics (the HA gauges; `/readyz` says standby).
+//! Stopped at once (no drain: nothing is served here) when the node
+//! becomes active.
 
 use crate::config::Config;
 use crate::start::bind;
@@ -48,6 +49,22 @@ impl Standby {
             });
             tasks.push(tokio::spawn(tessera_xrootd::serve(l, None, x, rx.clone())));
         }
+        // Metrics: the HA gauges (never ready: no namespace here).
+        let l = bind(None, cfg.listen.metrics, "metrics").await?;
+        tasks.push(tokio::spawn(crate::http::serve(
+            l,
+            crate::http::Source::Standby {
+                metrics: Arc::new(tessera_obs::Metrics::new(crate::VERSION)),
+                active: active.clone(),
+            },
+            crate::http::Load {
+                buffers: buffers.clone(),
+                conns: conns.clone(),
+                tokens: None,
+                federation: None,
+            },
+            rx.clone(),
+        )));
         if let Some(a) = cfg.listen.https {
             let l = bind(Some(bound), a, "HTTPS").await?;
             let h = Arc::new(tessera_https::HttpsConfig {

@@ -365,6 +365,10 @@ fn kill_9_of_the_active_loses_no_acknowledged_create() {
     let a = Node::start(&root.path().join("a"), "node-a", &tag);
     std::thread::sleep(Duration::from_secs(2));
     assert!(!a.active(), "the restarted node is the standby");
+    // Its metrics say so, with the epoch of the active node it sees.
+    assert_eq!(metric(&a, "tessera_ha_active"), Some(0.0));
+    assert_eq!(metric(&a, "tessera_ha_epoch"), Some(2.0));
+    assert_eq!(metric(&b, "tessera_ha_active"), Some(1.0));
     let mut b = b;
     b.kill9();
     a.until_active(Duration::from_secs(10));
