@@ -83,6 +83,12 @@ impl MgmAddr {
         self.0.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Whether anything but this handle still uses the address (a task
+    /// keeping it up to date ends when not).
+    pub fn in_use(&self) -> bool {
+        Arc::strong_count(&self.0) > 1
+    }
+
     pub fn set(&self, addr: &str) {
         let mut a = self.0.write().unwrap_or_else(|p| p.into_inner());
         if *a != addr {

@@ -146,7 +146,8 @@ fn live_node(list: &str) -> tessera_core::MgmAddr {
     if nodes.len() > 1 {
         let a = addr.clone();
         tokio::spawn(async move {
-            loop {
+            // Until the gateway's listeners are gone.
+            while a.in_use() {
                 for n in &nodes {
                     let up = tokio::time::timeout(
                         std::time::Duration::from_millis(500),
