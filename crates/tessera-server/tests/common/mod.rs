@@ -236,3 +236,22 @@ pub fn spare_ports<const N: usize>() -> [u16; N] {
     }
     out
 }
+
+/// A binary of another package of the workspace (`tessera`, the benches'
+/// `delay-proxy`), next to the test binaries' directory: `scripts/test`
+/// builds every binary (`cargo build --workspace --bins`) before the tests.
+#[allow(dead_code)]
+pub fn workspace_bin(name: &str) -> std::path::PathBuf {
+    let bin = std::env::current_exe()
+        .expect("the test binary")
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target/<profile>")
+        .join(name);
+    assert!(
+        bin.exists(),
+        "{} not built: cargo build --workspace --bins (scripts/test does)",
+        bin.display()
+    );
+    bin
+}

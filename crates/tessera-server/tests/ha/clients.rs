@@ -12,17 +12,7 @@ use std::time::Instant;
 /// `tessera --admin A,B ARGS` (the CLI finds the active node): its
 /// standard output, or `None` when it failed.
 pub(crate) fn cli(admins: &str, token: &Path, args: &[&str]) -> Option<String> {
-    let bin = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .and_then(|d| d.parent())
-        .unwrap()
-        .join("tessera");
-    assert!(
-        bin.exists(),
-        "{} not built (cargo build --workspace --bins)",
-        bin.display()
-    );
+    let bin = super::common::workspace_bin("tessera");
     let o = Command::new(bin)
         .args(["--admin", admins, "--token-file"])
         .arg(token)

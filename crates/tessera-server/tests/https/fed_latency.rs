@@ -30,18 +30,7 @@ impl Drop for Delayed {
 }
 
 fn delayed(to: &Reference, one_way_ms: f64) -> Delayed {
-    let bin = std::env::current_exe()
-        .unwrap()
-        .parent()
-        .and_then(|d| d.parent())
-        .unwrap()
-        .join("delay-proxy");
-    assert!(
-        bin.exists(),
-        "{} not built: cargo build -p tessera-benches --bin delay-proxy \
-         (scripts/test builds every binary first)",
-        bin.display()
-    );
+    let bin = crate::common::workspace_bin("delay-proxy");
     let port = crate::common::spare_ports::<1>()[0];
     let (_, to_port) = to.url.rsplit_once(':').unwrap();
     let mut child = Command::new(bin)
