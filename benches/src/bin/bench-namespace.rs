@@ -256,6 +256,30 @@ fn raw_log(dir: &std::path::Path, threads: usize, secs: u64) -> anyhow::Result<f
     Ok(rate)
 }
 
+/// Each writer its own file: a 200-byte append and an fdatasync per
+/// record, all writers at once (what the file system gives writers that
+/// share nothing; one store has one log, so not a ceiling for it).
+fn raw_files(dir: &std::path::Path, threads: usize, secs: u64) -> anyhow::Result<f64> {
+    use std::io::Write;
+    let files = (0..threads)
+        .map(|t| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join(format!("raw-own-{t}.log")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let rec = [b'r'; 200];
+    let rate = timed(threads, secs, |t, _| {
+        (&files[t]).write_all(&rec).expect("append");
+        files[t].sync_data().expect("fdatasync");
+    });
+    for t in 0..threads {
+        std::fs::remove_file(dir.join(format!("raw-own-{t}.log")))?;
+    }
+    Ok(rate)
+}
+
 /// `--ha`: durable creates against the raw log on the same directory.
 fn ha_phase(a: &Args, dir: &std::path::Path) -> anyhow::Result<()> {
     let root = Identity::root("bench");
@@ -271,6 +295,8 @@ fn ha_phase(a: &Args, dir: &std::path::Path) -> anyhow::Result<()> {
         println!("raw log, fdatasync group commit ({threads} writers): {r:.0}/s");
         raw.push(r);
     }
+    let own = raw_files(dir, 16, a.seconds)?;
+    println!("16 writers, a file each, append + fdatasync: {own:.0}/s");
     let m = Arc::new(MetaStore::open(
         &dir.join("meta"),
         MetaOptions {
