@@ -46,7 +46,7 @@ impl FuseMount {
         // and its ceph-fuse stopped (by the PID that run recorded). First:
         // a dead mount makes the mountpoint unusable (ENOTCONN).
         stop_recorded(spec);
-        lazy_unmount(&spec.mountpoint);
+        fusermount("-uz", &spec.mountpoint);
         std::fs::create_dir_all(&spec.mountpoint).map_err(|e| io("the mountpoint", e))?;
         let _ = std::fs::remove_file(&spec.asok);
         let child = Command::new("ceph-fuse")
@@ -132,17 +132,12 @@ impl Drop for FuseMount {
         // left to time out holds its capabilities for minutes, and the
         // next node's first change in the same directory waits for them);
         // a mount still busy or dead is detached and its process killed.
-        let _ = Command::new("fusermount")
-            .arg("-u")
-            .arg(&self.spec.mountpoint)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        fusermount("-u", &self.spec.mountpoint);
         let until = Instant::now() + Duration::from_secs(5);
         while Instant::now() < until && matches!(self.child.try_wait(), Ok(None)) {
             std::thread::sleep(Duration::from_millis(20));
         }
-        lazy_unmount(&self.spec.mountpoint);
+        fusermount("-uz", &self.spec.mountpoint);
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_file(&self.spec.asok);
@@ -171,12 +166,7 @@ fn stop_recorded(spec: &FuseSpec) {
             .iter()
             .any(|w| *w == spec.mountpoint.as_os_str().as_encoded_bytes());
     if ours {
-        let _ = Command::new("fusermount")
-            .arg("-u")
-            .arg(&spec.mountpoint)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
+        fusermount("-u", &spec.mountpoint);
         std::thread::sleep(Duration::from_millis(500));
         let _ = Command::new("kill")
             .args(["-KILL", &pid.to_string()])
@@ -193,10 +183,12 @@ fn is_mountpoint(p: &Path) -> bool {
     me.dev() != up.dev()
 }
 
-/// Detach whatever is mounted on `p` (a dead FUSE mount too).
-fn lazy_unmount(p: &Path) {
+/// `fusermount FLAG p`: `-u` a clean unmount (ceph-fuse then ends and
+/// closes its session), `-uz` detach whatever is mounted (a dead or busy
+/// mount too).
+fn fusermount(flag: &str, p: &Path) {
     let _ = Command::new("fusermount")
-        .arg("-uz")
+        .arg(flag)
         .arg(p)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

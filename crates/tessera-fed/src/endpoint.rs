@@ -45,6 +45,15 @@ pub struct Health {
     pub load: f64,
 }
 
+/// What probes and lookups found of an endpoint (its `Health` without the
+/// load, which is worked out when asked).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Seen {
+    pub(crate) up: bool,
+    pub(crate) failures: u32,
+    pub(crate) latency_ms: f64,
+}
+
 /// How fast a client sent to an endpoint stops counting in its load.
 pub const LOAD_HALF_LIFE: Duration = Duration::from_secs(10);
 
@@ -93,7 +102,7 @@ pub(crate) struct Endpoint {
     pub(crate) name: String,
     pub(crate) site: String,
     pub(crate) access: Access,
-    pub(crate) health: Mutex<Health>,
+    pub(crate) health: Mutex<Seen>,
     pub(crate) load: Mutex<Load>,
     /// Clients and lookups that make its load 1 (`load_capacity`).
     pub(crate) capacity: f64,
@@ -166,8 +175,9 @@ impl Endpoint {
         l.decay();
         Health {
             up: h.up && !self.cfg.disabled,
+            failures: h.failures,
+            latency_ms: h.latency_ms,
             load: (l.sent + f64::from(l.inflight)) / self.capacity,
-            ..h
         }
     }
 

@@ -2,9 +2,10 @@
 //! their credentials read), views; every reference checked.
 
 use crate::client::Base;
+use crate::endpoint::Seen;
 use crate::s3::S3Base;
 use crate::xroot::RootBase;
-use crate::{Access, Endpoint, FedConfig, Health, View, Write};
+use crate::{Access, Endpoint, FedConfig, View, Write};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -109,11 +110,9 @@ pub(crate) fn endpoints_of(
             name: e.name.clone(),
             site: e.site.clone(),
             access,
-            health: Mutex::new(Health {
+            health: Mutex::new(Seen {
                 up: true,
-                failures: 0,
-                latency_ms: 0.0,
-                load: 0.0,
+                ..Seen::default()
             }),
             load: Default::default(),
             capacity,

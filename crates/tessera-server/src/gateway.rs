@@ -60,10 +60,7 @@ async fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     let stats = Arc::new(tessera_xrootd::Stats::default());
     let buffers = cfg.buffers.budget();
     let conns = cfg.limits.conns(crate::limits::raise_nofile());
-    let tls = match (&cfg.tls.cert, &cfg.tls.key) {
-        (Some(c), Some(k)) => Some(tls::server_config(c, k)?),
-        _ => None,
-    };
+    let tls = tls::server_of(&cfg.tls)?;
     let key = tessera_cluster::CapKey::new(secret.as_bytes());
     let https = match cfg.listen.https {
         Some(a) => {

@@ -23,10 +23,7 @@ impl Standby {
         active: ActiveNode,
         bound: &crate::start::Bound,
     ) -> anyhow::Result<Standby> {
-        let tls = match (&cfg.tls.cert, &cfg.tls.key) {
-            (Some(c), Some(k)) => Some(crate::tls::server_config(c, k)?),
-            _ => None,
-        };
+        let tls = crate::tls::server_of(&cfg.tls)?;
         let (stop, rx) = watch::channel(false);
         let mut tasks = Vec::new();
         let buffers = cfg.buffers.budget();

@@ -43,10 +43,7 @@ pub(crate) async fn start_gated(
     bound: Option<&Bound>,
 ) -> anyhow::Result<Running> {
     let core = open_core(cfg, gate).await?;
-    let tls = match (&cfg.tls.cert, &cfg.tls.key) {
-        (Some(c), Some(k)) => Some(tls::server_config(c, k)?),
-        _ => None,
-    };
+    let tls = tls::server_of(&cfg.tls)?;
     let (stop, stop_rx) = watch::channel(false);
     let admin = bind(bound, cfg.listen.admin, "admin").await?;
     let admin_addr = admin.local_addr()?;

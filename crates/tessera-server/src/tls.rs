@@ -25,6 +25,14 @@ pub fn server_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<ServerConfig
     Ok(Arc::new(cfg))
 }
 
+/// The server configuration `[tls]` names, if it names one.
+pub fn server_of(t: &crate::config::Tls) -> anyhow::Result<Option<Arc<ServerConfig>>> {
+    match (&t.cert, &t.key) {
+        (Some(c), Some(k)) => Ok(Some(server_config(c, k)?)),
+        _ => Ok(None),
+    }
+}
+
 /// The client configuration of third-party copies (and issuers, and
 /// federation endpoints): the system CA bundle (when present) and `extra`
 /// PEM files.
