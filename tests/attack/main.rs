@@ -15,4 +15,5 @@ mod raw;
 mod tokens;
 mod topo;
 mod tpc;
+mod traverse;
 mod unix;

@@ -182,12 +182,19 @@ impl Topo {
     /// A token from the development issuer for `sub`, with `scope` and
     /// `wlcg.groups`, valid for `secs` (negative: expired).
     pub fn token(&self, scope: &str, groups: &[&str], secs: i64) -> String {
+        self.token_for("mallory", scope, groups, secs)
+    }
+
+    /// [`Topo::token`] with subject `sub` (a local account's name makes
+    /// the token act as that account: `nobody` is not the owner of
+    /// `/atk`).
+    pub fn token_for(&self, sub: &str, scope: &str, groups: &[&str], secs: i64) -> String {
         let dev = self.dir.path().join("data").join("dev");
         let k = DevIssuer::load_or_create(&dev).unwrap();
         let info = DevIssuer::read_info(&dev).unwrap();
         let now = now() as i64;
         k.sign(&serde_json::json!({
-            "wlcg.ver": "1.0", "iss": info.issuer, "sub": "mallory", "aud": info.audience,
+            "wlcg.ver": "1.0", "iss": info.issuer, "sub": sub, "aud": info.audience,
             "scope": scope, "wlcg.groups": groups,
             "iat": now, "nbf": now.min(now + secs), "exp": now + secs,
         }))

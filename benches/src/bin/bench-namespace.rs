@@ -143,10 +143,12 @@ fn main() -> anyhow::Result<()> {
         t0.elapsed().as_secs_f64()
     );
 
-    // 2. stat of random existing files.
+    // 2. stat of random existing files, as a user (search permission is
+    // checked on every directory on the way).
+    let user = Identity::user(1000, 1000, "bench", "bench");
     let rate = timed(a.threads, a.seconds, |t, n| {
         let i = (n.wrapping_mul(2_654_435_761).wrapping_add(t as u64 * 7919)) % a.files;
-        m.stat(&file_path(i)).expect("stat");
+        m.stat(&user, &file_path(i)).expect("stat");
     });
     println!("stat (random files, depth 3): {rate:.0}/s");
 
@@ -154,7 +156,7 @@ fn main() -> anyhow::Result<()> {
     let rate = timed(a.threads, a.seconds, |t, n| {
         let d = (n * 31 + t as u64) % dirs;
         let page = m
-            .list(&p(&format!("/bench/d{d:06}")), None, 1000)
+            .list(&user, &p(&format!("/bench/d{d:06}")), None, 1000)
             .expect("list");
         assert!(!page.is_empty());
     }) * PER_DIR.min(a.files) as f64;
@@ -205,7 +207,7 @@ fn main() -> anyhow::Result<()> {
     let t0 = Instant::now();
     let m = MetaStore::open(&dir, opts(Durability::Sync, a.cache_mib))?;
     let boot_clean = t0.elapsed();
-    m.stat(&file_path(a.files - 1))?;
+    m.stat(&Identity::root("bench"), &file_path(a.files - 1))?;
     m.flush()?;
     drop(m);
     let t0 = Instant::now();
@@ -319,13 +321,13 @@ fn ha_phase(a: &Args, dir: &std::path::Path) -> anyhow::Result<()> {
         );
     }
     let names: Vec<NsPath> = m
-        .list(&p("/sync"), None, 10_000)?
+        .list(&root, &p("/sync"), None, 10_000)?
         .into_iter()
         .map(|e| p(&format!("/sync/{}", String::from_utf8_lossy(&e.name))))
         .collect();
     let rate = timed(a.threads, a.seconds, |t, n| {
         let i = (n as usize * 7919 + t * 104_729) % names.len();
-        m.stat(&names[i]).expect("stat");
+        m.stat(&root, &names[i]).expect("stat");
     });
     println!(
         "stat ({} threads, {} files of ~{made}): {rate:.0}/s",

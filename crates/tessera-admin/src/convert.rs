@@ -11,7 +11,7 @@ pub fn code_of(kind: ErrorKind) -> Code {
     match kind {
         ErrorKind::NotFound => Code::NotFound,
         ErrorKind::AlreadyExists => Code::AlreadyExists,
-        ErrorKind::PermissionDenied => Code::PermissionDenied,
+        ErrorKind::PermissionDenied | ErrorKind::NotPermitted => Code::PermissionDenied,
         ErrorKind::QuotaExceeded | ErrorKind::NoSpace => Code::ResourceExhausted,
         ErrorKind::InvalidArgument | ErrorKind::NameTooLong => Code::InvalidArgument,
         ErrorKind::NotEmpty

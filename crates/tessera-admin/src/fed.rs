@@ -19,8 +19,34 @@ fn path_of(p: Option<&std::path::Path>) -> String {
     p.map(|p| p.display().to_string()).unwrap_or_default()
 }
 
-fn file(s: String) -> Option<std::path::PathBuf> {
-    (!s.is_empty()).then(|| s.into())
+/// A credential file named at run time: only inside the federation's
+/// `credentials_dir`, by a plain absolute path (no `.` or `..`), decided
+/// from the name alone, before anything looks at the file (which the
+/// configuration check then reads, `tessera_fed::setup`: a private
+/// regular file of the server's user).
+fn file(c: &FedConfig, s: String) -> Result<Option<std::path::PathBuf>, String> {
+    use std::path::{Component, Path};
+    if s.is_empty() {
+        return Ok(None);
+    }
+    let Some(dir) = &c.credentials_dir else {
+        return Err(
+            "credential files can be named at run time only with [federation] \
+                    credentials_dir set"
+                .into(),
+        );
+    };
+    let p = Path::new(&s);
+    let plain = p.is_absolute()
+        && p.components()
+            .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    if !plain || !p.starts_with(dir) || p == dir.as_path() {
+        return Err(format!(
+            "credential files named at run time must be in {}",
+            dir.display()
+        ));
+    }
+    Ok(Some(p.to_path_buf()))
 }
 
 fn state_pb(s: &EndpointState) -> pb::FedEndpoint {
@@ -121,9 +147,9 @@ impl FedSvc {
                     },
                     url: r.url,
                     region: r.region,
-                    token_file: file(r.token_file),
-                    access_key_file: file(r.access_key_file),
-                    secret_key_file: file(r.secret_key_file),
+                    token_file: file(c, r.token_file)?,
+                    access_key_file: file(c, r.access_key_file)?,
+                    secret_key_file: file(c, r.secret_key_file)?,
                     disabled: r.disabled,
                     timeout_ms: (r.timeout_ms > 0).then_some(r.timeout_ms),
                     max_parallel: r.max_parallel as usize,
@@ -151,6 +177,11 @@ impl FedSvc {
                 if let Some(s) = &r.site {
                     ensure_site(c, s);
                 }
+                let (tf, ak, sk) = (
+                    r.token_file.map(|f| file(c, f)).transpose()?,
+                    r.access_key_file.map(|f| file(c, f)).transpose()?,
+                    r.secret_key_file.map(|f| file(c, f)).transpose()?,
+                );
                 let e = c
                     .endpoints
                     .iter_mut()
@@ -159,9 +190,9 @@ impl FedSvc {
                 e.site = r.site.unwrap_or(e.site.clone());
                 e.url = r.url.unwrap_or(e.url.clone());
                 e.region = r.region.unwrap_or(e.region.clone());
-                e.token_file = r.token_file.map_or(e.token_file.clone(), file);
-                e.access_key_file = r.access_key_file.map_or(e.access_key_file.clone(), file);
-                e.secret_key_file = r.secret_key_file.map_or(e.secret_key_file.clone(), file);
+                e.token_file = tf.unwrap_or(e.token_file.clone());
+                e.access_key_file = ak.unwrap_or(e.access_key_file.clone());
+                e.secret_key_file = sk.unwrap_or(e.secret_key_file.clone());
                 e.disabled = r.disabled.unwrap_or(e.disabled);
                 if let Some(t) = r.timeout_ms {
                     e.timeout_ms = (t > 0).then_some(t);

@@ -123,9 +123,10 @@ fn main() -> std::process::ExitCode {
         }
     };
     // A probe exits with its Nagios state.
+    // It sends the user's own token, never the admin credential.
     if let Cmd::Fed(f @ cmd::fed::FedCmd::Probe { .. }) = &cli.cmd {
-        let token = read_token(cli.token_file.as_ref()).ok();
-        return std::process::ExitCode::from(rt.block_on(cmd::fed::run(f, token)));
+        let token = read_token(None);
+        return std::process::ExitCode::from(rt.block_on(cmd::fed::run(f, fmt, token)));
     }
     match rt.block_on(run(cli, fmt)) {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -5,7 +5,7 @@
 use crate::{Core, CoreError, DEFAULT_SPACE};
 use tessera_data::Layout;
 use tessera_meta::FsConfigStatus;
-use tessera_types::NsPath;
+use tessera_types::{Identity, NsPath};
 
 /// The layout and space new files get from a directory's attributes.
 pub(crate) fn layout_from(attrs: &tessera_meta::Xattrs) -> Result<(Layout, String), CoreError> {
@@ -69,6 +69,7 @@ impl Core {
     /// than the space has failure domains to put them in.
     pub(crate) async fn check_attr(
         &self,
+        who: &Identity,
         path: &NsPath,
         name: &[u8],
         value: &[u8],
@@ -77,8 +78,8 @@ impl Core {
         if !name.starts_with(b"sys.forced.") {
             return Ok(());
         }
-        let (meta, p) = (std::sync::Arc::clone(&self.meta), path.clone());
-        let mut attrs = tokio::task::spawn_blocking(move || meta.xattr_list(&p))
+        let (meta, p, w) = (std::sync::Arc::clone(&self.meta), path.clone(), who.clone());
+        let mut attrs = tokio::task::spawn_blocking(move || meta.xattr_list(&w, &p))
             .await
             .map_err(|e| CoreError::Task(e.to_string()))??;
         attrs.retain(|(n, _)| n != name);

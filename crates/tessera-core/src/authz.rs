@@ -33,10 +33,12 @@ impl Core {
     }
 
     /// May `who` create `path` by its token (an identity without one
-    /// passes)? What a federated view asks before it redirects a write.
-    pub fn token_allows_create(&self, who: &Identity, path: &NsPath) -> Result<(), CoreError> {
+    /// passes)? What a federated view asks before it redirects a write:
+    /// `Ok(true)` when the token may also replace a file there (modify),
+    /// `Ok(false)` when it may only create.
+    pub fn token_allows_create(&self, who: &Identity, path: &NsPath) -> Result<bool, CoreError> {
         crate::scopes::write(who, path, false)?;
-        Ok(())
+        Ok(crate::scopes::may_replace(who, path))
     }
 
     /// [`Core::authorize_write`] for an async caller (on the blocking pool).

@@ -162,7 +162,7 @@ impl Core {
         crate::scopes::create(who, dst)?;
         let ops: Vec<_> = self
             .meta
-            .xattr_list(src)?
+            .xattr_list(who, src)?
             .into_iter()
             .filter(|(n, _)| n.starts_with(b"user."))
             .map(|(n, v)| (n, Some(v)))

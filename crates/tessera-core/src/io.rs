@@ -526,7 +526,7 @@ impl Core {
         self.readable_with(
             who,
             path,
-            |p| self.meta.stat(p).map(Some),
+            |p| self.meta.stat(who, p).map(Some),
             |i| self.meta.may_read(who, i).map(Some),
         )?
         .ok_or_else(|| CoreError::Task("a namespace read from storage gave no answer".into()))
@@ -554,7 +554,7 @@ impl Core {
         self.readable_with(
             who,
             path,
-            |p| self.meta.stat_nowait(p),
+            |p| self.meta.stat_nowait(who, p),
             |i| self.meta.may_read_nowait(who, i),
         )
     }
@@ -577,12 +577,13 @@ impl Core {
             return Ok(None);
         };
         crate::scopes::read(who, path)?;
-        if inode.is_dir() {
-            return Err(tessera_meta::MetaError::IsADirectory(path.display()).into());
-        }
+        // As open(2) then read(2): read permission first, then EISDIR.
         let Some(may) = may_read(&inode)? else {
             return Ok(None);
         };
+        if may && inode.is_dir() {
+            return Err(tessera_meta::MetaError::IsADirectory(path.display()).into());
+        }
         if !may {
             return Err(tessera_meta::MetaError::PermissionDenied(format!(
                 "{} may not read {} (uid {} gid {}, mode {:o}, or its directory's ACL)",

@@ -179,11 +179,6 @@ impl Core {
         });
     }
 
-    /// May `who` list directory `d` (its ACL, else its mode bits)?
-    pub fn may_list(&self, who: &Identity, d: &Inode) -> bool {
-        self.meta.may_list(who, d).unwrap_or(false)
-    }
-
     pub async fn stat(&self, who: &Identity, path: NsPath) -> Result<Inode, CoreError> {
         self.stat_log_later(who, path).await.0
     }
@@ -202,9 +197,12 @@ impl Core {
             path,
             |m, path| {
                 crate::scopes::look(who, path)?;
-                m.stat_nowait(path)
+                m.stat_nowait(who, path)
             },
-            |m, path| m.stat(path),
+            {
+                let w = who.clone();
+                move |m, path| m.stat(&w, path)
+            },
         )
         .await
     }
@@ -219,17 +217,7 @@ impl Core {
         let w = who.clone();
         self.run("list", who, path.display(), move |m| {
             crate::scopes::read(&w, &path)?;
-            if after.is_none() {
-                let d = m.stat(&path)?;
-                if d.is_dir() && !m.may_list(&w, &d)? {
-                    return Err(MetaError::PermissionDenied(format!(
-                        "{} may not list {}",
-                        w.name,
-                        path.display()
-                    )));
-                }
-            }
-            m.list(&path, after.as_deref(), limit)
+            m.list(&w, &path, after.as_deref(), limit)
         })
         .await
     }
@@ -271,7 +259,7 @@ impl Core {
         self.run("rm", who, path.display(), move |m| {
             let mut rep = RemoveReport::default();
             crate::scopes::modify(&w, &path)?;
-            let top = m.stat(&path)?;
+            let top = m.stat(&w, &path)?;
             if !top.is_dir() {
                 let gone = m.unlink(&path, &w)?;
                 crate::ledger::drop_stripes_of(&fs, &gone);
@@ -343,7 +331,7 @@ impl Core {
         name: Vec<u8>,
         value: Vec<u8>,
     ) -> Result<(), CoreError> {
-        if let Err(e) = self.check_attr(&path, &name, &value).await {
+        if let Err(e) = self.check_attr(who, &path, &name, &value).await {
             let start = Instant::now();
             let r = Err(e);
             self.finish("attr_set", who, &path.display(), start, &r);
@@ -366,7 +354,7 @@ impl Core {
         let w = who.clone();
         self.run("attr_get", who, path.display(), move |m| {
             crate::scopes::look(&w, &path)?;
-            m.xattr_get(&path, &name)
+            m.xattr_get(&w, &path, &name)
         })
         .await
     }
@@ -379,7 +367,7 @@ impl Core {
         let w = who.clone();
         self.run("attr_ls", who, path.display(), move |m| {
             crate::scopes::look(&w, &path)?;
-            m.xattr_list(&path)
+            m.xattr_list(&w, &path)
         })
         .await
     }
@@ -399,7 +387,7 @@ impl Core {
                 .iter()
                 .map(|p| {
                     crate::scopes::look(&w, p)?;
-                    Ok(m.xattr_list(p)?)
+                    Ok(m.xattr_list(&w, p)?)
                 })
                 .collect())
         })
@@ -513,8 +501,9 @@ impl Core {
                 "a user sees only their own quota (and their groups')".into(),
             ));
         }
+        let w = who.clone();
         self.run("quota_show", who, path.display(), move |m| {
-            m.quota_show(&path, uid, gid)
+            m.quota_show(&w, &path, uid, gid)
         })
         .await
     }

@@ -50,7 +50,7 @@ impl Core {
         let desc = path.display();
         self.run("rm", who, desc, move |m| {
             crate::scopes::modify(&w, &path)?;
-            let top = m.stat(&path)?;
+            let top = m.stat(&w, &path)?;
             let mut out = TreeRemoval::default();
             if !top.is_dir() {
                 let gone = m.unlink(&path, &w)?;
@@ -85,7 +85,7 @@ pub(crate) fn sweep(
     let mut clean = true;
     let mut after: Option<Vec<u8>> = None;
     loop {
-        let page = match m.list(dir, after.as_deref(), 512) {
+        let page = match m.list(who, dir, after.as_deref(), 512) {
             Ok(p) => p,
             Err(e) if !keep_going => return Err(e),
             Err(e) => {

@@ -43,7 +43,7 @@ impl Core {
     /// any write (permissions, quota, layout) and replaced in one step.
     pub fn truncate(&self, who: &Identity, path: &NsPath, size: u64) -> Result<Inode, CoreError> {
         crate::scopes::modify(who, path)?;
-        let old = self.meta.stat(path)?;
+        let old = self.meta.stat(who, path)?;
         if old.is_dir() {
             return Err(tessera_meta::MetaError::IsADirectory(path.display()).into());
         }

@@ -36,6 +36,13 @@ pub struct FedConfig {
     /// Under this path every https endpoint also has a view of its own
     /// (`/PerSite/<endpoint>/…`, no aggregation); empty: none.
     pub per_site: String,
+    /// Where credential files named at run time (`tessera fed endpoint
+    /// add|set --bearer-file …`) must be (tesserad makes it
+    /// `<data_dir>/fed-credentials` when unset); files named in the
+    /// configuration file may be anywhere. Every credential file must be
+    /// a regular file (not a link) of the server's user, readable by it
+    /// alone.
+    pub credentials_dir: Option<PathBuf>,
     pub sites: Vec<SiteCfg>,
     pub endpoints: Vec<EndpointCfg>,
     pub views: Vec<ViewCfg>,
@@ -55,6 +62,7 @@ impl Default for FedConfig {
             load_capacity: 100,
             grant_s: 300,
             per_site: "/PerSite".into(),
+            credentials_dir: None,
             sites: Vec::new(),
             endpoints: Vec::new(),
             views: Vec::new(),

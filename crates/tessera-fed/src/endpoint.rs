@@ -224,12 +224,33 @@ impl Endpoint {
         }
     }
 
-    /// Where a client writes `rel` here.
-    pub(crate) fn write_url(&self, rel: &str) -> Result<String, String> {
+    /// Where a client writes `rel` here. A presigned S3 grant for a
+    /// create-only write carries `If-None-Match: *` in its signature (the
+    /// object store refuses it, every time it is used, once the key
+    /// exists) and is given only while the key is absent.
+    pub(crate) async fn write_url(
+        &self,
+        rel: &str,
+        ask: crate::WriteAsk,
+        tls: Option<&Arc<ClientConfig>>,
+        deadline: Duration,
+    ) -> Result<String, crate::WriteRefused> {
+        use crate::WriteRefused as No;
         match &self.access {
             Access::Http(b) => Ok(b.url(rel)),
-            Access::S3(b) => Ok(b.put_url(rel)),
-            Access::Root(_) => Err("not an https or s3 endpoint".into()),
+            Access::S3(b) => {
+                if !ask.may_replace && !ask.if_none_match {
+                    return Err(No::MustBeConditional);
+                }
+                if !ask.may_replace {
+                    let (found, _) = self.lookup(rel, tls, deadline).await.map_err(No::Lookup)?;
+                    if found.is_some() {
+                        return Err(No::Exists);
+                    }
+                }
+                Ok(b.put_url(rel, ask.if_none_match))
+            }
+            Access::Root(_) => Err(No::Unavailable("not an https or s3 endpoint".into())),
         }
     }
 }

@@ -34,7 +34,8 @@ pub use client::{head, propfind, request, trust, Answer, Base, Head};
 pub use config::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
 pub use endpoint::{Health, Replica};
 pub use listing::{DavParser, Listed, Listing, Merged};
-pub use s3::{Child, S3Base};
+pub use s3::{Child, S3Base, WRITE_GRANT};
+pub use write::{WriteAsk, WriteRefused};
 pub use xroot::{stat as xroot_stat, RootBase};
 
 use endpoint::{Access, Endpoint};

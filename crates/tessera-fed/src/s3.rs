@@ -15,6 +15,9 @@ use tokio_rustls::rustls::ClientConfig;
 /// Validity of the URLs the server signs for its own requests.
 const OWN: Duration = Duration::from_secs(60);
 
+/// Longest validity of a write grant given to a client.
+pub const WRITE_GRANT: Duration = Duration::from_secs(60);
+
 pub struct S3Base {
     /// Where requests go (its path unused).
     http: Base,
@@ -92,13 +95,18 @@ impl S3Base {
             .to_string()
     }
 
-    /// A presigned PUT of `rel` for a client.
-    pub fn put_url(&self, rel: &str) -> String {
+    /// A presigned PUT of `rel` for a client, valid for at most
+    /// [`WRITE_GRANT`] (a client follows the redirect at once); with
+    /// `create_only`, `If-None-Match: *` is one of its signed headers, so
+    /// the client must send it and the store refuses the PUT whenever the
+    /// key exists.
+    pub fn put_url(&self, rel: &str, create_only: bool) -> String {
         let key = self.key(rel);
-        self.bucket
-            .put_object(Some(&self.creds), &key)
-            .sign(self.grant)
-            .to_string()
+        let mut put = self.bucket.put_object(Some(&self.creds), &key);
+        if create_only {
+            put.headers_mut().insert("if-none-match", "*");
+        }
+        put.sign(self.grant.min(WRITE_GRANT)).to_string()
     }
 
     /// HEAD the object of `rel`: `Some(size)` there, `None` not, and the

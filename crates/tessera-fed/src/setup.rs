@@ -80,6 +80,12 @@ pub(crate) fn endpoints_of(
         let access = match e.kind.as_str() {
             "https" => {
                 let mut b = Base::parse(&e.url).map_err(bad)?;
+                if e.token_file.is_some() && !b.tls {
+                    return Err(bad(format!(
+                        "a bearer token is sent over https only, not to {}",
+                        e.url
+                    )));
+                }
                 b.bearer = secret(e.token_file.as_deref()).map_err(bad)?;
                 Access::Http(b)
             }
@@ -174,15 +180,18 @@ pub(crate) fn views_of(cfg: &FedConfig, endpoints: &[Arc<Endpoint>]) -> Result<V
         });
     }
     // One view per https or S3 endpoint under `per_site` (an XRootD one
-    // could not serve another path than its views').
+    // could not serve another path than its views'), private when any
+    // private view shows the endpoint: its files are no more public one
+    // by one than together.
     let root = cfg.per_site.trim_end_matches('/');
     if !root.is_empty() {
         for (i, e) in endpoints.iter().enumerate() {
             if !matches!(e.access, Access::Root(_)) {
+                let public = !views.iter().any(|v| !v.public && v.endpoints.contains(&i));
                 views.push(View {
                     path: format!("{root}/{}", e.name),
                     endpoints: vec![i],
-                    public: true,
+                    public,
                     write: Write::Refused,
                 });
             }
@@ -191,13 +200,42 @@ pub(crate) fn views_of(cfg: &FedConfig, endpoints: &[Arc<Endpoint>]) -> Result<V
     Ok(views)
 }
 
-/// The first line of a credential file, if one is named.
-fn secret(file: Option<&std::path::Path>) -> Result<Option<String>, String> {
+/// The first line of a credential file, if one is named. The file must
+/// be a regular file (not a link) owned by this process's user and
+/// readable by it alone; whatever is wrong (missing, a link, shared,
+/// unreadable, empty) gets the same answer, so a configuration change
+/// tells nothing of files it may not use.
+pub fn secret(file: Option<&std::path::Path>) -> Result<Option<String>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
     let Some(f) = file else { return Ok(None) };
-    let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+    let refused = || {
+        format!(
+            "credential file {} is not usable: a non-empty regular file (not a link) of this \
+             server's user, mode 0600 or 0400, expected",
+            f.display()
+        )
+    };
+    let me = std::fs::metadata("/proc/self")
+        .map_err(|_| refused())?
+        .uid();
+    let private = |m: &std::fs::Metadata| m.is_file() && m.mode() & 0o077 == 0 && m.uid() == me;
+    let before = std::fs::symlink_metadata(f).map_err(|_| refused())?;
+    if !private(&before) {
+        return Err(refused());
+    }
+    let file = std::fs::File::open(f).map_err(|_| refused())?;
+    let after = file.metadata().map_err(|_| refused())?;
+    if (after.dev(), after.ino()) != (before.dev(), before.ino()) || !private(&after) {
+        return Err(refused());
+    }
+    let mut text = String::new();
+    file.take(64 * 1024)
+        .read_to_string(&mut text)
+        .map_err(|_| refused())?;
     let line = text.lines().next().unwrap_or("").trim();
     if line.is_empty() {
-        return Err(format!("{} is empty", f.display()));
+        return Err(refused());
     }
     Ok(Some(line.to_string()))
 }

@@ -80,7 +80,15 @@ fn views_sites_and_order() {
     assert_eq!(at("127.0.0.2"), "ea");
     // Writes: the client's site's endpoint.
     let n = f.view_of("/fed/n").unwrap();
-    let w = |ip: &str| f.write_url(&n, ip.parse().unwrap()).unwrap();
+    let ask = WriteAsk {
+        may_replace: true,
+        if_none_match: false,
+    };
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let w = |ip: &str| {
+        rt.block_on(f.write_url(&n, ip.parse().unwrap(), ask))
+            .unwrap()
+    };
     assert_eq!(w("127.0.0.2"), "https://localhost:1/x/n");
     assert_eq!(w("127.0.0.3"), "https://localhost:2/y/n");
 }
@@ -240,4 +248,26 @@ fn load_spreads_clients_over_endpoints_as_near() {
     }
     let one = vec![rep("ea", "a"), rep("eb", "b")];
     assert_eq!(f.order(one, "127.0.0.3".parse().unwrap())[0].endpoint, "eb");
+}
+
+#[test]
+fn an_endpoint_of_a_private_view_is_private_under_per_site() {
+    let f = fed();
+    assert!(f.view_of("/PerSite/ea/x").unwrap().public, "public views");
+    f.reconfigure(|c| {
+        c.views.push(ViewCfg {
+            path: "/private".into(),
+            endpoints: vec!["eb".into()],
+            public: false,
+            write: String::new(),
+        });
+        Ok(())
+    })
+    .unwrap();
+    assert!(!f.view_of("/private/x").unwrap().public);
+    assert!(
+        !f.view_of("/PerSite/eb/x").unwrap().public,
+        "eb is in a private view: private in /PerSite too"
+    );
+    assert!(f.view_of("/PerSite/ea/x").unwrap().public);
 }

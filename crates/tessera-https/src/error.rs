@@ -28,7 +28,7 @@ pub fn status_of(kind: ErrorKind) -> u16 {
         ErrorKind::NotEmpty => 409,
         ErrorKind::NotADirectory => 409,
         ErrorKind::IsADirectory => 409,
-        ErrorKind::PermissionDenied => 403,
+        ErrorKind::PermissionDenied | ErrorKind::NotPermitted => 403,
         ErrorKind::QuotaExceeded | ErrorKind::NoSpace => 507,
         ErrorKind::InvalidArgument | ErrorKind::NameTooLong => 400,
         ErrorKind::CrossDevice => 502,

@@ -1,12 +1,16 @@
-//! Reader-side cache of directory lookups `(parent, name) -> ino`.
+//! Reader-side cache of directory lookups `(parent, name) -> ino`, with
+//! the owner, group and mode of the directory found (what the traversal
+//! rule asks of every directory a path walks through, `perm.rs`).
 //!
-//! Only directories are cached, and only positive lookups. Any committed
-//! change that removes or re-points a directory entry (rmdir, renaming a
-//! directory, replacing one) bumps the generation *after* the batch is
-//! written and before the writer returns, which invalidates every entry at
-//! once. A reader reads the generation before it reads RocksDB and stores
-//! the entry under that generation, so an entry filled from a state older
-//! than the last directory change can never be served.
+//! Only directories are cached, and only positive lookups; the root's
+//! facts are kept under `(0, "")`. Any committed change that removes or
+//! re-points a directory entry (rmdir, renaming a directory, replacing one)
+//! or changes a directory's owner, group or mode bumps the generation
+//! *after* the batch is written and before the writer returns, which
+//! invalidates every entry at once. A reader reads the generation before it
+//! reads RocksDB and stores the entry under that generation, so an entry
+//! filled from a state older than the last directory change can never be
+//! served.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -15,10 +19,29 @@ use std::sync::RwLock;
 
 const MAX_ENTRIES: usize = 262_144;
 
+/// The facts of a directory the traversal rule needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Perm {
+    pub uid: u32,
+    pub gid: u32,
+    pub mode: u32,
+}
+
+impl Perm {
+    pub fn of(i: &crate::Inode) -> Perm {
+        Perm {
+            uid: i.uid,
+            gid: i.gid,
+            mode: i.mode,
+        }
+    }
+}
+
 struct Entry {
     parent: u64,
     name: Box<[u8]>,
     ino: u64,
+    perm: Perm,
     gen: u64,
 }
 
@@ -47,15 +70,15 @@ impl DirCache {
         self.gen.load(Ordering::Acquire)
     }
 
-    pub fn get(&self, parent: u64, name: &[u8]) -> Option<u64> {
+    pub fn get(&self, parent: u64, name: &[u8]) -> Option<(u64, Perm)> {
         let g = self.generation();
         let map = self.map.read().unwrap_or_else(|p| p.into_inner());
         map.get(&self.key(parent, name))
             .filter(|e| e.gen == g && e.parent == parent && *e.name == *name)
-            .map(|e| e.ino)
+            .map(|e| (e.ino, e.perm))
     }
 
-    pub fn put(&self, gen: u64, parent: u64, name: &[u8], ino: u64) {
+    pub fn put(&self, gen: u64, parent: u64, name: &[u8], ino: u64, perm: Perm) {
         let mut map = self.map.write().unwrap_or_else(|p| p.into_inner());
         if map.len() >= MAX_ENTRIES {
             map.clear();
@@ -66,12 +89,14 @@ impl DirCache {
                 parent,
                 name: name.into(),
                 ino,
+                perm,
                 gen,
             },
         );
     }
 
-    /// A directory entry was removed or re-pointed: forget everything.
+    /// A directory entry was removed or re-pointed, or a directory's
+    /// owner, group or mode changed: forget everything.
     pub fn invalidate(&self) {
         self.gen.fetch_add(1, Ordering::AcqRel);
     }
@@ -85,14 +110,19 @@ mod tests {
     fn generations_invalidate() {
         let c = DirCache::new();
         let g = c.generation();
-        c.put(g, 1, b"a", 7);
-        assert_eq!(c.get(1, b"a"), Some(7));
+        let p = Perm {
+            uid: 1,
+            gid: 2,
+            mode: 0o755,
+        };
+        c.put(g, 1, b"a", 7, p);
+        assert_eq!(c.get(1, b"a"), Some((7, p)));
         assert_eq!(c.get(1, b"b"), None);
         assert_eq!(c.get(2, b"a"), None);
         c.invalidate();
         assert_eq!(c.get(1, b"a"), None);
         // An entry filled under an old generation is never served.
-        c.put(g, 1, b"a", 8);
+        c.put(g, 1, b"a", 8, p);
         assert_eq!(c.get(1, b"a"), None);
     }
 }

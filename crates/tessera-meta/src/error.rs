@@ -17,6 +17,9 @@ pub enum MetaError {
     IsADirectory(String),
     #[error("permission denied: {0}")]
     PermissionDenied(String),
+    /// Only the owner or root may (EPERM).
+    #[error("operation not permitted: {0}")]
+    NotPermitted(String),
     #[error("quota exceeded: {0}")]
     QuotaExceeded(String),
     #[error("invalid argument: {0}")]
@@ -48,6 +51,7 @@ impl MetaError {
             MetaError::NotADirectory(_) => ErrorKind::NotADirectory,
             MetaError::IsADirectory(_) => ErrorKind::IsADirectory,
             MetaError::PermissionDenied(_) => ErrorKind::PermissionDenied,
+            MetaError::NotPermitted(_) => ErrorKind::NotPermitted,
             MetaError::QuotaExceeded(_) => ErrorKind::QuotaExceeded,
             MetaError::Invalid(_) => ErrorKind::InvalidArgument,
             MetaError::CrossDevice(_) => ErrorKind::CrossDevice,

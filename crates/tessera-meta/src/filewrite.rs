@@ -60,6 +60,10 @@ fn decide(
 ) -> Result<Option<Inode>, MetaError> {
     let shown = || String::from_utf8_lossy(name).into_owned();
     match lookup(txn, dir.ino, name)? {
+        // A new file asked for (O_CREAT|O_EXCL) finds the name taken.
+        Some((EntryKind::Directory, _)) if overwrite == Overwrite::No => {
+            Err(MetaError::AlreadyExists(shown()))
+        }
         Some((EntryKind::Directory, _)) => Err(MetaError::IsADirectory(shown())),
         Some((EntryKind::File, ino)) => {
             match overwrite {
@@ -124,7 +128,7 @@ impl MetaStore {
         overwrite: impl Into<Overwrite>,
     ) -> Result<(), MetaError> {
         let txn = self.txn();
-        let (dir, name) = resolve_parent(&txn, path)?;
+        let (dir, name) = resolve_parent(&txn, path, who)?;
         NsPath::validate_name(name)?;
         decide(&txn, who, &dir, name, overwrite.into()).map(|_| ())
     }
@@ -145,7 +149,7 @@ impl MetaStore {
         let (seq, r) = {
             let mut st = self.lock();
             let txn = self.txn();
-            let (dir, name) = resolve_parent(&txn, path)?;
+            let (dir, name) = resolve_parent(&txn, path, who)?;
             NsPath::validate_name(name)?;
             let replacing = decide(&txn, who, &dir, name, overwrite)?.is_some();
             let node = quota::node_of_dir(&txn, dir.ino)?;
@@ -271,6 +275,8 @@ impl MetaStore {
                     ))
                 }
             };
+            // Rights withdrawn above the directory meanwhile refuse it too.
+            crate::perm::search_up(&txn, &r.who, dir.ino)?;
             let node = quota::node_of_dir(&txn, dir.ino)?;
             let mut deltas = Deltas::default();
             let now = now_ns();

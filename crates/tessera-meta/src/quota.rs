@@ -17,7 +17,7 @@ use crate::records::*;
 use crate::store::{MetaStore, WriterState, ROOT_INO};
 use crate::txn::{Cf, Txn};
 use std::collections::{BTreeMap, HashMap};
-use tessera_types::NsPath;
+use tessera_types::{Identity, NsPath};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum QuotaKind {
@@ -346,7 +346,7 @@ impl MetaStore {
         let seq = {
             let st = self.lock();
             let mut txn = self.txn();
-            let mut dir = read::resolve(&txn, path)?;
+            let mut dir = read::resolve(&txn, path, &Identity::root("admin"))?;
             if !dir.is_dir() {
                 return Err(MetaError::NotADirectory(path.display()));
             }
@@ -409,7 +409,7 @@ impl MetaStore {
         let seq = {
             let st = self.lock();
             let mut txn = self.txn();
-            let dir = read::resolve(&txn, path)?;
+            let dir = read::resolve(&txn, path, &Identity::root("admin"))?;
             if !dir.quota_node {
                 return Err(MetaError::NotFound(format!(
                     "{} is not a quota node",
@@ -447,7 +447,7 @@ impl MetaStore {
         let seq = {
             let st = self.lock();
             let mut txn = self.txn();
-            let mut dir = read::resolve(&txn, path)?;
+            let mut dir = read::resolve(&txn, path, &Identity::root("admin"))?;
             if dir.ino == ROOT_INO {
                 return Err(MetaError::Invalid("/ is always a quota node".into()));
             }
@@ -525,7 +525,7 @@ impl MetaStore {
         }
         // A quota node with no records yet (e.g. `/` on a new namespace).
         if out.is_empty() {
-            let dir = read::resolve(&g, under)?;
+            let dir = read::resolve(&g, under, &Identity::root("admin"))?;
             if dir.quota_node {
                 out.push(report(dir.ino, under.clone(), Vec::new(), &reserved));
             }
@@ -538,12 +538,13 @@ impl MetaStore {
     /// records that apply to `uid`/`gid` and the project.
     pub fn quota_show(
         &self,
+        who: &Identity,
         path: &NsPath,
         uid: u32,
         gid: u32,
     ) -> Result<QuotaNodeReport, MetaError> {
         let g = self.reader();
-        let i = read::resolve(&g, path)?;
+        let i = read::resolve(&g, path, who)?;
         let dir = if i.is_dir() { i.ino } else { i.parent };
         let node = node_of_dir(&g, dir)?;
         let recs = self

@@ -1,14 +1,16 @@
 //! Read paths: resolution, stat, listing, xattrs. Readers never take the
 //! writer lock; each point read sees committed state.
 
+use crate::dircache::Perm;
 use crate::error::MetaError;
 use crate::keys::*;
+use crate::perm;
 use crate::readcache::ReadCache;
 use crate::records::*;
 use crate::store::{MetaStore, NsStats, ROOT_INO};
 use crate::txn::{Cf, Txn};
 use rocksdb::DB;
-use tessera_types::NsPath;
+use tessera_types::{Identity, NsPath};
 
 /// Point reads, from committed state or through a transaction's overlay.
 pub(crate) trait Get {
@@ -142,33 +144,51 @@ pub(crate) fn lookup<G: Get>(
     }
 }
 
-/// Walk `path` from the root.
-pub(crate) fn resolve<G: Get>(g: &G, path: &NsPath) -> Result<Inode, MetaError> {
-    resolve_with(g, path, None)
+/// Walk `path` from the root as `who`: search permission on every
+/// directory walked through (`perm.rs`).
+pub(crate) fn resolve<G: Get>(g: &G, path: &NsPath, who: &Identity) -> Result<Inode, MetaError> {
+    resolve_with(g, path, None, who)
 }
 
-/// Walk `path` from the root; with `cache`, directory lookups are served
-/// from (and added to) the reader-side directory cache.
+/// Walk `path` from the root as `who`; with `cache`, directory lookups
+/// (and the owner, group and mode of the directories found) are served
+/// from, and added to, the reader-side directory cache.
 pub(crate) fn resolve_with<G: Get>(
     g: &G,
     path: &NsPath,
     cache: Option<&crate::dircache::DirCache>,
+    who: &Identity,
 ) -> Result<Inode, MetaError> {
+    let check = !who.is_root();
     let mut ino = ROOT_INO;
+    let mut perm: Option<Perm> = None;
     let mut kind = EntryKind::Directory;
-    for name in path.components() {
+    for (depth, name) in path.components().enumerate() {
         if kind != EntryKind::Directory {
             return Err(MetaError::NotADirectory(path.display()));
         }
-        if let Some(i) = cache.and_then(|c| c.get(ino, name)) {
+        if check {
+            let p = match perm {
+                Some(p) => p,
+                None => dir_perm(g, cache, ino)?,
+            };
+            if !perm::may_search(g, who, ino, &p)? {
+                return Err(perm::refused(who, &prefix(path, depth), &p));
+            }
+        }
+        if let Some((i, p)) = cache.and_then(|c| c.get(ino, name)) {
             ino = i;
+            perm = Some(p);
             continue;
         }
         let gen = cache.map(|c| c.generation());
         match lookup(g, ino, name)? {
             Some((k, i)) => {
+                perm = None;
                 if let (Some(c), Some(gen), EntryKind::Directory) = (cache, gen, k) {
-                    c.put(gen, ino, name, i);
+                    let p = Perm::of(&must_inode(g, i)?);
+                    c.put(gen, ino, name, i, p);
+                    perm = Some(p);
                 }
                 kind = k;
                 ino = i;
@@ -179,18 +199,57 @@ pub(crate) fn resolve_with<G: Get>(
     must_inode(g, ino)
 }
 
-/// Resolve the parent of `path` (which must be a directory) and return it
-/// with the last name; the root has no parent.
+/// The owner, group and mode of directory `ino` (the root's from the
+/// directory cache when there is one).
+fn dir_perm<G: Get>(
+    g: &G,
+    cache: Option<&crate::dircache::DirCache>,
+    ino: u64,
+) -> Result<Perm, MetaError> {
+    let Some(c) = cache.filter(|_| ino == ROOT_INO) else {
+        return Ok(Perm::of(&must_inode(g, ino)?));
+    };
+    if let Some((_, p)) = c.get(0, b"") {
+        return Ok(p);
+    }
+    let gen = c.generation();
+    let p = Perm::of(&must_inode(g, ino)?);
+    c.put(gen, 0, b"", ino, p);
+    Ok(p)
+}
+
+/// The first `depth` components of `path`, for a message.
+fn prefix(path: &NsPath, depth: usize) -> String {
+    let mut out = String::new();
+    for c in path.components().take(depth) {
+        out.push('/');
+        out.push_str(&String::from_utf8_lossy(c));
+    }
+    if out.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
+/// Resolve the parent of `path` (which must be a directory) as `who` and
+/// return it with the last name; the root has no parent. The name is to
+/// be looked up in the parent, so `who` needs search permission there
+/// too.
 pub(crate) fn resolve_parent<'p, G: Get>(
     g: &G,
     path: &'p NsPath,
+    who: &Identity,
 ) -> Result<(Inode, &'p [u8]), MetaError> {
     let (parent, name) = path
         .split_last()
         .ok_or_else(|| MetaError::Busy("the root cannot be changed this way".into()))?;
-    let dir = resolve(g, &parent)?;
+    let dir = resolve(g, &parent, who)?;
     if !dir.is_dir() {
         return Err(MetaError::NotADirectory(parent.display()));
+    }
+    let p = Perm::of(&dir);
+    if !perm::may_search(g, who, dir.ino, &p)? {
+        return Err(perm::refused(who, &parent.display(), &p));
     }
     Ok((dir, name))
 }
@@ -279,32 +338,35 @@ pub(crate) fn is_ancestor<G: Get>(g: &G, anc: u64, mut ino: u64) -> Result<bool,
 }
 
 impl MetaStore {
-    /// Reader-side resolution, with directory lookups served from the
-    /// directory cache when it can.
-    pub(crate) fn resolve_read(&self, path: &NsPath) -> Result<Inode, MetaError> {
-        resolve_with(&self.reader(), path, Some(&self.dircache))
+    /// Reader-side resolution as `who`, with directory lookups served from
+    /// the directory cache when it can.
+    pub(crate) fn resolve_read(&self, who: &Identity, path: &NsPath) -> Result<Inode, MetaError> {
+        resolve_with(&self.reader(), path, Some(&self.dircache), who)
     }
 
-    pub fn stat(&self, path: &NsPath) -> Result<Inode, MetaError> {
-        self.resolve_read(path)
+    /// The entry `path` names, as `who` reaches it: EACCES when a
+    /// directory on the way may not be searched by `who`.
+    pub fn stat(&self, who: &Identity, path: &NsPath) -> Result<Inode, MetaError> {
+        self.resolve_read(who, path)
     }
 
     /// `stat` from memory only (the reader caches, RocksDB's memtables and
     /// block cache), so that it never waits for a disk: `Ok(None)` when
     /// the answer needs a read from storage (then `stat` gives it).
-    pub fn stat_nowait(&self, path: &NsPath) -> Result<Option<Inode>, MetaError> {
+    pub fn stat_nowait(&self, who: &Identity, path: &NsPath) -> Result<Option<Inode>, MetaError> {
         nowait(resolve_with(
             &self.reader_nowait(),
             path,
             Some(&self.dircache),
+            who,
         ))
     }
 
     /// `stat` straight from RocksDB, without the directory and reader
-    /// caches (tests compare the two).
+    /// caches and without permission checks (tests compare the two).
     #[doc(hidden)]
     pub fn stat_uncached(&self, path: &NsPath) -> Result<Inode, MetaError> {
-        resolve(&self.uncached(), path)
+        resolve(&self.uncached(), path, &Identity::root("internal"))
     }
 
     pub fn stat_ino(&self, ino: u64) -> Result<Inode, MetaError> {
@@ -317,22 +379,40 @@ impl MetaStore {
 
     /// One page of a directory listing: up to `limit` entries after `after`
     /// in byte order of names. Pass the last name of a page to get the next.
+    /// `who` needs search permission on the way and the right to list the
+    /// directory (its ACL's `x`, else read permission).
     pub fn list(
         &self,
+        who: &Identity,
         path: &NsPath,
         after: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<Inode>, MetaError> {
-        let dir = self.resolve_read(path)?;
+        let dir = self.resolve_read(who, path)?;
         if !dir.is_dir() {
             return Err(MetaError::NotADirectory(path.display()));
+        }
+        if !self.may_list(who, &dir)? {
+            return Err(MetaError::PermissionDenied(format!(
+                "{} may not list {} (uid {} gid {}, mode {:o})",
+                who.name,
+                path.display(),
+                dir.uid,
+                dir.gid,
+                dir.mode
+            )));
         }
         list_children(&self.reader(), dir.ino, after, limit.max(1))
     }
 
-    pub fn xattr_get(&self, path: &NsPath, name: &[u8]) -> Result<Vec<u8>, MetaError> {
+    pub fn xattr_get(
+        &self,
+        who: &Identity,
+        path: &NsPath,
+        name: &[u8],
+    ) -> Result<Vec<u8>, MetaError> {
         let g = self.reader();
-        let i = self.resolve_read(path)?;
+        let i = self.resolve_read(who, path)?;
         match g.get_raw(Cf::Xattr, &xattr_key(i.ino, name))? {
             Some(raw) => decode_xattr(&raw),
             None => Err(MetaError::NotFound(format!(
@@ -343,8 +423,8 @@ impl MetaStore {
         }
     }
 
-    pub fn xattr_list(&self, path: &NsPath) -> Result<crate::Xattrs, MetaError> {
-        let i = self.resolve_read(path)?;
+    pub fn xattr_list(&self, who: &Identity, path: &NsPath) -> Result<crate::Xattrs, MetaError> {
+        let i = self.resolve_read(who, path)?;
         xattrs_of(&self.db, i.ino)
     }
 

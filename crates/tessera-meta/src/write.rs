@@ -57,35 +57,30 @@ pub(crate) fn acl_decision(
     Ok(crate::acl::of_dir(txn, dir)?.and_then(|l| l.decide(who, action)))
 }
 
-/// The permission check of a namespace change: the ACL of directory
-/// `dir` first (a deny refuses, an allow grants), else the mode bits of
-/// `i` (root passes both).
 /// The entry of kind `want` that `path` names, to be removed by `who`:
-/// its directory and inode number. ENOENT when there is none, EISDIR or
-/// ENOTDIR when it is of the other kind, then EACCES without the right to
-/// remove entries in the directory.
+/// its directory and inode. In the kernel's order: ENOENT when there is
+/// none, EACCES without the right to remove entries in the directory,
+/// EPERM for another user's entry in a sticky directory, then EISDIR or
+/// ENOTDIR when it is of the other kind.
 fn removable(
     txn: &Txn<'_>,
     who: &Identity,
     path: &NsPath,
     want: EntryKind,
-) -> Result<(Inode, u64), MetaError> {
-    let (dir, name) = resolve_parent(txn, path)?;
+) -> Result<(Inode, Inode), MetaError> {
+    let (dir, name) = resolve_parent(txn, path, who)?;
     let Some((kind, ino)) = lookup(txn, dir.ino, name)? else {
         return Err(MetaError::NotFound(path.display()));
     };
-    match (want, kind) {
-        (EntryKind::File, EntryKind::Directory) => {
-            return Err(MetaError::IsADirectory(path.display()))
-        }
-        (EntryKind::Directory, EntryKind::File) => {
-            return Err(MetaError::NotADirectory(path.display()))
-        }
-        _ => {}
-    }
     let what = "remove entries here";
     need(txn, who, dir.ino, &dir, W | X, Action::Delete, what)?;
-    Ok((dir, ino))
+    let victim = must_inode(txn, ino)?;
+    crate::perm::sticky_allows(who, &dir, &victim)?;
+    match (want, kind) {
+        (EntryKind::File, EntryKind::Directory) => Err(MetaError::IsADirectory(path.display())),
+        (EntryKind::Directory, EntryKind::File) => Err(MetaError::NotADirectory(path.display())),
+        _ => Ok((dir, victim)),
+    }
 }
 
 pub(crate) fn need(
@@ -146,7 +141,7 @@ pub(crate) fn delete_entry(
 }
 
 /// Drop a (childless) quota node's records when its directory goes away.
-fn drop_node_records(
+pub(crate) fn drop_node_records(
     store: &MetaStore,
     txn: &mut Txn<'_>,
     st: &WriterState,
@@ -199,6 +194,13 @@ impl MetaStore {
             let mut created = false;
             for (idx, name) in comps.iter().enumerate() {
                 let last = idx + 1 == comps.len();
+                // Names are looked up in `cur`: search permission on it
+                // (directories made by this call are the caller's own).
+                let perm = crate::dircache::Perm::of(&cur);
+                if !created && !crate::perm::may_search(&txn, who, cur.ino, &perm)? {
+                    let shown = read::path_of(&txn, cur.ino)?.display();
+                    return Err(crate::perm::refused(who, &shown, &perm));
+                }
                 match lookup(&txn, cur.ino, name)? {
                     Some((EntryKind::Directory, ino)) => {
                         if last && !parents {
@@ -285,8 +287,7 @@ impl MetaStore {
         let (seq, out) = {
             let st = self.lock();
             let mut txn = self.txn();
-            let (mut dir, ino) = removable(&txn, who, path, EntryKind::File)?;
-            let victim = must_inode(&txn, ino)?;
+            let (mut dir, victim) = removable(&txn, who, path, EntryKind::File)?;
             let node = quota::node_of_dir(&txn, dir.ino)?;
             let mut deltas = Deltas::default();
             deltas.charge(node, victim.uid, victim.gid, -(victim.size as i128), -1);
@@ -309,8 +310,7 @@ impl MetaStore {
             if path.is_root() {
                 return Err(MetaError::Busy("cannot remove /".into()));
             }
-            let (mut dir, ino) = removable(&txn, who, path, EntryKind::Directory)?;
-            let victim = must_inode(&txn, ino)?;
+            let (mut dir, victim) = removable(&txn, who, path, EntryKind::Directory)?;
             if victim.nchildren > 0 {
                 return Err(MetaError::NotEmpty(path.display()));
             }
@@ -328,121 +328,6 @@ impl MetaStore {
         self.finish(seq)
     }
 
-    /// Atomic rename with POSIX replacement rules. Returns the moved inode.
-    // long-fn: POSIX rename's cases in one transaction, each check reading what the one before it resolved.
-    pub fn rename(
-        &self,
-        src: &NsPath,
-        dst: &NsPath,
-        who: &Identity,
-        flags: RenameFlags,
-    ) -> Result<Inode, MetaError> {
-        let (seq, out) = {
-            let st = self.lock();
-            let mut txn = self.txn();
-            if src.is_root() || dst.is_root() {
-                return Err(MetaError::Busy("cannot rename /".into()));
-            }
-            let (sdir, sname) = resolve_parent(&txn, src)?;
-            let Some((skind, sino)) = lookup(&txn, sdir.ino, sname)? else {
-                return Err(MetaError::NotFound(src.display()));
-            };
-            let (ddir, dname) = resolve_parent(&txn, dst)?;
-            NsPath::validate_name(dname)?;
-            need(
-                &txn,
-                who,
-                sdir.ino,
-                &sdir,
-                W | X,
-                Action::Delete,
-                "remove entries here",
-            )?;
-            need(
-                &txn,
-                who,
-                ddir.ino,
-                &ddir,
-                W | X,
-                Action::Write,
-                "create entries here",
-            )?;
-            let mut moving = must_inode(&txn, sino)?;
-            if sdir.ino == ddir.ino && sname == dname {
-                return Ok(moving);
-            }
-            if skind == EntryKind::Directory && read::is_ancestor(&txn, sino, ddir.ino)? {
-                return Err(MetaError::Invalid(format!(
-                    "cannot move {} under itself",
-                    src.display()
-                )));
-            }
-            let snode = quota::node_of_dir(&txn, sdir.ino)?;
-            let dnode = quota::node_of_dir(&txn, ddir.ino)?;
-            let mut deltas = Deltas::default();
-            let mut ddir_children_delta: i64 = 1;
-            if let Some((dkind, dino)) = lookup(&txn, ddir.ino, dname)? {
-                if flags.no_replace {
-                    return Err(MetaError::AlreadyExists(dst.display()));
-                }
-                let victim = must_inode(&txn, dino)?;
-                match (skind, dkind) {
-                    (EntryKind::File, EntryKind::Directory) => {
-                        return Err(MetaError::IsADirectory(dst.display()))
-                    }
-                    (EntryKind::Directory, EntryKind::File) => {
-                        return Err(MetaError::NotADirectory(dst.display()))
-                    }
-                    (EntryKind::Directory, EntryKind::Directory) if victim.nchildren > 0 => {
-                        return Err(MetaError::NotEmpty(dst.display()))
-                    }
-                    _ => {}
-                }
-                drop_node_records(self, &mut txn, &st, &victim)?;
-                deltas.charge(dnode, victim.uid, victim.gid, -(victim.size as i128), -1);
-                delete_entry(&mut txn, ddir.ino, &victim)?;
-                ddir_children_delta = 0;
-            }
-            if snode != dnode {
-                let (b, i) = (moving.size as i128, 1i128);
-                deltas.charge(snode, moving.uid, moving.gid, -b, -i);
-                deltas.charge(dnode, moving.uid, moving.gid, b, i);
-                if moving.is_dir() && !moving.quota_node {
-                    let usage =
-                        quota::subtree_usage(self, moving.ino, self.opts.max_reaccount_entries)?;
-                    for ((uid, gid), (b, i)) in usage {
-                        deltas.charge(snode, uid, gid, -(b as i128), -(i as i128));
-                        deltas.charge(dnode, uid, gid, b as i128, i as i128);
-                    }
-                }
-            }
-            let now = now_ns();
-            if skind == EntryKind::Directory {
-                txn.note_dir_change();
-            }
-            txn.delete_dentry(sdir.ino, sname);
-            txn.put_dentry(ddir.ino, dname, skind, sino);
-            moving.parent = ddir.ino;
-            moving.name = dname.to_vec();
-            moving.ctime_ns = now;
-            txn.put_inode(&moving);
-            // Re-read both directories through the overlay: they may be the
-            // same inode.
-            let mut s = txn.must_inode(sdir.ino)?;
-            s.nchildren = s.nchildren.saturating_sub(1);
-            s.mtime_ns = now;
-            txn.put_inode(&s);
-            let mut d = txn.must_inode(ddir.ino)?;
-            d.nchildren = (d.nchildren as i64 + ddir_children_delta).max(0) as u64;
-            d.mtime_ns = now;
-            txn.put_inode(&d);
-            deltas.apply(&mut txn, &st, true)?;
-            (self.commit(txn, &st)?, moving)
-        };
-        self.finish(seq)?;
-        Ok(out)
-    }
-
     /// Change owner, group, mode or mtime. Only root changes the owner; the
     /// owner may change the group to one of its own groups, the mode and
     /// the mtime. A change of owner or group moves quota usage.
@@ -450,16 +335,16 @@ impl MetaStore {
         let (seq, out) = {
             let st = self.lock();
             let mut txn = self.txn();
-            let mut i = resolve(&txn, path)?;
+            let mut i = resolve(&txn, path, who)?;
             let owner = who.is_root() || who.uid == i.uid;
             if a.uid.is_some_and(|u| u != i.uid) && !who.is_root() {
-                return Err(MetaError::PermissionDenied(
+                return Err(MetaError::NotPermitted(
                     "only root may change the owner".into(),
                 ));
             }
             if let Some(g) = a.gid {
                 if g != i.gid && !(who.is_root() || (owner && who.in_group(g))) {
-                    return Err(MetaError::PermissionDenied(
+                    return Err(MetaError::NotPermitted(
                         "only root or the owner (to one of its groups) may change the group".into(),
                     ));
                 }
@@ -478,7 +363,7 @@ impl MetaStore {
             if (a.mode.is_some() && !owner && acl_chmod != Some(true))
                 || (a.mtime_ns.is_some() && !owner)
             {
-                return Err(MetaError::PermissionDenied(
+                return Err(MetaError::NotPermitted(
                     "only the owner may change mode or times".into(),
                 ));
             }
@@ -499,6 +384,10 @@ impl MetaStore {
                 i.mtime_ns = t;
             }
             i.ctime_ns = now_ns();
+            if i.is_dir() {
+                // The directory cache keeps directories' owner, group and mode.
+                txn.note_dir_change();
+            }
             txn.put_inode(&i);
             (self.commit(txn, &st)?, i)
         };
@@ -528,6 +417,10 @@ impl MetaStore {
             }
             i.layout = layout;
             i.ctime_ns = now_ns();
+            if i.is_dir() {
+                // The directory cache keeps directories' owner, group and mode.
+                txn.note_dir_change();
+            }
             txn.put_inode(&i);
             (self.commit(txn, &st)?, i)
         };

@@ -29,7 +29,7 @@ impl MetaStore {
         let seq = {
             let st = self.lock();
             let mut txn = self.txn();
-            let i = resolve(&txn, path)?;
+            let i = resolve(&txn, path, who)?;
             for (name, value) in ops {
                 xattr_permission(who, &i, name)?;
                 let key = xattr_key(i.ino, name);
@@ -56,7 +56,7 @@ impl MetaStore {
         let seq = {
             let st = self.lock();
             let mut txn = self.txn();
-            let i = resolve(&txn, path)?;
+            let i = resolve(&txn, path, who)?;
             xattr_permission(who, &i, name)?;
             // Access control lists are checked when set, not when used.
             if name == b"sys.acl" || name == b"user.acl" {
@@ -73,7 +73,7 @@ impl MetaStore {
         let seq = {
             let st = self.lock();
             let mut txn = self.txn();
-            let i = resolve(&txn, path)?;
+            let i = resolve(&txn, path, who)?;
             xattr_permission(who, &i, name)?;
             let key = xattr_key(i.ino, name);
             if txn.get(Cf::Xattr, &key)?.is_none() {

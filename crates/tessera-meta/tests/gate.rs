@@ -46,15 +46,19 @@ fn a_shut_gate_refuses_every_change_and_reads_go_on() {
         ErrorKind::Unavailable
     );
     // Nothing changed, and reads are served.
-    assert!(m.stat(&p("/a")).is_ok());
+    assert!(m.stat(&root(), &p("/a")).is_ok());
     assert_eq!(
-        m.stat(&p("/b")).expect_err("absent").kind(),
+        m.stat(&root(), &p("/b")).expect_err("absent").kind(),
         ErrorKind::NotFound
     );
     assert_eq!(
-        m.stat(&p("/a/f")).expect_err("absent").kind(),
+        m.stat(&root(), &p("/a/f")).expect_err("absent").kind(),
         ErrorKind::NotFound
     );
     open.store(true, Ordering::Relaxed);
     m.mkdir(&p("/b"), &r, 0o755, false).expect("open again");
+}
+
+fn root() -> tessera_types::Identity {
+    tessera_types::Identity::root("test")
 }

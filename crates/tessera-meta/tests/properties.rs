@@ -171,7 +171,7 @@ proptest! {
             for a in 0..2u8 { for b in 0..2u8 { for c in 0..2u8 {
                 for idx in [vec![a], vec![a, b], vec![a, b, c]] {
                     let path = path_of(&idx);
-                    let cached = m.stat(&path).map_err(|e| e.kind());
+                    let cached = m.stat(&root(), &path).map_err(|e| e.kind());
                     let fresh = m.stat_uncached(&path).map_err(|e| e.kind());
                     prop_assert_eq!(cached, fresh, "after {:?} at {}", op, path);
                 }
@@ -186,9 +186,9 @@ proptest! {
 fn racing_writers_never_exceed_a_quota() {
     let dir = tempfile::tempdir().expect("tmp");
     let m = Arc::new(MetaStore::open(dir.path(), opts()).expect("open"));
-    let root = Identity::root("race");
+    let root_id = Identity::root("race");
     let q = NsPath::parse("/q").expect("valid");
-    m.mkdir(&q, &root, 0o777, false).expect("mkdir");
+    m.mkdir(&q, &root_id, 0o777, false).expect("mkdir");
     const SIZE: u64 = 1000;
     const LIMIT_FILES: u64 = 10;
     m.quota_set(&q, QuotaTarget::user(1000), Some(SIZE * LIMIT_FILES), None)
@@ -244,7 +244,7 @@ fn racing_writers_never_exceed_a_quota() {
         .collect();
     let ok: u64 = threads.into_iter().map(|t| t.join().expect("thread")).sum();
     assert_eq!(ok, LIMIT_FILES, "exactly the files that fit were written");
-    let show = m.quota_show(&q, 1000, 100).expect("show");
+    let show = m.quota_show(&root(), &q, 1000, 100).expect("show");
     let u = show
         .entries
         .iter()
@@ -259,15 +259,15 @@ fn racing_writers_never_exceed_a_quota() {
 fn readers_racing_a_writer_never_go_back_in_time() {
     let dir = tempfile::tempdir().expect("tmp");
     let m = Arc::new(MetaStore::open(dir.path(), opts()).expect("open"));
-    let root = Identity::root("race");
+    let root_id = Identity::root("race");
     let f = NsPath::parse("/f").expect("valid");
-    m.create(&f, &root, 0o644).expect("create");
+    m.create(&f, &root_id, 0o644).expect("create");
     const ROUNDS: i64 = 3000;
     let set = |t: i64| SetAttr {
         mtime_ns: Some(t),
         ..Default::default()
     };
-    m.setattr(&f, &root, set(0)).expect("setattr");
+    m.setattr(&f, &root_id, set(0)).expect("setattr");
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let readers: Vec<_> = (0..3)
         .map(|_| {
@@ -275,7 +275,7 @@ fn readers_racing_a_writer_never_go_back_in_time() {
             std::thread::spawn(move || {
                 let mut last = 0;
                 while !done.load(std::sync::atomic::Ordering::Acquire) {
-                    let t = m.stat(&f).expect("stat").mtime_ns;
+                    let t = m.stat(&root(), &f).expect("stat").mtime_ns;
                     assert!(t >= last, "went back from {last} to {t}");
                     last = t;
                 }
@@ -283,13 +283,17 @@ fn readers_racing_a_writer_never_go_back_in_time() {
         })
         .collect();
     for t in 1..=ROUNDS {
-        m.setattr(&f, &root, set(t)).expect("setattr");
+        m.setattr(&f, &root_id, set(t)).expect("setattr");
         // A committed change is what every later read sees.
-        assert_eq!(m.stat(&f).expect("stat").mtime_ns, t);
+        assert_eq!(m.stat(&root(), &f).expect("stat").mtime_ns, t);
     }
     done.store(true, std::sync::atomic::Ordering::Release);
     for r in readers {
         r.join().expect("reader");
     }
-    assert_eq!(m.stat(&f).expect("stat").mtime_ns, ROUNDS);
+    assert_eq!(m.stat(&root(), &f).expect("stat").mtime_ns, ROUNDS);
+}
+
+fn root() -> tessera_types::Identity {
+    tessera_types::Identity::root("test")
 }

@@ -379,6 +379,10 @@ fn federation(
         }
         None => cfg.federation.clone(),
     };
+    let mut fcfg = fcfg;
+    if fcfg.credentials_dir.is_none() {
+        fcfg.credentials_dir = Some(cfg.data_dir.join("fed-credentials"));
+    }
     // WebDAV endpoints' listings are read with the HTTPS front-end's XML
     // reader (the one its own request bodies go through).
     let fed = tessera_fed::Federation::new(fcfg, tls)

@@ -13,6 +13,9 @@ pub enum ErrorKind {
     NotADirectory,
     IsADirectory,
     PermissionDenied,
+    /// Only the owner (or root) may do this (chmod, a sticky directory's
+    /// entries): POSIX's EPERM, refused like `PermissionDenied` on the wire.
+    NotPermitted,
     QuotaExceeded,
     NoSpace,
     InvalidArgument,
@@ -37,6 +40,7 @@ impl ErrorKind {
             ErrorKind::NotADirectory => 20,    // ENOTDIR
             ErrorKind::IsADirectory => 21,     // EISDIR
             ErrorKind::PermissionDenied => 13, // EACCES
+            ErrorKind::NotPermitted => 1,      // EPERM
             ErrorKind::QuotaExceeded => 122,   // EDQUOT
             ErrorKind::NoSpace => 28,          // ENOSPC
             ErrorKind::InvalidArgument => 22,  // EINVAL
@@ -60,6 +64,7 @@ impl ErrorKind {
             ErrorKind::NotADirectory => "not_a_directory",
             ErrorKind::IsADirectory => "is_a_directory",
             ErrorKind::PermissionDenied => "permission_denied",
+            ErrorKind::NotPermitted => "not_permitted",
             ErrorKind::QuotaExceeded => "quota_exceeded",
             ErrorKind::NoSpace => "no_space",
             ErrorKind::InvalidArgument => "invalid_argument",
@@ -76,13 +81,14 @@ impl ErrorKind {
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 17] = [
+    pub const ALL: [ErrorKind; 18] = [
         ErrorKind::NotFound,
         ErrorKind::AlreadyExists,
         ErrorKind::NotEmpty,
         ErrorKind::NotADirectory,
         ErrorKind::IsADirectory,
         ErrorKind::PermissionDenied,
+        ErrorKind::NotPermitted,
         ErrorKind::QuotaExceeded,
         ErrorKind::NoSpace,
         ErrorKind::InvalidArgument,

@@ -45,7 +45,7 @@ pub fn code_of(kind: ErrorKind) -> i32 {
         ErrorKind::NotEmpty => err::FS_ERROR,
         ErrorKind::NotADirectory => err::NOT_FILE,
         ErrorKind::IsADirectory => err::IS_DIRECTORY,
-        ErrorKind::PermissionDenied => err::NOT_AUTHORIZED,
+        ErrorKind::PermissionDenied | ErrorKind::NotPermitted => err::NOT_AUTHORIZED,
         ErrorKind::QuotaExceeded => err::OVER_QUOTA,
         ErrorKind::NoSpace => err::NO_SPACE,
         ErrorKind::InvalidArgument => err::ARG_INVALID,

@@ -14,10 +14,17 @@ use tessera_proto::admin::v1 as pb;
 
 #[derive(Subcommand)]
 pub enum FedCmd {
-    /// Check an endpoint: reachable, TLS, token, write, read, checksum, delete.
+    /// Check an endpoint: reachable, TLS, token, write, read, checksum,
+    /// delete. The token sent is the user's own (`--bearer-file`, else
+    /// WLCG token discovery: BEARER_TOKEN, BEARER_TOKEN_FILE, bt_u<uid>),
+    /// never the admin credential (`--token-file`, TESSERA_TOKEN_FILE),
+    /// which must not reach another site.
     Probe {
         /// A directory URL the token may write to (https:// or http://).
         url: String,
+        /// The bearer token to probe with (its first line).
+        #[arg(long)]
+        bearer_file: Option<PathBuf>,
         /// More CA certificates to trust (PEM), besides the system's.
         #[arg(long)]
         ca: Vec<PathBuf>,
@@ -226,20 +233,60 @@ pub async fn endpoint(c: &mut Clients, fmt: Format, cmd: EndpointCmd) -> Result<
     Ok(())
 }
 
-/// Run `f` with the user's bearer token, if any; the Nagios state.
-pub async fn run(f: &FedCmd, token: Option<String>) -> u8 {
-    let FedCmd::Probe { url, ca, timeout_s } = f else {
-        return tessera_fed::probe::UNKNOWN;
+/// Run `f` with the user's own bearer token (`discovered`: WLCG token
+/// discovery, or its error), printed in `fmt`; the Nagios state.
+pub async fn run(f: &FedCmd, fmt: Format, discovered: Result<String, Failure>) -> u8 {
+    use tessera_fed::probe::{Check, Report, UNKNOWN};
+    let FedCmd::Probe {
+        url,
+        bearer_file,
+        ca,
+        timeout_s,
+    } = f
+    else {
+        return UNKNOWN;
+    };
+    let unknown = |detail: String| Report {
+        checks: vec![Check {
+            name: "setup",
+            state: UNKNOWN,
+            detail,
+        }],
+    };
+    let token = match bearer_file {
+        Some(p) => match std::fs::read_to_string(p) {
+            Ok(t) => Some(t.lines().next().unwrap_or("").trim().to_string()),
+            Err(e) => return show(fmt, &unknown(format!("{}: {e}", p.display()))),
+        },
+        None => discovered.ok(),
     };
     let tls = match tessera_fed::trust(ca) {
         Ok(t) => t,
-        Err(e) => {
-            println!("FED PROBE UNKNOWN - {e}");
-            return tessera_fed::probe::UNKNOWN;
-        }
+        Err(e) => return show(fmt, &unknown(e)),
     };
     let deadline = Duration::from_secs((*timeout_s).max(1));
     let r = tessera_fed::probe::probe(url, Some(tls), token.as_deref(), deadline).await;
-    print!("{}", r.text());
+    show(fmt, &r)
+}
+
+/// Print a probe's report (Nagios text, `-m` lines, `--json`); its state.
+fn show(fmt: Format, r: &tessera_fed::probe::Report) -> u8 {
+    const WORDS: [&str; 4] = ["ok", "warning", "critical", "unknown"];
+    let word = |s: u8| WORDS[s.min(3) as usize];
+    let mut recs = vec![Rec::new()
+        .s("check", "probe")
+        .s("state", word(r.state()))
+        .n("code", r.state())];
+    recs.extend(r.checks.iter().map(|c| {
+        Rec::new()
+            .s("check", c.name)
+            .s("state", word(c.state))
+            .n("code", c.state)
+            .s("detail", c.detail.clone())
+    }));
+    match fmt {
+        Format::Human => print!("{}", r.text()),
+        _ => emit(fmt, &recs, String::new),
+    }
     r.state()
 }

@@ -199,3 +199,146 @@ fn endpoints_change_at_run_time_and_survive_a_restart() {
 fn e_port(e: &Env) -> u16 {
     e.server.as_ref().unwrap().https_addr.expect("https").port()
 }
+
+/// What a plain-http listener on loopback received (one request's head).
+fn capture() -> (u16, std::thread::JoinHandle<String>) {
+    use std::io::{Read, Write};
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let h = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        let _ = s.write_all(b"HTTP/1.1 500 No\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        String::from_utf8_lossy(&got).into_owned()
+    });
+    (port, h)
+}
+
+/// Issue 35: the admin credential never leaves with a probe (set as
+/// `--token-file` and `TESSERA_TOKEN_FILE`, as the README has admins do:
+/// the probe sends the user's own token, or `--bearer-file`'s), and the
+/// probe answers in `-m` and `--json` too. Credential files named at run
+/// time must be private files in the credentials directory (anything
+/// else, `/etc/shadow` included, is refused by its name or with one
+/// answer for every kind of wrong file), and a bearer token goes over
+/// https only.
+#[test]
+fn credentials_stay_home() {
+    let e = Env::start();
+    let admin_secret = std::fs::read_to_string(&e.token).unwrap();
+    let (port, got) = capture();
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["--token-file"])
+        .arg(&e.token)
+        .args([
+            "fed",
+            "probe",
+            &format!("http://127.0.0.1:{port}/x"),
+            "--timeout-s",
+            "5",
+        ])
+        .env("TESSERA_TOKEN_FILE", &e.token)
+        .env("BEARER_TOKEN", "the-users-own-token")
+        .output()
+        .unwrap();
+    let req = got.join().unwrap();
+    assert!(req.contains("the-users-own-token"), "{req}");
+    assert!(
+        !req.contains(admin_secret.trim()),
+        "admin secret sent: {req}"
+    );
+    assert_ne!(o.status.code(), Some(0));
+    // --bearer-file wins; -m and --json give records.
+    let own = e._dir.path().join("probe.token");
+    std::fs::write(&own, "from-the-file\n").unwrap();
+    let (port, got) = capture();
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["-m", "fed", "probe", &format!("http://127.0.0.1:{port}/x")])
+        .arg("--bearer-file")
+        .arg(&own)
+        .env("TESSERA_TOKEN_FILE", &e.token)
+        .env("BEARER_TOKEN", "the-users-own-token")
+        .output()
+        .unwrap();
+    let req = got.join().unwrap();
+    assert!(req.contains("Bearer from-the-file"), "{req}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let first = crate::kv(out.lines().next().unwrap_or(""));
+    assert_eq!(first["check"], "probe", "{out}");
+    assert_eq!(first["state"], "critical", "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("check=reachable ")),
+        "{out}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["--json", "fed", "probe", "ftp://x/y"])
+        .env_remove("BEARER_TOKEN")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["result"][0]["state"], "unknown", "{v}");
+    assert_eq!(o.status.code(), Some(3));
+    // Run-time credential files: only in the credentials directory.
+    let dir = e._dir.path().join("fed-credentials");
+    let add = |file: &str, url: &str| {
+        e.run(&[
+            "fed",
+            "endpoint",
+            "add",
+            "x",
+            "--site",
+            "here",
+            "--url",
+            url,
+            "--bearer-file",
+            file,
+        ])
+    };
+    let https = "https://localhost:1/data";
+    for outside in [
+        "/etc/shadow".to_string(),
+        e.token.display().to_string(),
+        format!("{}/../admin.token", dir.display()),
+        "relative/file".to_string(),
+    ] {
+        let o = add(&outside, https);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_ne!(o.status.code(), Some(0), "{outside}");
+        assert!(err.contains("must be in"), "{outside}: {err}");
+    }
+    // In it, but wrong: the same answer whatever is wrong.
+    std::fs::create_dir_all(&dir).unwrap();
+    let shared = dir.join("shared");
+    std::fs::write(&shared, "t\n").unwrap();
+    std::fs::set_permissions(&shared, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    std::os::unix::fs::symlink(&e.token, dir.join("link")).unwrap();
+    let answers: Vec<String> = ["shared", "link", "missing"]
+        .iter()
+        .map(|f| {
+            let path = dir.join(f).display().to_string();
+            let o = add(&path, https);
+            assert_ne!(o.status.code(), Some(0), "{f}");
+            String::from_utf8_lossy(&o.stderr).replace(&path, "P")
+        })
+        .collect();
+    assert!(answers[0].contains("not usable"), "{}", answers[0]);
+    assert!(answers.iter().all(|a| *a == answers[0]), "{answers:?}");
+    // A private file works; over plain http it is refused.
+    let good = dir.join("good");
+    std::fs::write(&good, "t\n").unwrap();
+    std::fs::set_permissions(&good, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let o = add(good.to_str().unwrap(), "http://localhost:1/data");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("https only"), "{err}");
+    let o = add(good.to_str().unwrap(), https);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}

@@ -35,7 +35,7 @@ async fn answer(
 ) -> Result<Response<Body>, HttpError> {
     let method = req.method().as_str();
     if method == "PUT" {
-        return write(ctx, fed, path, &at);
+        return write(ctx, req, fed, path, &at).await;
     }
     if !matches!(method, "GET" | "HEAD" | "PROPFIND") {
         return Err(HttpError::new(
@@ -110,26 +110,34 @@ async fn answer(
 
 /// A PUT into a view: 307 to the endpoint the view's write policy picks
 /// for this client (the body goes there), after the token's create scope
-/// is checked on the path. Writes need a token.
-fn write(
+/// is checked on the path. Writes need a token; a token that may only
+/// create gets an object store's grant only for an absent key and only
+/// when it asks for create-only itself (`If-None-Match: *`, then signed
+/// into the grant: 428 otherwise).
+async fn write(
     ctx: &Ctx,
+    req: &Req,
     fed: &tessera_fed::Federation,
     path: &tessera_types::NsPath,
     at: &tessera_fed::InView,
 ) -> Result<Response<Body>, HttpError> {
+    use tessera_fed::WriteRefused as No;
     if !ctx.credentials {
         return Err(HttpError::new(401, "writes into a view need a token"));
     }
-    ctx.core.token_allows_create(&ctx.who, path)?;
-    let to = fed.write_url(at, ctx.peer.ip()).map_err(|why| {
-        HttpError::new(
-            if why.contains("not configured") {
-                405
-            } else {
-                503
-            },
-            why,
-        )
+    let may_replace = ctx.core.token_allows_create(&ctx.who, path)?;
+    let ask = tessera_fed::WriteAsk {
+        may_replace,
+        if_none_match: crate::ops::header(req.headers(), "if-none-match") == Some("*"),
+    };
+    let to = fed.write_url(at, ctx.peer.ip(), ask).await.map_err(|why| {
+        let status = match &why {
+            No::NotConfigured => 405,
+            No::Exists => 412,
+            No::MustBeConditional => 428,
+            No::Unavailable(_) | No::Lookup(_) => 503,
+        };
+        HttpError::new(status, why.to_string())
     })?;
     let mut r = Response::new(Body::Empty);
     *r.status_mut() = hyper::StatusCode::TEMPORARY_REDIRECT;

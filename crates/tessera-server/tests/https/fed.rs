@@ -514,3 +514,64 @@ fn a_stuck_endpoint_delays_no_answer() {
     }
     drop(stuck);
 }
+
+/// A private view's endpoints are not public one by one under
+/// `/PerSite` either (issue 35): without a token every way of asking about
+/// a file there (GET, HEAD, a PROPFIND listing, Metalink) is 401, before
+/// any endpoint is asked; with one it is served.
+#[test]
+fn a_private_view_stays_private_under_per_site() {
+    let issuer = Env::start();
+    let a = Reference::start(&issuer);
+    place(&a, "/priv/f", b"secret bytes");
+    let fed = FedConfig {
+        sites: vec![SiteCfg {
+            name: "site-a".into(),
+            subnets: vec!["127.0.0.2/32".into()],
+            ..Default::default()
+        }],
+        endpoints: vec![EndpointCfg {
+            name: "a".into(),
+            site: "site-a".into(),
+            kind: "https".into(),
+            url: format!("{}/priv", a.url),
+            ..Default::default()
+        }],
+        views: vec![ViewCfg {
+            path: "/priv".into(),
+            endpoints: vec!["a".into()],
+            public: false,
+            write: String::new(),
+        }],
+        ..Default::default()
+    };
+    let e = Env::trusting(&issuer, move |c| c.federation = fed);
+    let cas = cas_pem(&e, &issuer);
+    let auth = format!("Authorization: Bearer {}", e.token.as_ref().unwrap());
+    for url in [format!("{}/priv", e.url), format!("{}/PerSite/a", e.url)] {
+        let asks: [&[&str]; 5] = [
+            &[],
+            &["-I"],
+            &["-X", "PROPFIND", "-H", "Depth: 1"],
+            &["-H", "Accept: application/metalink4+xml"],
+            &["-X", "PROPFIND", "-H", "Depth: 0"],
+        ];
+        for (i, extra) in asks.iter().enumerate() {
+            let target = if i >= 2 {
+                url.clone()
+            } else {
+                format!("{url}/f")
+            };
+            let (code, to, body) = get(&e, &cas, "127.0.0.2", &target, extra);
+            assert_eq!(
+                (code, to.as_str()),
+                (401, ""),
+                "{target} {extra:?}: {}",
+                String::from_utf8_lossy(&body)
+            );
+            assert!(!String::from_utf8_lossy(&body).contains("/f<"), "{target}");
+        }
+        let (code, to, _) = get(&e, &cas, "127.0.0.2", &format!("{url}/f"), &["-H", &auth]);
+        assert_eq!((code, to), (302, format!("{}/priv/f", a.url)), "{url}");
+    }
+}

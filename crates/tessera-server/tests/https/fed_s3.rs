@@ -274,4 +274,55 @@ fn an_s3_bucket_is_served_by_presigned_redirects() {
     let h = format!("Authorization: Bearer {t}");
     let (code, to, _) = get(&e, &cas, "127.0.0.2", &url("/only-s3"), &["-H", &h]);
     assert_eq!((code, to.as_str()), (403, ""));
+    create_only_tokens_get_no_grant_to_replace(&e, &cas, &s3, &name, &issuer);
+}
+
+/// Issue 35, item 3: a token that may only create gets a presigned PUT
+/// only for a key that is absent and only when it asks for create-only
+/// itself; the grant carries `If-None-Match: *` in its signature, so it
+/// cannot replace the object once it exists, used again or not, and it is
+/// short-lived.
+fn create_only_tokens_get_no_grant_to_replace(
+    e: &Env,
+    cas: &std::path::Path,
+    s3: &S3,
+    name: &str,
+    issuer: &Env,
+) {
+    let t = crate::tokens::token(issuer, "storage.create:/fed storage.read:/fed");
+    let auth = format!("Authorization: Bearer {t}");
+    let up = e.local("create-only.bin");
+    std::fs::write(&up, b"first").unwrap();
+    let url = |p: &str| format!("{}/fed{p}", e.url);
+    let put = |p: &str, extra: &[&str]| {
+        let mut a = vec!["-T", up.to_str().unwrap(), "-H", &auth];
+        a.extend_from_slice(extra);
+        get(e, cas, "127.0.0.2", &url(p), &a)
+    };
+    let inm = ["-H", "If-None-Match: *"];
+    assert_eq!(put("/new", &[]).0, 428, "create-only must say so");
+    assert_eq!(put("/new", &inm).0, 412, "the key exists");
+    let (code, to, _) = put("/fresh", &inm);
+    assert_eq!(code, 307, "{to}");
+    assert!(
+        to.contains("if-none-match") && to.contains("X-Amz-Expires=60"),
+        "{to}"
+    );
+    let (code, _, _) = put("/fresh", &["-L", "-H", "If-None-Match: *"]);
+    assert_eq!(code, 200, "the create itself");
+    // The grant used again, with and without the header: no replacement.
+    std::fs::write(&up, b"second").unwrap();
+    let again = |extra: &[&str]| {
+        let mut a = vec!["-T", up.to_str().unwrap()];
+        a.extend_from_slice(extra);
+        get(e, cas, "127.0.0.2", &to, &a).0
+    };
+    assert_eq!(again(&inm), 412, "the store refuses to replace");
+    assert_eq!(again(&[]), 403, "the condition is signed in");
+    let key = s3
+        .bucket
+        .get_object(Some(&s3.creds), "fed/fresh")
+        .sign(Duration::from_secs(60));
+    let (_, _, got) = get(e, cas, "127.0.0.2", key.as_str(), &[]);
+    assert_eq!(got, b"first", "bucket {name}: the object as created");
 }

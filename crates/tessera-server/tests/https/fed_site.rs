@@ -21,6 +21,10 @@ fn a_tesserad_site_is_asked_with_its_token() {
     std::fs::write(&good, crate::tokens::token(&site, "storage.read:/data")).unwrap();
     let bad = site.local("bad.token");
     std::fs::write(&bad, "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.Zm9yZ2Vk\n").unwrap();
+    // Credential files are private (tesserad refuses shared ones).
+    for f in [&good, &bad] {
+        std::fs::set_permissions(f, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    }
     let ep = |name: &str, token: &std::path::Path| EndpointCfg {
         name: name.into(),
         site: "here".into(),

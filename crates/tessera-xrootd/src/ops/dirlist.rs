@@ -42,12 +42,6 @@ async fn list(
             format!("{} is not a directory", t.path.display()),
         ));
     }
-    if !s.core()?.may_list(&who, &dir) {
-        return Err(XrdError::new(
-            err::NOT_AUTHORIZED,
-            format!("{} may not list {}", who.name, t.path.display()),
-        ));
-    }
     let mut buf: Vec<u8> = Vec::new();
     if dstat {
         buf.extend_from_slice(b".\n0 0 0 0\n");

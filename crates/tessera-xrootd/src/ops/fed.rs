@@ -50,12 +50,11 @@ async fn answer(
         }
         s.core()?.token_allows_create(who, &t.path)?;
         return fed.write_root(&at, s.peer.ip()).map_err(|why| {
-            let code = if why.contains("not configured") {
-                err::UNSUPPORTED
-            } else {
-                err::NO_SERVER
+            let code = match why {
+                tessera_fed::WriteRefused::NotConfigured => err::UNSUPPORTED,
+                _ => err::NO_SERVER,
             };
-            XrdError::new(code, why)
+            XrdError::new(code, why.to_string())
         });
     }
     if !at.public && who.token.is_none() {
