@@ -66,6 +66,7 @@ fn state_pb(s: &EndpointState) -> pb::FedEndpoint {
         failures: s.health.failures,
         latency_ms: s.health.latency_ms,
         load: s.health.load,
+        reason: s.health.reason.clone(),
         timeout_ms: c.timeout_ms.unwrap_or(0),
         max_parallel: c.max_parallel as u32,
     }

@@ -55,6 +55,34 @@ pub fn groups_of(u: &LocalUser) -> Vec<(u32, String)> {
     out
 }
 
+/// The identity of local account `u` over `protocol`, in its groups
+/// (`group`, when the account is in it, as its primary group): the one
+/// mapping from a local account to an `Identity` every login uses.
+pub fn local_identity(
+    u: &LocalUser,
+    group: Option<&str>,
+    protocol: &'static str,
+) -> tessera_types::Identity {
+    use tessera_types::Identity;
+    let member_of = groups_of(u);
+    let gid = group
+        .and_then(|g| member_of.iter().find(|(_, n)| n == g))
+        .map_or(u.gid, |(gid, _)| *gid);
+    let mut id = if u.uid == 0 {
+        Identity::root(protocol)
+    } else {
+        Identity::user(u.uid, gid, u.name.clone(), protocol)
+    };
+    id.gid = gid;
+    id.groups = member_of
+        .iter()
+        .map(|(g, _)| *g)
+        .filter(|&g| g != gid)
+        .collect();
+    id.group_names = member_of.into_iter().map(|(_, n)| n).collect();
+    id
+}
+
 /// The gid of the group called `name`.
 pub fn group_id(name: &str) -> Option<u32> {
     if name.is_empty() || name.contains('\0') {

@@ -93,6 +93,10 @@ enum Cmd {
     /// endpoints at run time (`fed endpoint ls|add|set|rm`).
     #[command(subcommand)]
     Fed(cmd::fed::FedCmd),
+    /// A line of the HTTPS password file (`[https] basic_passwd`) for a
+    /// local account; the password is read from standard input. Local,
+    /// no admin API.
+    Passwd { name: String },
 }
 
 fn main() -> std::process::ExitCode {
@@ -190,6 +194,9 @@ async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {
     if let Cmd::Token(t) = cli.cmd {
         return cmd::token::run(fmt, t);
     }
+    if let Cmd::Passwd { name } = &cli.cmd {
+        return cmd::passwd::run(name);
+    }
     let token = read_token(cli.token_file.as_ref())?;
     let mut c = client::connect(&cli.admin, token, cli.role.clone()).await?;
     match cli.cmd {
@@ -211,7 +218,7 @@ async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {
         Cmd::Fsck(f) => cmd::fsck::fsck(&mut c, fmt, f).await,
         Cmd::Fed(cmd::fed::FedCmd::Endpoint(e)) => cmd::fed::endpoint(&mut c, fmt, e).await,
         // Run before (a probe's exit code is its Nagios state).
-        Cmd::Token(_) | Cmd::Fed(_) => unreachable!("handled above"),
+        Cmd::Token(_) | Cmd::Fed(_) | Cmd::Passwd { .. } => unreachable!("handled above"),
     }
 }
 

@@ -20,6 +20,7 @@ mod health;
 mod io;
 mod ledger;
 mod patched;
+pub mod peer;
 mod readsession;
 mod remote;
 mod repair;

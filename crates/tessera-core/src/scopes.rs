@@ -15,6 +15,12 @@ fn need(
     match &who.token {
         None => Ok(()),
         Some(g) if ok(g) => Ok(()),
+        // The read-only grant of a request without credentials.
+        Some(g) if g.issuer == "(anonymous)" => Err(MetaError::PermissionDenied(format!(
+            "{what} {} needs credentials (a bearer token): without them, clients may only \
+             read and list",
+            path.display()
+        ))),
         Some(g) => Err(MetaError::PermissionDenied(format!(
             "the token of {} (issuer {}) does not allow {what} on {}",
             g.subject,

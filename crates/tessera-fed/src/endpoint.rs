@@ -32,11 +32,13 @@ pub(crate) enum Access {
 }
 
 /// An endpoint's health as the probes see it.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Health {
     pub up: bool,
     /// Failed probes in a row.
     pub failures: u32,
+    /// What the last failed request to it said (empty after a good one).
+    pub reason: String,
     /// Moving average of request times (ms); 0 before the first.
     pub latency_ms: f64,
     /// What the federation asks of it now, as a share of
@@ -47,11 +49,12 @@ pub struct Health {
 
 /// What probes and lookups found of an endpoint (its `Health` without the
 /// load, which is worked out when asked).
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Seen {
     pub(crate) up: bool,
     pub(crate) failures: u32,
     pub(crate) latency_ms: f64,
+    pub(crate) reason: String,
 }
 
 /// How fast a client sent to an endpoint stops counting in its load.
@@ -170,12 +173,21 @@ impl Endpoint {
 
     /// Its health now; an endpoint an admin disabled is down.
     pub(crate) fn health(&self) -> Health {
-        let h = *self.health.lock().unwrap_or_else(|p| p.into_inner());
+        let h = self
+            .health
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let mut l = self.load.lock().unwrap_or_else(|p| p.into_inner());
         l.decay();
         Health {
             up: h.up && !self.cfg.disabled,
             failures: h.failures,
+            reason: if self.cfg.disabled {
+                "disabled by an admin".into()
+            } else {
+                h.reason
+            },
             latency_ms: h.latency_ms,
             load: (l.sent + f64::from(l.inflight)) / self.capacity,
         }
@@ -200,12 +212,12 @@ impl Endpoint {
         InFlight(&self.load)
     }
 
-    /// Record a request to it: answered in `elapsed`, or not (after
-    /// `failures` in a row it is down).
-    pub(crate) fn note(&self, elapsed: Option<Duration>, failures: u32) {
+    /// Record a request to it: answered in `elapsed`, or not, and why
+    /// (after `failures` in a row it is down).
+    pub(crate) fn note(&self, elapsed: Result<Duration, &str>, failures: u32) {
         let mut h = self.health.lock().unwrap_or_else(|p| p.into_inner());
         match elapsed {
-            Some(t) => {
+            Ok(t) => {
                 let ms = t.as_secs_f64() * 1e3;
                 h.latency_ms = if h.latency_ms == 0.0 {
                     ms
@@ -214,8 +226,10 @@ impl Endpoint {
                 };
                 h.failures = 0;
                 h.up = true;
+                h.reason.clear();
             }
-            None => {
+            Err(why) => {
+                h.reason = why.chars().take(300).collect();
                 h.failures += 1;
                 if h.failures >= failures {
                     h.up = false;

@@ -467,7 +467,7 @@ impl Federation {
         replicas.sort_by_key(|r| {
             let h = health(&r.endpoint);
             (
-                !h.is_some_and(|h| h.up),
+                !h.as_ref().is_some_and(|h| h.up),
                 site != Some(r.site.as_str()),
                 t.km_to(&r.site, at),
                 h.map_or(u64::MAX, |h| Endpoint::cost(&h)),
@@ -517,11 +517,11 @@ impl Federation {
             .map(|e| async move { (e, e.lookup("", self.tls.as_ref(), deadline).await) });
         for (e, r) in join_all(asks).await {
             // Any answer is a live endpoint (a base may answer 403).
-            let ok = r.as_ref().ok().map(|(_, took)| *took);
             if let Err(why) = &r {
                 tracing::info!(endpoint = %e.name, "probe failed: {why}");
             }
-            e.note(ok, t.cfg.probe_failures);
+            let r = r.as_ref().map(|(_, took)| *took).map_err(String::as_str);
+            e.note(r, t.cfg.probe_failures);
         }
     }
 
@@ -551,7 +551,7 @@ fn note_lookup(
 ) -> Option<Option<u64>> {
     match r {
         Ok((there, took)) => {
-            e.note(Some(took), failures);
+            e.note(Ok(took), failures);
             there
         }
         Err(why) => {

@@ -73,10 +73,10 @@ fn views_sites_and_order() {
     // A site down leaves the choice.
     let ea = Arc::clone(&f.topo().endpoints[0]);
     for _ in 0..2 {
-        ea.note(None, 2);
+        ea.note(Err("refused"), 2);
     }
     assert_eq!(at("127.0.0.2"), "eb");
-    ea.note(Some(Duration::from_millis(3)), 2);
+    ea.note(Ok(Duration::from_millis(3)), 2);
     assert_eq!(at("127.0.0.2"), "ea");
     // Writes: the client's site's endpoint.
     let n = f.view_of("/fed/n").unwrap();
@@ -114,7 +114,7 @@ fn bad_configs_are_refused() {
 fn endpoints_change_at_run_time() {
     let f = fed();
     let ea = Arc::clone(&f.topo().endpoints[0]);
-    ea.note(Some(Duration::from_millis(7)), 2);
+    ea.note(Ok(Duration::from_millis(7)), 2);
     // Another endpoint joins the view; the unchanged ones keep their health.
     let cfg = f
         .reconfigure(|c| {
@@ -214,8 +214,8 @@ fn load_spreads_clients_over_endpoints_as_near() {
         Arc::clone(&f.topo().endpoints[0]),
         Arc::clone(&f.topo().endpoints[1]),
     );
-    ea.note(Some(Duration::from_millis(2)), 2);
-    eb.note(Some(Duration::from_millis(3)), 2);
+    ea.note(Ok(Duration::from_millis(2)), 2);
+    eb.note(Ok(Duration::from_millis(3)), 2);
     let both = vec![rep("ea", "a"), rep("eb", "a")];
     let mut to_a = 0;
     for _ in 0..20 {

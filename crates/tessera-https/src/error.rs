@@ -9,6 +9,8 @@ use tessera_types::ErrorKind;
 pub struct HttpError {
     pub status: u16,
     pub msg: String,
+    /// The kind of the core's failure it came from, if it did.
+    pub kind: Option<ErrorKind>,
 }
 
 impl HttpError {
@@ -16,7 +18,18 @@ impl HttpError {
         HttpError {
             status,
             msg: msg.into(),
+            kind: None,
         }
+    }
+
+    /// An authorization refusal (the identity may not), as opposed to a
+    /// 403 for what is refused whoever asks (a finite PROPFIND depth, a
+    /// copy onto itself).
+    pub fn is_denial(&self) -> bool {
+        matches!(
+            self.kind,
+            Some(ErrorKind::PermissionDenied | ErrorKind::NotPermitted)
+        )
     }
 }
 
@@ -45,9 +58,12 @@ impl From<CoreError> for HttpError {
         if e.has_internal_detail() {
             tracing::warn!("request failed: {e}");
         }
-        HttpError::new(
-            status_of(kind),
-            format!("{} (errno {})", e.client_message(), kind.errno()),
-        )
+        HttpError {
+            kind: Some(kind),
+            ..HttpError::new(
+                status_of(kind),
+                format!("{} (errno {})", e.client_message(), kind.errno()),
+            )
+        }
     }
 }

@@ -37,10 +37,17 @@ use tokio::sync::watch;
 pub struct HttpsConfig {
     /// TLS (https://); without it the listener speaks plain http://.
     pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
-    /// Who a request without credentials is (tokens arrive with the
-    /// authorization layer): `nobody` by default; the dev mode's owner in
-    /// dev mode.
+    /// Who a request without credentials is: `nobody` by default,
+    /// read-only in dev mode.
     pub anonymous: Identity,
+    /// Who a request without credentials is when it comes from a loopback
+    /// peer whose socket the kernel says is this identity's uid (the
+    /// server's own user, `[https] anonymous = "owner"`); others are
+    /// `anonymous`.
+    pub owner: Option<Identity>,
+    /// HTTP Basic credentials (over TLS only) checked against a site's
+    /// password file, for desktop WebDAV clients.
+    pub basic: Option<Arc<tessera_auth::passwd::Passwd>>,
     /// Largest request header block (hyper's limit), and the time a client
     /// has to send it.
     pub max_headers: usize,
@@ -83,6 +90,8 @@ impl Default for HttpsConfig {
         HttpsConfig {
             tls: None,
             anonymous: Identity::user(65534, 65534, "nobody", "https"),
+            owner: None,
+            basic: None,
             max_headers: 64,
             header_timeout: Duration::from_secs(30),
             body_timeout: DEFAULT_BODY_TIMEOUT,
@@ -142,19 +151,23 @@ pub async fn serve(
         let _ = sock.set_nodelay(true);
         let (core, cfg, tls, stop) = (core.clone(), Arc::clone(&cfg), tls.clone(), stop.clone());
         async move {
+            let conn = Conn {
+                peer,
+                owner: is_owner(&cfg, &sock, peer),
+            };
             let r = match &tls {
                 Some(tls) => {
                     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls));
                     match tokio::time::timeout(cfg.header_timeout, acceptor.accept(sock)).await {
                         Ok(Ok(s)) if s.get_ref().1.alpn_protocol() == Some(b"h2") => {
-                            connection_h2(TokioIo::new(s), core, cfg, peer, stop).await
+                            connection_h2(TokioIo::new(s), core, cfg, conn, stop).await
                         }
-                        Ok(Ok(s)) => connection(TokioIo::new(s), core, cfg, peer, stop).await,
+                        Ok(Ok(s)) => connection(TokioIo::new(s), core, cfg, conn, stop).await,
                         Ok(Err(e)) => Err(e.to_string()),
                         Err(_) => Err("TLS handshake timed out".into()),
                     }
                 }
-                None => connection(TokioIo::new(sock), core, cfg, peer, stop).await,
+                None => connection(TokioIo::new(sock), core, cfg, conn, stop).await,
             };
             if let Err(e) = r {
                 tracing::debug!(%peer, error = %e, "https connection ended");
@@ -199,11 +212,33 @@ async fn refuse(
     .await;
 }
 
+/// What a connection's requests know of it.
+#[derive(Debug, Clone, Copy)]
+struct Conn {
+    peer: std::net::SocketAddr,
+    /// The kernel says the loopback peer runs as the server's own user
+    /// (`HttpsConfig::owner`).
+    owner: bool,
+}
+
+/// Whether `sock`'s peer is the server's own user on loopback, when
+/// `[https] anonymous = "owner"` asks (the kernel's socket table, once
+/// per connection).
+fn is_owner(cfg: &HttpsConfig, sock: &tokio::net::TcpStream, peer: std::net::SocketAddr) -> bool {
+    let Some(owner) = &cfg.owner else {
+        return false;
+    };
+    let Ok(local) = sock.local_addr() else {
+        return false;
+    };
+    tessera_core::peer::loopback_uid(peer, local) == Some(owner.uid)
+}
+
 /// What serves one request on a connection.
 fn service(
     core: Option<Core>,
     cfg: Arc<HttpsConfig>,
-    peer: std::net::SocketAddr,
+    conn: Conn,
     h2: bool,
 ) -> impl hyper::service::Service<
     Request<Incoming>,
@@ -228,9 +263,10 @@ fn service(
             if let Some(r) = auth::dev_issuer(&cfg, &req) {
                 return Ok(r);
             }
+            let peer = conn.peer;
             let r = match core {
                 Some(core) => {
-                    let (who, credentials) = match auth::identity(&cfg, &req).await {
+                    let (who, credentials) = match auth::identity(&cfg, &req, conn.owner).await {
                         Ok(w) => w,
                         Err(r) => return Ok(r),
                     };
@@ -256,13 +292,13 @@ async fn connection_h2<I>(
     io: I,
     core: Option<Core>,
     cfg: Arc<HttpsConfig>,
-    peer: std::net::SocketAddr,
+    conn: Conn,
     stop: watch::Receiver<bool>,
 ) -> Result<(), String>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let svc = service(core, Arc::clone(&cfg), peer, true);
+    let svc = service(core, Arc::clone(&cfg), conn, true);
     let mut b = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
     b.timer(hyper_util::rt::TokioTimer::new())
         .max_header_list_size(64 << 10)
@@ -290,13 +326,13 @@ async fn connection<I>(
     io: I,
     core: Option<Core>,
     cfg: Arc<HttpsConfig>,
-    peer: std::net::SocketAddr,
+    conn: Conn,
     stop: watch::Receiver<bool>,
 ) -> Result<(), String>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let svc = service(core, Arc::clone(&cfg), peer, false);
+    let svc = service(core, Arc::clone(&cfg), conn, false);
     let mut b = hyper::server::conn::http1::Builder::new();
     b.max_headers(cfg.max_headers)
         .header_read_timeout(cfg.header_timeout)
@@ -314,24 +350,29 @@ where
 }
 
 async fn handle(ctx: Ctx, req: crate::Req) -> Response<Body> {
-    match scaleout::mgm_redirect(&ctx, &req).await {
+    let r = answer(&ctx, req).await;
+    auth::challenge(&ctx, r)
+}
+
+async fn answer(ctx: &Ctx, req: crate::Req) -> Response<Body> {
+    match scaleout::mgm_redirect(ctx, &req).await {
         Ok(Some(r)) => return r,
         Ok(None) => {}
         Err(e) => return error_response(&e),
     }
-    if let Some(r) = ops::fed::serve(&ctx, &req).await {
+    if let Some(r) = ops::fed::serve(ctx, &req).await {
         return r.unwrap_or_else(|e| error_response(&e));
     }
     let method = req.method().as_str().to_string();
     let r = match method.as_str() {
-        "GET" | "HEAD" => ops::get::get(&ctx, req).await,
-        "PUT" => ops::put::put(&ctx, req).await,
-        "DELETE" => ops::delete::delete(&ctx, req).await,
-        "MKCOL" => ops::mkcol::mkcol(&ctx, req).await,
-        "MOVE" => ops::moves::mv(&ctx, req).await,
-        "PROPFIND" => ops::propfind::propfind(&ctx, req).await,
-        "PROPPATCH" => ops::proppatch::proppatch(&ctx, req).await,
-        "COPY" => copy(&ctx, req).await,
+        "GET" | "HEAD" => ops::get::get(ctx, req).await,
+        "PUT" => ops::put::put(ctx, req).await,
+        "DELETE" => ops::delete::delete(ctx, req).await,
+        "MKCOL" => ops::mkcol::mkcol(ctx, req).await,
+        "MOVE" => ops::moves::mv(ctx, req).await,
+        "PROPFIND" => ops::propfind::propfind(ctx, req).await,
+        "PROPPATCH" => ops::proppatch::proppatch(ctx, req).await,
+        "COPY" => copy(ctx, req).await,
         "OPTIONS" => Ok(ops::options()),
         _ => Err(HttpError::new(
             405,
@@ -370,6 +411,9 @@ pub fn error_response(e: &HttpError) -> Response<Body> {
         hyper::header::CONTENT_TYPE,
         hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
     );
+    if e.is_denial() {
+        r.extensions_mut().insert(auth::Denial);
+    }
     if e.status == 503 {
         // Short of something for now (memory, a filesystem): a client
         // that retries is told when (a caller may set its own).

@@ -145,8 +145,17 @@ impl Deltas {
             let new_b = rec.used_bytes as i128 + db;
             let new_i = rec.used_inodes as i128 + di;
             if check {
-                check_limit(rec.max_bytes, new_b + rb as i128, db, "bytes", node, target)?;
                 check_limit(
+                    txn,
+                    rec.max_bytes,
+                    new_b + rb as i128,
+                    db,
+                    "bytes",
+                    node,
+                    target,
+                )?;
+                check_limit(
+                    txn,
                     rec.max_inodes,
                     new_i + ri as i128,
                     di,
@@ -166,7 +175,9 @@ impl Deltas {
     }
 }
 
+/// A limit about to be passed, named by the quota node's path.
 fn check_limit(
+    txn: &Txn<'_>,
     max: Option<u64>,
     total: i128,
     delta: i128,
@@ -176,8 +187,10 @@ fn check_limit(
 ) -> Result<(), MetaError> {
     if let Some(max) = max {
         if delta > 0 && total > max as i128 {
+            let at =
+                read::path_of(txn, node).map_or_else(|_| format!("node {node}"), |p| p.display());
             return Err(MetaError::QuotaExceeded(format!(
-                "{what} limit {max} of {} at quota node {node} would be exceeded",
+                "the {what} limit {max} of {} on the quota node {at} would be exceeded",
                 describe(target)
             )));
         }
@@ -230,8 +243,8 @@ fn check_room(
         let (rb, ri) = st.reserved.get(&(node, t)).copied().unwrap_or((0, 0));
         let tb = rec.used_bytes as i128 + rb as i128 + bytes as i128;
         let ti = rec.used_inodes as i128 + ri as i128 + inodes as i128;
-        check_limit(rec.max_bytes, tb, bytes as i128, "bytes", node, t)?;
-        check_limit(rec.max_inodes, ti, inodes as i128, "inodes", node, t)?;
+        check_limit(txn, rec.max_bytes, tb, bytes as i128, "bytes", node, t)?;
+        check_limit(txn, rec.max_inodes, ti, inodes as i128, "inodes", node, t)?;
     }
     Ok(())
 }

@@ -94,7 +94,9 @@ pub enum AnonymousCfg {
     /// Requests without credentials run as nobody (the default).
     #[default]
     Nobody,
-    /// Requests without credentials run as the server's own user.
+    /// Requests without credentials from a loopback peer the kernel says
+    /// runs as the server's own user run as that user; everyone else's are
+    /// read-only (as XRootD's `unix = "owner"`).
     Owner,
     /// Requests without credentials may read and list (as nobody), and
     /// nothing else (the dev mode's choice): writes need a token.
@@ -131,6 +133,11 @@ pub struct Https {
     pub tpc_allow: Vec<String>,
     /// Remote endpoints third-party copies never reach (checked first).
     pub tpc_deny: Vec<String>,
+    /// HTTP Basic credentials for desktop WebDAV clients (cadaver,
+    /// davfs2): a password file, one `name:$pbkdf2-sha256$…` line per
+    /// local account (`tessera passwd NAME` makes one); over TLS only,
+    /// never as root.
+    pub basic_passwd: Option<PathBuf>,
 }
 
 impl Https {
@@ -486,6 +493,18 @@ impl Config {
                 "admin.token_file is required outside dev mode".into(),
             ));
         }
+        if let Some(f) = &self.https.basic_passwd {
+            if self.tls.cert.is_none() {
+                return Err(ConfigError::Invalid(
+                    "https.basic_passwd needs [tls]: passwords go over TLS only".into(),
+                ));
+            }
+            tessera_auth::passwd::Passwd::open(f)
+                .map_err(|e| ConfigError::Invalid(format!("https.basic_passwd: {e}")))?;
+        }
+        // What serve would refuse (sites, credential files, views).
+        tessera_fed::Federation::new(self.federation.clone(), None)
+            .map_err(|e| ConfigError::Invalid(format!("[federation]: {e}")))?;
         Ok(())
     }
 

@@ -70,7 +70,10 @@ fn the_federation_example_parses_and_builds() {
     // its credential files standing in a temporary directory.
     let dir = tempfile::tempdir().unwrap();
     for f in ["kek-storm.token", "cloud-s3.access", "cloud-s3.secret"] {
-        std::fs::write(dir.path().join(f), "secret\n").unwrap();
+        let p = dir.path().join(f);
+        std::fs::write(&p, "secret\n").unwrap();
+        // Credential files are private to the server's user.
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     }
     let text = text.replace("/etc/tessera/", &format!("{}/", dir.path().display()));
     let cfg: Config = toml::from_str(&text).expect("example parses");

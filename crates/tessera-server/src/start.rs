@@ -405,8 +405,17 @@ fn https_config(
         tls: shared.tls.clone(),
         anonymous: match cfg.https.anonymous {
             config::AnonymousCfg::Nobody => tessera_https::HttpsConfig::default().anonymous,
-            config::AnonymousCfg::Owner => crate::owner_identity(),
-            config::AnonymousCfg::ReadOnly => tessera_types::Identity::read_only_anonymous("https"),
+            config::AnonymousCfg::Owner | config::AnonymousCfg::ReadOnly => {
+                tessera_types::Identity::read_only_anonymous("https")
+            }
+        },
+        owner: (cfg.https.anonymous == config::AnonymousCfg::Owner).then(crate::owner_identity),
+        basic: match &cfg.https.basic_passwd {
+            Some(f) => Some(Arc::new(
+                tessera_auth::passwd::Passwd::open(f)
+                    .map_err(|e| anyhow::anyhow!("https.basic_passwd: {e}"))?,
+            )),
+            None => None,
         },
         tpc_tls: Some(Arc::clone(&shared.client_tls)),
         tpc_policy: tessera_core::RemotePolicy::new(&cfg.https.tpc_allow, &cfg.https.tpc_deny)

@@ -76,23 +76,7 @@ pub fn from_unix(
 /// The identity of local account `u`, in its groups (`group`, when the
 /// account is in it, as its primary group).
 fn local_identity(u: &users::LocalUser, group: Option<&str>) -> Identity {
-    let member_of = users::groups_of(u);
-    let gid = group
-        .and_then(|g| member_of.iter().find(|(_, n)| n == g))
-        .map_or(u.gid, |(gid, _)| *gid);
-    let mut id = if u.uid == 0 {
-        Identity::root("xroot")
-    } else {
-        Identity::user(u.uid, gid, u.name.clone(), "xroot")
-    };
-    id.gid = gid;
-    id.groups = member_of
-        .iter()
-        .map(|(g, _)| *g)
-        .filter(|&g| g != gid)
-        .collect();
-    id.group_names = member_of.into_iter().map(|(_, n)| n).collect();
-    id
+    users::local_identity(u, group, "xroot")
 }
 
 /// Parse a `unix` credential body (after the `unix\0` tag): `user[ group]`.

@@ -10,7 +10,6 @@ pub mod identity;
 mod idle;
 pub mod names;
 mod ops;
-mod peer;
 pub mod proto;
 mod reply;
 mod request;

@@ -62,6 +62,10 @@ pub struct Out {
     /// that stops reading) gives the connection up: what its requests
     /// hold is freed.
     stall: Duration,
+    /// Why the token this client offered at login was refused: said with
+    /// every refusal (`kXR_NotAuthorized`) of what the session then does
+    /// without it, so the client learns the cause, not only "anonymous".
+    refused_login: Arc<std::sync::Mutex<Option<String>>>,
 }
 
 impl Out {
@@ -72,7 +76,13 @@ impl Out {
             dead: Arc::new(AtomicBool::new(false)),
             gone: Arc::new(Notify::new()),
             stall,
+            refused_login: Arc::default(),
         }
+    }
+
+    /// Remember (`Some`) or forget why a login's token was refused.
+    pub fn note_refused_login(&self, why: Option<String>) {
+        *self.refused_login.lock().unwrap_or_else(|p| p.into_inner()) = why;
     }
 
     /// Write a reply; false when the connection is gone.
@@ -136,7 +146,21 @@ impl Out {
     }
 
     pub async fn error(&self, stream: [u8; 2], e: &XrdError) -> bool {
-        self.send(error_reply(stream, e)).await
+        let note = (e.code == crate::proto::err::NOT_AUTHORIZED)
+            .then(|| {
+                self.refused_login
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .clone()
+            })
+            .flatten();
+        match note {
+            Some(why) => {
+                let e = XrdError::new(e.code, format!("{} ({why})", e.msg));
+                self.send(error_reply(stream, &e)).await
+            }
+            None => self.send(error_reply(stream, e)).await,
+        }
     }
 
     /// `kXR_redirect` to `host:port`, with `cgi` for the request resent there.

@@ -127,6 +127,7 @@ fn rec(e: &pb::FedEndpoint) -> Rec {
         .s("latency.ms", format!("{:.1}", e.latency_ms))
         .s("load", format!("{:.2}", e.load))
         .s("views", e.views.join(","))
+        .s("reason", e.reason.clone())
         .n("timeout.ms", e.timeout_ms)
         .n("max_parallel", e.max_parallel)
 }
@@ -142,7 +143,11 @@ fn endpoints_table(list: &[pb::FedEndpoint]) -> String {
             e.name.clone(),
             e.site.clone(),
             e.kind.clone(),
-            status(e).to_string(),
+            if e.reason.is_empty() || e.up {
+                status(e).to_string()
+            } else {
+                format!("{} ({})", status(e), e.reason)
+            },
             format!("{:.1} ms", e.latency_ms),
             format!("{:.2}", e.load),
             e.views.join(","),

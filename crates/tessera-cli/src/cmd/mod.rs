@@ -6,5 +6,6 @@ pub mod fed;
 pub mod fs;
 pub mod fsck;
 pub mod ns;
+pub mod passwd;
 pub mod quota;
 pub mod token;

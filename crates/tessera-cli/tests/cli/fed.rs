@@ -233,7 +233,7 @@ fn capture() -> (u16, std::thread::JoinHandle<String>) {
 /// https only.
 #[test]
 fn credentials_stay_home() {
-    let e = Env::start();
+    let e = Env::start_with(|c| c.federation.probe_interval_ms = 200);
     let admin_secret = std::fs::read_to_string(&e.token).unwrap();
     let (port, got) = capture();
     let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
@@ -341,4 +341,21 @@ fn credentials_stay_home() {
     assert!(err.contains("https only"), "{err}");
     let o = add(good.to_str().unwrap(), https);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Nothing listens there: down, and ls says why (issue 35, item 14).
+    let start = std::time::Instant::now();
+    loop {
+        let m = e.ok(&["-m", "fed", "endpoint", "ls"]);
+        let r = crate::kv(m.lines().next().unwrap_or(""));
+        if r["status"] == "down" {
+            assert!(!r["reason"].is_empty(), "{m}");
+            let table = e.ok(&["fed", "endpoint", "ls"]);
+            assert!(
+                table.contains(&format!("down ({})", r["reason"])),
+                "{table}"
+            );
+            break;
+        }
+        assert!(start.elapsed().as_secs() < 10, "{m}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }

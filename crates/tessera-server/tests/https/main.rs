@@ -5,6 +5,7 @@
 
 mod acl;
 mod clients;
+mod desktop;
 mod errors;
 mod fed;
 mod fed_geo;

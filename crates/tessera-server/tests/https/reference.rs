@@ -204,8 +204,18 @@ fn third_party_copies_with_debian_xrootd_both_ways() {
     // Driven as FTS does with tokens (`Credential: none`): gfal2 without a
     // token asks for `Credential: gridsite` (X.509 delegation), which the
     // reference refuses unless it is set up for delegation.
+    // The remote end is tesserad: xrootd forwards the token FTS hands it
+    // (`TransferHeaderAuthorization`), since tesserad's anonymous clients
+    // only read.
+    let fwd = format!(
+        "TransferHeaderAuthorization: Bearer {}",
+        e.token.as_ref().expect("a token")
+    );
     let copy = |dir: &str, remote: String, at: String| {
-        let (code, out) = e.copy(&at, &[&format!("{dir}: {remote}"), "Credential: none"]);
+        let (code, out) = e.copy(
+            &at,
+            &[&format!("{dir}: {remote}"), "Credential: none", &fwd],
+        );
         assert_eq!(code, 201, "{out}\n{}", x.log_tail());
         assert_eq!(
             out.lines().last(),

@@ -1,7 +1,7 @@
 //! Bearer tokens over HTTPS with the real clients, against the dev mode's
 //! own issuer (its JWKS served by the server itself over HTTPS and fetched
 //! by its validator): anonymous clients may read and list; writes need a
-//! token; every refusal is 401 (bad token) or 403 (outside its scopes)
+//! token; every refusal is 401 (bad token, or none) or 403 (outside its scopes)
 //! with no side effect.
 
 use crate::{data, Env};
@@ -36,10 +36,24 @@ fn tokens_over_https() {
     std::fs::write(&f, data(100_000, 1)).unwrap();
     let body = std::fs::read(&f).unwrap();
     let u = |p: &str| format!("{}{p}", e.url);
-    // Anonymous: read and list yes, write no.
+    // Anonymous: read and list yes, write no: asked to log in (401 with
+    // a Bearer challenge), not refused as if it had.
+    let hdr = e.local("anon.hdr");
     assert_eq!(
-        e.curl(&["-T", f.to_str().unwrap(), &u("/data/t/anon")]).0,
-        403
+        e.curl(&[
+            "-D",
+            hdr.to_str().unwrap(),
+            "-T",
+            f.to_str().unwrap(),
+            &u("/data/t/anon")
+        ])
+        .0,
+        401
+    );
+    let head = std::fs::read_to_string(&hdr).unwrap();
+    assert!(
+        head.contains("www-authenticate: Bearer realm=\"tessera\""),
+        "{head}"
     );
     let t = token(
         &e,
@@ -58,7 +72,7 @@ fn tokens_over_https() {
             .0,
         207
     );
-    assert_eq!(e.curl(&["-X", "DELETE", &u("/data/t/a")]).0, 403);
+    assert_eq!(e.curl(&["-X", "DELETE", &u("/data/t/a")]).0, 401);
     // Create scope: no overwrite, no delete; modify scope: both.
     assert_eq!(
         e.curl(&["-H", &auth, "-T", f.to_str().unwrap(), &u("/data/t/a")])

@@ -49,7 +49,7 @@ pub async fn auth(s: &Session, credtype: &str, p: &[u8]) -> Result<Vec<u8>, XrdE
                 .ok_or_else(|| XrdError::new(err::AUTH_FAILED, "empty unix credentials"))?;
             let verified = match s.unix_policy() {
                 identity::UnixPolicy::Trust | identity::UnixPolicy::Owner(_) => {
-                    crate::peer::loopback_uid(s.peer, s.local)
+                    tessera_core::peer::loopback_uid(s.peer, s.local)
                 }
                 _ => None,
             };

@@ -109,7 +109,16 @@ pub async fn dispatch(
         Request::Protocol => out.result(st, login::protocol(s)).await,
         Request::Login { user } => out.result(st, login::login(s, &user)).await,
         Request::Auth { credtype, cred } => {
-            out.result(st, login::auth(s, &credtype, &cred).await).await
+            let r = login::auth(s, &credtype, &cred).await;
+            match &r {
+                Err(e) if credtype == "ztn" => out.note_refused_login(Some(format!(
+                    "the token offered at login was refused: {}",
+                    e.msg
+                ))),
+                Ok(_) if credtype == "ztn" => out.note_refused_login(None),
+                _ => {}
+            }
+            out.result(st, r).await
         }
         Request::Noop => out.ok(st, Vec::new()).await,
         Request::Write { fh, offset, data } => {
