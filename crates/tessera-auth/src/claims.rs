@@ -129,16 +129,31 @@ fn unescape(s: &str) -> Result<Vec<u8>, AuthError> {
 /// are not about storage are ignored. With `may_create` false, only read
 /// and stage scopes are honoured.
 pub fn scopes(c: &Claims, base: &NsPath, may_create: bool) -> Result<Vec<ScopeGrant>, AuthError> {
+    // Space-separated, as the WLCG profile and RFC 8693 say: a tab is
+    // not a separator, and a scope with a control character in it
+    // refuses the token (an issuer that splits on spaces only meant
+    // something else by it).
+    let spaced = |s: &str| {
+        s.split(' ')
+            .filter(|x| !x.is_empty())
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
     let mut text: Vec<String> = Vec::new();
     if let Some(s) = &c.scope {
-        text.extend(s.split_whitespace().map(str::to_string));
+        text.extend(spaced(s));
     }
     match &c.scp {
-        Some(serde_json::Value::String(s)) => text.extend(s.split_whitespace().map(str::to_string)),
+        Some(serde_json::Value::String(s)) => text.extend(spaced(s)),
         Some(serde_json::Value::Array(a)) => {
             text.extend(a.iter().filter_map(|v| v.as_str().map(str::to_string)))
         }
         _ => {}
+    }
+    if let Some(bad) = text.iter().find(|t| t.chars().any(char::is_control)) {
+        return Err(AuthError::Claims(format!(
+            "a control character in scope {bad:?} (scopes are separated by spaces)"
+        )));
     }
     let mut out = Vec::new();
     for item in text {
@@ -333,6 +348,21 @@ mod tests {
         assert!(check_audience(&c, &here).is_ok());
         c.aud = Some(serde_json::json!(["https://x", 3]));
         assert_eq!(check_audience(&c, &here), Err(AuthError::Audience));
+    }
+
+    #[test]
+    fn scopes_are_separated_by_spaces_only() {
+        let base = NsPath::parse("/").unwrap();
+        let g = scopes(&claims("  storage.read:/a   storage.read:/b "), &base, true).unwrap();
+        assert_eq!(g.len(), 2);
+        // A tab is no separator: an issuer splitting on spaces meant one
+        // scope; the token is refused rather than read as two.
+        for bad in [
+            "storage.read:/a\tstorage.modify:/",
+            "storage.read:/a\nstorage.modify:/",
+        ] {
+            assert!(scopes(&claims(bad), &base, true).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
