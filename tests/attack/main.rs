@@ -9,6 +9,8 @@
 mod authz;
 mod capability;
 mod exhaust;
+mod exhaust_read;
+mod exhaust_write;
 mod proc;
 mod race;
 mod raw;

@@ -87,6 +87,14 @@ impl Budget {
         b
     }
 
+    /// The same budget, every lease of which also takes from `share` (a
+    /// connection's).
+    pub fn with_share(&self, share: &Share) -> Budget {
+        let mut b = self.clone();
+        b.shares.push(share.clone());
+        b
+    }
+
     /// The same budget with other share sizes (bytes; by default an
     /// eighth of it per connection, half of it per identity, each at least
     /// [`MIN_SHARE`]; never more than the whole budget).

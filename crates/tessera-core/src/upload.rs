@@ -88,6 +88,8 @@ pub const MAX_CHANGED: usize = 64 << 20;
 #[derive(Default)]
 struct Changed {
     patches: crate::patched::Patches,
+    /// The budget's bytes for the patches (kept as large as they are).
+    lease: Lease,
     /// After a shrink: streamed bytes from here on are gone (and every
     /// later write is a change).
     valid: Option<u64>,
@@ -96,9 +98,16 @@ struct Changed {
 }
 
 impl Changed {
-    fn put(&mut self, offset: u64, data: &[u8]) -> Result<(), CoreError> {
+    /// Keep `data` at `offset` with its `lease` (bytes the patches no
+    /// longer need, where writes overlap, go back).
+    fn put(&mut self, offset: u64, data: &[u8], lease: Lease) -> Result<(), CoreError> {
         let end = offset + data.len() as u64;
         self.patches.put(offset, data.to_vec());
+        self.lease.merge(lease);
+        let spare = self.lease.bytes().saturating_sub(self.patches.bytes());
+        if spare >= 64 << 10 {
+            drop(self.lease.split(spare));
+        }
         if self.patches.bytes() > MAX_CHANGED {
             return Err(CoreError::Remote {
                 kind: ErrorKind::Unsupported,
@@ -191,8 +200,27 @@ impl<D: AsRef<[u8]> + Send + 'static> Upload<D> {
     }
 
     /// Lease what applying `step` makes the file's buffers hold; refused
-    /// in time, the file is aborted and the step fails with `NoMemory`.
+    /// in time, the file is aborted and the step fails with `NoMemory`. A
+    /// write that will be held (out of order) or kept as a change holds
+    /// its whole length of the budget itself, small payloads (which the
+    /// front-end leased nothing for) included.
     async fn take_memory(&self, mut step: Step<D>) -> Result<Step<D>, CoreError> {
+        let kept = lock(&self.state).kept_len(&step);
+        if kept > 0 {
+            if let Step::Write { lease, .. } = &mut step {
+                match self.budget.lease_from(kept, Some(lease)).await {
+                    Some(l) => *lease = l,
+                    None => {
+                        let e = CoreError::NoMemory(
+                            "insufficient memory to hold this write now: the file is aborted, send it again later".into(),
+                        );
+                        lock(&self.state).fail(&e);
+                        return Err(e);
+                    }
+                }
+            }
+            return Ok(step);
+        }
         let need = lock(&self.state).memory_wanted(&step);
         if need == 0 {
             return Ok(step);
@@ -258,6 +286,30 @@ impl<D: AsRef<[u8]>> State<D> {
         }
         self.ws = None;
         self.release_held();
+    }
+
+    /// The length of a write `step` that will be kept rather than
+    /// streamed: held out of order, or a change over streamed bytes (0
+    /// for anything else).
+    fn kept_len(&self, step: &Step<D>) -> usize {
+        let (
+            Step::Write {
+                at: Some(at), data, ..
+            },
+            Some(ws),
+            None,
+            Some(_),
+        ) = (step, self.ws.as_ref(), &self.failed, &self.holds)
+        else {
+            return 0;
+        };
+        let end = ws.written();
+        let shrunk = self.changed.as_ref().is_some_and(|c| c.valid.is_some());
+        if *at != end || shrunk {
+            data.as_ref().len()
+        } else {
+            0
+        }
     }
 
     /// How many more budget bytes the session needs before `step` (what
@@ -350,9 +402,11 @@ impl<D: AsRef<[u8]>> State<D> {
             // rest goes on streaming.
             let k = (end.saturating_sub(offset) as usize).min(bytes.len());
             if shrunk || k == bytes.len() {
-                return c.put(offset, bytes);
+                return c.put(offset, bytes, lease);
             }
-            c.put(offset, &bytes[..k])?;
+            let mut lease = lease;
+            let part = lease.split(k);
+            c.put(offset, &bytes[..k], part)?;
             self.session()?.write(&bytes[k..])?;
             drop((data, lease));
             return self.drain(false);

@@ -14,6 +14,7 @@ pub mod path;
 pub mod ranges;
 mod reqbody;
 pub mod scaleout;
+mod stall;
 mod tpc;
 
 pub use body::Body;
@@ -55,6 +56,9 @@ pub struct HttpsConfig {
     /// How long a request body may stall (no data at all) before the
     /// upload is abandoned with 408 and the connection closed.
     pub body_timeout: Duration,
+    /// A client that takes under 1 MiB of a response in this long, while
+    /// it is being sent, loses its connection (and the response's memory).
+    pub send_timeout: Duration,
     /// CAs trusted when this server is the active side of a third-party
     /// copy (`None`: TLS sources and destinations are refused).
     pub tpc_tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
@@ -95,6 +99,7 @@ impl Default for HttpsConfig {
             max_headers: 64,
             header_timeout: Duration::from_secs(30),
             body_timeout: DEFAULT_BODY_TIMEOUT,
+            send_timeout: DEFAULT_BODY_TIMEOUT,
             tpc_tls: None,
             mode: Mode::Local,
             stats: Arc::default(),
@@ -120,6 +125,21 @@ pub struct Ctx {
     /// Whether the request presented credentials (a valid token): an
     /// anonymous one runs as `HttpsConfig::anonymous`.
     pub credentials: bool,
+    /// The connection's share of the memory budget.
+    pub share: tessera_core::Share,
+}
+
+impl Ctx {
+    /// The memory budget this request's bytes (a response's parts, an
+    /// upload's buffers) are taken from: under the connection's share and
+    /// the identity's (all of an identity's connections, anonymous ones
+    /// together, hold at most that much).
+    pub fn reply_budget(&self) -> tessera_core::Budget {
+        self.cfg
+            .buffers
+            .for_identity(&self.who.limit_key())
+            .with_share(&self.share)
+    }
 }
 
 /// Accept connections until `stop` turns true. A data gateway has no
@@ -154,7 +174,9 @@ pub async fn serve(
             let conn = Conn {
                 peer,
                 owner: is_owner(&cfg, &sock, peer),
+                share: cfg.buffers.connection_share(),
             };
+            let sock = stall::StallGuard::new(sock, cfg.send_timeout);
             let r = match &tls {
                 Some(tls) => {
                     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls));
@@ -213,12 +235,14 @@ async fn refuse(
 }
 
 /// What a connection's requests know of it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 struct Conn {
     peer: std::net::SocketAddr,
     /// The kernel says the loopback peer runs as the server's own user
     /// (`HttpsConfig::owner`).
     owner: bool,
+    /// Its share of the memory budget (what its responses hold).
+    share: tessera_core::Share,
 }
 
 /// Whether `sock`'s peer is the server's own user on loopback, when
@@ -247,7 +271,7 @@ fn service(
     Future = impl std::future::Future<Output = Result<Response<Body>, std::convert::Infallible>> + Send,
 > + Clone {
     hyper::service::service_fn(move |req: Request<Incoming>| {
-        let (core, cfg) = (core.clone(), Arc::clone(&cfg));
+        let (core, cfg, conn) = (core.clone(), Arc::clone(&cfg), conn.clone());
         let req = req.map(|b| ReqBody::new(b, h2));
         async move {
             // HTTP/1.1 counts headers as it parses; HTTP/2 is checked here.
@@ -276,10 +300,11 @@ fn service(
                         cfg,
                         peer,
                         credentials,
+                        share: conn.share,
                     };
                     handle(ctx, req).await
                 }
-                None => scaleout::gateway(&cfg, peer, req).await,
+                None => scaleout::gateway(&cfg, peer, &conn.share, req).await,
             };
             Ok::<_, std::convert::Infallible>(r)
         }

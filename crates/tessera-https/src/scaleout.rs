@@ -156,6 +156,7 @@ fn to_active(
 pub async fn gateway(
     cfg: &Arc<HttpsConfig>,
     peer: std::net::SocketAddr,
+    share: &tessera_core::Share,
     req: crate::Req,
 ) -> Response<Body> {
     let mgm = match &cfg.mode {
@@ -166,7 +167,7 @@ pub async fn gateway(
     let method = req.method().as_str().to_string();
     let with_cap = cap_of(req.uri().query()).is_some();
     let r = match method.as_str() {
-        "GET" | "HEAD" | "PUT" if with_cap => gateway_data(cfg, peer.ip(), req).await,
+        "GET" | "HEAD" | "PUT" if with_cap => gateway_data(cfg, peer.ip(), share, req).await,
         "OPTIONS" => Ok(ops::options()),
         _ => {
             // Everything else is the metadata service's (which sends data
@@ -187,6 +188,7 @@ pub async fn gateway(
 async fn gateway_data(
     cfg: &Arc<HttpsConfig>,
     peer: std::net::IpAddr,
+    share: &tessera_core::Share,
     req: crate::Req,
 ) -> Result<Response<Body>, HttpError> {
     let Mode::Gateway {
@@ -230,7 +232,11 @@ async fn gateway_data(
                 Some(whole) => (Arc::new(rs), whole),
                 None => blocking(move || get::with_small_body(rs)).await?,
             };
-            match get::Leases::first_part(&cfg.buffers, &rs, &whole, head).await {
+            let budget = cfg
+                .buffers
+                .for_identity(&holder.limit_key())
+                .with_share(share);
+            match get::Leases::first_part(&budget, &rs, &whole, head).await {
                 Ok(leases) => {
                     get::prime(get::respond(rs, whole, req.headers(), head, leases)).await
                 }
@@ -249,7 +255,10 @@ async fn gateway_data(
             if let Some(l) = log {
                 ws.set_log(l);
             }
-            let budget = cfg.buffers.for_identity(&holder.limit_key());
+            let budget = cfg
+                .buffers
+                .for_identity(&holder.limit_key())
+                .with_share(share);
             let inode = put::receive(ws, req.into_body(), cfg.body_timeout, &budget).await?;
             put::created(&inode, true)
         }

@@ -126,6 +126,16 @@ pub struct Https {
         skip_serializing_if = "Option::is_none"
     )]
     pub body_timeout_s: Option<u64>,
+    /// Seconds in which a client receiving a response must take at least
+    /// 1 MiB of it while it waits to be sent, else its connection (and the
+    /// response's memory) is given up. Default 60.
+    #[serde(
+        rename = "send_timeout",
+        with = "crate::units::opt_secs",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub send_timeout_s: Option<u64>,
     /// Remote endpoints a third-party copy may reach: networks (CIDR or
     /// an address) and host names (`*.example.org` for a domain). With
     /// entries, nothing else is reached; without, anything but loopback
@@ -141,6 +151,12 @@ pub struct Https {
 }
 
 impl Https {
+    pub fn send_timeout(&self) -> std::time::Duration {
+        self.send_timeout_s
+            .map(std::time::Duration::from_secs)
+            .unwrap_or(tessera_https::DEFAULT_BODY_TIMEOUT)
+    }
+
     pub fn body_timeout(&self) -> std::time::Duration {
         self.body_timeout_s
             .map(std::time::Duration::from_secs)

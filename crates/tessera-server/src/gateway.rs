@@ -299,6 +299,7 @@ async fn https_listener(
         mode,
         http2: cfg.https.http2,
         body_timeout: cfg.https.body_timeout(),
+        send_timeout: cfg.https.send_timeout(),
         buffers: buffers.clone(),
         conns: conns.clone(),
         drain: std::time::Duration::from_secs(cfg.server.drain_s),

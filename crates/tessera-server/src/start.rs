@@ -423,6 +423,7 @@ fn https_config(
         mode,
         http2: cfg.https.http2,
         body_timeout: cfg.https.body_timeout(),
+        send_timeout: cfg.https.send_timeout(),
         tokens: shared.validator.clone(),
         dev_issuer,
         buffers: shared.buffers.clone(),

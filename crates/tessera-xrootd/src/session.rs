@@ -64,8 +64,13 @@ pub struct Session {
     next: AtomicU32,
     /// Out-of-order write bytes held by this connection's files.
     pub held: Arc<AtomicUsize>,
-    /// The connection's share of the memory budget (long payloads).
+    /// The connection's share of the memory budget (long payloads, read
+    /// replies).
     pub share: tessera_core::Share,
+    /// The share of the session's identity (its read replies: every
+    /// connection of one identity, anonymous ones all together, holds at
+    /// most that much), kept with the identity.
+    id_share: RwLock<tessera_core::Share>,
 }
 
 impl Session {
@@ -78,6 +83,8 @@ impl Session {
     ) -> Session {
         let policy = cfg.unix;
         let share = cfg.buffers.connection_share();
+        let who = identity::initial(policy);
+        let id_share = RwLock::new(cfg.buffers.identity_share_of(&who.limit_key()));
         Session {
             share,
             core,
@@ -85,7 +92,8 @@ impl Session {
             local,
             peer,
             tls,
-            who: RwLock::new(Arc::new(identity::initial(policy))),
+            who: RwLock::new(Arc::new(who)),
+            id_share,
             logged_in: RwLock::new(false),
             handles: Mutex::new(HashMap::new()),
             next: AtomicU32::new(1),
@@ -131,7 +139,17 @@ impl Session {
     }
 
     pub fn set_who(&self, who: Identity) {
+        let share = self.cfg.buffers.identity_share_of(&who.limit_key());
+        *self.id_share.write().unwrap_or_else(|p| p.into_inner()) = share;
         *self.who.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(who);
+    }
+
+    /// The memory share of the session's identity.
+    pub fn identity_share(&self) -> tessera_core::Share {
+        self.id_share
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub fn unix_policy(&self) -> UnixPolicy {

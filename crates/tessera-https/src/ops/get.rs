@@ -53,7 +53,7 @@ pub async fn get(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
         Err(e) => return Err(e.into()),
     };
     Ok(
-        match Leases::first_part(&ctx.cfg.buffers, &rs, &whole, head).await {
+        match Leases::first_part(&ctx.reply_budget(), &rs, &whole, head).await {
             Ok(leases) => prime(respond(rs, whole, req.headers(), head, leases)).await,
             Err(busy) => busy,
         },

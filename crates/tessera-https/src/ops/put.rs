@@ -40,7 +40,7 @@ pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
         .map_err(refused)?;
     let existed = current.is_some();
     // The upload's memory counts against its identity's share too.
-    let budget = ctx.cfg.buffers.for_identity(&ctx.who.limit_key());
+    let budget = ctx.reply_budget();
     let inode = receive(ws, req.into_body(), ctx.cfg.body_timeout, &budget)
         .await
         .map_err(refused)?;

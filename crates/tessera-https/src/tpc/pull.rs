@@ -64,7 +64,7 @@ pub async fn pull(ctx: &Ctx, req: crate::Req, source: &str) -> Result<Response<B
     let (tx, rx) = mpsc::channel(4);
     let tls = ctx.cfg.tpc_tls.clone();
     let copy_headers = Arc::new(h.clone());
-    let budget = ctx.cfg.buffers.for_identity(&ctx.who.limit_key());
+    let budget = ctx.reply_budget();
     tokio::spawn(async move {
         let how = How {
             remote: Arc::new(remote),

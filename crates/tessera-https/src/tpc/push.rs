@@ -39,7 +39,7 @@ pub async fn push(ctx: &Ctx, req: crate::Req, dest: &str) -> Result<Response<Bod
         Arc::clone(&rs),
         vec![(None, 0, size)],
         Some(Arc::clone(&sent)),
-        crate::ops::get::Leases::new(&ctx.cfg.buffers),
+        crate::ops::get::Leases::new(&ctx.reply_budget()),
     );
     let put = put
         .body(body)

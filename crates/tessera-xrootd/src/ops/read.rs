@@ -102,12 +102,15 @@ pub async fn read(s: &Session, out: &Out, st: [u8; 2], rd: Read) {
     }
 }
 
-/// `n` bytes of the memory budget for a reply (`None`: not in time).
+/// `n` bytes of the memory budget for a reply (`None`: not in time),
+/// under the connection's share and its identity's: pipelined reads whose
+/// replies a client never takes hold at most those, whoever asks.
 pub async fn lease(s: &Session, n: usize) -> Option<tessera_core::Lease> {
     if n == 0 {
         return Some(tessera_core::Lease::default());
     }
-    s.cfg.buffers.lease(n).await
+    let id = s.identity_share();
+    s.cfg.buffers.lease_shared(n, &[&s.share, &id]).await
 }
 
 /// What a read the memory budget could not take is answered with.

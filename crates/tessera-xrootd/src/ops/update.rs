@@ -50,7 +50,13 @@ pub async fn open(
     t: &Target,
 ) -> Result<([u8; 4], String), XrdError> {
     let (core, path, w2) = (s.core()?.clone(), t.path.clone(), Arc::clone(who));
-    let budget = s.cfg.buffers.clone();
+    // Its patches under the connection's and the writer's shares: one
+    // user's updates hold no more than its share of the budget.
+    let budget = s
+        .cfg
+        .buffers
+        .for_identity(&who.limit_key())
+        .with_share(&s.share);
     let up = tokio::task::spawn_blocking(move || core.open_update(&w2, &path, budget))
         .await
         .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;

@@ -183,7 +183,14 @@ pub fn register(
     let path = ws.path().clone();
     let share = s.cfg.buffers.identity_share_of(&who.limit_key());
     let held = Arc::clone(&s.held);
-    let ops = spawn_writer(ws, out.clone(), held, s.cfg.buffers.clone(), &s.cfg.stats);
+    // Its buffers and held writes under the connection's and the
+    // writer's shares, as its payloads are.
+    let budget = s
+        .cfg
+        .buffers
+        .for_identity(&who.limit_key())
+        .with_share(&s.share);
+    let ops = spawn_writer(ws, out.clone(), held, budget, &s.cfg.stats);
     let fh = s.add(Handle::Write(Arc::new(OpenWrite { ops, path, share })))?;
     Ok((fh, stat))
 }
