@@ -19,3 +19,4 @@ mod topo;
 mod tpc;
 mod traverse;
 mod unix;
+mod zerofill;

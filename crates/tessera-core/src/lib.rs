@@ -33,6 +33,7 @@ mod tree;
 mod truncate;
 mod update;
 mod upload;
+pub mod zerofill;
 
 pub use accept::Acceptor;
 pub use budget::{Budget, Lease, Share, DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_WAIT, MIN_SHARE};

@@ -1,8 +1,19 @@
 //! Truncate: a file rewritten to a new size under the rules of any write.
 
 use crate::{Budget, Core, CoreError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use tessera_meta::Inode;
 use tessera_types::{Identity, NsPath};
+
+/// Sets its flag when dropped (the future that owned it went away).
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
 
 /// Bytes of the memory budget a truncate holds while it runs: its 8 MiB
 /// copy buffer and a group of the rewritten file (RAIN 4+2: 6 MiB). It
@@ -28,9 +39,13 @@ impl Core {
                 "insufficient memory to rewrite the file now".into(),
             ));
         };
+        // The rewrite stops (and is aborted) when its caller goes away: a
+        // client that left, a connection ended by a drain.
+        let stop = Arc::new(AtomicBool::new(false));
+        let _stop_on_drop = StopOnDrop(Arc::clone(&stop));
         let (core, who, path) = (self.clone(), who.clone(), path.clone());
         tokio::task::spawn_blocking(move || {
-            let r = core.truncate(&who, &path, size);
+            let r = core.truncate_until(&who, &path, size, &stop);
             drop(lease);
             r
         })
@@ -42,6 +57,17 @@ impl Core {
     /// longer appends zeros. The file is rewritten under the same rules as
     /// any write (permissions, quota, layout) and replaced in one step.
     pub fn truncate(&self, who: &Identity, path: &NsPath, size: u64) -> Result<Inode, CoreError> {
+        self.truncate_until(who, path, size, &AtomicBool::new(false))
+    }
+
+    /// [`Core::truncate`], given up (nothing changed) once `stop` is set.
+    fn truncate_until(
+        &self,
+        who: &Identity,
+        path: &NsPath,
+        size: u64,
+        stop: &AtomicBool,
+    ) -> Result<Inode, CoreError> {
         crate::scopes::modify(who, path)?;
         let old = self.meta.stat(who, path)?;
         if old.is_dir() {
@@ -50,6 +76,7 @@ impl Core {
         if old.size == size {
             return Ok(old);
         }
+        crate::zerofill::check(old.size, size, "this truncate")?;
         // The kept bytes are read as part of the change: the token's modify
         // scope covers it, the mode bits still have to allow reading.
         let src = if size > 0 && old.size > 0 {
@@ -70,6 +97,11 @@ impl Core {
         let mut pos = 0u64;
         let mut buf = vec![0u8; chunk as usize];
         while pos < size {
+            if stop.load(Ordering::Relaxed) {
+                return Err(CoreError::Task(
+                    "the truncate was given up: its client went away".into(),
+                ));
+            }
             let n = chunk.min(size - pos) as usize;
             let got = match &src {
                 Some(r) if pos < old.size => r.read_at(pos, &mut buf[..n])?,

@@ -166,6 +166,9 @@ impl Update {
     ) -> Result<(), CoreError> {
         self.check()?;
         let n = data.len();
+        if let Err(e) = crate::zerofill::check(self.size, offset, "a write this far past the end") {
+            return Err(self.fail(e));
+        }
         if self.patches.bytes() + n > MAX_PATCH_BYTES {
             let e = CoreError::NoMemory(format!(
                 "an update holds at most {} MiB of changed bytes until it is closed",
@@ -187,6 +190,11 @@ impl Update {
         }
         self.memory.merge(lease);
         self.patches.put(offset, data);
+        // Rewrites of the same bytes hold them once.
+        let spare = self.memory.bytes().saturating_sub(self.patches.bytes());
+        if spare >= 64 << 10 {
+            drop(self.memory.split(spare));
+        }
         self.size = self.size.max(offset + n as u64);
         Ok(())
     }
@@ -194,6 +202,9 @@ impl Update {
     /// Set the size (shrink or grow; grown bytes read as zeros).
     pub fn truncate(&mut self, size: u64) -> Result<(), CoreError> {
         self.check()?;
+        if let Err(e) = crate::zerofill::check(self.size, size, "this truncate") {
+            return Err(self.fail(e));
+        }
         self.patches.cut(size, u64::MAX);
         self.old_valid = self.old_valid.min(size);
         self.size = size;

@@ -429,6 +429,8 @@ impl<D: AsRef<[u8]>> State<D> {
         let Some(h) = &self.holds else {
             return Err(too_far());
         };
+        // The gap reads as zeros, written at the close.
+        crate::zerofill::check(end, offset, "a write this far past the end")?;
         let group = h.shared.fetch_add(n, Ordering::Relaxed) + n;
         if self.held_bytes + n > h.per_file
             || group > h.per_group
@@ -492,6 +494,7 @@ impl<D: AsRef<[u8]>> State<D> {
         if let Some(c) = self.changed.as_mut() {
             c.cut_at(size);
         }
+        crate::zerofill::check(end, size, "this truncate")?;
         zeros(self.session()?, size - end)
     }
 

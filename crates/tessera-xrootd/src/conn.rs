@@ -461,6 +461,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
         }
     };
     sess.close_all();
+    out.end();
     if result.is_err() {
         out.shutdown().await;
     }

@@ -66,6 +66,9 @@ pub struct Out {
     /// every refusal (`kXR_NotAuthorized`) of what the session then does
     /// without it, so the client learns the cause, not only "anonymous".
     refused_login: Arc<std::sync::Mutex<Option<String>>>,
+    /// Set when the connection's reader has stopped (the client closed,
+    /// an idle limit, the drain): long requests still running give up.
+    ended: Arc<(AtomicBool, Notify)>,
 }
 
 impl Out {
@@ -77,6 +80,27 @@ impl Out {
             gone: Arc::new(Notify::new()),
             stall,
             refused_login: Arc::default(),
+            ended: Arc::default(),
+        }
+    }
+
+    /// The connection's reader has stopped.
+    pub fn end(&self) {
+        if !self.ended.0.swap(true, Ordering::Relaxed) {
+            self.ended.1.notify_waiters();
+        }
+    }
+
+    /// Resolves once the connection's reader has stopped or the
+    /// connection was given up.
+    pub async fn ended(&self) {
+        let n = self.ended.1.notified();
+        if self.ended.0.load(Ordering::Relaxed) {
+            return;
+        }
+        tokio::select! {
+            _ = n => {}
+            _ = self.gone() => {}
         }
     }
 

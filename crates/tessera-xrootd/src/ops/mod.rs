@@ -274,7 +274,7 @@ async fn serve_as(s: &Arc<Session>, who: &Arc<Identity>, out: &Out, st: [u8; 2],
         Request::Query(q) => query::query(s, who, q).await,
         Request::Locate(t) => locate::locate(s, who, t).await,
         Request::Truncate(request::Truncate::Path(t, size)) => {
-            truncate::by_path(s, who, t, size).await
+            truncate::by_path(s, who, out, t, size).await
         }
         other => Err(XrdError::new(
             err::INVALID_REQUEST,
