@@ -6,6 +6,7 @@
 //! effects; exhaustion attacks against a `tesserad` process of their own.
 //! `docs/security.md` lists every attack and its test here.
 
+mod amplify;
 mod authz;
 mod capability;
 mod exhaust;
@@ -14,6 +15,7 @@ mod exhaust_write;
 mod proc;
 mod race;
 mod raw;
+mod slots;
 mod tokens;
 mod topo;
 mod tpc;

@@ -105,10 +105,10 @@ impl Raw {
         if rep.status != OK {
             return Err(rep.text());
         }
-        Ok(r.login_only(user))
+        r.login_only(user)
     }
 
-    fn login_only(mut self, user: &str) -> Raw {
+    fn login_only(mut self, user: &str) -> Result<Raw, String> {
         let r = &mut self;
         let mut login = [0u8; 24];
         login[2..4].copy_from_slice(&KXR_LOGIN.to_be_bytes());
@@ -124,8 +124,10 @@ impl Raw {
         auth.extend_from_slice(cred.as_bytes());
         r.s.write_all(&auth).unwrap();
         let rep = r.reply();
-        assert_eq!(rep.status, OK, "kXR_auth: {}", rep.text());
-        self
+        if rep.status != OK {
+            return Err(format!("kXR_auth: {}", rep.text()));
+        }
+        Ok(self)
     }
 
     /// The initial handshake and `kXR_protocol` (no login).

@@ -5,7 +5,7 @@
 //! listener closes at once, the connections in flight get the drain time
 //! to finish, and what is left then is cut.
 
-use crate::ConnLimits;
+use crate::{ConnLimits, ConnMark};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -27,7 +27,7 @@ impl Acceptor {
     /// connection, `refuse` answers one over the limits (with why).
     pub async fn run<S, SF, R, RF>(self, mut stop: watch::Receiver<bool>, serve: S, refuse: R)
     where
-        S: Fn(TcpStream, SocketAddr) -> SF,
+        S: Fn(TcpStream, SocketAddr, ConnMark) -> SF,
         SF: Future<Output = ()> + Send + 'static,
         R: Fn(TcpStream, String) -> RF,
         RF: Future<Output = ()> + Send + 'static,
@@ -67,7 +67,7 @@ impl Acceptor {
             };
             match limits.admit(peer.ip()) {
                 Ok(guard) => {
-                    let conn = serve(sock, peer);
+                    let conn = serve(sock, peer, guard.mark());
                     live.spawn(async move {
                         conn.await;
                         drop(guard);

@@ -1,12 +1,19 @@
 //! How many client connections the process takes: all front-ends
-//! together, and from one client address. A connection over either limit
-//! is refused cleanly at once (the front-end says why in its protocol),
-//! so that cheap connections can never take the descriptors the admin
-//! API, the metrics endpoint, the namespace and open files need.
+//! together, from one client network, and anonymous ones. A connection
+//! over a limit is refused cleanly at once (the front-end says why in its
+//! protocol), so that cheap connections can never take the descriptors
+//! the admin API, the metrics endpoint, the namespace and open files
+//! need. "One client network" is an IPv4 address (`/32`) or an IPv6
+//! `/64` (one host's share of a subnet; both prefix lengths configurable):
+//! an IPv6 client has a whole `/64` of addresses to come from. A
+//! connection the front-end finds anonymous (an XRootD login without a
+//! credential, an HTTPS request without one) also takes one of the
+//! anonymous places, which are fewer, so that anonymous clients cannot
+//! keep authenticated ones out.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The limits (clone it: every clone is the same count).
@@ -18,7 +25,12 @@ pub struct ConnLimits {
 struct Inner {
     max_total: usize,
     max_per_address: usize,
+    max_anonymous: usize,
+    /// Prefix lengths a client network is counted by.
+    v4_prefix: u8,
+    v6_prefix: u8,
     total: AtomicUsize,
+    anonymous: AtomicUsize,
     per_address: Mutex<HashMap<IpAddr, usize>>,
     refused: AtomicU64,
 }
@@ -27,6 +39,15 @@ struct Inner {
 pub struct ConnGuard {
     inner: Arc<Inner>,
     ip: IpAddr,
+    anonymous: Arc<AtomicBool>,
+}
+
+/// What a front-end tells the limits of a connection it serves (clone
+/// it: every clone is the same connection's).
+#[derive(Clone)]
+pub struct ConnMark {
+    inner: Arc<Inner>,
+    anonymous: Arc<AtomicBool>,
 }
 
 /// Why a connection was refused.
@@ -34,8 +55,10 @@ pub struct ConnGuard {
 pub enum Refused {
     /// The process holds `0` client connections, its limit.
     Total(usize),
-    /// This client address holds `0`, its limit.
+    /// This client network holds `0`, its limit.
     PerAddress(usize),
+    /// `0` anonymous connections are open, their limit.
+    Anonymous(usize),
 }
 
 impl std::fmt::Display for Refused {
@@ -45,17 +68,97 @@ impl std::fmt::Display for Refused {
             Refused::PerAddress(n) => {
                 write!(f, "this address has {n} connections open, its limit")
             }
+            Refused::Anonymous(n) => write!(
+                f,
+                "the server has {n} connections without credentials, their limit: log in with a token"
+            ),
+        }
+    }
+}
+
+/// `ip` reduced to the network it is counted in.
+fn network(ip: IpAddr, v4: u8, v6: u8) -> IpAddr {
+    match ip.to_canonical() {
+        IpAddr::V4(a) => {
+            let bits = u32::from(a)
+                & u32::MAX
+                    .checked_shl(32 - u32::from(v4.min(32)))
+                    .unwrap_or(0);
+            IpAddr::V4(bits.into())
+        }
+        IpAddr::V6(a) => {
+            let bits = u128::from(a)
+                & u128::MAX
+                    .checked_shl(128 - u32::from(v6.min(128)))
+                    .unwrap_or(0);
+            IpAddr::V6(bits.into())
+        }
+    }
+}
+
+impl ConnMark {
+    /// The connection turned out anonymous: it takes an anonymous place
+    /// (once), or is refused (the front-end closes it).
+    pub fn anonymous(&self) -> Result<(), Refused> {
+        if self.anonymous.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let i = &self.inner;
+        let n = i.anonymous.fetch_add(1, Ordering::Relaxed);
+        if n >= i.max_anonymous {
+            i.anonymous.fetch_sub(1, Ordering::Relaxed);
+            i.refused.fetch_add(1, Ordering::Relaxed);
+            return Err(Refused::Anonymous(n));
+        }
+        if self.anonymous.swap(true, Ordering::Relaxed) {
+            i.anonymous.fetch_sub(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// The connection presented credentials: its anonymous place, if it
+    /// held one, goes back.
+    pub fn authenticated(&self) {
+        if self.anonymous.swap(false, Ordering::Relaxed) {
+            self.inner.anonymous.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+}
+
+impl ConnGuard {
+    /// What the front-end serving this connection marks it with.
+    pub fn mark(&self) -> ConnMark {
+        ConnMark {
+            inner: Arc::clone(&self.inner),
+            anonymous: Arc::clone(&self.anonymous),
         }
     }
 }
 
 impl ConnLimits {
+    /// `max_total` connections, `max_per_address` from one client network
+    /// (IPv4 /32, IPv6 /64), half of `max_total` anonymous.
     pub fn new(max_total: usize, max_per_address: usize) -> ConnLimits {
+        ConnLimits::with(max_total, max_per_address, max_total.div_ceil(2), (32, 64))
+    }
+
+    /// As [`ConnLimits::new`], with `max_anonymous` anonymous connections
+    /// and the prefix lengths (IPv4, IPv6) a client network is counted by.
+    pub fn with(
+        max_total: usize,
+        max_per_address: usize,
+        max_anonymous: usize,
+        (v4_prefix, v6_prefix): (u8, u8),
+    ) -> ConnLimits {
         ConnLimits {
             inner: Arc::new(Inner {
                 max_total: max_total.max(1),
                 max_per_address: max_per_address.max(1),
+                max_anonymous: max_anonymous.max(1),
+                v4_prefix: v4_prefix.min(32),
+                v6_prefix: v6_prefix.min(128),
                 total: AtomicUsize::new(0),
+                anonymous: AtomicUsize::new(0),
                 per_address: Mutex::new(HashMap::new()),
                 refused: AtomicU64::new(0),
             }),
@@ -64,13 +167,13 @@ impl ConnLimits {
 
     /// No limit (tests, tools).
     pub fn unlimited() -> ConnLimits {
-        ConnLimits::new(usize::MAX, usize::MAX)
+        ConnLimits::with(usize::MAX, usize::MAX, usize::MAX, (32, 128))
     }
 
     /// Count a new connection from `ip`, or say why it is refused.
     pub fn admit(&self, ip: IpAddr) -> Result<ConnGuard, Refused> {
-        let ip = ip.to_canonical();
         let i = &self.inner;
+        let ip = network(ip, i.v4_prefix, i.v6_prefix);
         let mut m = i.per_address.lock().unwrap_or_else(|p| p.into_inner());
         let refuse = |r: Refused| {
             i.refused.fetch_add(1, Ordering::Relaxed);
@@ -89,7 +192,17 @@ impl ConnLimits {
         Ok(ConnGuard {
             inner: Arc::clone(&self.inner),
             ip,
+            anonymous: Arc::default(),
         })
+    }
+
+    /// Anonymous connections held now.
+    pub fn anonymous(&self) -> usize {
+        self.inner.anonymous.load(Ordering::Relaxed)
+    }
+
+    pub fn max_anonymous(&self) -> usize {
+        self.inner.max_anonymous
     }
 
     /// Client connections held now.
@@ -142,6 +255,9 @@ impl Drop for ConnGuard {
             }
         }
         self.inner.total.fetch_sub(1, Ordering::Relaxed);
+        if self.anonymous.swap(false, Ordering::Relaxed) {
+            self.inner.anonymous.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -173,6 +289,28 @@ mod tests {
         drop(a1);
         assert!(l.admit(a).is_ok(), "a slot came back");
         assert_eq!(default_limits(400), (180, 45));
+        // IPv6 by /64: another address of the same /64 is the same client.
+        let l = ConnLimits::with(10, 2, 2, (32, 64));
+        let x = |s: &str| s.parse::<IpAddr>().unwrap();
+        let _c = l.admit(x("2001:db8:1:2::1")).unwrap();
+        let _d = l.admit(x("2001:db8:1:2:ffff::9")).unwrap();
+        assert_eq!(
+            l.admit(x("2001:db8:1:2::abcd")).err(),
+            Some(Refused::PerAddress(2))
+        );
+        assert!(l.admit(x("2001:db8:1:3::1")).is_ok(), "another /64");
+        // Anonymous places: fewer; given back when the connection ends or
+        // logs in.
+        let g1 = l.admit(x("10.0.0.1")).unwrap();
+        let g2 = l.admit(x("10.0.0.2")).unwrap();
+        let g3 = l.admit(x("10.0.0.3")).unwrap();
+        assert!(g1.mark().anonymous().is_ok() && g1.mark().anonymous().is_ok());
+        assert!(g2.mark().anonymous().is_ok());
+        assert_eq!(g3.mark().anonymous().err(), Some(Refused::Anonymous(2)));
+        g2.mark().authenticated();
+        assert!(g3.mark().anonymous().is_ok());
+        drop(g1);
+        assert_eq!(l.anonymous(), 1);
         assert_eq!(default_limits(1 << 20), (20_000, 5_000));
         assert_eq!(default_limits(64), (16, 4));
     }

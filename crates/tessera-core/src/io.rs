@@ -8,8 +8,8 @@ use crate::{Core, CoreError, ReadSession, SessionLog};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use tessera_backend::Backend;
-use tessera_data::{FileReader, FileWriter, Layout, Placement};
-use tessera_meta::{Checksum, CommitWrite, Inode, MetaStore};
+use tessera_data::{FileReader, FileWriter, Placement};
+use tessera_meta::{Checksum, CommitWrite, Inode};
 use tessera_obs::{AccessLog, Metrics};
 use tessera_types::{Identity, NsPath};
 
@@ -412,47 +412,7 @@ impl DataPath {
     }
 }
 
-/// The layout and space for new files in a directory, from its
-/// `sys.forced.*` attributes (EOS names).
-fn layout_of(meta: &MetaStore, dir: u64) -> Result<(Layout, String), CoreError> {
-    crate::attrs::layout_from(&meta.xattr_list_of(dir)?)
-}
-
 impl Core {
-    /// Reserve and place a write (blocking): checks the namespace and
-    /// permissions, reserves quota, picks the layout from the directory's
-    /// attributes and the filesystems by placement. Nothing is visible
-    /// until the write is committed through [`Core::ledger`].
-    pub fn plan_write(
-        &self,
-        who: &Identity,
-        path: &NsPath,
-        mode: u32,
-        overwrite: bool,
-        size_hint: u64,
-    ) -> Result<WritePlan, CoreError> {
-        if path.split_last().is_none() {
-            return Err(CoreError::Invalid("cannot write /".into()));
-        }
-        let overwrite = crate::scopes::write(who, path, overwrite)?;
-        let resv = self
-            .meta
-            .begin_write(path, who, mode, overwrite, size_hint)?;
-        let fail = |e: CoreError| {
-            let _ = self.meta.abort_write(resv.id);
-            e
-        };
-        let (layout, space) = layout_of(&self.meta, resv.parent).map_err(fail)?;
-        let candidates = self.fs.candidates(&space);
-        let fsids =
-            tessera_data::place(&layout, &candidates, resv.ino).map_err(|e| fail(e.into()))?;
-        Ok(WritePlan {
-            resv_id: resv.id,
-            fid: resv.ino,
-            placement: Placement { layout, fsids },
-        })
-    }
-
     /// The local namespace as the ledger of writes.
     pub fn ledger(&self) -> Arc<dyn Ledger> {
         Arc::new(LocalLedger {
@@ -471,28 +431,6 @@ impl Core {
             damage: Some(self.ledger()),
             obs: Some((Arc::clone(&self.metrics), Arc::clone(&self.access))),
         }
-    }
-
-    /// Open `path` for writing (blocking): [`Core::plan_write`], then the
-    /// stripes are opened; nothing is visible until `close`.
-    pub fn open_write(
-        &self,
-        who: &Identity,
-        path: &NsPath,
-        mode: u32,
-        overwrite: bool,
-        size_hint: u64,
-    ) -> Result<WriteSession, CoreError> {
-        let start = std::time::Instant::now();
-        let data = self.data();
-        let mut r = self
-            .plan_write(who, path, mode, overwrite, size_hint)
-            .and_then(|plan| data.start_write(plan, self.ledger(), path.clone(), size_hint));
-        self.finish("open_write", who, &path.display(), start, &r);
-        if let (Ok(ws), Some(l)) = (&mut r, data.session_log(who, path, start)) {
-            ws.set_log(l);
-        }
-        r
     }
 
     /// Open a file for reading (blocking).

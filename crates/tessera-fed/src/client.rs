@@ -167,8 +167,10 @@ pub async fn head(
     })
 }
 
-/// Largest answer body read from an endpoint (a listing).
-const MAX_BODY: usize = 64 << 20;
+/// Largest answer body read from an endpoint (a listing): what one
+/// endpoint's answer holds of memory, per request and endpoint (beyond
+/// it the endpoint's answer is an error).
+pub const MAX_BODY: usize = 16 << 20;
 
 /// `PROPFIND` `rel` under `base` with `Depth: 1` (no body: all
 /// properties) within `deadline`: the status and the body.

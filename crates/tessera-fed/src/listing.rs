@@ -191,19 +191,26 @@ impl Federation {
 
 /// Where listed entry `e` is under the endpoint's `base` path and the
 /// directory `want` (both encoded): `Some(None)` the directory itself,
-/// `Some(Some(name))` a child, `None` neither.
+/// `Some(Some(name))` a child (in this crate's encoding, whatever the
+/// endpoint's: the same name from an XRootD and a WebDAV endpoint is one
+/// name), `None` neither. Compared decoded: servers encode differently.
 fn place(e: &Listed, base: &str, want: &str) -> Option<Option<String>> {
     // An href may be a whole URL: its path.
     let href = match e.href.split_once("://") {
         Some((_, rest)) => rest.find('/').map_or("/", |i| &rest[i..]),
         None => e.href.as_str(),
     };
-    let rest = href.strip_prefix(base)?.strip_prefix(want)?;
+    let (href, base, want) = (
+        crate::decode(href),
+        crate::decode(base),
+        crate::decode(want),
+    );
+    let rest = href.strip_prefix(&base)?.strip_prefix(&want)?;
     let rest = rest.trim_matches('/');
     if rest.is_empty() {
         return Some(None);
     }
-    (!rest.contains('/')).then(|| Some(rest.to_string()))
+    (!rest.contains('/')).then(|| Some(crate::s3::encode(rest)))
 }
 
 #[cfg(test)]
@@ -228,6 +235,23 @@ mod tests {
         );
         assert_eq!(place(&l("/data/fed/d/z/deeper"), "/data/fed", "/d"), None);
         assert_eq!(place(&l("/other/d/x"), "/data/fed", "/d"), None);
+        // Encoded otherwise than here (XrdHttp leaves '(' and ' ' as they
+        // are, or encodes what we do not): the same name as ours.
+        for other in [
+            "/data/fed/d/a (b)",
+            "/data/fed/d/a%20%28b%29",
+            "/data/fed/d/a%20(b)",
+        ] {
+            assert_eq!(
+                place(&l(other), "/data/fed", "/d"),
+                Some(Some("a%20%28b%29".into())),
+                "{other}"
+            );
+        }
+        assert_eq!(
+            place(&l("/data/f%65d/d/x"), "/data/fed", "/d"),
+            Some(Some("x".into()))
+        );
         // The view's root.
         assert_eq!(place(&l("/data/fed/"), "/data/fed", ""), Some(None));
         assert_eq!(

@@ -15,6 +15,11 @@ use tokio_rustls::rustls::ClientConfig;
 /// Validity of the URLs the server signs for its own requests.
 const OWN: Duration = Duration::from_secs(60);
 
+/// Entries of one listing read from a bucket at most (its pages are
+/// read one after the other: a prefix with more is an error, not a
+/// growing answer).
+pub const MAX_LISTED: usize = 100_000;
+
 /// Longest validity of a write grant given to a client.
 pub const WRITE_GRANT: Duration = Duration::from_secs(60);
 
@@ -184,6 +189,11 @@ impl S3Base {
                 if !name.is_empty() {
                     out.push((encode(name), true, None));
                 }
+            }
+            if out.len() > MAX_LISTED {
+                return Err(format!(
+                    "more than {MAX_LISTED} entries under {dir}: not listed"
+                ));
             }
             match page.next_continuation_token {
                 Some(t) => token = Some(t),

@@ -271,3 +271,44 @@ fn an_endpoint_of_a_private_view_is_private_under_per_site() {
     );
     assert!(f.view_of("/PerSite/ea/x").unwrap().public);
 }
+
+/// Issue 35, item 10: an endpoint's answer is read up to
+/// `client::MAX_BODY`, no further: a 20 MiB PROPFIND answer is an error,
+/// not 20 MiB held per request.
+#[test]
+fn an_endpoints_answer_is_read_within_a_bound() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = l.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf).await;
+            let len = 20 << 20;
+            let head = format!("HTTP/1.1 207 Multi-Status\r\nContent-Length: {len}\r\n\r\n");
+            let _ = s.write_all(head.as_bytes()).await;
+            let chunk = vec![b' '; 1 << 20];
+            for _ in 0..20 {
+                if s.write_all(&chunk).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let base = Base::parse(&format!("http://127.0.0.1:{port}/x")).unwrap();
+        let r = crate::client::request(
+            &base,
+            "PROPFIND",
+            "/",
+            &[("Depth", "1")],
+            Vec::new(),
+            None,
+            Duration::from_secs(10),
+        )
+        .await;
+        let e = r.err().expect("an answer over the bound is refused");
+        assert!(e.contains("length limit"), "{e}");
+        server.abort();
+    });
+}

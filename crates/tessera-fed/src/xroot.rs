@@ -167,7 +167,7 @@ const OK: u16 = 0;
 const OKSOFAR: u16 = 4000;
 const ERROR: u16 = 4003;
 /// Largest listing read from an endpoint.
-const MAX_LISTING: usize = 64 << 20;
+const MAX_LISTING: usize = crate::client::MAX_BODY;
 
 fn request(code: u16, params: &[(usize, &[u8])], payload: &[u8]) -> Vec<u8> {
     let mut r = vec![0u8; 24];

@@ -167,7 +167,7 @@ pub async fn serve(
         drain: cfg.drain,
         name: "https",
     };
-    let serve = |sock: tokio::net::TcpStream, peer: std::net::SocketAddr| {
+    let serve = |sock: tokio::net::TcpStream, peer: std::net::SocketAddr, mark| {
         let _ = sock.set_nodelay(true);
         let (core, cfg, tls, stop) = (core.clone(), Arc::clone(&cfg), tls.clone(), stop.clone());
         async move {
@@ -175,6 +175,7 @@ pub async fn serve(
                 peer,
                 owner: is_owner(&cfg, &sock, peer),
                 share: cfg.buffers.connection_share(),
+                mark,
             };
             let sock = stall::StallGuard::new(sock, cfg.send_timeout);
             let r = match &tls {
@@ -243,6 +244,8 @@ struct Conn {
     owner: bool,
     /// Its share of the memory budget (what its responses hold).
     share: tessera_core::Share,
+    /// Its place in the connection limits (anonymous ones count apart).
+    mark: tessera_core::ConnMark,
 }
 
 /// Whether `sock`'s peer is the server's own user on loopback, when
@@ -294,6 +297,21 @@ fn service(
                         Ok(w) => w,
                         Err(r) => return Ok(r),
                     };
+                    // A connection without credentials takes an anonymous
+                    // place (fewer of them); at their limit it is closed.
+                    if credentials || conn.owner {
+                        conn.mark.authenticated();
+                    } else if let Err(why) = conn.mark.anonymous() {
+                        let mut r = error_response(&HttpError::new(
+                            503,
+                            format!("server busy: {why}; try again later"),
+                        ));
+                        r.headers_mut().insert(
+                            hyper::header::CONNECTION,
+                            hyper::header::HeaderValue::from_static("close"),
+                        );
+                        return Ok(r);
+                    }
                     let ctx = Ctx {
                         core,
                         who,

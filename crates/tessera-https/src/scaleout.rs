@@ -95,6 +95,10 @@ pub async fn mgm_redirect(
     };
     let writing = match req.method().as_str() {
         "GET" => false,
+        // A conditional PUT is served here, where its condition is
+        // evaluated and held until the commit (a gateway's write knows
+        // nothing of it).
+        "PUT" if crate::ops::precond::any(req.headers()) => return Ok(None),
         "PUT" => true,
         _ => return Ok(None),
     };

@@ -37,6 +37,11 @@ pub enum Overwrite {
     /// The client asked to replace, but its token may only create:
     /// EACCES whenever a file is there, at the open or at the commit.
     NotPermitted,
+    /// Replace exactly the file with this inode number (a conditional
+    /// request matched it): another file there, or none, at the open or
+    /// at the commit, is `Busy` (the condition no longer holds: no lost
+    /// update).
+    Only(u64),
 }
 
 impl From<bool> for Overwrite {
@@ -67,6 +72,7 @@ fn decide(
         Some((EntryKind::Directory, _)) => Err(MetaError::IsADirectory(shown())),
         Some((EntryKind::File, ino)) => {
             match overwrite {
+                Overwrite::Only(want) if want != ino => return Err(changed(&shown())),
                 Overwrite::No => return Err(MetaError::AlreadyExists(shown())),
                 Overwrite::NotPermitted => {
                     return Err(MetaError::PermissionDenied(format!(
@@ -75,7 +81,7 @@ fn decide(
                         who.name
                     )))
                 }
-                Overwrite::Yes => {}
+                Overwrite::Yes | Overwrite::Only(_) => {}
             }
             // Replacing: the ACL's update right, else the mode bits of
             // the directory and of the file.
@@ -102,6 +108,7 @@ fn decide(
             }
             Ok(Some(old))
         }
+        None if matches!(overwrite, Overwrite::Only(_)) => Err(changed(&shown())),
         None => {
             need(
                 txn,
@@ -115,6 +122,13 @@ fn decide(
             Ok(None)
         }
     }
+}
+
+/// The file a conditional write matched is not the one there now.
+fn changed(name: &str) -> MetaError {
+    MetaError::Busy(format!(
+        "{name} changed since the request's condition was checked (no lost update)"
+    ))
 }
 
 impl MetaStore {

@@ -11,6 +11,51 @@ use tessera_types::{Identity, NsPath};
 
 /// Largest xattr value.
 pub const MAX_XATTR_VALUE: usize = 64 * 1024;
+/// `user.*` attributes (WebDAV dead properties among them) an entry may
+/// have, and their names and values together, at most: what listing an
+/// entry's attributes (a PROPFIND) answers is bounded by them, and the
+/// bytes they take by the inode quota.
+pub const MAX_USER_XATTRS: usize = 64;
+pub const MAX_USER_XATTR_BYTES: usize = 64 * 1024;
+
+/// Refuse a change that would leave inode `ino` with more `user.*`
+/// attributes than [`MAX_USER_XATTRS`] or [`MAX_USER_XATTR_BYTES`]:
+/// `ops` are the sets (`Some`) and removals (`None`) about to be made.
+fn check_user_room(
+    store: &MetaStore,
+    ino: u64,
+    ops: &[(&[u8], Option<&[u8]>)],
+) -> Result<(), MetaError> {
+    if !ops
+        .iter()
+        .any(|(n, v)| n.starts_with(b"user.") && v.is_some())
+    {
+        return Ok(());
+    }
+    let mut user: std::collections::BTreeMap<Vec<u8>, usize> =
+        crate::read::xattrs_of(&store.db, ino)?
+            .into_iter()
+            .filter(|(n, _)| n.starts_with(b"user."))
+            .map(|(n, v)| (n, v.len()))
+            .collect();
+    for (n, v) in ops.iter().filter(|(n, _)| n.starts_with(b"user.")) {
+        match v {
+            Some(v) => user.insert(n.to_vec(), v.len()),
+            None => user.remove(*n),
+        };
+    }
+    let bytes: usize = user.iter().map(|(n, v)| n.len() + v).sum();
+    if user.len() > MAX_USER_XATTRS || bytes > MAX_USER_XATTR_BYTES {
+        return Err(MetaError::QuotaExceeded(format!(
+            "an entry holds at most {MAX_USER_XATTRS} user attributes (dead properties) of \
+             {} KiB together; this change makes {} of {} bytes",
+            MAX_USER_XATTR_BYTES >> 10,
+            user.len(),
+            bytes
+        )));
+    }
+    Ok(())
+}
 
 impl MetaStore {
     /// Set (`Some`) and remove (`None`) several attributes in one
@@ -38,6 +83,11 @@ impl MetaStore {
                     None => txn.delete(Cf::Xattr, &key),
                 }
             }
+            let changes: Vec<(&[u8], Option<&[u8]>)> = ops
+                .iter()
+                .map(|(n, v)| (n.as_slice(), v.as_deref()))
+                .collect();
+            check_user_room(self, i.ino, &changes)?;
             self.commit(txn, &st)?
         };
         self.finish(seq)
@@ -58,6 +108,7 @@ impl MetaStore {
             let mut txn = self.txn();
             let i = resolve(&txn, path, who)?;
             xattr_permission(who, &i, name)?;
+            check_user_room(self, i.ino, &[(name, Some(value))])?;
             // Access control lists are checked when set, not when used.
             if name == b"sys.acl" || name == b"user.acl" {
                 crate::acl::parse(&String::from_utf8_lossy(value))?;

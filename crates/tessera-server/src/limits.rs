@@ -14,9 +14,20 @@ pub struct Limits {
     /// (32 to 1,024), at most 20,000. Over it a connection is refused
     /// (`kXR_Overloaded`, HTTP 503).
     pub max_connections: Option<usize>,
-    /// Client connections from one address; default a quarter of
+    /// Client connections from one client network (an IPv4 address, an
+    /// IPv6 /64: see the prefixes); default a quarter of
     /// `max_connections`.
     pub max_connections_per_address: Option<usize>,
+    /// Connections without credentials (XRootD sessions that did not
+    /// authenticate, HTTPS requests without a token); default half of
+    /// `max_connections`. Over it such a connection is closed
+    /// (`kXR_Overloaded`, 503), so anonymous clients never keep
+    /// authenticated ones out.
+    pub max_anonymous_connections: Option<usize>,
+    /// Prefix lengths by which client addresses are counted as one
+    /// network (defaults 32 and 64).
+    pub ipv4_prefix: Option<u8>,
+    pub ipv6_prefix: Option<u8>,
 }
 
 impl Limits {
@@ -27,7 +38,12 @@ impl Limits {
         let per = self
             .max_connections_per_address
             .unwrap_or(per.min(total.div_ceil(4)).max(1));
-        tessera_core::ConnLimits::new(total, per)
+        let anonymous = self.max_anonymous_connections.unwrap_or(total.div_ceil(2));
+        let prefixes = (
+            self.ipv4_prefix.unwrap_or(32),
+            self.ipv6_prefix.unwrap_or(64),
+        );
+        tessera_core::ConnLimits::with(total, per, anonymous, prefixes)
     }
 }
 

@@ -78,6 +78,15 @@ impl Identity {
         self.uid == 0
     }
 
+    /// Whether this is a client that presented no credentials: the
+    /// anonymous fallback (`nobody`, or the read-only anonymous grant).
+    pub fn is_anonymous(&self) -> bool {
+        match &self.token {
+            Some(t) => t.issuer == "(anonymous)",
+            None => self.uid == 65534,
+        }
+    }
+
     pub fn in_group(&self, gid: u32) -> bool {
         self.gid == gid || self.groups.contains(&gid)
     }

@@ -33,6 +33,7 @@ pub async fn serve_connection(
     mut sock: TcpStream,
     core: Option<Core>,
     cfg: Arc<XrootdConfig>,
+    mark: tessera_core::ConnMark,
     stop: tokio::sync::watch::Receiver<bool>,
 ) -> Result<(), ConnError> {
     let local = sock.local_addr()?;
@@ -72,6 +73,7 @@ pub async fn serve_connection(
             sock,
             core,
             cfg,
+            mark,
             (local, peer),
             false,
             Some((h, payload)),
@@ -107,9 +109,9 @@ pub async fn serve_connection(
             let stream = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(sock))
                 .await
                 .map_err(|_| ConnError::Timeout)??;
-            run(stream, core, cfg, (local, peer), true, None, stop).await
+            run(stream, core, cfg, mark, (local, peer), true, None, stop).await
         }
-        _ => run(sock, core, cfg, (local, peer), false, None, stop).await,
+        _ => run(sock, core, cfg, mark, (local, peer), false, None, stop).await,
     }
 }
 
@@ -362,6 +364,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     stream: S,
     core: Option<Core>,
     cfg: Arc<XrootdConfig>,
+    mark: tessera_core::ConnMark,
     (local, peer): (std::net::SocketAddr, std::net::SocketAddr),
     tls: bool,
     first: Option<(Header, Payload)>,
@@ -371,7 +374,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     let budget = cfg.buffers.clone();
     let (rd, wr) = tokio::io::split(stream);
     let out = Out::new(wr, stall);
-    let sess = Arc::new(Session::new(core, cfg, local, peer, tls));
+    let sess = Arc::new(Session::new(core, cfg, local, peer, tls, mark));
     let mut rd = BufReader::with_capacity(64 << 10, rd);
     let mut next = first;
     let slots = Arc::new(tokio::sync::Semaphore::new(sess.cfg.max_in_flight.max(1)));

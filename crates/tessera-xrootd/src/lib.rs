@@ -185,10 +185,10 @@ pub async fn serve(
         drain: cfg.drain,
         name: "xroot",
     };
-    let serve = |sock, peer: std::net::SocketAddr| {
+    let serve = |sock, peer: std::net::SocketAddr, mark| {
         let (core, cfg, stop) = (core.clone(), Arc::clone(&cfg), stop.clone());
         async move {
-            if let Err(e) = conn::serve_connection(sock, core, cfg, stop).await {
+            if let Err(e) = conn::serve_connection(sock, core, cfg, mark, stop).await {
                 tracing::debug!(%peer, error = %e, "xroot connection ended");
             }
         }

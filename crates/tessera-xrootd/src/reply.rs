@@ -126,6 +126,11 @@ impl Out {
         ok
     }
 
+    /// Give the connection up now (after a refusal that closes it).
+    pub fn close_now(&self) {
+        self.give_up();
+    }
+
     fn give_up(&self) {
         if !self.dead.swap(true, Ordering::Relaxed) {
             self.gone.notify_waiters();

@@ -71,6 +71,12 @@ pub struct Session {
     /// connection of one identity, anonymous ones all together, holds at
     /// most that much), kept with the identity.
     id_share: RwLock<tessera_core::Share>,
+    /// The connection in the limits (anonymous ones count apart).
+    pub mark: tessera_core::ConnMark,
+    /// When the session last did more than ping (ms since `born`): a
+    /// connection that only pings is idle.
+    worked: std::sync::atomic::AtomicU64,
+    born: std::time::Instant,
 }
 
 impl Session {
@@ -80,6 +86,7 @@ impl Session {
         local: SocketAddr,
         peer: SocketAddr,
         tls: bool,
+        mark: tessera_core::ConnMark,
     ) -> Session {
         let policy = cfg.unix;
         let share = cfg.buffers.connection_share();
@@ -94,6 +101,9 @@ impl Session {
             tls,
             who: RwLock::new(Arc::new(who)),
             id_share,
+            mark,
+            worked: std::sync::atomic::AtomicU64::new(0),
+            born: std::time::Instant::now(),
             logged_in: RwLock::new(false),
             handles: Mutex::new(HashMap::new()),
             next: AtomicU32::new(1),
@@ -142,6 +152,31 @@ impl Session {
         let share = self.cfg.buffers.identity_share_of(&who.limit_key());
         *self.id_share.write().unwrap_or_else(|p| p.into_inner()) = share;
         *self.who.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(who);
+    }
+
+    /// The session did something (any request but a ping).
+    pub fn worked(&self) {
+        let ms = self.born.elapsed().as_millis() as u64;
+        self.worked.store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How long since the session last did more than ping.
+    pub fn since_work(&self) -> std::time::Duration {
+        let ms = self.worked.load(std::sync::atomic::Ordering::Relaxed);
+        self.born
+            .elapsed()
+            .saturating_sub(std::time::Duration::from_millis(ms))
+    }
+
+    /// Count the connection among the anonymous ones (once); refused when
+    /// they are at their limit (the connection then closes).
+    pub fn count_anonymous(&self) -> Result<(), XrdError> {
+        self.mark.anonymous().map_err(|why| {
+            XrdError::new(
+                crate::proto::err::OVERLOADED,
+                format!("server busy: {why}; try again later"),
+            )
+        })
     }
 
     /// The memory share of the session's identity.

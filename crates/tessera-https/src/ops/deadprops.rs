@@ -63,14 +63,12 @@ pub async fn of(ctx: &Ctx, p: &NsPath) -> Result<Vec<(PropName, String)>, HttpEr
 /// The dead properties of each entry of a listing of `dir` (one core call
 /// for all of them; an entry that cannot be read has none).
 pub async fn of_each(
-    ctx: &Ctx,
+    core: &tessera_core::Core,
+    who: &tessera_types::Identity,
     dir: &NsPath,
     paths: Vec<NsPath>,
 ) -> Result<Vec<Vec<(PropName, String)>>, HttpError> {
-    let all = ctx
-        .core
-        .xattr_list_each(&ctx.who, dir.clone(), paths)
-        .await?;
+    let all = core.xattr_list_each(who, dir.clone(), paths).await?;
     Ok(all
         .into_iter()
         .map(|r| r.map(props_of).unwrap_or_default())

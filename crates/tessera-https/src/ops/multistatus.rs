@@ -46,3 +46,15 @@ pub fn xml_207(xml: String) -> Response<Body> {
     set(&mut r, "Content-Length", &len.to_string());
     r
 }
+
+/// A 207 whose body is `head` and then what `rest` brings (chunked: its
+/// length is not known when it starts).
+pub fn streamed_207(
+    head: String,
+    rest: tokio::sync::mpsc::Receiver<Result<hyper::body::Bytes, std::io::Error>>,
+) -> Response<Body> {
+    let mut r = Response::new(Body::Primed(Some(head.into()), rest));
+    status(&mut r, 207);
+    set(&mut r, "Content-Type", "application/xml; charset=utf-8");
+    r
+}

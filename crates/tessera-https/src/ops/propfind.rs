@@ -55,8 +55,12 @@ pub async fn small_body(req: crate::Req, method: &str) -> Result<Vec<u8>, HttpEr
     }
     Ok(text)
 }
-/// Entries of a depth-1 listing per storage page.
-const PAGE: usize = 4096;
+/// Entries of a depth-1 listing per page: each page is answered as it is
+/// listed (the 207 is streamed), so what a PROPFIND holds is one page at
+/// a time: a page with dead properties (at most 64 KiB an entry) is
+/// smaller.
+const PAGE: usize = 2048;
+const PAGE_WITH_DEAD: usize = 128;
 
 #[derive(PartialEq, Eq)]
 enum Depth {
@@ -108,35 +112,88 @@ pub async fn propfind(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Http
         Vec::new()
     };
     entry(&mut xml, &p, &me, &want, &dead);
+    const TAIL: &str = "</D:multistatus>\n";
     if depth == Depth::One && me.is_dir() {
-        let mut after: Option<Vec<u8>> = None;
-        loop {
-            let page = ctx
-                .core
-                .list(&ctx.who, p.clone(), after.clone(), PAGE)
-                .await?;
-            let Some(last) = page.last() else { break };
-            after = Some(last.name.clone());
-            let children = page
-                .iter()
-                .map(|e| p.join(&e.name))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| HttpError::new(500, e.to_string()))?;
-            let dead = if wants_dead(&want) {
-                super::deadprops::of_each(ctx, &p, children.clone()).await?
+        let lister = Lister {
+            core: ctx.core.clone(),
+            who: ctx.who.clone(),
+            dir: p.clone(),
+            page: if wants_dead(&want) {
+                PAGE_WITH_DEAD
             } else {
-                vec![Vec::new(); children.len()]
-            };
-            for ((e, child), dead) in page.iter().zip(&children).zip(&dead) {
-                entry(&mut xml, child, e, &want, dead);
-            }
-            if page.len() < PAGE {
-                break;
-            }
+                PAGE
+            },
+            want,
+        };
+        let (chunk, next) = lister.page(None).await?;
+        xml.push_str(&chunk);
+        if let Some(after) = next {
+            // More than a page: the rest is listed as it is sent.
+            let (tx, rx) = tokio::sync::mpsc::channel(2);
+            tokio::spawn(async move {
+                let mut after = after;
+                loop {
+                    match lister.page(Some(after)).await {
+                        Ok((chunk, next)) => {
+                            if tx.send(Ok(chunk.into())).await.is_err() {
+                                return;
+                            }
+                            match next {
+                                Some(n) => after = n,
+                                None => break,
+                            }
+                        }
+                        Err(e) => {
+                            let _ = tx.send(Err(std::io::Error::other(e.msg))).await;
+                            return;
+                        }
+                    }
+                }
+                let _ = tx.send(Ok(TAIL.into())).await;
+            });
+            return Ok(super::multistatus::streamed_207(xml, rx));
         }
     }
-    xml.push_str("</D:multistatus>\n");
+    xml.push_str(TAIL);
     Ok(super::multistatus::xml_207(xml))
+}
+
+/// The pages of a depth-1 listing, each as the XML of its entries.
+struct Lister {
+    core: tessera_core::Core,
+    who: tessera_types::Identity,
+    dir: NsPath,
+    page: usize,
+    want: Propfind,
+}
+
+impl Lister {
+    /// The entries after `after`: their XML, and the name to go on after
+    /// when there may be more.
+    async fn page(&self, after: Option<Vec<u8>>) -> Result<(String, Option<Vec<u8>>), HttpError> {
+        let page = self
+            .core
+            .list(&self.who, self.dir.clone(), after, self.page)
+            .await?;
+        let children = page
+            .iter()
+            .map(|e| self.dir.join(&e.name))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| HttpError::new(500, e.to_string()))?;
+        let dead = if wants_dead(&self.want) {
+            super::deadprops::of_each(&self.core, &self.who, &self.dir, children.clone()).await?
+        } else {
+            vec![Vec::new(); children.len()]
+        };
+        let mut xml = String::new();
+        for ((e, child), dead) in page.iter().zip(&children).zip(&dead) {
+            entry(&mut xml, child, e, &self.want, dead);
+        }
+        let next = (page.len() == self.page)
+            .then(|| page.last().map(|e| e.name.clone()))
+            .flatten();
+        Ok((xml, next))
+    }
 }
 
 /// The properties we have (namespace, local name), in answer order; their

@@ -2,7 +2,9 @@
 //! order, all or none (one core call, one namespace transaction). A live
 //! property (`DAV:`, `LCGDM:`) in the request fails the whole request:
 //! 403 `cannot-modify-protected-property` for it, 424 for the others;
-//! success is a 207 with every property at 200. The body is bounded as
+//! success is a 207 with every property at 200 (507 for each when the
+//! entry has no room for them: at most 64 dead properties of 64 KiB
+//! together, `tessera-meta`'s `MAX_USER_XATTRS`). The body is bounded as
 //! PROPFIND's is; conditional headers are checked first.
 
 use super::deadprops::{attr_name, protected};
@@ -55,8 +57,16 @@ pub async fn proppatch(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Htt
         path::encode(p.as_bytes())
     ));
     if refused.is_empty() {
-        ctx.core.xattr_patch(&ctx.who, p, changes).await?;
-        propstat(&mut xml, names.iter(), 200, "");
+        match ctx.core.xattr_patch(&ctx.who, p, changes).await {
+            Ok(()) => propstat(&mut xml, names.iter(), 200, ""),
+            // No room for them (the entry's dead properties are bounded in
+            // count and bytes): 507 for each, nothing changed (RFC 4918
+            // §9.2.1).
+            Err(e) if e.kind() == tessera_types::ErrorKind::QuotaExceeded => {
+                propstat(&mut xml, names.iter(), 507, "")
+            }
+            Err(e) => return Err(e.into()),
+        }
     } else {
         for (k, code, cond) in &refused {
             propstat(&mut xml, std::iter::once(&names[*k]), *code, cond);

@@ -17,8 +17,9 @@ use tessera_core::{Budget, Expect, Lease, Upload, WriteSession};
 pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
     let p = path::decode(req.uri().path())?;
     let hint = size_hint(req.headers());
-    make_parents(ctx, &p).await?;
     let h = req.headers();
+    // The conditions first: a PUT answered 412 makes nothing, parents
+    // included.
     let current = ctx.core.stat(&ctx.who, p.clone()).await.ok();
     if precond::evaluate(h, current.as_ref(), false) != precond::Outcome::Proceed {
         return Err(precond::failed());
@@ -26,18 +27,32 @@ pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
     if current.as_ref().is_some_and(|i| i.is_dir()) {
         return Err(HttpError::new(405, "PUT on a collection"));
     }
+    make_parents(ctx, &p).await?;
     // `If-None-Match: *` is a create-only upload: the namespace refuses a
-    // file that appeared meanwhile when the upload commits.
+    // file that appeared meanwhile when the upload commits. Any other
+    // condition was evaluated on the file there now (or on none): the
+    // upload replaces only that one, at the open and at the commit, so a
+    // file committed meanwhile is never overwritten (no lost update).
     let create_only = header(h, "if-none-match").is_some_and(|v| v.trim() == "*");
+    let found = (!create_only && precond::any(h)).then_some(match &current {
+        Some(i) => tessera_core::Found::File(i.ino),
+        None => tessera_core::Found::Nothing,
+    });
     let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
-    // Its "exists" is the failed condition's 412.
-    let refused = |e: HttpError| match e.status {
-        409 if create_only => precond::failed(),
+    // Its "exists", or the file changed since, is the failed condition's
+    // 412.
+    let refused = move |e: HttpError| match (e.kind, e.status) {
+        (_, 409) if create_only => precond::failed(),
+        (Some(tessera_types::ErrorKind::Busy), _) if found.is_some() => precond::failed(),
+        (Some(tessera_types::ErrorKind::AlreadyExists), _) if found.is_some() => precond::failed(),
         _ => e,
     };
-    let ws = blocking(move || core.open_write(&who, &p2, 0o644, !create_only, hint))
-        .await
-        .map_err(refused)?;
+    let ws = blocking(move || match found {
+        Some(f) => core.open_write_found(&who, &p2, 0o644, f, hint),
+        None => core.open_write(&who, &p2, 0o644, !create_only, hint),
+    })
+    .await
+    .map_err(refused)?;
     let existed = current.is_some();
     // The upload's memory counts against its identity's share too.
     let budget = ctx.reply_budget();

@@ -5,6 +5,7 @@
 
 mod acl;
 mod clients;
+mod conditional;
 mod desktop;
 mod errors;
 mod fed;

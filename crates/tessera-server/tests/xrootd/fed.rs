@@ -140,6 +140,31 @@ fn xrootd_clients_are_redirected_to_their_sites_replica() {
     assert!(line("/fed/d/x2 y").contains(" 3 "), "{long}");
     let none = e.fails("xrdfs", &[&e.url, "ls", "/fed/nodir"]);
     assert!(none.contains("3011") || none.contains("No such"), "{none}");
+    // kXR_locate names every replica, the client's site first.
+    let loc = e.ok("xrdfs", &[&e.url, "locate", "/fed/f"]);
+    let (ia, ib) = (
+        loc.find(&format!(":{pa}"))
+            .unwrap_or_else(|| panic!("{loc}")),
+        loc.find(&format!(":{pb}"))
+            .unwrap_or_else(|| panic!("{loc}")),
+    );
+    assert!(ia < ib, "{loc}");
+    // What views do not serve is refused with the reason (as HTTPS's 405),
+    // not answered "no such file".
+    for args in [
+        vec!["rm", "/fed/f"],
+        vec!["mkdir", "/fed/newdir"],
+        vec!["query", "checksum", "/fed/f"],
+        vec!["mv", "/fed/f", "/fed/g"],
+    ] {
+        let mut a = vec![e.url.as_str()];
+        a.extend(&args);
+        let err = e.fails("xrdfs", &a);
+        assert!(
+            err.contains("not served on the federated view"),
+            "{args:?}: {err}"
+        );
+    }
     // A write into the view goes to the client's site (policy: closest),
     // with a token that may create there; without one it is refused.
     let up = e.local("up");

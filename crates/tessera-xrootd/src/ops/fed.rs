@@ -10,8 +10,35 @@
 use crate::error::XrdError;
 use crate::proto::err;
 use crate::reply::Out;
+use crate::request::{Query, Request, Truncate};
 use crate::session::{Session, Target};
 use tessera_types::Identity;
+
+/// A request naming a path under a view that views do not serve (rm,
+/// mkdir, mv, chmod, a checksum query, a truncate): refused with the
+/// reason, as HTTPS answers 405, not looked for in this namespace (where
+/// it would be "no such file").
+pub fn unsupported(s: &Session, r: &Request) -> Option<XrdError> {
+    let fed = s.cfg.federation.as_ref()?;
+    let targets: Vec<&Target> = match r {
+        Request::Mkdir { target, .. } | Request::Chmod { target, .. } => vec![target],
+        Request::Rm(t) | Request::Rmdir(t) => vec![t],
+        Request::Mv { src, dst } => vec![src, dst],
+        Request::Query(Query::Checksum(t)) | Request::Truncate(Truncate::Path(t, _)) => vec![t],
+        _ => return None,
+    };
+    let viewed = targets
+        .iter()
+        .find_map(|t| fed.view_of(&t.path.display()))?;
+    Some(XrdError::new(
+        err::UNSUPPORTED,
+        format!(
+            "{} is not served on the federated view {} (open, stat, locate and dirlist are)",
+            r.name(),
+            viewed.path()
+        ),
+    ))
+}
 
 /// Answer `t` (`writing`: an open for writing) if it is under a view:
 /// `None` when it is not.
@@ -78,4 +105,56 @@ async fn answer(
             format!("{path} is on none of the view's XRootD endpoints"),
         )
     })
+}
+
+/// `kXR_locate` of a path under a view: every XRootD replica of it, the
+/// client's best first (`Sr<host>:<port>` each, as a data server that
+/// serves reads), or `None` when the path is in no view.
+pub async fn locate(s: &Session, who: &Identity, t: &Target) -> Option<Result<Vec<u8>, XrdError>> {
+    let fed = s.cfg.federation.as_ref()?;
+    let path = t.path.display();
+    let at = fed.view_of(&path)?;
+    Some(locate_all(s, fed, who, &path, at).await)
+}
+
+async fn locate_all(
+    s: &Session,
+    fed: &tessera_fed::Federation,
+    who: &Identity,
+    path: &str,
+    at: tessera_fed::InView,
+) -> Result<Vec<u8>, XrdError> {
+    if !at.public && who.token.is_none() {
+        return Err(XrdError::new(
+            err::NOT_AUTHORIZED,
+            "this view needs a token",
+        ));
+    }
+    s.core()?.token_allows_read(
+        who,
+        &tessera_types::NsPath::parse(path).map_err(|e| XrdError::invalid(e.to_string()))?,
+    )?;
+    let found = fed.find(&at, s.peer.ip(), tessera_fed::Want::Root).await;
+    let all: Vec<String> = fed
+        .order(found, s.peer.ip())
+        .into_iter()
+        .filter_map(|r| r.root)
+        .map(|(host, port)| {
+            let host = if host.contains(':') && !host.starts_with('[') {
+                format!("[{host}]")
+            } else {
+                host
+            };
+            format!("Sr{host}:{port}")
+        })
+        .collect();
+    if all.is_empty() {
+        return Err(XrdError::new(
+            err::NOT_FOUND,
+            format!("{path} is on none of the view's XRootD endpoints"),
+        ));
+    }
+    let mut b = all.join(" ").into_bytes();
+    b.push(0);
+    Ok(b)
 }

@@ -105,6 +105,10 @@ pub async fn dispatch(
     if matches!(s.cfg.mode, crate::Mode::Standby { .. }) && !on_standby(&r) {
         return cluster::to_active(s, out, &h).await;
     }
+    // A connection that only pings is idle (its idle limit runs on).
+    if !matches!(r, Request::Noop) {
+        s.worked();
+    }
     match r {
         Request::Protocol => out.result(st, login::protocol(s)).await,
         Request::Login { user } => out.result(st, login::login(s, &user)).await,
@@ -222,10 +226,20 @@ async fn serve(s: &Arc<Session>, out: &Out, st: [u8; 2], r: Request) {
 /// One request, served as `who` (the session's identity, or the token of
 /// its own `authz=`), passed to every handler that decides anything.
 async fn serve_as(s: &Arc<Session>, who: &Arc<Identity>, out: &Out, st: [u8; 2], r: Request) {
+    // A request without credentials makes its connection take one of the
+    // anonymous places (once); at their limit it is refused and the
+    // connection closed.
+    if who.is_anonymous() {
+        if let Err(e) = s.count_anonymous() {
+            out.error(st, &e).await;
+            out.close_now();
+            return;
+        }
+    }
     // A path under a federated view goes to one of its endpoints.
     let viewed = match &r {
         Request::Open(o) => Some((&o.target, o.writes())),
-        Request::Stat(request::Stat::Path(t)) | Request::Locate(Some(t)) => Some((t, false)),
+        Request::Stat(request::Stat::Path(t)) => Some((t, false)),
         _ => None,
     };
     if let Some((t, writing)) = viewed {
@@ -240,6 +254,17 @@ async fn serve_as(s: &Arc<Session>, who: &Arc<Identity>, out: &Out, st: [u8; 2],
         {
             return;
         }
+    }
+    // Every replica of a path under a view.
+    if let Request::Locate(Some(t)) = &r {
+        if let Some(answer) = fed::locate(s, who, t).await {
+            out.result(st, answer).await;
+            return;
+        }
+    }
+    if let Some(e) = fed::unsupported(s, &r) {
+        out.error(st, &e).await;
+        return;
     }
     let r = match r {
         Request::Stat(what) => return stat::stat(s, who, out, st, what).await,

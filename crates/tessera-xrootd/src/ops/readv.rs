@@ -11,9 +11,12 @@ use crate::reply::{Out, Piece};
 use crate::session::Session;
 use tessera_core::ReadData;
 
+/// Elements per readv (the reference's `maxRvecsz`).
 pub const MAX_ELEMENTS: usize = 1024;
-/// Largest single element (`readv_ior_max`).
-pub const MAX_ELEMENT: usize = 8 << 20;
+/// Largest single element (the reference's `maxRVdsz`, 2 MiB less 16):
+/// so a readv of at most 16 KiB asks for at most 2 GiB, every element
+/// read under the budget a part at a time.
+pub const MAX_ELEMENT: usize = 2_097_136;
 
 /// One readv element: handle, length, offset.
 pub type Element = ([u8; 4], usize, u64);
@@ -36,10 +39,19 @@ pub fn parse(p: &[u8]) -> Result<Vec<Element>, XrdError> {
             let fh: [u8; 4] = e[0..4].try_into().expect("4 bytes");
             let len = i32::from_be_bytes(e[4..8].try_into().expect("4 bytes"));
             let off = i64::from_be_bytes(e[8..16].try_into().expect("8 bytes"));
-            if len < 0 || off < 0 || len as usize > MAX_ELEMENT {
+            if len < 0 || off < 0 {
                 return Err(XrdError::invalid(format!(
                     "bad readv element: {len} bytes at {off}"
                 )));
+            }
+            if len as usize > MAX_ELEMENT {
+                // As the reference answers it.
+                return Err(XrdError::new(
+                    err::ARG_TOO_LONG,
+                    format!(
+                        "single readv transfer is too large ({len} bytes; at most {MAX_ELEMENT})"
+                    ),
+                ));
             }
             Ok((fh, len as usize, off as u64))
         })
