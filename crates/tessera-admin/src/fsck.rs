@@ -23,6 +23,11 @@ fn state(s: &StripeState) -> String {
         StripeState::SizeMismatch { expected, actual } => {
             format!("size {actual}, expected {expected}")
         }
+        StripeState::Truncated {
+            expected,
+            actual,
+            groups,
+        } => format!("size {actual}, expected {expected}: blocks of groups {groups:?} lost"),
         StripeState::CorruptBlocks(b) => format!("corrupt blocks {b:?}"),
     }
 }
@@ -166,6 +171,11 @@ impl FsckSvc {
             files_repaired: r.files_repaired,
             orphans_removed: r.orphans_removed,
             orphans_kept: r.orphans_kept,
+            waiting: r
+                .waiting
+                .iter()
+                .map(|(fid, e)| format!("fid {fid}: {e}"))
+                .collect(),
             failed: r
                 .failed
                 .iter()

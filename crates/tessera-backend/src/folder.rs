@@ -179,7 +179,16 @@ impl Backend for FolderBackend {
 
     fn open(&self, name: &StripeName) -> Result<Box<dyn StripeRead>, BackendError> {
         let p = self.path(name);
-        let file = File::open(&p).map_err(|e| BackendError::io(p.display().to_string(), e))?;
+        // A stripe not there on a folder without its marker (a mount that
+        // went away) is unavailable, not missing: nothing is known of it.
+        let file = match File::open(&p) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.check_marker()?;
+                Err(e)
+            }
+            r => r,
+        }
+        .map_err(|e| BackendError::io(p.display().to_string(), e))?;
         Ok(Box::new(FolderRead {
             file,
             what: p.display().to_string(),

@@ -86,7 +86,12 @@ impl FsckReport {
             ),
             (
                 "d_mem_sz_diff",
-                count(&|s| matches!(s, StripeState::SizeMismatch { .. })),
+                count(&|s| {
+                    matches!(
+                        s,
+                        StripeState::SizeMismatch { .. } | StripeState::Truncated { .. }
+                    )
+                }),
             ),
             (
                 "blockxs_err",

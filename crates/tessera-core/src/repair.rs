@@ -48,6 +48,10 @@ pub struct RepairReport {
     pub orphans_kept: u64,
     /// (fid or 0, what failed): files beyond repair are here too.
     pub failed: Vec<(u64, String)>,
+    /// (fid, why): stripes on filesystems that are unreachable but not
+    /// declared lost, left as they are (rebuilt when an admin sets the
+    /// filesystem `off`, or read again when it is back).
+    pub waiting: Vec<(u64, String)>,
 }
 
 impl Core {
@@ -81,7 +85,10 @@ impl Core {
                 None => self.meta.damage_clear(fid, looked)?,
                 Some(issue) if !issue.recoverable => out.failed.push((
                     fid,
-                    format!("{} stripes lost: beyond repair", issue.bad.len()),
+                    format!(
+                        "{} stripes damaged, more than the layout's parity in a group: beyond repair",
+                        issue.bad.len()
+                    ),
                 )),
                 Some(issue) => {
                     if self.repair_issue(&issue, &mut out) {
@@ -111,9 +118,25 @@ impl Core {
             }
         };
         let mut moves = Vec::new();
-        for (i, _, state) in &issue.bad {
-            let same_ok = !matches!(state, StripeState::Unavailable(_));
-            match self.target_for(&p, *i, f.ino, same_ok) {
+        let mut waiting = 0;
+        for (i, id, state) in &issue.bad {
+            let unavailable = matches!(state, StripeState::Unavailable(_));
+            // An unreachable filesystem is not lost data: its stripes stay
+            // as they are until an admin says it is lost (status off, or
+            // drained), lest they come back as orphans of copies made
+            // meanwhile.
+            if unavailable && !self.declared_lost(*id) {
+                out.waiting.push((
+                    f.ino,
+                    format!(
+                        "stripe {i} on filesystem {id} is unavailable: kept; rebuilt once the \
+                         filesystem is set off (lost), read again when it is back"
+                    ),
+                ));
+                waiting += 1;
+                continue;
+            }
+            match self.target_for(&p, *i, f.ino, !unavailable) {
                 Some((id, b)) => moves.push((*i, id, b)),
                 None => out.failed.push((f.ino, no_target(*i))),
             }
@@ -122,7 +145,7 @@ impl Core {
             return false;
         }
         // What has a target is rebuilt even when another stripe has none.
-        let all = moves.len() == issue.bad.len();
+        let all = moves.len() + waiting == issue.bad.len() && waiting == 0;
         match self.rebuild_file(&f, &p, &moves) {
             Ok(()) => {
                 out.stripes_rebuilt += moves.len() as u64;
@@ -134,6 +157,17 @@ impl Core {
                 false
             }
         }
+    }
+
+    /// Whether an admin has said filesystem `id` is lost (or it is not
+    /// registered any more): its stripes are rebuilt elsewhere.
+    fn declared_lost(&self, id: u32) -> bool {
+        self.fs.record(id).is_none_or(|r| {
+            matches!(
+                r.status,
+                FsConfigStatus::Off | FsConfigStatus::Drain | FsConfigStatus::Empty
+            )
+        })
     }
 
     /// A filesystem for stripe `index` of `p` avoiding the failure domains
@@ -220,7 +254,8 @@ impl Core {
                 out.failed.push((
                     issue.fid,
                     format!(
-                        "{}: {} of its stripes lost, beyond repair",
+                        "{}: {} of its stripes damaged, more than the layout's parity in a \
+                         group: beyond repair",
                         issue.path,
                         issue.bad.len()
                     ),

@@ -462,3 +462,109 @@ async fn a_leftover_of_a_crashed_repair_blocks_nothing() {
     assert!(c.fsck_scan(true).expect("scan").orphans.is_empty());
     assert_eq!(read(&c, &root, "/d/f"), d);
 }
+
+/// Issue 35, item 16: repair works group by group, as reads do. A RAIN
+/// 4+2 file with one stripe deleted, one truncated half-way and corrupt
+/// blocks in two others (in groups the truncation spares, so at most two
+/// bad blocks in every group) reads back exactly, fsck calls it
+/// recoverable, and repair restores full redundancy.
+#[tokio::test]
+async fn repair_goes_group_by_group() {
+    let (_dir, c, root) = env(7).await;
+    // 4 KiB blocks, 4 data stripes: 16 KiB a group; 20 groups.
+    let body = data(20 * 16 * 1024, 7);
+    let f = put(&c, &root, "/d/g", &body);
+    let ids = fsids(&f);
+    std::fs::remove_file(stripe_path(&c, ids[0], f.ino, 0)).expect("rm");
+    // Stripe 1 keeps its first half (groups 0..10 whole).
+    let s1 = stripe_path(&c, ids[1], f.ino, 1);
+    let len = std::fs::metadata(&s1).expect("meta").len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&s1)
+        .expect("open")
+        .set_len(len / 2)
+        .expect("truncate");
+    // One bit in a block of stripe 2 (group 2) and of stripe 3 (group 5):
+    // neither group has lost stripe 1's block.
+    let flip = |i: usize, at: u64| {
+        let p = stripe_path(&c, ids[i], f.ino, i);
+        let mut raw = std::fs::read(&p).expect("read");
+        raw[at as usize] ^= 0x40;
+        std::fs::write(&p, raw).expect("write");
+    };
+    let per_block = (len - 4096) / 20;
+    flip(2, 4096 + 2 * per_block + 100);
+    flip(3, 4096 + 5 * per_block + 200);
+    assert_eq!(read(&c, &root, "/d/g"), body, "reads go group by group");
+    let scan = c.fsck_scan(true).expect("scan");
+    let issue = scan.issues.iter().find(|i| i.fid == f.ino).expect("issue");
+    assert_eq!(issue.bad.len(), 4, "{issue:?}");
+    assert!(issue.recoverable, "{issue:?}");
+    assert_eq!(tag(&scan, "unrecoverable_n"), 0);
+    let rep = c.fsck_repair(&scan, &common::APPLY_NOW).expect("repair");
+    assert!(rep.failed.is_empty(), "{rep:?}");
+    assert_eq!((rep.files_repaired, rep.stripes_rebuilt), (1, 4), "{rep:?}");
+    let after = c.fsck_scan(true).expect("scan");
+    assert!(after.issues.is_empty(), "{:?}", after.issues);
+    assert_eq!(read(&c, &root, "/d/g"), body);
+}
+
+/// Issue 35, item 17: a filesystem whose mount went away (its folder
+/// there, empty, without its marker) is unavailable, not lost: fsck says
+/// so, repair rebuilds nothing and waits; back, everything is whole and
+/// nothing is an orphan; declared lost (off), its stripes are rebuilt.
+#[tokio::test]
+async fn an_unmounted_filesystem_is_unavailable_not_lost() {
+    let (dir, c, root) = env(7).await;
+    let body = data(70_000, 17);
+    let f = put(&c, &root, "/d/u", &body);
+    let gone = fsids(&f)[0];
+    let v = c
+        .fs_list()
+        .into_iter()
+        .find(|v| v.rec.id == gone)
+        .expect("fs");
+    let at = std::path::PathBuf::from(v.rec.locator.trim_start_matches("folder:"));
+    // The mount goes: an empty directory where it was.
+    let away = dir.path().join("away");
+    std::fs::rename(&at, &away).expect("unmount");
+    std::fs::create_dir(&at).expect("mount point");
+    assert_eq!(read(&c, &root, "/d/u"), body);
+    let scan = c.fsck_scan(false).expect("scan");
+    let issue = scan.issues.iter().find(|i| i.fid == f.ino).expect("issue");
+    assert!(
+        matches!(issue.bad[0].2, StripeState::Unavailable(_)),
+        "{issue:?}"
+    );
+    assert_eq!(tag(&scan, "rep_missing_n"), 0);
+    let rep = c.fsck_repair(&scan, &common::APPLY_NOW).expect("repair");
+    assert_eq!((rep.stripes_rebuilt, rep.waiting.len()), (0, 1), "{rep:?}");
+    // Back: whole, no orphans.
+    std::fs::remove_dir(&at).expect("rmdir");
+    std::fs::rename(&away, &at).expect("mount");
+    let back = c.fsck_scan(true).expect("scan");
+    assert!(
+        back.issues.is_empty() && back.orphans.is_empty(),
+        "{back:?}"
+    );
+    // Gone again, and declared lost by an admin: rebuilt elsewhere.
+    std::fs::rename(&at, &away).expect("unmount");
+    std::fs::create_dir(&at).expect("mount point");
+    c.fs_set(
+        &root,
+        gone,
+        FsChange {
+            status: Some(FsConfigStatus::Off),
+            ..Default::default()
+        },
+    )
+    .await
+    .expect("off");
+    let scan = c.fsck_scan(false).expect("scan");
+    let rep = c.fsck_repair(&scan, &common::APPLY_NOW).expect("repair");
+    assert_eq!((rep.stripes_rebuilt, rep.waiting.len()), (1, 0), "{rep:?}");
+    assert_eq!(read(&c, &root, "/d/u"), body);
+    let f2 = c.stat(&root, p("/d/u")).await.expect("stat");
+    assert!(!fsids(&f2).contains(&gone));
+}

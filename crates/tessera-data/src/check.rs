@@ -18,10 +18,19 @@ pub enum StripeState {
     Unavailable(String),
     /// The header does not describe this stripe.
     BadHeader(String),
-    /// Wrong length (EOS `d_mem_sz_diff`).
+    /// Wrong length (EOS `d_mem_sz_diff`): longer than it should be, or
+    /// so short its header is gone.
     SizeMismatch {
         expected: u64,
         actual: u64,
+    },
+    /// Shorter than it should be (EOS `d_mem_sz_diff` too): the blocks of
+    /// `groups` are cut off (or, checked deep, corrupt); the blocks before
+    /// the cut are whole, so only those groups lose this stripe.
+    Truncated {
+        expected: u64,
+        actual: u64,
+        groups: Vec<u64>,
     },
     /// Blocks whose CRC does not match (EOS `blockxs_err`).
     CorruptBlocks(Vec<u64>),
@@ -50,17 +59,24 @@ pub fn expected_stripe_len(geo: &Geometry) -> u64 {
 pub fn recoverable(bad: &[&StripeState], m: usize) -> bool {
     let whole = bad
         .iter()
-        .filter(|s| !matches!(s, StripeState::CorruptBlocks(_) | StripeState::Ok))
+        .filter(|s| bad_groups(s).is_none() && !s.is_ok())
         .count();
     let mut per_group: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
     for s in bad {
-        if let StripeState::CorruptBlocks(groups) = s {
-            for g in groups {
-                *per_group.entry(*g).or_default() += 1;
-            }
+        for g in bad_groups(s).unwrap_or_default() {
+            *per_group.entry(*g).or_default() += 1;
         }
     }
     whole + per_group.values().copied().max().unwrap_or(0) <= m
+}
+
+/// The groups a stripe in state `s` is bad in, when that is not all of
+/// them (corrupt blocks, a truncated stripe).
+fn bad_groups(s: &StripeState) -> Option<&[u64]> {
+    match s {
+        StripeState::CorruptBlocks(g) | StripeState::Truncated { groups: g, .. } => Some(g),
+        _ => None,
+    }
 }
 
 pub fn check_stripe(
@@ -85,7 +101,10 @@ pub fn check_stripe(
         Ok(l) => l,
         Err(e) => return StripeState::Unavailable(e.to_string()),
     };
-    if actual != expected {
+    // Shorter, with its header: the groups whose block is cut off are bad
+    // (and, deep, any corrupt before the cut); longer or headless: bad.
+    let short = actual < expected && actual >= HEADER_LEN as u64;
+    if actual != expected && !short {
         return StripeState::SizeMismatch { expected, actual };
     }
     let mut h = vec![0u8; HEADER_LEN];
@@ -102,22 +121,32 @@ pub fn check_stripe(
             }
         }
     }
-    if deep {
-        let mut bad = Vec::new();
-        for g in 0..geo.groups() {
-            let (len, span) = (geo.block_len(g), geo.block_span(g));
-            let mut buf = vec![0u8; span];
-            let ok = r.read_at(geo.block_offset(g), &mut buf).ok() == Some(span)
-                && crate::sums::verify_all(&geo.layout, &buf[..len], &buf[len..]);
-            if !ok {
-                bad.push(g);
-            }
+    let mut bad = Vec::new();
+    for g in 0..geo.groups() {
+        let (len, span) = (geo.block_len(g), geo.block_span(g));
+        if geo.block_offset(g) + span as u64 > actual {
+            bad.push(g);
+            continue;
         }
-        if !bad.is_empty() {
-            return StripeState::CorruptBlocks(bad);
+        if !deep {
+            continue;
+        }
+        let mut buf = vec![0u8; span];
+        let ok = r.read_at(geo.block_offset(g), &mut buf).ok() == Some(span)
+            && crate::sums::verify_all(&geo.layout, &buf[..len], &buf[len..]);
+        if !ok {
+            bad.push(g);
         }
     }
-    StripeState::Ok
+    match (short, bad.is_empty()) {
+        (true, _) => StripeState::Truncated {
+            expected,
+            actual,
+            groups: bad,
+        },
+        (false, false) => StripeState::CorruptBlocks(bad),
+        (false, true) => StripeState::Ok,
+    }
 }
 
 /// Rebuild the stripes in `targets` (index → new filesystem) by reading

@@ -158,8 +158,9 @@ pub async fn fsck(c: &mut Clients, fmt: Format, cmd: FsckCmd) -> Result<(), Fail
                 .n("filesrepaired", r.files_repaired)
                 .n("orphansremoved", r.orphans_removed)
                 .n("orphanskept", r.orphans_kept)
+                .n("waiting", r.waiting.len() as u64)
                 .n("failed", r.failed.len() as u64);
-            let failed = r.failed.clone();
+            let (failed, waiting) = (r.failed.clone(), r.waiting.clone());
             emit(fmt, std::slice::from_ref(&rec), || {
                 let (would, note) = if r.applied {
                     ("", "")
@@ -175,6 +176,9 @@ pub async fn fsck(c: &mut Clients, fmt: Format, cmd: FsckCmd) -> Result<(), Fail
                      period) := {}\n",
                     r.stripes_rebuilt, r.files_repaired, r.orphans_removed, r.orphans_kept
                 );
+                for w in &waiting {
+                    s.push_str(&format!("  waiting: {w}\n"));
+                }
                 for f in &failed {
                     s.push_str(&format!("  failed: {f}\n"));
                 }
