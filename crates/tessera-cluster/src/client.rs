@@ -307,6 +307,9 @@ impl Ledger for RemoteLedger {
 
 /// Keep a gateway registered and its filesystem list fresh, until the
 /// task is dropped. The first list is loaded before this returns.
+/// How long a starting gateway looks for the active metadata node.
+pub const START_WAIT: Duration = Duration::from_secs(30);
+
 pub async fn start_gateway_loops(
     client: ClusterClient,
     data: DataPath,
@@ -315,7 +318,24 @@ pub async fn start_gateway_loops(
     site: String,
     open_files: Arc<AtomicU64>,
 ) -> Result<tokio::task::JoinHandle<()>, CoreError> {
-    data.update(client.filesystems().await?);
+    // The first node named may be a standby or down (a takeover may be in
+    // progress): every node is tried, for up to START_WAIT, before the
+    // gateway gives up starting.
+    let deadline = tokio::time::Instant::now() + START_WAIT;
+    let list = loop {
+        match client.filesystems().await {
+            Ok(l) => break l,
+            Err(e)
+                if e.kind() == tessera_types::ErrorKind::Unavailable
+                    && tokio::time::Instant::now() < deadline =>
+            {
+                tracing::info!("no active metadata node at this address yet: {e}");
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    data.update(list);
     let _ = client
         .heartbeat(&xrootd, &https, &site, open_files.load(Ordering::Relaxed))
         .await;

@@ -223,7 +223,8 @@ impl MetaStore {
             .ok_or_else(|| MetaError::NotFound(format!("filesystem {id}")))?;
         if !matches!(r.status, FsConfigStatus::Empty | FsConfigStatus::Off) {
             return Err(MetaError::Busy(format!(
-                "filesystem {id} is {}: drain it (or set it off) first",
+                "filesystem {id} is {}: drain it first (tessera fs drain {id}); a lost one: set \
+                 it off and repair its files (tessera fsck repair --apply), then remove it",
                 r.status.as_str()
             )));
         }
