@@ -7,7 +7,13 @@ server's RSS, open descriptors and threads (to OUT/samples.csv). At the
 end every file the model holds must read back identical and nothing else
 may exist; the samples say whether memory levels off.
 
-Usage: scripts/soak.py BIN_DIR OUT_DIR MINUTES [SEED]
+With --clients N (N > 1) N clients run at once, each on names of its
+own, and the server is never killed (--no-kill does that for one client):
+the run for memory over time. Each sample also records what the server's
+caches and buffers hold (`tessera_memory_bytes` by part, and the request
+memory budget in use) from its /metrics.
+
+Usage: scripts/soak.py BIN_DIR OUT_DIR MINUTES [SEED] [--clients N] [--no-kill]
 """
 
 import hashlib
@@ -18,8 +24,14 @@ import subprocess
 import sys
 import time
 
-BIN, OUT, MINUTES = sys.argv[1], sys.argv[2], float(sys.argv[3])
-SEED = int(sys.argv[4]) if len(sys.argv) > 4 else int(time.time())
+ARGS = [a for a in sys.argv[1:] if not a.startswith("--")]
+FLAGS = sys.argv[1:]
+BIN, OUT, MINUTES = ARGS[0], ARGS[1], float(ARGS[2])
+CLIENTS = int(FLAGS[FLAGS.index("--clients") + 1]) if "--clients" in FLAGS else 1
+if "--clients" in FLAGS:
+    ARGS.remove(str(CLIENTS))
+SEED = int(ARGS[3]) if len(ARGS) > 3 else int(time.time())
+KILLS = CLIENTS == 1 and "--no-kill" not in FLAGS
 rnd = random.Random(SEED)
 DATA = os.path.join(OUT, "data")
 os.makedirs(OUT, exist_ok=True)
@@ -50,6 +62,7 @@ class Server:
             sys.exit(f"server did not start: {first!r}")
         f = dict(w.split("=", 1) for w in first.split() if "=" in w)
         # roots:// (a bearer token needs TLS), by name (the dev certificate).
+        self.metrics = f["metrics"]
         self.xroot = "roots://" + f["xrootd"].replace("127.0.0.1", "localhost")
         self.https = "https://" + f["https"].replace("127.0.0.1", "localhost")
         # Drain the rest of stdout (the banner) so the server never blocks.
@@ -70,9 +83,26 @@ class Server:
         get = lambda k: int(next(l.split()[1] for l in status.splitlines() if l.startswith(k)))
         return get("VmRSS:"), len(os.listdir(f"/proc/{pid}/fd")), get("Threads:")
 
+    def parts(self):
+        """What the caches and buffers hold now, kB, by part (MEMORY_PARTS)."""
+        r = run(["curl", "-s", f"http://{self.metrics}/metrics"])
+        text = r.stdout.decode()
+        got = {}
+        for line in text.splitlines():
+            if line.startswith("tessera_memory_bytes{part=\""):
+                name = line.split('"')[1]
+                got[name] = int(float(line.split()[-1])) // 1024
+            elif line.startswith("tessera_buffers_in_use_bytes "):
+                got["budget_in_use"] = int(float(line.split()[-1])) // 1024
+        return [got.get(p, 0) for p in MEMORY_PARTS]
+
 
 def run(args, **kw):
     return subprocess.run(args, capture_output=True, timeout=300, **kw)
+
+
+MEMORY_PARTS = ["rocksdb_memtables", "rocksdb_block_cache", "rocksdb_table_readers",
+                "read_pool_idle", "read_blocks_kept", "budget_in_use"]
 
 
 CA = os.path.join(DATA, "dev", "ca.pem")
@@ -98,8 +128,8 @@ def digest(b):
     return hashlib.sha256(b).hexdigest()
 
 
-def put(srv, path, data, proto):
-    src = os.path.join(OUT, "up.tmp")
+def put(srv, path, data, proto, tag=""):
+    src = os.path.join(OUT, f"up{tag}.tmp")
     with open(src, "wb") as f:
         f.write(data)
     if proto == "xroot":
@@ -109,8 +139,8 @@ def put(srv, path, data, proto):
     return r.returncode == 0
 
 
-def get(srv, path, proto):
-    dst = os.path.join(OUT, "down.tmp")
+def get(srv, path, proto, tag=""):
+    dst = os.path.join(OUT, f"down{tag}.tmp")
     if os.path.exists(dst):
         os.remove(dst)
     if proto == "xroot":
@@ -127,98 +157,142 @@ def xrdfs(srv, *args):
 
 
 def listing(srv):
-    r = run(["xrdfs", srv.xroot, "ls", BASE], env=ENV)
-    return sorted(l.strip()[len(BASE):] for l in r.stdout.decode().splitlines() if l.strip())
+    r = run(["xrdfs", srv.xroot, "ls", "-R", BASE], env=ENV)
+    out = (l.strip()[len(BASE):] for l in r.stdout.decode().splitlines() if l.strip())
+    return sorted(p for p in out if p.count("/") == 2 or not p.startswith("/c"))
 
 
-def main():
-    srv = Server()
-    ENV["BEARER_TOKEN"] = token()
-    if not xrdfs(srv, "mkdir", "-p", BASE):
-        sys.exit("cannot make " + BASE)
-    model = {}          # path -> sha256 of what it holds
-    maybe = {}          # path -> set of digests possible (an op cut by kill -9)
-    names = [f"/f{i:03d}" for i in range(60)]
-    end = time.time() + MINUTES * 60
-    next_sample = 0
-    next_kill = time.time() + rnd.uniform(60, 240)
-    samples = open(os.path.join(OUT, "samples.csv"), "a")
-    samples.write("elapsed_s,rss_kb,fds,threads\n")
-    t0 = time.time()
-    ops = 0
-    while time.time() < end:
-        if time.time() >= next_sample:
-            rss, fds, threads = srv.sample()
-            samples.write(f"{time.time() - t0:.0f},{rss},{fds},{threads}\n")
-            samples.flush()
-            log(f"sample: rss {rss} kB, fds {fds}, threads {threads}, ops {ops}, files {len(model)}")
-            next_sample = time.time() + 30
-        killing = time.time() >= next_kill
-        op = rnd.choice(["put", "put", "get", "get", "get", "mv", "rm"])
-        proto = rnd.choice(["xroot", "https"])
-        path = rnd.choice(names)
-        if killing:
-            # kill -9 while an upload is in flight (a thread-free way: the
-            # upload runs as a child we do not wait for).
-            data = body(rnd.randint(1, 8 << 20))
-            src = os.path.join(OUT, "cut.tmp")
-            open(src, "wb").write(data)
-            p = subprocess.Popen(["xrdcp", "-f", "-s", src, f"{srv.xroot}/{BASE}{path}"], env=ENV,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(rnd.uniform(0.0, 0.3))
-            log(f"kill -9 (upload of {path} in flight)")
-            srv.kill9()
-            # The dev issuer's URL names the HTTPS port, new at each start.
-            ENV["BEARER_TOKEN"] = token()
-            p.wait()
-            before = model.get(path)
-            maybe[path] = {before, digest(data)}
-            next_kill = time.time() + rnd.uniform(60, 240)
-            continue
-        ops += 1
+class Client:
+    """One client's names, model and operations (its rnd of its own)."""
+
+    def __init__(self, k, seed):
+        self.k, self.rnd = k, random.Random(seed)
+        self.prefix = f"/c{k}" if CLIENTS > 1 else ""
+        self.names = [f"{self.prefix}/f{i:03d}" for i in range(60)]
+        self.model, self.maybe, self.ops = {}, {}, 0
+        self.failure = None
+
+    def step(self, srv):
+        r = self.rnd
+        op = r.choice(["put", "put", "get", "get", "get", "mv", "rm"])
+        proto = r.choice(["xroot", "https"])
+        path = r.choice(self.names)
+        tag = str(self.k)
+        self.ops += 1
         if op == "put":
-            data = body(rnd.choice([0, 1, 4096, 100_000, rnd.randint(1, 6 << 20)]))
-            if put(srv, path, data, proto):
-                model[path] = digest(data)
-                maybe.pop(path, None)
+            data = r.randbytes(r.choice([0, 1, 4096, 100_000, r.randint(1, 6 << 20)]))
+            if put(srv, path, data, proto, tag):
+                self.model[path] = digest(data)
+                self.maybe.pop(path, None)
             else:
                 log(f"upload of {path} over {proto} failed")
         elif op == "get":
-            if path in maybe or path not in model:
-                continue
-            got = get(srv, path, proto)
+            if path in self.maybe or path not in self.model:
+                return
+            got = get(srv, path, proto, tag)
             if got is None:
-                sys.exit(f"FAIL: {path} over {proto} cannot be read (seed {SEED})")
-            if digest(got) != model[path]:
-                sys.exit(f"FAIL: {path} over {proto} reads back wrong (seed {SEED})")
-        elif op == "mv" and path in model and path not in maybe:
-            dst = rnd.choice(names)
-            if dst != path and dst not in maybe and xrdfs(srv, "mv", BASE + path, BASE + dst):
-                model[dst] = model.pop(path)
-        elif op == "rm" and path in model and path not in maybe:
+                self.failure = f"FAIL: {path} over {proto} cannot be read (seed {SEED})"
+            elif digest(got) != self.model[path]:
+                self.failure = f"FAIL: {path} over {proto} reads back wrong (seed {SEED})"
+        elif op == "mv" and path in self.model and path not in self.maybe:
+            dst = r.choice(self.names)
+            if dst != path and dst not in self.maybe and xrdfs(srv, "mv", BASE + path, BASE + dst):
+                self.model[dst] = self.model.pop(path)
+        elif op == "rm" and path in self.model and path not in self.maybe:
             if xrdfs(srv, "rm", BASE + path):
-                del model[path]
-    # Settle what kill -9 left open: each must be one of its possibilities.
-    for path, possible in maybe.items():
-        got = get(srv, path, "xroot")
-        d = None if got is None else digest(got)
-        if d not in possible:
-            sys.exit(f"FAIL: {path} after kill -9 is neither before nor after (seed {SEED})")
-        if d is None:
-            model.pop(path, None)
-        else:
-            model[path] = d
-    for path, d in model.items():
-        got = get(srv, path, rnd.choice(["xroot", "https"]))
-        if got is None or digest(got) != d:
-            sys.exit(f"FAIL: {path} reads back wrong at the end (seed {SEED})")
-    extra = set(listing(srv)) - set(model)
+                del self.model[path]
+
+    def settle(self, srv):
+        """What kill -9 left open: each must be one of its possibilities."""
+        for path, possible in self.maybe.items():
+            got = get(srv, path, "xroot")
+            d = None if got is None else digest(got)
+            if d not in possible:
+                sys.exit(f"FAIL: {path} after kill -9 is neither before nor after (seed {SEED})")
+            if d is None:
+                self.model.pop(path, None)
+            else:
+                self.model[path] = d
+        for path, d in self.model.items():
+            got = get(srv, path, self.rnd.choice(["xroot", "https"]))
+            if got is None or digest(got) != d:
+                sys.exit(f"FAIL: {path} reads back wrong at the end (seed {SEED})")
+
+
+def kill_during_upload(srv, c):
+    """kill -9 while an upload is in flight (it runs as a child we do not
+    wait for), then restart."""
+    path = c.rnd.choice(c.names)
+    data = body(c.rnd.randint(1, 8 << 20))
+    src = os.path.join(OUT, "cut.tmp")
+    open(src, "wb").write(data)
+    p = subprocess.Popen(["xrdcp", "-f", "-s", src, f"{srv.xroot}/{BASE}{path}"], env=ENV,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(c.rnd.uniform(0.0, 0.3))
+    log(f"kill -9 (upload of {path} in flight)")
+    srv.kill9()
+    # The dev issuer's URL names the HTTPS port, new at each start.
+    ENV["BEARER_TOKEN"] = token()
+    p.wait()
+    c.maybe[path] = {c.model.get(path), digest(data)}
+
+
+def main():
+    import threading
+    srv = Server()
+    ENV["BEARER_TOKEN"] = token()
+    clients = [Client(k, SEED * 7919 + k) for k in range(CLIENTS)]
+    for c in clients:
+        if not xrdfs(srv, "mkdir", "-p", BASE + c.prefix):
+            sys.exit("cannot make " + BASE + c.prefix)
+    end = time.time() + MINUTES * 60
+    samples = open(os.path.join(OUT, "samples.csv"), "a")
+    samples.write("elapsed_s,rss_kb,fds,threads," + ",".join(f"{p}_kb" for p in MEMORY_PARTS) + "\n")
+    t0 = time.time()
+
+    def sample():
+        rss, fds, threads = srv.sample()
+        parts = srv.parts()
+        samples.write(f"{time.time() - t0:.0f},{rss},{fds},{threads}," + ",".join(map(str, parts)) + "\n")
+        samples.flush()
+        ops = sum(c.ops for c in clients)
+        log(f"sample: rss {rss} kB, fds {fds}, threads {threads}, ops {ops}, parts {parts}")
+
+    def work(c):
+        while time.time() < end and c.failure is None:
+            c.step(srv)
+
+    if KILLS:
+        c = clients[0]
+        next_sample, next_kill = 0, time.time() + c.rnd.uniform(60, 240)
+        while time.time() < end and c.failure is None:
+            if time.time() >= next_sample:
+                sample()
+                next_sample = time.time() + 30
+            if time.time() >= next_kill:
+                kill_during_upload(srv, c)
+                next_kill = time.time() + c.rnd.uniform(60, 240)
+                continue
+            c.step(srv)
+    else:
+        threads = [threading.Thread(target=work, args=(c,)) for c in clients]
+        for t in threads:
+            t.start()
+        while any(t.is_alive() for t in threads):
+            sample()
+            for t in threads:
+                t.join(timeout=max(0.0, 30 / len(threads)))
+    for c in clients:
+        if c.failure:
+            sys.exit(c.failure)
+        c.settle(srv)
+    held = {p for c in clients for p in c.model}
+    extra = set(listing(srv)) - held
     if extra:
         sys.exit(f"FAIL: files the model does not hold: {sorted(extra)} (seed {SEED})")
-    rss, fds, threads = srv.sample()
-    samples.write(f"{time.time() - t0:.0f},{rss},{fds},{threads}\n")
+    sample()
     srv.stop()
-    log(f"ok: {ops} operations, {len(model)} files checked, seed {SEED}")
+    log(f"ok: {sum(c.ops for c in clients)} operations, {len(held)} files checked, seed {SEED}")
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ const MIB: u64 = 1 << 20;
 
 /// A 24 MiB upload and download with xrdcp (token in `authz=`) and an
 /// upload and download with curl: all must succeed.
-fn normal_clients_work(p: &Proc, tag: &str) {
+pub fn normal_clients_work(p: &Proc, tag: &str) {
     let tok = p.token("storage.modify:/data storage.read:/data");
     let f = p.dir.path().join(format!("up-{tag}"));
     let body: Vec<u8> = (0..24 * MIB as usize).map(|i| (i % 251) as u8).collect();

@@ -8,7 +8,7 @@
 
 use crate::proc::Proc;
 use crate::raw::Raw;
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
 const MIB: u64 = 1 << 20;
@@ -35,26 +35,6 @@ fn big_file(p: &Proc) {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&o.stdout), "201");
-}
-
-/// An upload by a token holder, to see that writers go on.
-fn writer_works(p: &Proc, tag: &str) {
-    let tok = p.token("storage.modify:/data storage.read:/data");
-    let f = p.dir.path().join(format!("w-{tag}"));
-    std::fs::write(&f, vec![3u8; 24 * MIB as usize]).unwrap();
-    let url = format!("root://{}//data/{tag}?authz=Bearer%20{tok}", p.xrootd);
-    let o = p
-        .cmd("xrdcp")
-        .args(["--nopbar", "-f"])
-        .arg(&f)
-        .arg(&url)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{tag}: a writer failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
 }
 
 fn settings() -> &'static str {
@@ -93,7 +73,7 @@ fn pipelined_reads_left_unread_hold_only_their_shares() {
         "anonymous readers held {} MiB, more than their identity's share",
         most / MIB
     );
-    writer_works(&p, "xroot");
+    crate::exhaust::normal_clients_work(&p, "xroot-readers");
     // Given up after the stall limit: everything back.
     assert!(
         p.wait_for(Duration::from_secs(20), || in_use(&p) < 2 * MIB),
@@ -103,24 +83,12 @@ fn pipelined_reads_left_unread_hold_only_their_shares() {
     drop(readers);
 }
 
-/// `curl` fetching `url` at 1 KiB/s into nowhere.
-fn slow_get(p: &Proc, url: &str) -> Child {
-    p.cmd("curl")
-        .args(["-sS", "--limit-rate", "1K", "--cacert"])
-        .arg(&p.ca)
-        .args(["-o", "/dev/null", url])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
 #[test]
 fn stalled_https_responses_hold_only_their_shares_and_are_given_up() {
     let p = Proc::start(None, settings());
     big_file(&p);
     let url = format!("{}/data/big", p.https);
-    let mut slow: Vec<Child> = (0..24).map(|_| slow_get(&p, &url)).collect();
+    let mut slow: Vec<Child> = (0..24).map(|_| p.slow_get(&url)).collect();
     let mut most = 0;
     for _ in 0..15 {
         most = most.max(in_use(&p));
@@ -132,7 +100,7 @@ fn stalled_https_responses_hold_only_their_shares_and_are_given_up() {
         "anonymous GETs held {} MiB",
         most / MIB
     );
-    writer_works(&p, "https");
+    crate::exhaust::normal_clients_work(&p, "https-readers");
     // The clients are still there, taking 1 KiB/s: their responses are
     // given up after the send timeout, and their memory with them.
     assert!(

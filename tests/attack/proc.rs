@@ -155,6 +155,19 @@ impl Proc {
         c
     }
 
+    /// `curl` fetching `url` without credentials at 1 KiB/s into nowhere
+    /// (a client that holds its response open).
+    pub fn slow_get(&self, url: &str) -> std::process::Child {
+        self.cmd("curl")
+            .args(["-sS", "--limit-rate", "1K", "--cacert"])
+            .arg(&self.ca)
+            .args(["-o", "/dev/null", url])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+
     /// Wait until `f` holds (checked every 100 ms) or `within` passes.
     pub fn wait_for(&self, within: Duration, mut f: impl FnMut() -> bool) -> bool {
         let t = Instant::now();

@@ -8,7 +8,7 @@
 use crate::proc::Proc;
 use crate::raw::Raw;
 use std::net::{IpAddr, Ipv4Addr};
-use std::process::{Child, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 const KXR_STAT: u16 = 3017;
@@ -92,18 +92,6 @@ fn anonymous_sessions_take_only_their_places() {
     assert_eq!(r.call(KXR_STAT, [0u8; 16], b"/data").status, crate::raw::OK);
 }
 
-/// `curl` fetching `url` at 1 KiB/s, without credentials.
-fn slow(p: &Proc, url: &str) -> Child {
-    p.cmd("curl")
-        .args(["-sS", "--limit-rate", "1K", "--cacert"])
-        .arg(&p.ca)
-        .args(["-o", "/dev/null", "-w", "%{http_code}", url])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
 #[test]
 fn anonymous_https_connections_take_only_their_places() {
     let p = Proc::start(None, settings());
@@ -124,7 +112,7 @@ fn anonymous_https_connections_take_only_their_places() {
     let auth = format!("Authorization: Bearer {tok}");
     let url = format!("{}/data/big", p.https);
     assert_eq!(curl(&["-H", &auth, "-T", f.to_str().unwrap(), &url]), "201");
-    let mut held: Vec<Child> = (0..10).map(|_| slow(&p, &url)).collect();
+    let mut held: Vec<Child> = (0..10).map(|_| p.slow_get(&url)).collect();
     assert!(p.wait_for(Duration::from_secs(10), || {
         p.metric("tessera_connections_open") == Some(10.0)
     }));

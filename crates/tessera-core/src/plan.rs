@@ -80,16 +80,9 @@ impl Core {
         overwrite: bool,
         size_hint: u64,
     ) -> Result<WriteSession, CoreError> {
-        let start = std::time::Instant::now();
-        let data = self.data();
-        let mut r = self
-            .plan_write(who, path, mode, overwrite, size_hint)
-            .and_then(|plan| data.start_write(plan, self.ledger(), path.clone(), size_hint));
-        self.finish("open_write", who, &path.display(), start, &r);
-        if let (Ok(ws), Some(l)) = (&mut r, data.session_log(who, path, start)) {
-            ws.set_log(l);
-        }
-        r
+        self.open_planned(who, path, size_hint, || {
+            self.plan_write(who, path, mode, overwrite, size_hint)
+        })
     }
 
     /// [`Core::open_write`] for a write whose condition was evaluated on
@@ -104,9 +97,7 @@ impl Core {
         found: Found,
         size_hint: u64,
     ) -> Result<WriteSession, CoreError> {
-        let start = std::time::Instant::now();
-        let data = self.data();
-        let mut r = (|| {
+        self.open_planned(who, path, size_hint, || {
             if path.split_last().is_none() {
                 return Err(CoreError::Invalid("cannot write /".into()));
             }
@@ -116,8 +107,21 @@ impl Core {
                 (Found::Nothing, _) => Overwrite::No,
             };
             self.plan_with(who, path, mode, overwrite, size_hint)
-        })()
-        .and_then(|plan| data.start_write(plan, self.ledger(), path.clone(), size_hint));
+        })
+    }
+
+    /// The write session of what `plan` reserved, its open logged.
+    fn open_planned(
+        &self,
+        who: &Identity,
+        path: &NsPath,
+        size_hint: u64,
+        plan: impl FnOnce() -> Result<WritePlan, CoreError>,
+    ) -> Result<WriteSession, CoreError> {
+        let start = std::time::Instant::now();
+        let data = self.data();
+        let mut r =
+            plan().and_then(|plan| data.start_write(plan, self.ledger(), path.clone(), size_hint));
         self.finish("open_write", who, &path.display(), start, &r);
         if let (Ok(ws), Some(l)) = (&mut r, data.session_log(who, path, start)) {
             ws.set_log(l);

@@ -525,6 +525,18 @@ impl Core {
         .await
         .map_err(|e| CoreError::Task(e.to_string()))??;
         let m = &self.metrics;
+        let mem = self.meta.memory();
+        let kept = self.read_pool.kept_bytes() as u64;
+        for (part, v) in [
+            ("rocksdb_memtables", mem.memtables),
+            ("rocksdb_block_cache", mem.block_cache),
+            ("rocksdb_table_readers", mem.table_readers),
+            ("read_pool_idle", self.read_pool.idle_bytes() as u64),
+            ("read_blocks_kept", kept),
+        ] {
+            let l = tessera_obs::PartLabels { part: part.into() };
+            m.memory.get_or_create(&l).set(v);
+        }
         m.namespace_inodes.set(stats.inodes);
         m.namespace_bytes.set(stats.bytes);
         m.quota_nodes.set(stats.quota_nodes);

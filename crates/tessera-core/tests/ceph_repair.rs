@@ -10,9 +10,7 @@ use tessera_core::*;
 use tessera_types::Identity;
 
 fn env(k: &str) -> String {
-    std::env::var(k).unwrap_or_else(|_| {
-        panic!("{k} not set: start the cluster with deploy/ceph/up.sh and source $TC_DIR/env")
-    })
+    common::cluster_env(k)
 }
 
 fn read(c: &Core, who: &Identity, path: &str) -> Vec<u8> {

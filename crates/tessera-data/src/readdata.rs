@@ -68,6 +68,11 @@ impl BufPool {
     }
 
     /// Bytes held idle (for tests and metrics).
+    /// Bytes its readers keep for short reads now (`recent.rs`).
+    pub fn kept_bytes(&self) -> usize {
+        self.kept.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     pub fn idle_bytes(&self) -> usize {
         let free = self.free.lock().unwrap_or_else(|p| p.into_inner());
         free.iter().map(Vec::capacity).sum()

@@ -33,7 +33,7 @@ pub use fs::{FsConfigStatus, FsRecord};
 pub use quota::{QuotaEntry, QuotaKind, QuotaNodeReport, QuotaTarget, Reservation};
 pub use records::{Checksum, EntryKind, Inode};
 pub use recount::{CheckReport, QuotaUsage};
-pub use store::{Durability, Gate, MetaOptions, MetaStore, NsStats, ROOT_INO};
+pub use store::{Durability, Gate, MetaMemory, MetaOptions, MetaStore, NsStats, ROOT_INO};
 pub use write::{may, RenameFlags, SetAttr};
 
 /// Extended attributes of one entry: (name, value) in name order.

@@ -114,6 +114,20 @@ pub struct MetaStore {
     synced_seq: Mutex<u64>,
     /// The inode ceiling as last written to `META_NEXT_INO`.
     persisted_ceiling: AtomicU64,
+    /// RocksDB's block cache (for its usage).
+    block_cache: rocksdb::Cache,
+}
+
+/// What the namespace store holds in memory, bytes (see
+/// [`MetaStore::memory`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MetaMemory {
+    /// Memtables of every column family (each flushed at 16 MiB).
+    pub memtables: u64,
+    /// The block cache (at most `block_cache_bytes`).
+    pub block_cache: u64,
+    /// Index and filter blocks of the open table files.
+    pub table_readers: u64,
 }
 
 pub(crate) fn now_ns() -> i64 {
@@ -247,6 +261,7 @@ impl MetaStore {
             }),
             opts,
             cache: Mutex::new(WriterCache::default()),
+            block_cache: cache,
             dircache: DirCache::new(),
             readcache: ReadCache::new(),
             synced_seq: Mutex::new(0),
@@ -361,5 +376,28 @@ impl MetaStore {
 
     pub fn options(&self) -> &MetaOptions {
         &self.opts
+    }
+
+    /// What RocksDB holds in memory now, summed over column families.
+    pub fn memory(&self) -> MetaMemory {
+        let mut m = MetaMemory {
+            block_cache: self.block_cache.get_usage() as u64,
+            ..MetaMemory::default()
+        };
+        for cf in ALL_CFS {
+            let Some(h) = self.db.cf_handle(cf) else {
+                continue;
+            };
+            let prop = |name: &str| {
+                self.db
+                    .property_int_value_cf(h, name)
+                    .ok()
+                    .flatten()
+                    .unwrap_or(0)
+            };
+            m.memtables += prop("rocksdb.cur-size-all-mem-tables");
+            m.table_readers += prop("rocksdb.estimate-table-readers-mem");
+        }
+        m
     }
 }

@@ -2,45 +2,11 @@
 //! permission on every directory on the way (POSIX traversal), the sticky
 //! bit.
 
+mod common;
+
+use common::*;
 use tessera_meta::*;
-use tessera_types::{ErrorKind, Identity, NsPath};
-
-fn p(s: &str) -> NsPath {
-    NsPath::parse(s).expect("valid path")
-}
-
-fn open(dir: &std::path::Path) -> MetaStore {
-    MetaStore::open(
-        dir,
-        MetaOptions {
-            durability: Durability::Buffered,
-            root_mode: 0o777,
-            ..Default::default()
-        },
-    )
-    .expect("open")
-}
-
-fn root() -> Identity {
-    Identity::root("test")
-}
-
-fn write(m: &MetaStore, path: &str, who: &Identity, size: u64) -> Result<Inode, MetaError> {
-    let r = m.begin_write(&p(path), who, 0o644, true, size)?;
-    Ok(m.commit_write(
-        r.id,
-        CommitWrite {
-            size,
-            ..Default::default()
-        },
-    )?
-    .0)
-}
-
-fn assert_clean(m: &MetaStore) {
-    let rep = m.check().expect("check runs");
-    assert!(rep.is_clean(), "inconsistent: {:#?}", rep.problems);
-}
+use tessera_types::{ErrorKind, Identity};
 
 #[test]
 fn permissions_from_mode_bits() {

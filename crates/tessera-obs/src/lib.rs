@@ -14,4 +14,4 @@ pub use audit::{AuditLog, AuditRecord};
 pub use datametrics::{DataMetrics, FsLabels};
 pub use fedmetrics::{EndpointLabels, FedMetrics};
 pub use hametrics::HaMetrics;
-pub use metrics::{Metrics, OpLabels, ProtocolLabels, QuotaLabels, ResultLabels};
+pub use metrics::{Metrics, OpLabels, PartLabels, ProtocolLabels, QuotaLabels, ResultLabels};

@@ -62,6 +62,12 @@ pub struct QuotaLabels {
     pub node: String,
 }
 
+/// What part of the process's memory a `memory` gauge is.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PartLabels {
+    pub part: String,
+}
+
 /// Every metric Tessera exports; see `docs/metrics.md`.
 pub struct Metrics {
     registry: Mutex<Registry>,
@@ -96,6 +102,9 @@ pub struct Metrics {
     /// Each quota node's fullness: the larger of bytes and inodes, used
     /// over the limit (only nodes with a limit).
     pub quota_used_ratio: Family<QuotaLabels, Gauge<f64, AtomicU64>>,
+    /// Bytes the process's caches and buffers hold, by part (each with
+    /// its bound: docs/metrics.md).
+    pub memory: Family<PartLabels, Gauge<u64, AtomicU64>>,
     /// The data layer's health.
     pub data: crate::DataMetrics,
     /// Federated views.
@@ -243,6 +252,13 @@ impl Metrics {
             "Project usage of a quota node over its limit (the larger of bytes and inodes; 1 is full)",
             quota_used_ratio.clone(),
         );
+        let memory = Family::<PartLabels, Gauge<u64, AtomicU64>>::default();
+        r.register_with_unit(
+            "memory",
+            "Memory the caches and buffers hold, by part (RocksDB memtables, block cache and table readers; idle read buffers; blocks kept for short reads)",
+            prometheus_client::registry::Unit::Bytes,
+            memory.clone(),
+        );
         let data = crate::DataMetrics::register(&mut r);
         let fed = crate::FedMetrics::register(&mut r);
         let ha = crate::HaMetrics::register(&mut r);
@@ -275,6 +291,7 @@ impl Metrics {
             quota_limit_bytes: qlb,
             quota_limit_inodes: qli,
             quota_used_ratio,
+            memory,
             data,
             fed,
             ha,

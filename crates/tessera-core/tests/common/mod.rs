@@ -122,3 +122,10 @@ pub fn get(core: &Core, who: &Identity, path: &str) -> Result<Vec<u8>, CoreError
     out.truncate(n);
     Ok(out)
 }
+
+/// A variable of the loopback Ceph cluster's environment (`$TC_DIR/env`).
+pub fn cluster_env(k: &str) -> String {
+    std::env::var(k).unwrap_or_else(|_| {
+        panic!("{k} not set: start the cluster with deploy/ceph/up.sh and source $TC_DIR/env")
+    })
+}
