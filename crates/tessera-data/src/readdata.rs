@@ -7,27 +7,41 @@
 use std::io::IoSlice;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// Reads up to this size may reuse an idle buffer up to this size.
 const SMALL: usize = 64 << 10;
 /// Idle buffers kept at most (each `take` looks at all of them).
 const MAX_IDLE: usize = 256;
+/// An idle buffer no read took for this long is freed: the pool holds
+/// what the reads of the moment reuse, not every size ever read (a mix of
+/// sizes filled it to its cap and kept it there).
+pub const IDLE_AGE: Duration = Duration::from_secs(10);
 
 /// Reusable read buffers, shared by every reader of a process (the core
-/// owns one). Holds at most `max_bytes` of idle buffers; the rest is freed.
+/// owns one). Holds at most `max_bytes` of idle buffers; the rest is
+/// freed, and so is a buffer idle for longer than [`IDLE_AGE`] at the next
+/// `put` or `idle_bytes` (the metrics scrape calls it).
 #[derive(Debug)]
 pub struct BufPool {
-    free: Mutex<Vec<Vec<u8>>>,
+    free: Mutex<Vec<(Instant, Vec<u8>)>>,
     max_bytes: usize,
+    age: Duration,
     /// Bytes its readers keep for short reads (`recent.rs`).
     pub(crate) kept: Arc<AtomicUsize>,
 }
 
 impl BufPool {
     pub fn new(max_bytes: usize) -> Arc<BufPool> {
+        BufPool::with_idle_age(max_bytes, IDLE_AGE)
+    }
+
+    /// A pool whose idle buffers are freed after `age`.
+    pub fn with_idle_age(max_bytes: usize, age: Duration) -> Arc<BufPool> {
         Arc::new(BufPool {
             free: Mutex::new(Vec::new()),
             max_bytes,
+            age,
             kept: Arc::default(),
         })
     }
@@ -44,10 +58,10 @@ impl BufPool {
             let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
             free.iter()
                 .enumerate()
-                .filter(|(_, b)| (len..=limit).contains(&b.capacity()))
-                .min_by_key(|(_, b)| (b.capacity(), usize::MAX - b.len()))
+                .filter(|(_, (_, b))| (len..=limit).contains(&b.capacity()))
+                .min_by_key(|(_, (_, b))| (b.capacity(), usize::MAX - b.len()))
                 .map(|(i, _)| i)
-                .map(|i| free.swap_remove(i))
+                .map(|i| free.swap_remove(i).1)
         };
         let mut b = found.unwrap_or_default();
         b.resize(len, 0);
@@ -57,25 +71,30 @@ impl BufPool {
     /// Give buffers back (as they are: their length is what is known to
     /// be initialised); what does not fit under the cap is freed.
     pub fn put(&self, bufs: impl IntoIterator<Item = Vec<u8>>) {
+        let now = Instant::now();
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        let mut held: usize = free.iter().map(Vec::capacity).sum();
+        free.retain(|(at, _)| now.duration_since(*at) < self.age);
+        let mut held: usize = free.iter().map(|(_, b)| b.capacity()).sum();
         for b in bufs {
             if held + b.capacity() <= self.max_bytes && free.len() < MAX_IDLE {
                 held += b.capacity();
-                free.push(b);
+                free.push((now, b));
             }
         }
     }
 
-    /// Bytes held idle (for tests and metrics).
     /// Bytes its readers keep for short reads now (`recent.rs`).
     pub fn kept_bytes(&self) -> usize {
         self.kept.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Bytes held idle (for tests and metrics); what has been idle too
+    /// long is freed first.
     pub fn idle_bytes(&self) -> usize {
-        let free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        free.iter().map(Vec::capacity).sum()
+        let now = Instant::now();
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        free.retain(|(at, _)| now.duration_since(*at) < self.age);
+        free.iter().map(|(_, b)| b.capacity()).sum()
     }
 }
 
@@ -240,6 +259,18 @@ mod tests {
         assert_eq!((b.len(), b.as_ptr()), (500, ptr), "reused");
         p.put([b, vec![0u8; 2 << 20]]);
         assert!(p.idle_bytes() <= 1 << 20, "over the cap is freed");
+    }
+
+    #[test]
+    fn idle_buffers_go_after_their_age() {
+        let p = BufPool::with_idle_age(64 << 20, Duration::from_millis(50));
+        p.put([vec![0u8; 4 << 20], vec![0u8; 1 << 20]]);
+        assert_eq!(p.idle_bytes(), 5 << 20);
+        std::thread::sleep(Duration::from_millis(80));
+        assert_eq!(p.idle_bytes(), 0, "no read took them: freed");
+        p.put([vec![0u8; 1 << 20]]);
+        let b = p.take(1 << 20);
+        assert_eq!(b.capacity(), 1 << 20, "a recent one is reused");
     }
 
     #[test]
