@@ -102,7 +102,7 @@ def run(args, **kw):
 
 
 MEMORY_PARTS = ["rocksdb_memtables", "rocksdb_block_cache", "rocksdb_table_readers",
-                "read_pool_idle", "read_blocks_kept", "budget_in_use"]
+                "meta_record_caches", "read_pool_idle", "read_blocks_kept", "budget_in_use"]
 
 
 CA = os.path.join(DATA, "dev", "ca.pem")

@@ -531,6 +531,7 @@ impl Core {
             ("rocksdb_memtables", mem.memtables),
             ("rocksdb_block_cache", mem.block_cache),
             ("rocksdb_table_readers", mem.table_readers),
+            ("meta_record_caches", mem.record_caches),
             ("read_pool_idle", self.read_pool.idle_bytes() as u64),
             ("read_blocks_kept", kept),
         ] {

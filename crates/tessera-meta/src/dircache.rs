@@ -95,6 +95,14 @@ impl DirCache {
         );
     }
 
+    /// Bytes the cache holds, about (walks every entry: for the metrics
+    /// scrape).
+    pub fn bytes(&self) -> usize {
+        let map = self.map.read().unwrap_or_else(|p| p.into_inner());
+        map.capacity() * (std::mem::size_of::<(u64, Entry)>() + 1)
+            + map.values().map(|e| e.name.len()).sum::<usize>()
+    }
+
     /// A directory entry was removed or re-pointed, or a directory's
     /// owner, group or mode changed: forget everything.
     pub fn invalidate(&self) {

@@ -144,6 +144,26 @@ impl ReadCache {
         self.seq.fetch_add(1, Ordering::AcqRel);
     }
 
+    /// Bytes the cache holds, about: its tables and what their entries
+    /// point to (walks every entry: for the metrics scrape).
+    pub fn bytes(&self) -> usize {
+        let m = self.maps.read().unwrap_or_else(|p| p.into_inner());
+        let table = |cap: usize, elem: usize| cap * (elem + 1);
+        table(m.inodes.capacity(), std::mem::size_of::<(u64, Inode)>())
+            + m.inodes
+                .values()
+                .map(|i| i.name.capacity() + i.layout.capacity())
+                .sum::<usize>()
+            + table(
+                m.dentries.capacity(),
+                std::mem::size_of::<(Box<[u8]>, Box<[u8]>)>(),
+            )
+            + m.dentries
+                .iter()
+                .map(|(k, v)| k.len() + v.len())
+                .sum::<usize>()
+    }
+
     fn lock(&self) -> RwLockWriteGuard<'_, Maps> {
         self.maps.write().unwrap_or_else(|p| p.into_inner())
     }

@@ -128,6 +128,9 @@ pub struct MetaMemory {
     pub block_cache: u64,
     /// Index and filter blocks of the open table files.
     pub table_readers: u64,
+    /// The reader-side caches of records and directory lookups
+    /// (`readcache.rs`, `dircache.rs`; each starts over at 262,144 entries).
+    pub record_caches: u64,
 }
 
 pub(crate) fn now_ns() -> i64 {
@@ -382,6 +385,7 @@ impl MetaStore {
     pub fn memory(&self) -> MetaMemory {
         let mut m = MetaMemory {
             block_cache: self.block_cache.get_usage() as u64,
+            record_caches: (self.readcache.bytes() + self.dircache.bytes()) as u64,
             ..MetaMemory::default()
         };
         for cf in ALL_CFS {
