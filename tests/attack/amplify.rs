@@ -3,8 +3,9 @@
 //! reference refuses it (`kXR_ArgTooLong`), so 16 KiB of readv ask for at
 //! most 2 GiB, read a part at a time under the budget. An entry's dead
 //! properties are at most 64 of 64 KiB together (507 beyond), so a
-//! PROPFIND entry is bounded; a directory's PROPFIND is streamed a page
-//! at a time, not built in one string.
+//! PROPFIND entry is bounded, and their bytes are charged to the owner's
+//! byte quota; a directory's PROPFIND is streamed a page at a time, not
+//! built in one string.
 
 use crate::raw::{handle, Raw, ERROR, OK};
 use crate::topo::{Shape, Topo, DEV_UID};
@@ -138,5 +139,29 @@ fn dead_properties_are_bounded_and_listings_streamed() {
     assert!(
         head.contains("transfer-encoding: chunked"),
         "streamed: {head}"
+    );
+    // Dead properties are the owner's bytes: a user at their byte limit
+    // adds none (PROPPATCH by a user already over quota).
+    t.rt.block_on(t.core().quota_set(
+        &Topo::root(),
+        Topo::path("/atk"),
+        tessera_core::QuotaTarget::user(crate::topo::DEV_UID),
+        Some(1),
+        None,
+    ))
+    .expect("quota node");
+    let (code, body) = t.curl(&[
+        "-H",
+        &auth,
+        "-X",
+        "PROPPATCH",
+        "--data-binary",
+        &patch("<Z:small>v</Z:small>"),
+        &f,
+    ]);
+    let body = String::from_utf8_lossy(&body).into_owned();
+    assert!(
+        code == 207 && body.contains("507") && body.contains("quota"),
+        "{code} {body}"
     );
 }

@@ -296,6 +296,8 @@ impl MetaStore {
             let now = now_ns();
             let replaced = decide(&txn, &r.who, &dir, &r.name, r.overwrite)?;
             let (mut uid, mut gid, mut mode) = (r.uid, r.gid, r.mode);
+            // The user attributes an update carries over, charged anew.
+            let mut attrs = 0i128;
             if let Some(want) = update_of {
                 let Some(old) = replaced.as_ref().filter(|o| o.ino == want) else {
                     return Err(MetaError::Busy(
@@ -303,6 +305,7 @@ impl MetaStore {
                     ));
                 };
                 (uid, gid, mode) = (old.uid, old.gid, old.mode);
+                attrs = txn.committed_xattr_bytes(old.ino)? as i128;
                 for k in txn.committed_xattr_keys(old.ino)? {
                     if let Some(v) = txn.get(Cf::Xattr, &k)? {
                         txn.put(Cf::Xattr, &xattr_key(r.ino, &k[8..]), v);
@@ -311,12 +314,12 @@ impl MetaStore {
             }
             match &replaced {
                 Some(old) => {
-                    deltas.charge(node, old.uid, old.gid, -(old.size as i128), -1);
-                    delete_entry(&mut txn, dir.ino, old)?;
+                    let freed = delete_entry(&mut txn, dir.ino, old)?;
+                    deltas.charge(node, old.uid, old.gid, -freed, -1);
                 }
                 None => dir.nchildren += 1,
             }
-            deltas.charge(node, uid, gid, c.size as i128, 1);
+            deltas.charge(node, uid, gid, c.size as i128 + attrs, 1);
             let file = Inode {
                 ino: r.ino,
                 kind: EntryKind::File,

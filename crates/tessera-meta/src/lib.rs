@@ -14,6 +14,7 @@ mod error;
 mod filewrite;
 mod fs;
 mod keys;
+mod migrate;
 mod perm;
 mod quota;
 mod read;
@@ -39,5 +40,7 @@ pub use write::{may, RenameFlags, SetAttr};
 /// Extended attributes of one entry: (name, value) in name order.
 pub type Xattrs = Vec<(Vec<u8>, Vec<u8>)>;
 
-/// Version of the on-disk schema (column families and key layout).
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the on-disk schema (column families, key layout and what
+/// quota usage counts). 2: `user.*` attributes are charged to byte quotas
+/// (`migrate.rs` upgrades a version-1 store when it opens).
+pub const SCHEMA_VERSION: u32 = 2;

@@ -334,7 +334,7 @@ pub(crate) fn subtree_usage(
                     )));
                 }
                 let e = out.entry((child.uid, child.gid)).or_default();
-                e.0 += child.size;
+                e.0 += child.size + read::charged_xattr_bytes(&store.db, child.ino)?;
                 e.1 += 1;
                 if child.is_dir() && !child.quota_node {
                     stack.push(child.ino);

@@ -485,6 +485,21 @@ pub(crate) fn xattrs_of(db: &DB, ino: u64) -> Result<crate::Xattrs, MetaError> {
     Ok(out)
 }
 
+/// Bytes inode `ino`'s committed `user.*` attributes (WebDAV dead
+/// properties among them) take in its owner's byte quota: names and
+/// values. `sys.*` attributes, which only admins set, are not charged.
+pub(crate) fn charged_xattr_bytes(db: &DB, ino: u64) -> Result<u64, MetaError> {
+    let mut n = 0u64;
+    for item in prefix_iter(db, CF_XATTR, ino) {
+        let (k, v) = item?;
+        let (_, name) = split_prefixed(&k).ok_or_else(|| crate::error::corrupt("xattr", "key"))?;
+        if name.starts_with(b"user.") {
+            n += (name.len() + v.len().saturating_sub(1)) as u64;
+        }
+    }
+    Ok(n)
+}
+
 impl MetaStore {
     /// Up to `limit` files with a data layout, in inode order, after `after`
     /// (for fsck, repair and drain scans).

@@ -86,9 +86,10 @@ impl MetaStore {
                             String::from_utf8_lossy(&child.name)
                         )),
                     }
+                    let charged = child.size + read::charged_xattr_bytes(&self.db, child.ino)?;
                     for t in QuotaTarget::for_owner(child.uid, child.gid) {
                         let e = expected.entry((node, t)).or_default();
-                        e.bytes += child.size;
+                        e.bytes += charged;
                         e.inodes += 1;
                     }
                     if child.is_dir() {

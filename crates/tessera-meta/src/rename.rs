@@ -106,12 +106,13 @@ impl MetaStore {
             let mut ddir_children_delta: i64 = 1;
             if let Some(victim) = victim {
                 drop_node_records(self, &mut txn, &st, &victim)?;
-                deltas.charge(dnode, victim.uid, victim.gid, -(victim.size as i128), -1);
-                delete_entry(&mut txn, ddir.ino, &victim)?;
+                let freed = delete_entry(&mut txn, ddir.ino, &victim)?;
+                deltas.charge(dnode, victim.uid, victim.gid, -freed, -1);
                 ddir_children_delta = 0;
             }
             if snode != dnode {
-                let (b, i) = (moving.size as i128, 1i128);
+                let b = moving.size as i128 + txn.committed_xattr_bytes(moving.ino)? as i128;
+                let i = 1i128;
                 deltas.charge(snode, moving.uid, moving.gid, -b, -i);
                 deltas.charge(dnode, moving.uid, moving.gid, b, i);
                 if moving.is_dir() && !moving.quota_node {

@@ -207,8 +207,9 @@ impl MetaStore {
             .collect::<Vec<_>>();
         let db = DB::open_cf_descriptors(&db_opts, dir, cfs)?;
 
-        let schema = db.get(META_SCHEMA)?;
-        let next_ino = match schema {
+        let stored_schema = db.get(META_SCHEMA)?;
+        let mut schema = crate::SCHEMA_VERSION as u64;
+        let next_ino = match stored_schema {
             None => {
                 let mut batch = rocksdb::WriteBatch::default();
                 let now = now_ns();
@@ -240,7 +241,8 @@ impl MetaStore {
             }
             Some(raw) => {
                 let v = decode_u64("schema_version", &raw)?;
-                if v != crate::SCHEMA_VERSION as u64 {
+                schema = v;
+                if v == 0 || v > crate::SCHEMA_VERSION as u64 {
                     return Err(MetaError::Version {
                         what: "schema".into(),
                         version: v as u8,
@@ -253,7 +255,7 @@ impl MetaStore {
                 decode_u64("next_ino", &raw)?
             }
         };
-        Ok(MetaStore {
+        let store = MetaStore {
             db,
             writer: Mutex::new(WriterState {
                 next_ino,
@@ -269,7 +271,9 @@ impl MetaStore {
             readcache: ReadCache::new(),
             synced_seq: Mutex::new(0),
             persisted_ceiling: AtomicU64::new(next_ino),
-        })
+        };
+        store.upgrade(schema)?;
+        Ok(store)
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, WriterState> {

@@ -234,6 +234,12 @@ impl<'a> Txn<'a> {
 
     /// Names of all xattrs of `ino`, as committed (callers delete xattrs of
     /// inodes they remove; the overlay holds no xattr additions for them).
+    /// What inode `ino`'s committed attributes take in the byte quota
+    /// (`read::charged_xattr_bytes`).
+    pub fn committed_xattr_bytes(&self, ino: u64) -> Result<u64, MetaError> {
+        crate::read::charged_xattr_bytes(self.db, ino)
+    }
+
     pub fn committed_xattr_keys(&self, ino: u64) -> Result<Vec<Vec<u8>>, MetaError> {
         let mut out = Vec::new();
         for item in crate::read::prefix_iter(self.db, CF_XATTR, ino) {

@@ -124,20 +124,29 @@ pub(crate) fn alloc_ino(st: &mut WriterState) -> u64 {
     ino
 }
 
+/// Remove `victim`'s entry, inode and attributes; returns the bytes it
+/// took in its owner's byte quota (its size and its user attributes),
+/// for the caller to release.
 pub(crate) fn delete_entry(
     txn: &mut Txn<'_>,
     parent: u64,
     victim: &Inode,
-) -> Result<(), MetaError> {
+) -> Result<i128, MetaError> {
     if victim.is_dir() {
         txn.note_dir_change();
     }
     txn.delete_dentry(parent, &victim.name);
     txn.delete_inode(victim.ino);
-    for k in txn.committed_xattr_keys(victim.ino)? {
+    let keys = txn.committed_xattr_keys(victim.ino)?;
+    let attrs = if keys.is_empty() {
+        0
+    } else {
+        txn.committed_xattr_bytes(victim.ino)?
+    };
+    for k in keys {
         txn.delete(Cf::Xattr, &k);
     }
-    Ok(())
+    Ok(victim.size as i128 + attrs as i128)
 }
 
 /// Drop a (childless) quota node's records when its directory goes away.
@@ -290,8 +299,8 @@ impl MetaStore {
             let (mut dir, victim) = removable(&txn, who, path, EntryKind::File)?;
             let node = quota::node_of_dir(&txn, dir.ino)?;
             let mut deltas = Deltas::default();
-            deltas.charge(node, victim.uid, victim.gid, -(victim.size as i128), -1);
-            delete_entry(&mut txn, dir.ino, &victim)?;
+            let freed = delete_entry(&mut txn, dir.ino, &victim)?;
+            deltas.charge(node, victim.uid, victim.gid, -freed, -1);
             dir.nchildren = dir.nchildren.saturating_sub(1);
             dir.mtime_ns = now_ns();
             txn.put_inode(&dir);
@@ -317,8 +326,8 @@ impl MetaStore {
             drop_node_records(self, &mut txn, &st, &victim)?;
             let node = quota::node_of_dir(&txn, dir.ino)?;
             let mut deltas = Deltas::default();
-            deltas.charge(node, victim.uid, victim.gid, 0, -1);
-            delete_entry(&mut txn, dir.ino, &victim)?;
+            let freed = delete_entry(&mut txn, dir.ino, &victim)?;
+            deltas.charge(node, victim.uid, victim.gid, -freed, -1);
             dir.nchildren = dir.nchildren.saturating_sub(1);
             dir.mtime_ns = now_ns();
             txn.put_inode(&dir);
@@ -371,8 +380,9 @@ impl MetaStore {
             if (nu, ng) != (i.uid, i.gid) && i.ino != ROOT_INO {
                 let node = quota::node_of_dir(&txn, i.parent)?;
                 let mut d = Deltas::default();
-                d.charge(node, i.uid, i.gid, -(i.size as i128), -1);
-                d.charge(node, nu, ng, i.size as i128, 1);
+                let b = i.size as i128 + txn.committed_xattr_bytes(i.ino)? as i128;
+                d.charge(node, i.uid, i.gid, -b, -1);
+                d.charge(node, nu, ng, b, 1);
                 d.apply(&mut txn, &st, true)?;
             }
             i.uid = nu;

@@ -3,34 +3,34 @@
 
 use crate::error::MetaError;
 use crate::keys::*;
+use crate::quota::Deltas;
 use crate::read::resolve;
 use crate::records::*;
 use crate::store::MetaStore;
-use crate::txn::Cf;
+use crate::store::{WriterState, ROOT_INO};
+use crate::txn::{Cf, Txn};
 use tessera_types::{Identity, NsPath};
 
 /// Largest xattr value.
 pub const MAX_XATTR_VALUE: usize = 64 * 1024;
 /// `user.*` attributes (WebDAV dead properties among them) an entry may
 /// have, and their names and values together, at most: what listing an
-/// entry's attributes (a PROPFIND) answers is bounded by them, and the
-/// bytes they take by the inode quota.
+/// entry's attributes (a PROPFIND) answers is bounded by them; the bytes
+/// they take are charged to the owner's byte quota, like a file's.
 pub const MAX_USER_XATTRS: usize = 64;
 pub const MAX_USER_XATTR_BYTES: usize = 64 * 1024;
 
 /// Refuse a change that would leave inode `ino` with more `user.*`
 /// attributes than [`MAX_USER_XATTRS`] or [`MAX_USER_XATTR_BYTES`]:
 /// `ops` are the sets (`Some`) and removals (`None`) about to be made.
-fn check_user_room(
+/// Returns how much the bytes charged for them change.
+fn user_room(
     store: &MetaStore,
     ino: u64,
     ops: &[(&[u8], Option<&[u8]>)],
-) -> Result<(), MetaError> {
-    if !ops
-        .iter()
-        .any(|(n, v)| n.starts_with(b"user.") && v.is_some())
-    {
-        return Ok(());
+) -> Result<i128, MetaError> {
+    if !ops.iter().any(|(n, _)| n.starts_with(b"user.")) {
+        return Ok(0);
     }
     let mut user: std::collections::BTreeMap<Vec<u8>, usize> =
         crate::read::xattrs_of(&store.db, ino)?
@@ -38,14 +38,21 @@ fn check_user_room(
             .filter(|(n, _)| n.starts_with(b"user."))
             .map(|(n, v)| (n, v.len()))
             .collect();
+    let total = |m: &std::collections::BTreeMap<Vec<u8>, usize>| -> usize {
+        m.iter().map(|(n, v)| n.len() + v).sum()
+    };
+    let before = total(&user);
     for (n, v) in ops.iter().filter(|(n, _)| n.starts_with(b"user.")) {
         match v {
             Some(v) => user.insert(n.to_vec(), v.len()),
             None => user.remove(*n),
         };
     }
-    let bytes: usize = user.iter().map(|(n, v)| n.len() + v).sum();
-    if user.len() > MAX_USER_XATTRS || bytes > MAX_USER_XATTR_BYTES {
+    let bytes = total(&user);
+    let grows = ops
+        .iter()
+        .any(|(n, v)| n.starts_with(b"user.") && v.is_some());
+    if grows && (user.len() > MAX_USER_XATTRS || bytes > MAX_USER_XATTR_BYTES) {
         return Err(MetaError::QuotaExceeded(format!(
             "an entry holds at most {MAX_USER_XATTRS} user attributes (dead properties) of \
              {} KiB together; this change makes {} of {} bytes",
@@ -54,7 +61,25 @@ fn check_user_room(
             bytes
         )));
     }
-    Ok(())
+    Ok(bytes as i128 - before as i128)
+}
+
+/// Charge `delta` bytes of user attributes on `i` to its owner's byte
+/// quota (refused past a limit when it grows). The root's own entry is
+/// counted nowhere, as its inode is not.
+fn charge(txn: &mut Txn<'_>, st: &WriterState, i: &Inode, delta: i128) -> Result<(), MetaError> {
+    if delta == 0 || i.ino == ROOT_INO {
+        return Ok(());
+    }
+    let mut d = Deltas::default();
+    d.charge(
+        crate::quota::node_of_dir(txn, i.parent)?,
+        i.uid,
+        i.gid,
+        delta,
+        0,
+    );
+    d.apply(txn, st, true)
 }
 
 impl MetaStore {
@@ -87,7 +112,8 @@ impl MetaStore {
                 .iter()
                 .map(|(n, v)| (n.as_slice(), v.as_deref()))
                 .collect();
-            check_user_room(self, i.ino, &changes)?;
+            let delta = user_room(self, i.ino, &changes)?;
+            charge(&mut txn, &st, &i, delta)?;
             self.commit(txn, &st)?
         };
         self.finish(seq)
@@ -108,7 +134,8 @@ impl MetaStore {
             let mut txn = self.txn();
             let i = resolve(&txn, path, who)?;
             xattr_permission(who, &i, name)?;
-            check_user_room(self, i.ino, &[(name, Some(value))])?;
+            let delta = user_room(self, i.ino, &[(name, Some(value))])?;
+            charge(&mut txn, &st, &i, delta)?;
             // Access control lists are checked when set, not when used.
             if name == b"sys.acl" || name == b"user.acl" {
                 crate::acl::parse(&String::from_utf8_lossy(value))?;
@@ -135,6 +162,8 @@ impl MetaStore {
                 )));
             }
             txn.delete(Cf::Xattr, &key);
+            let delta = user_room(self, i.ino, &[(name, None)])?;
+            charge(&mut txn, &st, &i, delta)?;
             self.commit(txn, &st)?
         };
         self.finish(seq)

@@ -218,6 +218,87 @@ fn xattrs_and_inheritance() {
     assert_clean(&m);
 }
 
+fn alice_used(m: &MetaStore, at: &str) -> (u64, u64) {
+    let show = m.quota_show(&root(), &p(at), 1000, 100).expect("show");
+    let e = show
+        .entries
+        .iter()
+        .find(|e| e.target == QuotaTarget::user(1000))
+        .expect("alice's record");
+    (e.used_bytes, e.used_inodes)
+}
+
+#[test]
+fn user_attributes_count_in_the_byte_quota() {
+    let d = tempfile::tempdir().expect("tmp");
+    let m = open(d.path());
+    let r = root();
+    let alice = Identity::user(1000, 100, "alice", "test");
+    m.mkdir(&p("/q"), &r, 0o777, false).expect("mkdir");
+    m.quota_set(&p("/q"), QuotaTarget::user(1000), Some(1000), None)
+        .expect("set");
+    write(&m, "/q/f", &alice, 900).expect("write");
+    m.mkdir(&p("/q/d"), &alice, 0o755, false).expect("mkdir");
+    // Names and values are charged, on files and directories alike.
+    m.xattr_set(&p("/q/f"), &alice, b"user.a", &[b'x'; 44])
+        .expect("fits");
+    assert_eq!(alice_used(&m, "/q"), (950, 2));
+    m.xattr_set(&p("/q/d"), &alice, b"user.b", &[b'x'; 44])
+        .expect("fits");
+    assert_eq!(alice_used(&m, "/q"), (1000, 2));
+    // A user at the limit adds no dead property (the attack: many
+    // PROPPATCHes by a user already over quota).
+    let e = m
+        .xattr_set(&p("/q/f"), &alice, b"user.c", b"x")
+        .expect_err("over");
+    assert_eq!(e.kind(), ErrorKind::QuotaExceeded, "{e}");
+    let e = m
+        .xattr_patch(
+            &p("/q/d"),
+            &alice,
+            &[(b"user.c".to_vec(), Some(b"x".to_vec()))],
+        )
+        .expect_err("over");
+    assert_eq!(e.kind(), ErrorKind::QuotaExceeded, "{e}");
+    // Admin attributes are not the user's bytes.
+    m.xattr_set(&p("/q/f"), &r, b"sys.note", &[b'x'; 100])
+        .expect("sys");
+    // Shrinking, removing and deleting give the bytes back; moves and
+    // owner changes take them along.
+    m.xattr_set(&p("/q/f"), &alice, b"user.a", &[b'x'; 4])
+        .expect("shrink");
+    assert_eq!(alice_used(&m, "/q"), (960, 2));
+    m.xattr_rm(&p("/q/d"), &alice, b"user.b").expect("rm");
+    assert_eq!(alice_used(&m, "/q"), (910, 2));
+    m.rename(&p("/q/f"), &p("/f"), &r, RenameFlags::default())
+        .expect("mv out");
+    assert_eq!(alice_used(&m, "/q"), (0, 1));
+    assert_eq!(alice_used(&m, "/"), (910, 1));
+    m.setattr(
+        &p("/f"),
+        &r,
+        SetAttr {
+            uid: Some(1001),
+            ..Default::default()
+        },
+    )
+    .expect("chown");
+    assert_eq!(alice_used(&m, "/"), (0, 0));
+    assert_clean(&m);
+    m.unlink(&p("/f"), &r).expect("rm");
+    assert_clean(&m);
+    // A directory's attributes move with it when a quota node is made
+    // and dropped.
+    m.mkdir(&p("/n/sub"), &alice, 0o755, true).expect("mkdir");
+    m.xattr_set(&p("/n/sub"), &alice, b"user.z", &[b'x'; 94])
+        .expect("set");
+    m.quota_set(&p("/n"), QuotaTarget::user(1000), Some(10_000), None)
+        .expect("node");
+    assert_eq!(alice_used(&m, "/n"), (100, 1));
+    m.quota_rmnode(&p("/n")).expect("drop node");
+    assert_clean(&m);
+}
+
 #[test]
 fn quota_limits_reservations_and_accounting() {
     let d = tempfile::tempdir().expect("tmp");
@@ -503,8 +584,9 @@ fn an_update_keeps_owner_mode_and_attributes_and_loses_to_a_replace() {
         m.xattr_get(&root(), &p("/u/f"), b"user.tag").expect("kept"),
         b"v1"
     );
-    // A file replaced during an update wins: the update is refused and
-    // changes nothing.
+    assert_clean(&m); // the attribute carried over is charged once
+                      // A file replaced during an update wins: the update is refused and
+                      // changes nothing.
     let u2 = m
         .begin_write(&p("/u/f"), &bob, 0o600, true, 10)
         .expect("reserve");

@@ -37,6 +37,8 @@ enum Op {
     Chown(Vec<u8>, u8),
     Quota(Vec<u8>, u8, u64, u64),
     RmNode(Vec<u8>),
+    /// Set (`Some(len)`) or remove user attribute `user.<n % 3>`.
+    Xattr(Vec<u8>, u8, u8, Option<u16>),
     Reopen,
 }
 
@@ -55,6 +57,7 @@ fn arb_op() -> impl Strategy<Value = Op> {
         1 => (arb_path(), any::<u8>()).prop_map(|(p, u)| Op::Chown(p, u)),
         2 => (proptest::collection::vec(0u8..2, 0..3), any::<u8>(), 0u64..20000, 0u64..20).prop_map(|(p, t, b, i)| Op::Quota(p, t, b, i)),
         1 => arb_path().prop_map(Op::RmNode),
+        2 => (arb_path(), any::<u8>(), any::<u8>(), proptest::option::of(0u16..3000)).prop_map(|(p, u, n, l)| Op::Xattr(p, u, n, l)),
         1 => Just(Op::Reopen),
     ]
 }
@@ -134,6 +137,18 @@ fn apply(m: &MetaStore, op: &Op) -> Result<(), MetaError> {
             m.quota_set(&path_of(p), target, Some(*b), Some(*i))
         }
         Op::RmNode(p) => m.quota_rmnode(&path_of(p)),
+        Op::Xattr(p, u, n, len) => {
+            let name = format!("user.{}", n % 3);
+            match len {
+                Some(l) => m.xattr_set(
+                    &path_of(p),
+                    &who(*u),
+                    name.as_bytes(),
+                    &vec![b'x'; *l as usize],
+                ),
+                None => m.xattr_rm(&path_of(p), &who(*u), name.as_bytes()),
+            }
+        }
         Op::Reopen => Ok(()),
     }
 }
@@ -162,7 +177,7 @@ proptest! {
                 if let Some((_, _, b2, i2)) = after.iter().find(|x| x.0 == *node && x.1 == *t) {
                     // Ownership changes and moves by root are not writes by
                     // the limited user; the limit holds for writes and creates.
-                    if matches!(op, Op::Write(..) | Op::Mkdir(..)) {
+                    if matches!(op, Op::Write(..) | Op::Mkdir(..) | Op::Xattr(..)) {
                         prop_assert!((!*b || *b2) && (!*i || *i2), "{op:?} broke a limit at {node} {t:?}");
                     }
                 }
