@@ -22,6 +22,10 @@ pub const MAX_HELD_PER_CONNECTION: usize = 256 << 20;
 pub struct OpenRead {
     pub rs: Arc<ReadSession>,
     pub path: NsPath,
+    /// The memory share of the identity that opened it (a token in the
+    /// open's `authz=` makes it the token's, not the login's): its read
+    /// replies are leased under it (and the connection's).
+    pub share: tessera_core::Share,
 }
 
 /// A file open for writing: its operations go, in arrival order, to the
@@ -67,10 +71,6 @@ pub struct Session {
     /// The connection's share of the memory budget (long payloads, read
     /// replies).
     pub share: tessera_core::Share,
-    /// The share of the session's identity (its read replies: every
-    /// connection of one identity, anonymous ones all together, holds at
-    /// most that much), kept with the identity.
-    id_share: RwLock<tessera_core::Share>,
     /// The connection in the limits (anonymous ones count apart).
     pub mark: tessera_core::ConnMark,
     /// When the session last did more than ping (ms since `born`): a
@@ -91,7 +91,6 @@ impl Session {
         let policy = cfg.unix;
         let share = cfg.buffers.connection_share();
         let who = identity::initial(policy);
-        let id_share = RwLock::new(cfg.buffers.identity_share_of(&who.limit_key()));
         Session {
             share,
             core,
@@ -100,7 +99,6 @@ impl Session {
             peer,
             tls,
             who: RwLock::new(Arc::new(who)),
-            id_share,
             mark,
             worked: std::sync::atomic::AtomicU64::new(0),
             born: std::time::Instant::now(),
@@ -149,8 +147,6 @@ impl Session {
     }
 
     pub fn set_who(&self, who: Identity) {
-        let share = self.cfg.buffers.identity_share_of(&who.limit_key());
-        *self.id_share.write().unwrap_or_else(|p| p.into_inner()) = share;
         *self.who.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(who);
     }
 
@@ -177,14 +173,6 @@ impl Session {
                 format!("server busy: {why}; try again later"),
             )
         })
-    }
-
-    /// The memory share of the session's identity.
-    pub fn identity_share(&self) -> tessera_core::Share {
-        self.id_share
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
     }
 
     pub fn unix_policy(&self) -> UnixPolicy {

@@ -58,34 +58,36 @@ pub async fn proppatch(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Htt
     ));
     if refused.is_empty() {
         match ctx.core.xattr_patch(&ctx.who, p, changes).await {
-            Ok(()) => propstat(&mut xml, names.iter(), 200, ""),
+            Ok(()) => propstat(&mut xml, names.iter(), 200, "", ""),
             // No room for them (the entry's dead properties are bounded in
-            // count and bytes): 507 for each, nothing changed (RFC 4918
-            // §9.2.1).
+            // count and bytes, and charged to the owner's byte quota): 507
+            // for each, nothing changed (RFC 4918 §9.2.1), and why.
             Err(e) if e.kind() == tessera_types::ErrorKind::QuotaExceeded => {
-                propstat(&mut xml, names.iter(), 507, "")
+                propstat(&mut xml, names.iter(), 507, "", &e.to_string())
             }
             Err(e) => return Err(e.into()),
         }
     } else {
         for (k, code, cond) in &refused {
-            propstat(&mut xml, std::iter::once(&names[*k]), *code, cond);
+            propstat(&mut xml, std::iter::once(&names[*k]), *code, cond, "");
         }
         let others = (0..names.len())
             .filter(|k| !refused.iter().any(|r| r.0 == *k))
             .map(|k| &names[k]);
-        propstat(&mut xml, others, 424, "");
+        propstat(&mut xml, others, 424, "", "");
     }
     xml.push_str("</D:response>\n</D:multistatus>\n");
     Ok(super::multistatus::xml_207(xml))
 }
 
-/// One propstat naming `props` with `code` (and an error condition).
+/// One propstat naming `props` with `code` (and an error condition, and
+/// a description).
 fn propstat<'a>(
     xml: &mut String,
     props: impl Iterator<Item = &'a PropName>,
     code: u16,
     cond: &str,
+    why: &str,
 ) {
     let mut names = String::new();
     for (ns, local) in props {
@@ -103,6 +105,12 @@ fn propstat<'a>(
     ));
     if !cond.is_empty() {
         xml.push_str(&format!("<D:error><D:{cond}/></D:error>"));
+    }
+    if !why.is_empty() {
+        xml.push_str(&format!(
+            "<D:responsedescription>{}</D:responsedescription>",
+            escape(why)
+        ));
     }
     xml.push_str("</D:propstat>");
 }

@@ -180,6 +180,7 @@ pub async fn gateway_open(
             let fh = s.add(Handle::Read(Arc::new(OpenRead {
                 rs: Arc::new(rs),
                 path: t.path.clone(),
+                share: s.cfg.buffers.identity_share_of(&holder.limit_key()),
             })))?;
             Ok((fh, stat))
         }

@@ -91,6 +91,7 @@ pub async fn open(
         let fh = s.add(Handle::Read(Arc::new(OpenRead {
             rs: Arc::new(rs),
             path: t.path.clone(),
+            share: s.cfg.buffers.identity_share_of(&who.limit_key()),
         })))?;
         (fh, stat)
     };

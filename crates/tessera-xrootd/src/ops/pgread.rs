@@ -65,7 +65,7 @@ pub async fn pgread(s: &Session, out: &Out, st: [u8; 2], rd: Read) {
         // Up to a page boundary, so that the next frame starts on one.
         let n = (read::PART - (pos % PAGE as u64) as usize).min((end - pos) as usize);
         // Held until the frame is sent (the bytes and their CRCs).
-        let Some(_lease) = read::lease(s, n + 4 * (n / PAGE + 2)).await else {
+        let Some(_lease) = read::lease(s, r.share(), n + 4 * (n / PAGE + 2)).await else {
             out.error(st, &read::no_memory()).await;
             return;
         };

@@ -37,6 +37,14 @@ impl Source {
         }
     }
 
+    /// The memory share of the identity the handle was opened as.
+    pub fn share(&self) -> &tessera_core::Share {
+        match self {
+            Source::File(r) => &r.share,
+            Source::Update(u) => &u.share,
+        }
+    }
+
     /// Ranges less apart than this are cheaper read as one.
     pub fn merge_gap(&self) -> u64 {
         match self {
@@ -79,7 +87,7 @@ pub async fn read(s: &Session, out: &Out, st: [u8; 2], rd: Read) {
     loop {
         let n = PART.min((end - pos) as usize);
         // Held until the part is sent.
-        let Some(_lease) = lease(s, n).await else {
+        let Some(_lease) = lease(s, r.share(), n).await else {
             out.error(st, &no_memory()).await;
             return;
         };
@@ -103,14 +111,14 @@ pub async fn read(s: &Session, out: &Out, st: [u8; 2], rd: Read) {
 }
 
 /// `n` bytes of the memory budget for a reply (`None`: not in time),
-/// under the connection's share and its identity's: pipelined reads whose
-/// replies a client never takes hold at most those, whoever asks.
-pub async fn lease(s: &Session, n: usize) -> Option<tessera_core::Lease> {
+/// under the connection's share and `id`, the share of the identity the
+/// file was opened as: pipelined reads whose replies a client never takes
+/// hold at most those, whoever asks.
+pub async fn lease(s: &Session, id: &tessera_core::Share, n: usize) -> Option<tessera_core::Lease> {
     if n == 0 {
         return Some(tessera_core::Lease::default());
     }
-    let id = s.identity_share();
-    s.cfg.buffers.lease_shared(n, &[&s.share, &id]).await
+    s.cfg.buffers.lease_shared(n, &[&s.share, id]).await
 }
 
 /// What a read the memory budget could not take is answered with.

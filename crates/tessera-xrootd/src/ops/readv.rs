@@ -93,7 +93,7 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], elements: Vec<Elemen
             }
         };
         let span = (run.end - run.start) as usize;
-        if !part.lease(s, span, left).await {
+        if !part.lease(s, r.share(), span, left).await {
             out.error(stream, &read::no_memory()).await;
             return;
         }
@@ -142,10 +142,16 @@ impl Part {
     /// Take `n` more bytes of the budget for this part, leasing ahead what
     /// the part will hold (up to a part's worth, at most the `left` bytes
     /// the request still reads), not one lease per run.
-    async fn lease(&mut self, s: &Session, n: usize, left: usize) -> bool {
+    async fn lease(
+        &mut self,
+        s: &Session,
+        id: &tessera_core::Share,
+        n: usize,
+        left: usize,
+    ) -> bool {
         if n > self.leased_left {
             let ask = n.max(left.min(read::PART.saturating_sub(self.bytes)));
-            match read::lease(s, ask).await {
+            match read::lease(s, id, ask).await {
                 Some(l) => {
                     self.leases.push(l);
                     self.leased_left += ask;
