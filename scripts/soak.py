@@ -102,7 +102,8 @@ def run(args, **kw):
 
 
 MEMORY_PARTS = ["rocksdb_memtables", "rocksdb_block_cache", "rocksdb_table_readers",
-                "meta_record_caches", "read_pool_idle", "read_blocks_kept", "budget_in_use"]
+                "meta_record_caches", "read_pool_idle", "read_blocks_kept", "budget_in_use",
+                "allocator_in_use", "allocator_free"]
 
 
 CA = os.path.join(DATA, "dev", "ca.pem")

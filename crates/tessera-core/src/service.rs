@@ -79,6 +79,11 @@ impl Core {
         &self.metrics
     }
 
+    /// The metrics, shared (for a task that outlives a borrow).
+    pub fn metrics_handle(&self) -> Arc<Metrics> {
+        Arc::clone(&self.metrics)
+    }
+
     /// Run one operation off the async runtime, timed and logged.
     pub(crate) async fn run<T, F>(
         &self,

@@ -186,12 +186,13 @@ async fn serve(cfg: &Config, p: Prepared) -> anyhow::Result<Running> {
         .with_context(|| format!("binding metrics listener {}", cfg.listen.metrics))?;
     let metrics_addr = metrics_l.local_addr()?;
     let (stop, stop_rx) = watch::channel(false);
-    let mut tasks = vec![tokio::spawn(tessera_xrootd::serve(
-        l,
-        None,
-        xcfg,
-        stop_rx.clone(),
-    ))];
+    let mut tasks = vec![
+        tokio::spawn(tessera_xrootd::serve(l, None, xcfg, stop_rx.clone())),
+        tokio::spawn(crate::alloc::trim_loop(
+            Arc::clone(&metrics),
+            stop_rx.clone(),
+        )),
+    ];
     let source = crate::http::Source::Gateway {
         metrics,
         data: data_for_health,

@@ -2,6 +2,7 @@
 //! together. This is the only composition root; tests start it in-process
 //! with [`start`] on port 0.
 
+mod alloc;
 mod auth;
 pub mod config;
 mod config_conn;

@@ -352,6 +352,10 @@ fn background(
     if let Some(s) = sweeper {
         tasks.push(abort_on_stop(s, stop.clone()));
     }
+    tasks.push(tokio::spawn(crate::alloc::trim_loop(
+        core.metrics_handle(),
+        stop.clone(),
+    )));
 }
 
 /// The federated views, their endpoints probed until `stop`; TLS
