@@ -56,42 +56,21 @@ fn dead_properties_are_bounded_and_listings_streamed() {
              <D:set><D:prop>{props}</D:prop></D:set></D:propertyupdate>"
         )
     };
+    let proppatch = |body: &str| -> (u16, String) {
+        let (code, out) = t.curl(&["-H", &auth, "-X", "PROPPATCH", "--data-binary", body, &f]);
+        (code, String::from_utf8_lossy(&out).into_owned())
+    };
     // 65 properties in one request: none is kept.
     let many: String = (0..65).map(|i| format!("<Z:p{i}>v</Z:p{i}>")).collect();
-    let (code, body) = t.curl(&[
-        "-H",
-        &auth,
-        "-X",
-        "PROPPATCH",
-        "--data-binary",
-        &patch(&many),
-        &f,
-    ]);
-    let body = String::from_utf8_lossy(&body).into_owned();
+    let (code, body) = proppatch(&patch(&many));
     assert!(code == 207 && body.contains("507"), "{code} {body}");
     // Two of 40 KB: the second has no room.
     let big = "x".repeat(40_000);
     let one = |name: &str| patch(&format!("<Z:{name}>{big}</Z:{name}>"));
-    let (code, body) = t.curl(&[
-        "-H",
-        &auth,
-        "-X",
-        "PROPPATCH",
-        "--data-binary",
-        &one("a"),
-        &f,
-    ]);
-    assert!(code == 207 && String::from_utf8_lossy(&body).contains("200 OK"));
-    let (code, body) = t.curl(&[
-        "-H",
-        &auth,
-        "-X",
-        "PROPPATCH",
-        "--data-binary",
-        &one("b"),
-        &f,
-    ]);
-    assert!(code == 207 && String::from_utf8_lossy(&body).contains("507"));
+    let (code, body) = proppatch(&one("a"));
+    assert!(code == 207 && body.contains("200 OK"));
+    let (code, body) = proppatch(&one("b"));
+    assert!(code == 207 && body.contains("507"));
     let attrs =
         t.rt.block_on(
             t.core()
@@ -150,16 +129,7 @@ fn dead_properties_are_bounded_and_listings_streamed() {
         None,
     ))
     .expect("quota node");
-    let (code, body) = t.curl(&[
-        "-H",
-        &auth,
-        "-X",
-        "PROPPATCH",
-        "--data-binary",
-        &patch("<Z:small>v</Z:small>"),
-        &f,
-    ]);
-    let body = String::from_utf8_lossy(&body).into_owned();
+    let (code, body) = proppatch(&patch("<Z:small>v</Z:small>"));
     assert!(
         code == 207 && body.contains("507") && body.contains("quota"),
         "{code} {body}"
