@@ -52,9 +52,11 @@ for op in open_write open_read; do
   in_log -E "\"op\":\"$op\",\"path\":\"/data/run1/up\",.*\"sec.prot\":\"xroot\""
 done
 # curl over https with the dev CA and a dev token, as the banner says;
-# without a token https clients may only read
-code=$(curl -sS --cacert "$work/data/dev/ca.pem" -o /dev/null -w '%{http_code}' -T "$work/up" "https://localhost:${https##*:}/data/run1/anon.bin")
-[ "$code" = 403 ]
+# without a credential https clients may only read: a write asks for one
+# (401 with a Bearer and a Basic challenge)
+code=$(curl -sS --cacert "$work/data/dev/ca.pem" -o /dev/null -D "$work/hdr" -w '%{http_code}' -T "$work/up" "https://localhost:${https##*:}/data/run1/anon.bin")
+[ "$code" = 401 ]
+grep -qi '^www-authenticate: bearer' "$work/hdr"
 tok=$("$t" token issue --data-dir "$work/data" --sub smoke --group /cms --scope 'storage.read:/ storage.modify:/data')
 "$t" token inspect -m "$tok" | grep -q 'sub=smoke'
 "$t" token inspect -m "$tok" | grep -q 'wlcg.groups=.*/cms'
