@@ -5,7 +5,10 @@
 //! everything Tessera itself holds stayed flat. Every [`TRIM_EVERY`] the
 //! free pages go back to the system (`malloc_trim`), and the gauges
 //! `tessera_memory_bytes{part="allocator_in_use"|"allocator_free"}` say
-//! what the allocator holds. Other allocators and C libraries: nothing.
+//! what the allocator holds. At start the number of arenas is capped at
+//! [`ARENAS`] (`MALLOC_ARENA_MAX` in the environment still wins): with
+//! two arenas the same soak held ~25% less at five minutes. Other
+//! allocators and C libraries: nothing.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +17,26 @@ use tokio::sync::watch;
 
 /// How often free allocator pages go back to the system.
 pub const TRIM_EVERY: Duration = Duration::from_secs(10);
+
+/// The most malloc arenas the process keeps when the operator set none.
+pub const ARENAS: i32 = 2;
+
+/// Cap glibc's arenas at [`ARENAS`] unless `MALLOC_ARENA_MAX` is set.
+/// Call once, before any thread starts.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)] // glibc's mallopt has no safe wrapper
+pub fn limit_arenas() {
+    if std::env::var_os("MALLOC_ARENA_MAX").is_some() {
+        return;
+    }
+    // SAFETY: mallopt takes two integers; called before other threads exist.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, ARENAS);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn limit_arenas() {}
 
 /// Give free pages back every [`TRIM_EVERY`] until `stop`, and report
 /// what the allocator holds to `metrics`.

@@ -2,12 +2,13 @@
 //! together. This is the only composition root; tests start it in-process
 //! with [`start`] on port 0.
 
-mod alloc;
+pub mod alloc;
 mod auth;
 pub mod config;
 mod config_conn;
 mod config_data;
 mod config_ha;
+pub mod config_x509;
 pub mod dev;
 mod gateway;
 mod ha;

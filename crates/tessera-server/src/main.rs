@@ -70,6 +70,7 @@ enum RoleArg {
 }
 
 fn main() -> std::process::ExitCode {
+    tessera_server::alloc::limit_arenas();
     // A panicked task must not leave a half-alive daemon.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
