@@ -103,13 +103,13 @@ bcert fakevoms "/DC=org/DC=tessera/OU=Services/CN=voms.example.org"
 printf '%s\n%s\n' "/DC=org/DC=tessera/OU=Services/CN=voms.example.org" "/DC=org/DC=tessera/CN=Tessera Test CA" \
   > vomsdir/cms/voms.example.org.lsc
 cat > grid-mapfile <<MAP
-"/DC=org/DC=tessera/OU=Users/CN=Alice Smith" alice
-"/DC=org/DC=tessera/OU=Users/CN=Bob Jones" bob
-"/DC=org/DC=tessera/OU=Users/CN=Mallory" alice
-"/DC=org/DC=tessera/OU=Users/CN=Dave Old" alice
+"/DC=org/DC=tessera/OU=Users/CN=Alice Smith" daemon
+"/DC=org/DC=tessera/OU=Users/CN=Bob Jones" daemon
+"/DC=org/DC=tessera/OU=Users/CN=Mallory" daemon
+"/DC=org/DC=tessera/OU=Users/CN=Dave Old" daemon
 MAP
 cat > vorolemap <<MAP
-"*" "/cms/Role=production" cmsprod
+"*" "/cms/Role=production" bin
 MAP
 # proxy NAME USER [voms-proxy-fake options]
 proxy() {

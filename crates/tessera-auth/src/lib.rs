@@ -13,6 +13,7 @@ mod jws;
 pub mod passwd;
 pub mod users;
 mod validator;
+pub mod x509;
 
 pub use claims::{authz_token, fuzz_scope, peek};
 pub use error::AuthError;

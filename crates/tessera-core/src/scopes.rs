@@ -21,6 +21,13 @@ fn need(
              read and list",
             path.display()
         ))),
+        Some(g) if g.issuer == tessera_types::LIMITED_PROXY => {
+            Err(MetaError::PermissionDenied(format!(
+                "{what} {} refused: a limited proxy (of {}) may only read and list",
+                path.display(),
+                g.subject
+            )))
+        }
         Some(g) => Err(MetaError::PermissionDenied(format!(
             "the token of {} (issuer {}) does not allow {what} on {}",
             g.subject,

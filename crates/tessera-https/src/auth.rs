@@ -77,6 +77,7 @@ pub async fn identity(
     cfg: &HttpsConfig,
     req: &Req,
     owner: bool,
+    cert: Option<&ClientCert>,
 ) -> Result<(Identity, bool), Response<Body>> {
     match presented(req) {
         Presented::Bearer(token) => {
@@ -93,7 +94,65 @@ pub async fn identity(
             }
         }
         Presented::Basic(b64) => basic(cfg, &b64).await.map(|id| (id, true)),
-        Presented::None => Ok((fallback(cfg, owner), false)),
+        Presented::None => match (cert, &cfg.x509) {
+            (Some(c), Some(x)) => certificate(cfg, c, x, owner),
+            _ => Ok((fallback(cfg, owner), false)),
+        },
+    }
+}
+
+/// The certificate chain a client sent in the TLS handshake, and what it
+/// was found to be (decided once per connection, on its first request
+/// without a token).
+pub struct ClientCert {
+    chain: Vec<Vec<u8>>,
+    decided: std::sync::OnceLock<Result<Option<Identity>, X509Refusal>>,
+}
+
+impl ClientCert {
+    /// The chain of a finished handshake, when certificates are taken.
+    pub fn of(
+        cfg: &HttpsConfig,
+        tls: &tokio_rustls::rustls::ServerConnection,
+    ) -> Option<std::sync::Arc<ClientCert>> {
+        cfg.x509.as_ref()?;
+        let chain: Vec<Vec<u8>> = tls
+            .peer_certificates()?
+            .iter()
+            .map(|c| c.to_vec())
+            .collect();
+        (!chain.is_empty()).then(|| {
+            std::sync::Arc::new(ClientCert {
+                chain,
+                decided: std::sync::OnceLock::new(),
+            })
+        })
+    }
+}
+
+use tessera_auth::x509::{X509Auth, X509Refusal};
+
+/// The identity of a client certificate: 401 when it does not verify,
+/// 403 when this site maps it to nobody.
+#[allow(clippy::result_large_err)] // the response goes straight back, as identity()'s does
+fn certificate(
+    cfg: &HttpsConfig,
+    c: &ClientCert,
+    x: &X509Auth,
+    owner: bool,
+) -> Result<(Identity, bool), Response<Body>> {
+    match c.decided.get_or_init(|| x.identify(&c.chain, "https")) {
+        Ok(Some(id)) => Ok((id.clone(), true)),
+        Ok(None) => Ok((fallback(cfg, owner), false)),
+        Err(X509Refusal::Invalid(m)) => Err(refused(
+            cfg,
+            format!("client certificate refused: {m}"),
+            None,
+        )),
+        Err(X509Refusal::Unmapped(m)) => Err(crate::error_response(&crate::HttpError::new(
+            403,
+            m.clone(),
+        ))),
     }
 }
 

@@ -84,6 +84,9 @@ pub struct HttpsConfig {
     pub drain: Duration,
     /// Federated views (`[federation]`), if any.
     pub federation: Option<Arc<tessera_fed::Federation>>,
+    /// Grid certificates (`[x509]`): a client certificate (proxy chain)
+    /// is an identity when the request carries no token or password.
+    pub x509: Option<Arc<tessera_auth::x509::X509Auth>>,
 }
 
 /// See [`HttpsConfig::body_timeout`].
@@ -111,6 +114,7 @@ impl Default for HttpsConfig {
             tpc_policy: tessera_core::RemotePolicy::default(),
             drain: Duration::from_secs(30),
             federation: None,
+            x509: None,
         }
     }
 }
@@ -171,21 +175,26 @@ pub async fn serve(
         let _ = sock.set_nodelay(true);
         let (core, cfg, tls, stop) = (core.clone(), Arc::clone(&cfg), tls.clone(), stop.clone());
         async move {
-            let conn = Conn {
+            let mut conn = Conn {
                 peer,
                 owner: is_owner(&cfg, &sock, peer),
                 share: cfg.buffers.connection_share(),
                 mark,
+                cert: None,
             };
             let sock = stall::StallGuard::new(sock, cfg.send_timeout);
             let r = match &tls {
                 Some(tls) => {
                     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::clone(tls));
                     match tokio::time::timeout(cfg.header_timeout, acceptor.accept(sock)).await {
-                        Ok(Ok(s)) if s.get_ref().1.alpn_protocol() == Some(b"h2") => {
-                            connection_h2(TokioIo::new(s), core, cfg, conn, stop).await
+                        Ok(Ok(s)) => {
+                            conn.cert = auth::ClientCert::of(&cfg, s.get_ref().1);
+                            if s.get_ref().1.alpn_protocol() == Some(b"h2") {
+                                connection_h2(TokioIo::new(s), core, cfg, conn, stop).await
+                            } else {
+                                connection(TokioIo::new(s), core, cfg, conn, stop).await
+                            }
                         }
-                        Ok(Ok(s)) => connection(TokioIo::new(s), core, cfg, conn, stop).await,
                         Ok(Err(e)) => Err(e.to_string()),
                         Err(_) => Err("TLS handshake timed out".into()),
                     }
@@ -246,6 +255,8 @@ struct Conn {
     share: tessera_core::Share,
     /// Its place in the connection limits (anonymous ones count apart).
     mark: tessera_core::ConnMark,
+    /// The certificate chain the client sent in the handshake, if any.
+    cert: Option<Arc<auth::ClientCert>>,
 }
 
 /// Whether `sock`'s peer is the server's own user on loopback, when
@@ -293,10 +304,11 @@ fn service(
             let peer = conn.peer;
             let r = match core {
                 Some(core) => {
-                    let (who, credentials) = match auth::identity(&cfg, &req, conn.owner).await {
-                        Ok(w) => w,
-                        Err(r) => return Ok(r),
-                    };
+                    let (who, credentials) =
+                        match auth::identity(&cfg, &req, conn.owner, conn.cert.as_deref()).await {
+                            Ok(w) => w,
+                            Err(r) => return Ok(r),
+                        };
                     // A connection without credentials takes an anonymous
                     // place (fewer of them); at their limit it is closed.
                     if credentials || conn.owner {

@@ -70,6 +70,8 @@ pub struct Config {
     pub federation: tessera_fed::FedConfig,
     /// Metadata high availability on Ceph.
     pub ha: crate::config_ha::Ha,
+    /// Grid certificates (X.509 proxies, VOMS).
+    pub x509: crate::config_x509::X509,
     /// Register `<data_dir>/fs/fs1..6` as filesystems (dev mode).
     #[serde(skip)]
     pub dev_filesystems: bool,
@@ -371,6 +373,7 @@ impl Default for Config {
             limits: Default::default(),
             federation: Default::default(),
             ha: Default::default(),
+            x509: crate::config_x509::X509::default(),
             dev_filesystems: false,
         }
     }
@@ -518,6 +521,12 @@ impl Config {
             tessera_auth::passwd::Passwd::open(f)
                 .map_err(|e| ConfigError::Invalid(format!("https.basic_passwd: {e}")))?;
         }
+        if self.x509.ca_dir.is_some() && self.tls.cert.is_none() {
+            return Err(ConfigError::Invalid(
+                "[x509] needs [tls]: certificates are asked for in the TLS handshake".into(),
+            ));
+        }
+        self.x509.open().map_err(ConfigError::Invalid)?;
         // What serve would refuse (sites, credential files, views).
         tessera_fed::Federation::new(self.federation.clone(), None)
             .map_err(|e| ConfigError::Invalid(format!("[federation]: {e}")))?;

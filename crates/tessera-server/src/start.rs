@@ -44,6 +44,8 @@ pub(crate) async fn start_gated(
 ) -> anyhow::Result<Running> {
     let core = open_core(cfg, gate).await?;
     let tls = tls::server_of(&cfg.tls)?;
+    let x509 = cfg.x509.open().map_err(anyhow::Error::msg)?.map(Arc::new);
+    let https_tls = tls::https_server_of(&cfg.tls, x509.is_some())?;
     let (stop, stop_rx) = watch::channel(false);
     let admin = bind(bound, cfg.listen.admin, "admin").await?;
     let admin_addr = admin.local_addr()?;
@@ -95,8 +97,18 @@ pub(crate) async fn start_gated(
         tasks.push(abort_on_stop(t.refresh, stop_rx.clone()));
         dev_issuer = t.dev.map(|d| (d.issuer, d.jwks));
     }
+    if let Some(x) = &x509 {
+        let (cas, crls, grid, roles) = x.counts();
+        tracing::info!(cas, crls, grid, roles, "grid certificates taken over HTTPS");
+        tasks.push(abort_on_stop(
+            x509_refresh(Arc::clone(x), cfg.x509.refresh_s),
+            stop_rx.clone(),
+        ));
+    }
     let shared = Shared {
         tls,
+        https_tls,
+        x509,
         validator,
         buffers: buffers.clone(),
         conns,
@@ -166,6 +178,9 @@ fn xrootd(
 /// What the listeners share.
 struct Shared {
     tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    /// HTTPS asks for client certificates when `[x509]` is on.
+    https_tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
+    x509: Option<Arc<tessera_auth::x509::X509Auth>>,
     validator: Option<Arc<tessera_auth::Validator>>,
     buffers: tessera_core::Budget,
     conns: tessera_core::ConnLimits,
@@ -406,7 +421,8 @@ fn https_config(
     dev_issuer: Option<(String, String)>,
 ) -> anyhow::Result<tessera_https::HttpsConfig> {
     Ok(tessera_https::HttpsConfig {
-        tls: shared.tls.clone(),
+        tls: shared.https_tls.clone(),
+        x509: shared.x509.clone(),
         anonymous: match cfg.https.anonymous {
             config::AnonymousCfg::Nobody => tessera_https::HttpsConfig::default().anonymous,
             config::AnonymousCfg::Owner | config::AnonymousCfg::ReadOnly => {
@@ -434,5 +450,18 @@ fn https_config(
         conns: shared.conns.clone(),
         drain: std::time::Duration::from_secs(cfg.server.drain_s),
         ..tessera_https::HttpsConfig::default()
+    })
+}
+
+/// Re-read the trust store and the mapping files every `every_s` seconds
+/// (fetch-crl rewrites CRLs every few hours; no restart needed).
+fn x509_refresh(x: Arc<tessera_auth::x509::X509Auth>, every_s: u64) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let every = std::time::Duration::from_secs(every_s.max(1));
+        loop {
+            tokio::time::sleep(every).await;
+            let x = Arc::clone(&x);
+            let _ = tokio::task::spawn_blocking(move || x.refresh()).await;
+        }
     })
 }

@@ -20,7 +20,23 @@ pub struct Identity {
     /// The validated bearer token the request carried: every operation
     /// must also be within its scopes.
     pub token: Option<std::sync::Arc<crate::TokenGrant>>,
+    /// The grid certificate the identity was mapped from, if any.
+    pub x509: Option<std::sync::Arc<X509Subject>>,
 }
+
+/// Who a grid certificate (an X.509 proxy, with VOMS attributes) names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct X509Subject {
+    /// The end-entity certificate's subject (`/DC=org/.../CN=Alice`).
+    pub dn: String,
+    /// The VOMS FQANs, primary first (empty without a valid AC).
+    pub fqans: Vec<String>,
+    /// A limited proxy: reading and listing only.
+    pub limited: bool,
+}
+
+/// The issuer name of the read-only grant a limited proxy carries.
+pub const LIMITED_PROXY: &str = "(limited proxy)";
 
 impl Identity {
     /// The superuser: bypasses mode bits (never quotas).
@@ -33,6 +49,7 @@ impl Identity {
             name: "root".to_string(),
             protocol,
             token: None,
+            x509: None,
         }
     }
 
@@ -45,6 +62,7 @@ impl Identity {
             name: name.into(),
             protocol,
             token: None,
+            x509: None,
         }
     }
 
@@ -68,9 +86,10 @@ impl Identity {
     /// Who the identity is for per-identity limits (memory shares,
     /// connection counts): a token's issuer and subject, else the uid.
     pub fn limit_key(&self) -> String {
-        match &self.token {
-            Some(t) => format!("token:{}:{}", t.issuer, t.subject),
-            None => format!("uid:{}", self.uid),
+        match (&self.token, &self.x509) {
+            (Some(t), _) => format!("token:{}:{}", t.issuer, t.subject),
+            (None, Some(x)) => format!("dn:{}", x.dn),
+            (None, None) => format!("uid:{}", self.uid),
         }
     }
 

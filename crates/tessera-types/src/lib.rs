@@ -14,7 +14,7 @@ mod scope;
 mod size;
 
 pub use error::ErrorKind;
-pub use identity::Identity;
+pub use identity::{Identity, X509Subject, LIMITED_PROXY};
 pub use path::{percent_decode, NsPath, PathError, MAX_NAME_LEN, MAX_PATH_LEN};
 pub use scope::{Access, ScopeGrant, TokenGrant};
 pub use size::{format_size, parse_size, SizeError};

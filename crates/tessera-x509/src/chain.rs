@@ -276,6 +276,56 @@ pub fn verify_to_ca<'a>(
     Err(X509Error::TooLong(certs.len() + 8, 8))
 }
 
+/// The rules of a proxy `c` issued by `issuer`, with `below` proxies
+/// under it; its end (seconds).
+fn check_proxy(
+    c: &X509Certificate<'_>,
+    issuer: &X509Certificate<'_>,
+    below: usize,
+    info: &ProxyInfo,
+    now: i64,
+) -> Result<i64, X509Error> {
+    if name::proxy_cn(c.subject(), issuer.subject()).is_none()
+        || name::dn(c.issuer()) != dn_of(issuer)
+    {
+        return Err(X509Error::Proxy(
+            dn_of(c),
+            format!(
+                "its subject is not its issuer's ({}) plus one CN",
+                dn_of(issuer)
+            ),
+        ));
+    }
+    if c.is_ca() {
+        return Err(X509Error::Proxy(dn_of(c), "a proxy cannot be a CA".into()));
+    }
+    check_time(c, now)?;
+    check_signed_by(c, issuer)?;
+    let (end, issuer_end) = (
+        c.validity().not_after.timestamp(),
+        issuer.validity().not_after.timestamp(),
+    );
+    if end > issuer_end {
+        return Err(X509Error::Proxy(
+            dn_of(c),
+            format!(
+                "it outlives its issuer ({} after {})",
+                time_str(end),
+                time_str(issuer_end)
+            ),
+        ));
+    }
+    if let Some(max) = info.path_len {
+        if below as u64 > max {
+            return Err(X509Error::Proxy(
+                dn_of(c),
+                format!("{below} proxies below it, at most {max} allowed"),
+            ));
+        }
+    }
+    Ok(end)
+}
+
 /// Verify a client's chain (DER certificates, as sent) at `now`.
 pub fn verify(
     store: &TrustStore,
@@ -315,44 +365,7 @@ pub fn verify(
         let issuer = certs
             .get(i + 1)
             .ok_or_else(|| X509Error::Proxy(dn_of(c), "its issuer is not in the chain".into()))?;
-        if name::proxy_cn(c.subject(), issuer.subject()).is_none()
-            || name::dn(c.issuer()) != dn_of(issuer)
-        {
-            return Err(X509Error::Proxy(
-                dn_of(c),
-                format!(
-                    "its subject is not its issuer's ({}) plus one CN",
-                    dn_of(issuer)
-                ),
-            ));
-        }
-        if c.is_ca() {
-            return Err(X509Error::Proxy(dn_of(c), "a proxy cannot be a CA".into()));
-        }
-        check_time(c, now)?;
-        check_signed_by(c, issuer)?;
-        let (end, issuer_end) = (
-            c.validity().not_after.timestamp(),
-            issuer.validity().not_after.timestamp(),
-        );
-        if end > issuer_end {
-            return Err(X509Error::Proxy(
-                dn_of(c),
-                format!(
-                    "it outlives its issuer ({} after {})",
-                    time_str(end),
-                    time_str(issuer_end)
-                ),
-            ));
-        }
-        if let Some(max) = info.path_len {
-            if i as u64 > max {
-                return Err(X509Error::Proxy(
-                    dn_of(c),
-                    format!("{i} proxies below it, at most {max} allowed"),
-                ));
-            }
-        }
+        let end = check_proxy(c, issuer, i, &info, now)?;
         limited |= info.limited;
         not_after = not_after.min(end);
         for e in c.extensions() {

@@ -156,30 +156,7 @@ fn verify_ac(
         return Err(bad(format!("issued by {server}: expired")));
     }
     let (vo, fqans) = fqans(&f[6])?;
-    // The VOMS server's certificate, from the AC's extension.
-    let ext = f[7..]
-        .iter()
-        .find(|t| t.tag() == der::SEQUENCE)
-        .ok_or_else(|| bad("no VOMS server certificate in the attribute certificate"))?;
-    let mut server_certs = Vec::new();
-    for e in ext.items().map_err(bad)? {
-        let fields = e.items().map_err(bad)?;
-        if fields
-            .first()
-            .and_then(|o| der::oid_string(o).ok())
-            .as_deref()
-            == Some(OID_VOMS_CERTS)
-        {
-            let value = fields.last().ok_or_else(|| bad("empty extension"))?;
-            let inner = der::single(value.data()).map_err(bad)?;
-            certs_in(&inner, 0, &mut server_certs);
-        }
-    }
-    if server_certs.is_empty() {
-        return Err(bad(
-            "no VOMS server certificate in the attribute certificate",
-        ));
-    }
+    let server_certs = server_certs(&f[7..])?;
     let parsed = server_certs
         .iter()
         .map(|d| X509Certificate::from_der(d).map(|(_, c)| c))
@@ -209,6 +186,34 @@ fn verify_ac(
         server,
         not_after: na,
     })
+}
+
+/// The VOMS server's certificate (and its chain) from the AC's extensions.
+fn server_certs<'a>(rest: &[Tlv<'a>]) -> Result<Vec<&'a [u8]>, X509Error> {
+    let ext = rest
+        .iter()
+        .find(|t| t.tag() == der::SEQUENCE)
+        .ok_or_else(|| bad("no VOMS server certificate in the attribute certificate"))?;
+    let mut out = Vec::new();
+    for e in ext.items().map_err(bad)? {
+        let fields = e.items().map_err(bad)?;
+        if fields
+            .first()
+            .and_then(|o| der::oid_string(o).ok())
+            .as_deref()
+            == Some(OID_VOMS_CERTS)
+        {
+            let value = fields.last().ok_or_else(|| bad("empty extension"))?;
+            let inner = der::single(value.data()).map_err(bad)?;
+            certs_in(&inner, 0, &mut out);
+        }
+    }
+    if out.is_empty() {
+        return Err(bad(
+            "no VOMS server certificate in the attribute certificate",
+        ));
+    }
+    Ok(out)
 }
 
 /// The VO (from the policy authority `vo://host:port`) and the FQANs.

@@ -107,9 +107,9 @@ fn good_chains_and_their_attributes() {
     assert!(p.voms("alice-limited.pem").unwrap().is_some());
     // The mapping files the PKI comes with.
     let gm = GridMap::parse(&std::fs::read_to_string(p.dir.join("grid-mapfile")).unwrap()).unwrap();
-    assert_eq!(gm.user(ALICE), Some("alice"));
+    assert_eq!(gm.user(ALICE), Some("daemon"));
     let rm = VomsMap::parse(&std::fs::read_to_string(p.dir.join("vorolemap")).unwrap()).unwrap();
-    assert_eq!(rm.user(ALICE, &a.fqans), Some("cmsprod"));
+    assert_eq!(rm.user(ALICE, &a.fqans), Some("bin"));
 }
 
 #[test]

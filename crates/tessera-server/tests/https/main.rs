@@ -20,6 +20,7 @@ mod scaleout;
 mod tokens;
 mod tpc;
 mod webdav;
+mod x509;
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -1,0 +1,115 @@
+//! `[x509]`: grid certificates (HTTPS client certificates, proxies with
+//! VOMS attributes). Off unless `ca_dir` is set.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use tessera_auth::x509::{BadVoms, Unmapped, X509Config};
+use tessera_x509::chain::CrlPolicy;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum CrlCfg {
+    /// Revoked certificates and expired CRLs are refused; a CA without a
+    /// CRL is taken.
+    #[default]
+    Enforce,
+    /// An expired CRL is still used, with a warning.
+    Warn,
+    /// A CA without a CRL is refused too.
+    Require,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum BadVomsCfg {
+    /// FQANs of an attribute certificate that does not verify are
+    /// ignored (and logged); the DN still maps.
+    #[default]
+    Ignore,
+    Refuse,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum UnmappedCfg {
+    /// A valid certificate no mapping names is refused (403).
+    #[default]
+    Refuse,
+    /// ...or served as a request without credentials.
+    Anonymous,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct X509 {
+    /// The IGTF CA directory (`/etc/grid-security/certificates`).
+    pub ca_dir: Option<PathBuf>,
+    /// `<vomsdir>/<vo>/<host>.lsc` (`/etc/grid-security/vomsdir`).
+    pub vomsdir: Option<PathBuf>,
+    /// `"DN" user` lines.
+    pub grid_mapfile: Option<PathBuf>,
+    /// `"DN pattern" "FQAN pattern" user` lines (dCache's vorolemap).
+    pub voms_mapfile: Option<PathBuf>,
+    pub crl: CrlCfg,
+    pub bad_voms: BadVomsCfg,
+    pub unmapped: UnmappedCfg,
+    /// How often the directories and mapping files are re-read.
+    #[serde(rename = "refresh", with = "crate::units::secs")]
+    pub refresh_s: u64,
+}
+
+impl Default for X509 {
+    fn default() -> X509 {
+        X509 {
+            ca_dir: None,
+            vomsdir: None,
+            grid_mapfile: None,
+            voms_mapfile: None,
+            crl: CrlCfg::default(),
+            bad_voms: BadVomsCfg::default(),
+            unmapped: UnmappedCfg::default(),
+            refresh_s: 300,
+        }
+    }
+}
+
+impl X509 {
+    /// What tessera-auth takes, when certificates are on.
+    pub fn auth_config(&self) -> Option<X509Config> {
+        Some(X509Config {
+            ca_dir: self.ca_dir.clone()?,
+            vomsdir: self.vomsdir.clone(),
+            grid_mapfile: self.grid_mapfile.clone(),
+            voms_mapfile: self.voms_mapfile.clone(),
+            crl: match self.crl {
+                CrlCfg::Enforce => CrlPolicy::Enforce,
+                CrlCfg::Warn => CrlPolicy::Warn,
+                CrlCfg::Require => CrlPolicy::Require,
+            },
+            bad_voms: match self.bad_voms {
+                BadVomsCfg::Ignore => BadVoms::Ignore,
+                BadVomsCfg::Refuse => BadVoms::Refuse,
+            },
+            unmapped: match self.unmapped {
+                UnmappedCfg::Refuse => Unmapped::Refuse,
+                UnmappedCfg::Anonymous => Unmapped::Anonymous,
+            },
+        })
+    }
+
+    /// Read everything now (what serve does): the error says what is wrong.
+    pub fn open(&self) -> Result<Option<tessera_auth::x509::X509Auth>, String> {
+        match self.auth_config() {
+            Some(c) => tessera_auth::x509::X509Auth::open(c)
+                .map(Some)
+                .map_err(|e| format!("[x509]: {e}")),
+            None if self.vomsdir.is_some()
+                || self.grid_mapfile.is_some()
+                || self.voms_mapfile.is_some() =>
+            {
+                Err("[x509]: ca_dir is needed to take certificates".into())
+            }
+            None => Ok(None),
+        }
+    }
+}

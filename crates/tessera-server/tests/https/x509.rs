@@ -1,0 +1,244 @@
+//! Grid certificates over HTTPS (issue 36): curl, davix and gfal2 with
+//! X.509 proxies (RFC 3820, legacy, limited) carrying VOMS attributes,
+//! made by openssl and voms-proxy-fake (tests/pki/make.sh). The DN maps
+//! through the grid-mapfile (alice → daemon), the production role
+//! through the VOMS role map (→ bin); VO groups count in `g:` ACL
+//! entries; every bad certificate is refused with its reason.
+
+use crate::Env;
+use std::path::{Path, PathBuf};
+use tessera_server::config::AnonymousCfg;
+
+/// The test PKI, made once per test process.
+pub fn pki() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("tessera-pki-https-{}", std::process::id()));
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/pki/make.sh");
+        let st = std::process::Command::new("bash")
+            .arg(script)
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(
+            st.success(),
+            "tests/pki/make.sh (openssl, voms-proxy-fake) failed"
+        );
+        dir
+    })
+    .clone()
+}
+
+/// A dev server taking certificates of the test PKI; anonymous clients
+/// read only.
+pub fn start(change: impl FnOnce(&mut tessera_server::config::Config)) -> (Env, PathBuf) {
+    let p = pki();
+    let q = p.clone();
+    let e = Env::start_with(move |c| {
+        c.https.anonymous = AnonymousCfg::ReadOnly;
+        c.x509.ca_dir = Some(q.join("certificates"));
+        c.x509.vomsdir = Some(q.join("vomsdir"));
+        c.x509.grid_mapfile = Some(q.join("grid-mapfile"));
+        c.x509.voms_mapfile = Some(q.join("vorolemap"));
+        change(c);
+    });
+    (e, p)
+}
+
+/// curl with proxy `name` of the PKI: (status, body).
+fn curl_as(e: &Env, p: &Path, name: &str, args: &[&str]) -> (u16, String) {
+    let proxy = p.join(name);
+    let proxy = proxy.to_str().unwrap();
+    let mut a = vec!["--cert", proxy, "--key", proxy];
+    a.extend_from_slice(args);
+    let (code, body) = e.curl(&a);
+    (code, String::from_utf8_lossy(&body).into_owned())
+}
+
+fn owner(e: &Env, path: &str) -> (u32, u32) {
+    let i =
+        e.rt.block_on(e.core().stat(&Env::root(), Env::path(path)))
+            .expect(path);
+    (i.uid, i.gid)
+}
+
+/// A directory owned by `uid`, mode 0700 (only that account gets in).
+fn private_dir(e: &Env, path: &str, uid: u32, gid: u32) {
+    e.rt.block_on(async {
+        e.core()
+            .mkdir(&Env::root(), Env::path(path), 0o700, true)
+            .await
+            .unwrap();
+        let a = tessera_core::SetAttr {
+            uid: Some(uid),
+            gid: Some(gid),
+            ..Default::default()
+        };
+        e.core()
+            .setattr(&Env::root(), Env::path(path), a)
+            .await
+            .unwrap();
+    });
+}
+
+#[test]
+fn proxies_map_to_accounts_and_write_as_them() {
+    let (e, p) = start(|_| {});
+    let u = |path: &str| format!("{}{path}", e.url);
+    private_dir(&e, "/daemon", 1, 1);
+    private_dir(&e, "/bin", 2, 2);
+    let f = e.local("f");
+    std::fs::write(&f, b"grid bytes\n").unwrap();
+    let src = f.to_str().unwrap();
+
+    // Without a certificate: asked for credentials.
+    assert_eq!(e.curl(&["-T", src, &u("/daemon/anon")]).0, 401);
+    // alice's plain proxy: the grid-mapfile says daemon.
+    let (c, b) = curl_as(&e, &p, "alice-plain.pem", &["-T", src, &u("/daemon/a")]);
+    assert_eq!(c, 201, "{b}");
+    assert_eq!(owner(&e, "/daemon/a"), (1, 1));
+    let (c, b) = curl_as(&e, &p, "alice-plain.pem", &[&u("/daemon/a")]);
+    assert_eq!((c, b.as_str()), (200, "grid bytes\n"));
+    // The same DN with the production role: the role map says bin.
+    let (c, b) = curl_as(&e, &p, "alice-voms.pem", &["-T", src, &u("/bin/a")]);
+    assert_eq!(c, 201, "{b}");
+    assert_eq!(owner(&e, "/bin/a"), (2, 2));
+    assert_eq!(curl_as(&e, &p, "alice-voms.pem", &[&u("/daemon/a")]).0, 403);
+    // A legacy Globus proxy and the certificate itself work as well.
+    assert_eq!(
+        curl_as(&e, &p, "alice-legacy.pem", &["-T", src, &u("/daemon/l")]).0,
+        201
+    );
+    assert_eq!(
+        curl_as(&e, &p, "alice-cert.pem", &["-T", src, &u("/daemon/c")]).0,
+        201
+    );
+    // A limited proxy reads, and never writes.
+    assert_eq!(curl_as(&e, &p, "alice-limited.pem", &[&u("/bin/a")]).0, 200);
+    let (c, b) = curl_as(&e, &p, "alice-limited.pem", &["-T", src, &u("/bin/lim")]);
+    assert_eq!(c, 403, "{b}");
+    assert!(b.contains("limited proxy"), "{b}");
+    let (c, _) = curl_as(&e, &p, "alice-limited.pem", &["-X", "DELETE", &u("/bin/a")]);
+    assert_eq!(c, 403);
+}
+
+#[test]
+fn bad_certificates_are_refused_with_the_reason() {
+    let (e, p) = start(|_| {});
+    let u = format!("{}/", e.url);
+    for (name, code, why) in [
+        ("alice-expired.pem", 401, "expired"),
+        ("bob-voms.pem", 401, "revoked"),
+        ("mallory-plain.pem", 401, "signature"),
+        ("dave-expired.pem", 401, "expired"),
+        ("carol-plain.pem", 403, "not mapped"),
+    ] {
+        let (c, b) = curl_as(&e, &p, name, &["-X", "PROPFIND", "-H", "Depth: 0", &u]);
+        assert_eq!(c, code, "{name}: {b}");
+        assert!(b.contains(why), "{name}: {b}");
+    }
+    // A forged VOMS AC: its FQANs are ignored (the site's default), the DN
+    // still counts (daemon, not bin).
+    private_dir(&e, "/bin", 2, 2);
+    let (c, _) = curl_as(&e, &p, "alice-forged.pem", &[&format!("{}/bin/", e.url)]);
+    assert_eq!(c, 403);
+    assert_eq!(curl_as(&e, &p, "alice-forged.pem", &["-I", &u]).0, 200);
+}
+
+#[test]
+fn forged_attributes_refuse_the_request_when_the_site_says_so() {
+    let (e, p) = start(|c| c.x509.bad_voms = tessera_server::config_x509::BadVomsCfg::Refuse);
+    let u = format!("{}/", e.url);
+    let (c, b) = curl_as(&e, &p, "alice-forged.pem", &["-I", &u]);
+    assert_eq!(c, 401, "{b}");
+    let (c, b) = curl_as(&e, &p, "alice-forged.pem", &[&u]);
+    assert!(c == 401 && b.contains("VOMS"), "{c} {b}");
+    let (c, b) = curl_as(&e, &p, "alice-acexpired.pem", &[&u]);
+    assert!(c == 401 && b.contains("expired"), "{c} {b}");
+    assert_eq!(curl_as(&e, &p, "alice-voms.pem", &["-I", &u]).0, 200);
+}
+
+#[test]
+fn vo_groups_in_acls_and_other_clients() {
+    let (e, p) = start(|_| {});
+    let core = e.core();
+    e.rt.block_on(async {
+        core.mkdir(&Env::root(), Env::path("/higgs"), 0o755, false)
+            .await
+            .unwrap();
+        core.xattr_set(
+            &Env::root(),
+            Env::path("/higgs"),
+            b"sys.acl".to_vec(),
+            b"g:/cms/higgs:rwx".to_vec(),
+        )
+        .await
+        .unwrap();
+    });
+    let f = e.local("g");
+    std::fs::write(&f, vec![7u8; 100_000]).unwrap();
+    let src = f.to_str().unwrap();
+    let url = format!("{}/higgs/", e.url);
+    // alice's plain proxy (daemon, no VO groups) may not write there; with
+    // her VOMS proxy (in /cms/higgs) she may.
+    assert_eq!(
+        curl_as(&e, &p, "alice-plain.pem", &["-T", src, &format!("{url}x")]).0,
+        403
+    );
+    assert_eq!(
+        curl_as(&e, &p, "alice-voms.pem", &["-T", src, &format!("{url}x")]).0,
+        201
+    );
+
+    // davix and gfal2 with the proxy (X509_USER_PROXY, as jobs have it).
+    let proxy = p.join("alice-voms.pem");
+    let davs = url.replace("https://", "davs://");
+    let env = |c: &mut std::process::Command| {
+        c.env("X509_USER_PROXY", &proxy)
+            .env("X509_CERT_DIR", &e.ca_dir)
+            .env("X509_USER_CERT", &proxy)
+            .env("X509_USER_KEY", &proxy);
+    };
+    let put = e.local("put");
+    std::fs::write(&put, vec![9u8; 50_000]).unwrap();
+    let mut c = e.cmd("davix-put");
+    env(&mut c);
+    let o = c
+        .args([
+            "--capath",
+            e.ca_dir.to_str().unwrap(),
+            "--cert",
+            proxy.to_str().unwrap(),
+        ])
+        .arg(&put)
+        .arg(format!("{url}davix"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "davix-put: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut c = e.cmd("gfal-copy");
+    env(&mut c);
+    let o = c
+        .arg(format!("file://{}", put.display()))
+        .arg(format!("{davs}gfal"))
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "gfal-copy: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let mut c = e.cmd("gfal-ls");
+    env(&mut c);
+    let o = c.arg(&davs).output().unwrap();
+    let ls = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && ls.contains("gfal") && ls.contains("davix"),
+        "{ls}"
+    );
+    assert_eq!(owner(&e, "/higgs/gfal"), (2, 2));
+    assert_eq!(std::fs::read(&put).unwrap().len(), 50_000);
+}
