@@ -10,6 +10,7 @@ pub mod dev;
 mod error;
 pub mod fetch;
 mod jws;
+pub mod macaroon;
 pub mod passwd;
 pub mod users;
 mod validator;

@@ -177,6 +177,12 @@ impl Core {
             ruid: who.uid,
             rgid: who.gid,
             name: &who.name,
+            dn: who.x509.as_ref().map_or("", |x| x.dn.as_str()),
+            fqan: who
+                .x509
+                .as_ref()
+                .and_then(|x| x.fqans.first())
+                .map_or("", String::as_str),
             status,
             errno,
             duration_s: secs,

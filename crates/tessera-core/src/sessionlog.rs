@@ -21,6 +21,9 @@ pub struct SessionLog {
     uid: u32,
     gid: u32,
     name: String,
+    /// The grid certificate's DN and primary FQAN, if any.
+    dn: String,
+    fqan: String,
     path: String,
     opened: Instant,
 }
@@ -41,6 +44,12 @@ impl SessionLog {
             uid: who.uid,
             gid: who.gid,
             name: who.name.clone(),
+            dn: who.x509.as_ref().map(|x| x.dn.clone()).unwrap_or_default(),
+            fqan: who
+                .x509
+                .as_ref()
+                .and_then(|x| x.fqans.first().cloned())
+                .unwrap_or_default(),
             path: path.display(),
             opened,
         }
@@ -92,6 +101,8 @@ impl SessionLog {
             ruid: self.uid,
             rgid: self.gid,
             name: &self.name,
+            dn: &self.dn,
+            fqan: &self.fqan,
             status,
             errno,
             duration_s: secs,

@@ -81,6 +81,19 @@ pub async fn identity(
 ) -> Result<(Identity, bool), Response<Body>> {
     match presented(req) {
         Presented::Bearer(token) => {
+            if let Some(m) = cfg
+                .macaroons
+                .as_ref()
+                .filter(|_| Macaroons::looks_like(&token))
+            {
+                return match m.verify(&token, "https") {
+                    Ok(id) => Ok((id, true)),
+                    Err(e) => {
+                        tracing::info!(error = %e, "macaroon refused");
+                        Err(refused(cfg, e.to_string(), Some("invalid_token")))
+                    }
+                };
+            }
             let Some(v) = &cfg.tokens else {
                 // No issuer configured: tokens are ignored.
                 return Ok((fallback(cfg, owner), false));
@@ -130,6 +143,7 @@ impl ClientCert {
     }
 }
 
+use tessera_auth::macaroon::Macaroons;
 use tessera_auth::x509::{X509Auth, X509Refusal};
 
 /// The identity of a client certificate: 401 when it does not verify,

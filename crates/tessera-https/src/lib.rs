@@ -87,6 +87,9 @@ pub struct HttpsConfig {
     /// Grid certificates (`[x509]`): a client certificate (proxy chain)
     /// is an identity when the request carries no token or password.
     pub x509: Option<Arc<tessera_auth::x509::X509Auth>>,
+    /// Macaroons issued (`POST` macaroon requests) and taken as bearer
+    /// tokens, with the cluster's secret.
+    pub macaroons: Option<Arc<tessera_auth::macaroon::Macaroons>>,
 }
 
 /// See [`HttpsConfig::body_timeout`].
@@ -115,6 +118,7 @@ impl Default for HttpsConfig {
             drain: Duration::from_secs(30),
             federation: None,
             x509: None,
+            macaroons: None,
         }
     }
 }
@@ -414,6 +418,11 @@ async fn answer(ctx: &Ctx, req: crate::Req) -> Response<Body> {
         Ok(Some(r)) => return r,
         Ok(None) => {}
         Err(e) => return error_response(&e),
+    }
+    if ops::macaroon::asks(&req) {
+        return ops::macaroon::issue(ctx, req)
+            .await
+            .unwrap_or_else(|e| error_response(&e));
     }
     if let Some(r) = ops::fed::serve(ctx, &req).await {
         return r.unwrap_or_else(|e| error_response(&e));

@@ -16,6 +16,10 @@ pub struct AccessRecord<'a> {
     pub ruid: u32,
     pub rgid: u32,
     pub name: &'a str,
+    /// The grid certificate's DN and primary FQAN (empty: none; the keys
+    /// are then left out).
+    pub dn: &'a str,
+    pub fqan: &'a str,
     /// `ok` or the error kind.
     pub status: &'a str,
     pub errno: i32,
@@ -219,6 +223,14 @@ impl AccessRecord<'_> {
         s.push_str(b.format(self.rgid));
         s.push_str(",\"ruid\":");
         s.push_str(b.format(self.ruid));
+        if !self.dn.is_empty() {
+            s.push_str(",\"sec.dn\":");
+            json_str(&mut s, self.dn);
+        }
+        if !self.fqan.is_empty() {
+            s.push_str(",\"sec.fqan\":");
+            json_str(&mut s, self.fqan);
+        }
         s.push_str(",\"sec.name\":");
         json_str(&mut s, self.name);
         s.push_str(",\"sec.prot\":");
@@ -287,6 +299,8 @@ mod json_tests {
             ruid: 1000,
             rgid: 1001,
             name: "alice",
+            dn: "/DC=org/CN=Alice",
+            fqan: "/cms/Role=production",
             status: "ok",
             errno: 0,
             duration_s: 0.000012,
@@ -298,6 +312,8 @@ mod json_tests {
         assert_eq!(v["path"], "/a \"quoted\"\\path\n\u{1}ü");
         assert_eq!(v["sec.prot"], "xroot");
         assert_eq!(v["ruid"], 1000);
+        assert_eq!(v["sec.dn"], "/DC=org/CN=Alice");
+        assert_eq!(v["sec.fqan"], "/cms/Role=production");
         assert_eq!(v["rgid"], 1001);
         assert_eq!(v["errno"], 0);
         assert_eq!(v["duration_s"], 0.000012);
@@ -333,6 +349,8 @@ mod json_tests {
             ruid: 0,
             rgid: 0,
             name: "n",
+            dn: "",
+            fqan: "",
             status: "ok",
             errno: 0,
             duration_s: 0.0,

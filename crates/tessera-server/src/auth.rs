@@ -128,3 +128,35 @@ pub fn setup(cfg: &Config, https: Option<SocketAddr>) -> anyhow::Result<Option<T
         refresh,
     }))
 }
+
+/// Macaroons, signed with a key of the cluster's secret (so every node
+/// sharing `[cluster] secret_file` takes them; a domain of its own, apart
+/// from capabilities), else with `<data_dir>/macaroon.secret`, made on
+/// first start (one node).
+pub fn macaroons(cfg: &Config) -> anyhow::Result<Arc<tessera_auth::macaroon::Macaroons>> {
+    let secret = match &cfg.cluster.secret_file {
+        Some(f) => crate::dev::read_secret(f)?,
+        None => {
+            let f = cfg.data_dir.join("macaroon.secret");
+            if !f.exists() {
+                use std::io::Write;
+                use std::os::unix::fs::OpenOptionsExt;
+                let hex = tessera_auth::macaroon::new_secret()
+                    .ok_or_else(|| anyhow::anyhow!("no randomness"))?;
+                std::fs::create_dir_all(&cfg.data_dir)?;
+                let mut out = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&f)
+                    .with_context(|| format!("making {}", f.display()))?;
+                out.write_all(hex.as_bytes())?;
+                out.sync_all()?;
+            }
+            crate::dev::read_secret(&f)?
+        }
+    };
+    Ok(Arc::new(tessera_auth::macaroon::Macaroons::of_cluster(
+        secret.as_bytes(),
+    )))
+}

@@ -109,6 +109,7 @@ pub(crate) async fn start_gated(
         tls,
         https_tls,
         x509,
+        macaroons: auth::macaroons(cfg)?,
         validator,
         buffers: buffers.clone(),
         conns,
@@ -168,6 +169,7 @@ fn xrootd(
     );
     let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
         tokens: shared.validator.clone(),
+        macaroons: Some(Arc::clone(&shared.macaroons)),
         federation: shared.federation.clone(),
         ..base
     });
@@ -181,6 +183,8 @@ struct Shared {
     /// HTTPS asks for client certificates when `[x509]` is on.
     https_tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
     x509: Option<Arc<tessera_auth::x509::X509Auth>>,
+    /// Macaroons issued over HTTPS, taken by both protocols.
+    macaroons: Arc<tessera_auth::macaroon::Macaroons>,
     validator: Option<Arc<tessera_auth::Validator>>,
     buffers: tessera_core::Budget,
     conns: tessera_core::ConnLimits,
@@ -423,6 +427,7 @@ fn https_config(
     Ok(tessera_https::HttpsConfig {
         tls: shared.https_tls.clone(),
         x509: shared.x509.clone(),
+        macaroons: Some(Arc::clone(&shared.macaroons)),
         anonymous: match cfg.https.anonymous {
             config::AnonymousCfg::Nobody => tessera_https::HttpsConfig::default().anonymous,
             config::AnonymousCfg::Owner | config::AnonymousCfg::ReadOnly => {

@@ -98,6 +98,8 @@ pub struct XrootdConfig {
     /// Bearer tokens (`ztn`, `authz=`) are validated with this; `None`:
     /// no issuer is configured.
     pub tokens: Option<Arc<tessera_auth::Validator>>,
+    /// Macaroons (issued over HTTPS) taken as tokens, like the JWTs.
+    pub macaroons: Option<Arc<tessera_auth::macaroon::Macaroons>>,
     /// How long a request that has begun to arrive may stall (no bytes)
     /// before the connection is closed. Between requests a client may be
     /// idle as long as it likes.
@@ -154,6 +156,7 @@ impl Default for XrootdConfig {
             site: "tessera".into(),
             max_write: DEFAULT_MAX_WRITE,
             tokens: None,
+            macaroons: None,
             request_stall: DEFAULT_REQUEST_STALL,
             names: Arc::default(),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,

@@ -39,6 +39,17 @@ pub fn parse_ztn(p: &[u8]) -> Result<String, XrdError> {
 
 /// Validate a token into an identity (`kXR_NotAuthorized` when refused).
 pub async fn identity_of(s: &Session, token: &str, code: i32) -> Result<Identity, XrdError> {
+    use tessera_auth::macaroon::Macaroons;
+    if let Some(m) = s
+        .cfg
+        .macaroons
+        .as_ref()
+        .filter(|_| Macaroons::looks_like(token))
+    {
+        return m
+            .verify(token, "xroot")
+            .map_err(|e| XrdError::new(code, e.to_string()));
+    }
     let v = s
         .cfg
         .tokens
@@ -57,7 +68,7 @@ pub async fn request_identity(
     s: &Session,
     authz: Option<&str>,
 ) -> Result<Option<Arc<Identity>>, XrdError> {
-    if s.cfg.tokens.is_none() {
+    if s.cfg.tokens.is_none() && s.cfg.macaroons.is_none() {
         return Ok(None);
     }
     match authz.and_then(tessera_auth::authz_token) {

@@ -6,6 +6,7 @@ pub mod delete;
 pub mod fed;
 pub mod fedlist;
 pub mod get;
+pub mod macaroon;
 pub mod metalink;
 pub mod mkcol;
 pub mod moves;

@@ -15,6 +15,7 @@ mod fed_s3;
 mod fed_site;
 mod http2;
 mod litmus;
+mod macaroons;
 mod reference;
 mod scaleout;
 mod tokens;

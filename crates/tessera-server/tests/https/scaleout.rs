@@ -10,9 +10,9 @@ use tessera_server::config::{Config, Role};
 
 const SECRET: &str = "a-cluster-secret-for-https-tests";
 
-struct Cluster {
-    mgm: Env,
-    gateways: Vec<tessera_server::Running>,
+pub struct Cluster {
+    pub mgm: Env,
+    pub gateways: Vec<tessera_server::Running>,
 }
 
 impl Drop for Cluster {
@@ -24,6 +24,11 @@ impl Drop for Cluster {
 }
 
 fn cluster() -> Cluster {
+    cluster_with(|_| {})
+}
+
+/// A metadata service (with `change`) and two gateways.
+pub fn cluster_with(change: impl FnOnce(&mut Config)) -> Cluster {
     let dir = tempfile::tempdir().expect("tmp");
     let secret = dir.path().join("cluster.secret");
     std::fs::write(&secret, SECRET).unwrap();
@@ -31,6 +36,7 @@ fn cluster() -> Cluster {
     let mgm = Env::start_with(|cfg| {
         cfg.role = Role::Mgm;
         cfg.cluster.secret_file = Some(secret.clone());
+        change(cfg);
     });
     let server = mgm.server.as_ref().expect("mgm");
     let dev = mgm.dir.path().join("data").join("dev");
@@ -61,7 +67,7 @@ fn cluster() -> Cluster {
     Cluster { mgm, gateways }
 }
 
-fn served(g: &tessera_server::Running) -> u64 {
+pub fn served(g: &tessera_server::Running) -> u64 {
     g.https_stats
         .as_ref()
         .unwrap()

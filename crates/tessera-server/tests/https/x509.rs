@@ -242,3 +242,46 @@ fn vo_groups_in_acls_and_other_clients() {
     assert_eq!(owner(&e, "/higgs/gfal"), (2, 2));
     assert_eq!(std::fs::read(&put).unwrap().len(), 50_000);
 }
+
+#[test]
+fn through_data_gateways() {
+    let p = pki();
+    let q = p.clone();
+    let c = crate::scaleout::cluster_with(move |cfg| {
+        cfg.https.anonymous = AnonymousCfg::ReadOnly;
+        cfg.x509.ca_dir = Some(q.join("certificates"));
+        cfg.x509.vomsdir = Some(q.join("vomsdir"));
+        cfg.x509.grid_mapfile = Some(q.join("grid-mapfile"));
+        cfg.x509.voms_mapfile = Some(q.join("vorolemap"));
+    });
+    let e = &c.mgm;
+    private_dir(e, "/bin", 2, 2);
+    let f = e.local("gw");
+    let body: Vec<u8> = (0..1_500_000u32).map(|i| (i % 253) as u8).collect();
+    std::fs::write(&f, &body).unwrap();
+    let src = f.to_str().unwrap();
+    let u = format!("{}/bin/gw", e.url);
+    // The metadata service maps the proxy (bin) and signs the capability
+    // for that identity; the gateway writes and serves as it.
+    let (code, b) = curl_as(e, &p, "alice-voms.pem", &["-L", "-T", src, &u]);
+    assert_eq!(code, 201, "{b}");
+    assert_eq!(owner(e, "/bin/gw"), (2, 2));
+    let (code, got) = e.curl(&[
+        "-L",
+        "--cert",
+        p.join("alice-voms.pem").to_str().unwrap(),
+        "--key",
+        p.join("alice-voms.pem").to_str().unwrap(),
+        &u,
+    ]);
+    assert!(code == 200 && got == body, "{code}");
+    assert!(c.gateways.iter().map(crate::scaleout::served).sum::<u64>() >= 2);
+    // A limited proxy is refused before any capability is signed.
+    let (code, b) = curl_as(
+        e,
+        &p,
+        "alice-limited.pem",
+        &["-L", "-T", src, &format!("{u}2")],
+    );
+    assert_eq!(code, 403, "{b}");
+}
