@@ -282,6 +282,108 @@ pub fn new_secret() -> Option<String> {
     Some(b.iter().map(|x| format!("{x:02x}")).collect())
 }
 
+/// What a macaroon request asks: its accesses, activity names and path
+/// (the request's, or a narrower `path:` caveat).
+fn asked(r: &Request, path: &NsPath) -> Result<(Vec<Access>, Vec<String>, NsPath), MacaroonError> {
+    let mut accesses = Vec::new();
+    let mut activities = Vec::new();
+    let mut root = path.clone();
+    for c in &r.caveats {
+        if let Some(list) = c.strip_prefix("activity:") {
+            for a in list.split(',') {
+                let acc = activity(a)
+                    .ok_or_else(|| MacaroonError::Request(format!("unknown activity {a:?}")))?;
+                activities.push(a.trim().to_string());
+                accesses.push(acc);
+            }
+        } else if let Some(p) = c.strip_prefix("path:") {
+            let p = NsPath::parse(p)
+                .map_err(|e| MacaroonError::Request(format!("path caveat: {e}")))?;
+            if p.starts_with(&root) {
+                root = p;
+            } else if !root.starts_with(&p) {
+                return Err(MacaroonError::Request(format!(
+                    "path caveat {} is outside {}",
+                    p.display(),
+                    root.display()
+                )));
+            }
+        } else if c.starts_with("before:") {
+            // The validity says it; a before caveat of the client's
+            // is kept as it is.
+        } else {
+            return Err(MacaroonError::Request(format!(
+                "caveat {c:?} is not understood here"
+            )));
+        }
+    }
+    if accesses.is_empty() {
+        accesses.push(Access::Read);
+        activities.push("DOWNLOAD".into());
+        activities.push("LIST".into());
+    }
+    Ok((accesses, activities, root))
+}
+
+/// A macaroon's caveats, read (all must hold).
+struct Caveats {
+    name: Option<String>,
+    dn: Option<String>,
+    groups: Vec<String>,
+    accesses: Option<Vec<Access>>,
+    paths: Vec<NsPath>,
+    scopes: Option<Vec<ScopeGrant>>,
+    before: u64,
+}
+
+impl Caveats {
+    fn parse(caveats: &[Vec<u8>]) -> Result<Caveats, MacaroonError> {
+        let (mut name, mut dn, mut groups) = (None, None, Vec::new());
+        let mut accesses: Option<Vec<Access>> = None;
+        let mut paths = Vec::new();
+        let mut scopes = None;
+        let mut before = u64::MAX;
+        for c in caveats {
+            let c = std::str::from_utf8(c).map_err(|_| bad("caveat not UTF-8"))?;
+            let (k, v) = c
+                .split_once(':')
+                .ok_or_else(|| bad(format!("caveat {c:?} not understood")))?;
+            match k {
+                "name" if name.is_none() => name = Some(v.to_string()),
+                "dn" => dn = Some(v.to_string()),
+                "groups" => groups = v.split(',').map(str::to_string).collect(),
+                "activity" => {
+                    let these: Vec<Access> = v
+                        .split(',')
+                        .map(|a| activity(a).ok_or_else(|| bad(format!("unknown activity {a:?}"))))
+                        .collect::<Result<_, _>>()?;
+                    accesses = Some(match accesses {
+                        None => these,
+                        Some(prev) => prev.into_iter().filter(|a| these.contains(a)).collect(),
+                    });
+                }
+                "path" => paths.push(NsPath::parse(v).map_err(|_| bad("bad path caveat"))?),
+                "before" => {
+                    let t =
+                        parse_rfc3339(v).ok_or_else(|| bad(format!("bad before caveat {v:?}")))?;
+                    before = before.min(t);
+                }
+                "scope" if scopes.is_none() => scopes = Some(parse_scopes(v)?),
+                _ => return Err(bad(format!("caveat {c:?} not understood"))),
+            }
+        }
+        Ok(Caveats {
+            name,
+            dn,
+            groups,
+            accesses,
+            paths,
+            scopes,
+            before,
+        })
+    }
+}
+
 impl Macaroons {
     /// Macaroons of a cluster's secret, in a domain of their own (the
     /// same secret signs capabilities).
@@ -337,39 +439,7 @@ impl Macaroons {
             None => 600,
         }
         .min(MAX_VALIDITY);
-        let mut accesses = Vec::new();
-        let mut activities = Vec::new();
-        let mut root = path.clone();
-        for c in &r.caveats {
-            if let Some(list) = c.strip_prefix("activity:") {
-                for a in list.split(',') {
-                    let acc = activity(a).ok_or_else(|| req(format!("unknown activity {a:?}")))?;
-                    activities.push(a.trim().to_string());
-                    accesses.push(acc);
-                }
-            } else if let Some(p) = c.strip_prefix("path:") {
-                let p = NsPath::parse(p).map_err(|e| req(format!("path caveat: {e}")))?;
-                if p.starts_with(&root) {
-                    root = p;
-                } else if !root.starts_with(&p) {
-                    return Err(req(format!(
-                        "path caveat {} is outside {}",
-                        p.display(),
-                        root.display()
-                    )));
-                }
-            } else if c.starts_with("before:") {
-                // The validity says it; a before caveat of the client's
-                // is kept as it is.
-            } else {
-                return Err(req(format!("caveat {c:?} is not understood here")));
-            }
-        }
-        if accesses.is_empty() {
-            accesses.push(Access::Read);
-            activities.push("DOWNLOAD".into());
-            activities.push("LIST".into());
-        }
+        let (accesses, activities, root) = asked(&r, path)?;
         let want: Vec<ScopeGrant> = accesses
             .iter()
             .map(|&access| ScopeGrant {
@@ -453,40 +523,15 @@ impl Macaroons {
             ));
         }
         let now = now();
-        let (mut name, mut dn, mut groups) = (None, None, Vec::new());
-        let mut accesses: Option<Vec<Access>> = None;
-        let mut paths = Vec::new();
-        let mut scopes = None;
-        let mut before = u64::MAX;
-        for c in &caveats {
-            let c = std::str::from_utf8(c).map_err(|_| bad("caveat not UTF-8"))?;
-            let (k, v) = c
-                .split_once(':')
-                .ok_or_else(|| bad(format!("caveat {c:?} not understood")))?;
-            match k {
-                "name" if name.is_none() => name = Some(v.to_string()),
-                "dn" => dn = Some(v.to_string()),
-                "groups" => groups = v.split(',').map(str::to_string).collect(),
-                "activity" => {
-                    let these: Vec<Access> = v
-                        .split(',')
-                        .map(|a| activity(a).ok_or_else(|| bad(format!("unknown activity {a:?}"))))
-                        .collect::<Result<_, _>>()?;
-                    accesses = Some(match accesses {
-                        None => these,
-                        Some(prev) => prev.into_iter().filter(|a| these.contains(a)).collect(),
-                    });
-                }
-                "path" => paths.push(NsPath::parse(v).map_err(|_| bad("bad path caveat"))?),
-                "before" => {
-                    let t =
-                        parse_rfc3339(v).ok_or_else(|| bad(format!("bad before caveat {v:?}")))?;
-                    before = before.min(t);
-                }
-                "scope" if scopes.is_none() => scopes = Some(parse_scopes(v)?),
-                _ => return Err(bad(format!("caveat {c:?} not understood"))),
-            }
-        }
+        let Caveats {
+            name,
+            dn,
+            groups,
+            accesses,
+            paths,
+            scopes,
+            before,
+        } = Caveats::parse(&caveats)?;
         if before <= now {
             return Err(bad("expired"));
         }
