@@ -13,13 +13,12 @@
 //! third-party caveats nothing here uses.
 //!
 //! Caveats (all must hold; an unknown one refuses the macaroon):
-//! `name:<local account>`, `dn:<DN>`, `groups:<g1,g2>`,
+//! `name:<account>`, `id:<uid>;<gid>;<gids>`, `dn:<DN>`, `groups:<g1,g2>`,
 //! `activity:<A,B>` (DOWNLOAD, UPLOAD, DELETE, MANAGE, LIST,
 //! READ_METADATA, UPDATE_METADATA, STAGE), `path:<prefix>`,
 //! `before:<RFC 3339 UTC>`, and `scope:<access>:<path> ...` when the
 //! holder's own rights were a token's (the grant is the intersection).
 
-use crate::users;
 use aws_lc_rs::hmac;
 use base64::Engine;
 use std::sync::Arc;
@@ -60,6 +59,22 @@ fn activity(a: &str) -> Option<Access> {
         "STAGE" => Access::Stage,
         _ => return None,
     })
+}
+
+/// `uid;gid;g1,g2`.
+fn parse_id(v: &str) -> Option<(u32, u32, Vec<u32>)> {
+    let mut it = v.split(';');
+    let uid = it.next()?.parse().ok()?;
+    let gid = it.next()?.parse().ok()?;
+    let gids = match it.next() {
+        Some("") | None => Vec::new(),
+        Some(g) => g
+            .split(',')
+            .map(str::parse)
+            .collect::<Result<_, _>>()
+            .ok()?,
+    };
+    it.next().is_none().then_some((uid, gid, gids))
 }
 
 /// `want` within `have`: the grants both allow.
@@ -133,140 +148,6 @@ fn parse_scopes(t: &str) -> Result<Vec<ScopeGrant>, MacaroonError> {
         .collect()
 }
 
-/// An ISO 8601 duration (`PT60M`, `PT1H30M`, `P1D`, `PT3600S`), seconds.
-pub fn iso_duration(s: &str) -> Option<u64> {
-    let rest = s.trim().strip_prefix('P')?;
-    let (days, time) = match rest.split_once('T') {
-        Some((d, t)) => (d, t),
-        None => (rest, ""),
-    };
-    let mut total = 0u64;
-    let mut take = |part: &str, units: &[(char, u64)]| -> Option<()> {
-        let mut n = String::new();
-        for c in part.chars() {
-            if c.is_ascii_digit() {
-                n.push(c);
-            } else {
-                let mul = units.iter().find(|(u, _)| *u == c)?.1;
-                total = total.checked_add(n.parse::<u64>().ok()?.checked_mul(mul)?)?;
-                n.clear();
-            }
-        }
-        n.is_empty().then_some(())
-    };
-    take(days, &[('D', 86_400), ('W', 604_800)])?;
-    take(time, &[('H', 3_600), ('M', 60), ('S', 1)])?;
-    (total > 0).then_some(total)
-}
-
-fn rfc3339(t: u64) -> String {
-    let days = (t / 86_400) as i64;
-    let (y, m, d) = tessera_types::civil::civil_from_days(days);
-    let s = t % 86_400;
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        s / 3600,
-        s / 60 % 60,
-        s % 60
-    )
-}
-
-fn parse_rfc3339(s: &str) -> Option<u64> {
-    let b = s.as_bytes();
-    if b.len() != 20 || b[4] != b'-' || b[10] != b'T' || b[19] != b'Z' {
-        return None;
-    }
-    let n = |a: usize, e: usize| s.get(a..e)?.parse::<i64>().ok();
-    let days = tessera_types::civil::days_from_civil(n(0, 4)?, n(5, 7)? as u32, n(8, 10)? as u32);
-    let secs = days * 86_400 + n(11, 13)? * 3600 + n(14, 16)? * 60 + n(17, 19)?;
-    u64::try_from(secs).ok()
-}
-
-fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-fn varint(mut n: usize, out: &mut Vec<u8>) {
-    while n >= 0x80 {
-        out.push((n as u8 & 0x7f) | 0x80);
-        n >>= 7;
-    }
-    out.push(n as u8);
-}
-
-fn field(tag: u8, v: &[u8], out: &mut Vec<u8>) {
-    out.push(tag);
-    varint(v.len(), out);
-    out.extend_from_slice(v);
-}
-
-/// A V2 macaroon's fields: (location, identifier, caveats, signature).
-type Parsed = (Option<Vec<u8>>, Vec<u8>, Vec<Vec<u8>>, Vec<u8>);
-
-fn parse_v2(b: &[u8]) -> Result<Parsed, MacaroonError> {
-    let mut i = 0usize;
-    let byte = |i: &mut usize| -> Result<u8, MacaroonError> {
-        let v = *b.get(*i).ok_or_else(|| bad("truncated"))?;
-        *i += 1;
-        Ok(v)
-    };
-    let value = |i: &mut usize| -> Result<Vec<u8>, MacaroonError> {
-        let mut n = 0usize;
-        for shift in (0..28).step_by(7) {
-            let c = byte(i)?;
-            n |= usize::from(c & 0x7f) << shift;
-            if c & 0x80 == 0 {
-                let v = b.get(*i..*i + n).ok_or_else(|| bad("truncated"))?.to_vec();
-                *i += n;
-                return Ok(v);
-            }
-        }
-        Err(bad("bad length"))
-    };
-    if byte(&mut i)? != 2 {
-        return Err(bad("not a version 2 macaroon"));
-    }
-    let mut tag = byte(&mut i)?;
-    let mut location = None;
-    if tag == 1 {
-        location = Some(value(&mut i)?);
-        tag = byte(&mut i)?;
-    }
-    if tag != 2 {
-        return Err(bad("no identifier"));
-    }
-    let id = value(&mut i)?;
-    if byte(&mut i)? != 0 {
-        return Err(bad("unexpected field"));
-    }
-    let mut caveats = Vec::new();
-    loop {
-        match byte(&mut i)? {
-            0 => break,
-            2 => {
-                caveats.push(value(&mut i)?);
-                if byte(&mut i)? != 0 {
-                    return Err(bad("third-party caveats are not taken"));
-                }
-            }
-            _ => return Err(bad("third-party caveats are not taken")),
-        }
-        if caveats.len() > 64 {
-            return Err(bad("too many caveats"));
-        }
-    }
-    if byte(&mut i)? != 6 {
-        return Err(bad("no signature"));
-    }
-    let sig = value(&mut i)?;
-    if i != b.len() || sig.len() != 32 {
-        return Err(bad("trailing bytes"));
-    }
-    Ok((location, id, caveats, sig))
-}
-
 /// What a macaroon request asks for.
 #[derive(Debug, Default, serde::Deserialize)]
 pub struct Request {
@@ -328,6 +209,8 @@ fn asked(r: &Request, path: &NsPath) -> Result<(Vec<Access>, Vec<String>, NsPath
 /// A macaroon's caveats, read (all must hold).
 struct Caveats {
     name: Option<String>,
+    /// uid, gid and supplementary gids.
+    id: Option<(u32, u32, Vec<u32>)>,
     dn: Option<String>,
     groups: Vec<String>,
     accesses: Option<Vec<Access>>,
@@ -339,6 +222,7 @@ struct Caveats {
 impl Caveats {
     fn parse(caveats: &[Vec<u8>]) -> Result<Caveats, MacaroonError> {
         let (mut name, mut dn, mut groups) = (None, None, Vec::new());
+        let mut id = None;
         let mut accesses: Option<Vec<Access>> = None;
         let mut paths = Vec::new();
         let mut scopes = None;
@@ -350,6 +234,7 @@ impl Caveats {
                 .ok_or_else(|| bad(format!("caveat {c:?} not understood")))?;
             match k {
                 "name" if name.is_none() => name = Some(v.to_string()),
+                "id" if id.is_none() => id = Some(parse_id(v).ok_or_else(|| bad("bad id caveat"))?),
                 "dn" => dn = Some(v.to_string()),
                 "groups" => groups = v.split(',').map(str::to_string).collect(),
                 "activity" => {
@@ -374,6 +259,7 @@ impl Caveats {
         }
         Ok(Caveats {
             name,
+            id,
             dn,
             groups,
             accesses,
@@ -422,6 +308,9 @@ impl Macaroons {
         body: &[u8],
     ) -> Result<(String, u64), MacaroonError> {
         let req = |s: String| MacaroonError::Request(s);
+        if who.is_root() {
+            return Err(req("macaroons are not issued to root".into()));
+        }
         if who.is_anonymous() {
             return Err(req(
                 "credentials are needed (a certificate, a token or a password)".into(),
@@ -464,7 +353,11 @@ impl Macaroons {
         let mut id = [0u8; 16];
         aws_lc_rs::rand::fill(&mut id).map_err(|_| req("no randomness".into()))?;
         let id: String = id.iter().map(|b| format!("{b:02x}")).collect();
-        let mut caveats = vec![format!("name:{}", who.name)];
+        let gids: Vec<String> = who.groups.iter().map(u32::to_string).collect();
+        let mut caveats = vec![
+            format!("name:{}", who.name),
+            format!("id:{};{};{}", who.uid, who.gid, gids.join(",")),
+        ];
         if let Some(x) = &who.x509 {
             caveats.push(format!("dn:{}", x.dn));
         }
@@ -525,6 +418,7 @@ impl Macaroons {
         let now = now();
         let Caveats {
             name,
+            id,
             dn,
             groups,
             accesses,
@@ -536,9 +430,10 @@ impl Macaroons {
             return Err(bad("expired"));
         }
         let name = name.ok_or_else(|| bad("names nobody"))?;
-        let user = users::user_by_name(&name)
-            .filter(|u| u.uid != 0)
-            .ok_or_else(|| bad(format!("{name} is no local account here")))?;
+        let (uid, gid, gids) = id.ok_or_else(|| bad("names no uid"))?;
+        if uid == 0 {
+            return Err(bad("a macaroon never acts as root"));
+        }
         // The innermost path caveat; caveats on two branches allow nothing.
         let mut root = NsPath::root();
         for p in &paths {
@@ -561,7 +456,8 @@ impl Macaroons {
             Some(s) => intersect(&want, &s),
             None => want,
         };
-        let mut who = users::local_identity(&user, None, protocol);
+        let mut who = Identity::user(uid, gid, name.clone(), protocol);
+        who.groups = gids;
         for g in groups {
             if !g.is_empty() && !who.group_names.contains(&g) {
                 who.group_names.push(g);
@@ -583,6 +479,11 @@ impl Macaroons {
         Ok(who)
     }
 }
+
+#[path = "macaroon_wire.rs"]
+mod wire;
+pub use wire::iso_duration;
+use wire::{field, now, parse_rfc3339, parse_v2, rfc3339};
 
 #[cfg(test)]
 #[path = "macaroon_tests.rs"]

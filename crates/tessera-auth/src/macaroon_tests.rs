@@ -1,4 +1,5 @@
 use super::*;
+use crate::users;
 
 fn daemon() -> Identity {
     let u = users::user_by_name("daemon").unwrap();
@@ -62,7 +63,9 @@ fn never_wider_than_the_requester() {
         .unwrap();
     let g = m.verify(&mac, "https").unwrap().token.unwrap();
     assert!(g.allows(Access::Read, &p("/d/x")) && !g.allows(Access::Create, &p("/d/x")));
-    // Anonymous clients get none; unknown caveats and activities refuse.
+    // Neither root nor anonymous clients get one; unknown caveats and
+    // activities refuse.
+    assert!(m.issue(&Identity::root("https"), &p("/"), b"").is_err());
     assert!(m
         .issue(&Identity::read_only_anonymous("https"), &p("/"), b"")
         .is_err());

@@ -527,6 +527,7 @@ impl Config {
             ));
         }
         self.x509.open().map_err(ConfigError::Invalid)?;
+        self.x509.gsi(&self.tls).map_err(ConfigError::Invalid)?;
         // What serve would refuse (sites, credential files, views).
         tessera_fed::Federation::new(self.federation.clone(), None)
             .map_err(|e| ConfigError::Invalid(format!("[federation]: {e}")))?;

@@ -53,6 +53,12 @@ pub struct X509 {
     pub crl: CrlCfg,
     pub bad_voms: BadVomsCfg,
     pub unmapped: UnmappedCfg,
+    /// Offer XRootD's `gsi` (X.509 proxies over root:// and roots://),
+    /// with `[tls]`'s certificate and key as the host credentials (an RSA
+    /// key, as gsi signs with RSA): `true` (refuse to start without
+    /// them), `false`, or unset: offered when the key is RSA, with a
+    /// warning when it is not.
+    pub xrootd_gsi: Option<bool>,
     /// How often the directories and mapping files are re-read.
     #[serde(rename = "refresh", with = "crate::units::secs")]
     pub refresh_s: u64,
@@ -68,6 +74,7 @@ impl Default for X509 {
             crl: CrlCfg::default(),
             bad_voms: BadVomsCfg::default(),
             unmapped: UnmappedCfg::default(),
+            xrootd_gsi: None,
             refresh_s: 300,
         }
     }
@@ -95,6 +102,31 @@ impl X509 {
                 UnmappedCfg::Anonymous => Unmapped::Anonymous,
             },
         })
+    }
+
+    /// The gsi host credentials (`[tls]`'s), when gsi is offered.
+    pub fn gsi(&self, tls: &crate::config::Tls) -> Result<Option<tessera_gsi::GsiServer>, String> {
+        let (Some(_), Some(cert), Some(key)) = (&self.ca_dir, &tls.cert, &tls.key) else {
+            return match self.xrootd_gsi {
+                Some(true) => Err("[x509] xrootd_gsi needs ca_dir and [tls] cert and key".into()),
+                _ => Ok(None),
+            };
+        };
+        if self.xrootd_gsi == Some(false) {
+            return Ok(None);
+        }
+        let read =
+            |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+        match tessera_gsi::GsiServer::new(&read(cert)?, &read(key)?) {
+            Ok(g) => Ok(Some(g)),
+            Err(e) if self.xrootd_gsi.is_none() => {
+                tracing::warn!("XRootD gsi not offered: {e} (certificates over HTTPS only)");
+                Ok(None)
+            }
+            Err(e) => Err(format!(
+                "[x509] gsi: {e} (xrootd_gsi = false serves certificates over HTTPS only)"
+            )),
+        }
     }
 
     /// Read everything now (what serve does): the error says what is wrong.

@@ -97,6 +97,7 @@ pub(crate) async fn start_gated(
         tasks.push(abort_on_stop(t.refresh, stop_rx.clone()));
         dev_issuer = t.dev.map(|d| (d.issuer, d.jwks));
     }
+    let x509_for_gsi = x509.clone();
     if let Some(x) = &x509 {
         let (cas, crls, grid, roles) = x.counts();
         tracing::info!(cas, crls, grid, roles, "grid certificates taken over HTTPS");
@@ -110,6 +111,16 @@ pub(crate) async fn start_gated(
         https_tls,
         x509,
         macaroons: auth::macaroons(cfg)?,
+        gsi: match (
+            &x509_for_gsi,
+            cfg.x509.gsi(&cfg.tls).map_err(anyhow::Error::msg)?,
+        ) {
+            (Some(x), Some(server)) => Some(Arc::new(tessera_xrootd::gsi::Gsi {
+                server,
+                x509: Arc::clone(x),
+            })),
+            _ => None,
+        },
         validator,
         buffers: buffers.clone(),
         conns,
@@ -170,6 +181,7 @@ fn xrootd(
     let xcfg = Arc::new(tessera_xrootd::XrootdConfig {
         tokens: shared.validator.clone(),
         macaroons: Some(Arc::clone(&shared.macaroons)),
+        gsi: shared.gsi.clone(),
         federation: shared.federation.clone(),
         ..base
     });
@@ -185,6 +197,8 @@ struct Shared {
     x509: Option<Arc<tessera_auth::x509::X509Auth>>,
     /// Macaroons issued over HTTPS, taken by both protocols.
     macaroons: Arc<tessera_auth::macaroon::Macaroons>,
+    /// XRootD's gsi, when `[x509]` offers it.
+    gsi: Option<Arc<tessera_xrootd::gsi::Gsi>>,
     validator: Option<Arc<tessera_auth::Validator>>,
     buffers: tessera_core::Budget,
     conns: tessera_core::ConnLimits,

@@ -6,6 +6,7 @@
 mod conn;
 pub mod decode;
 pub mod error;
+pub mod gsi;
 pub mod identity;
 mod idle;
 pub mod names;
@@ -100,6 +101,8 @@ pub struct XrootdConfig {
     pub tokens: Option<Arc<tessera_auth::Validator>>,
     /// Macaroons (issued over HTTPS) taken as tokens, like the JWTs.
     pub macaroons: Option<Arc<tessera_auth::macaroon::Macaroons>>,
+    /// The `gsi` security protocol (X.509 proxies), when `[x509]` is on.
+    pub gsi: Option<Arc<gsi::Gsi>>,
     /// How long a request that has begun to arrive may stall (no bytes)
     /// before the connection is closed. Between requests a client may be
     /// idle as long as it likes.
@@ -157,6 +160,7 @@ impl Default for XrootdConfig {
             max_write: DEFAULT_MAX_WRITE,
             tokens: None,
             macaroons: None,
+            gsi: None,
             request_stall: DEFAULT_REQUEST_STALL,
             names: Arc::default(),
             max_in_flight: DEFAULT_MAX_IN_FLIGHT,

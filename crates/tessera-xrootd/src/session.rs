@@ -77,6 +77,8 @@ pub struct Session {
     /// connection that only pings is idle.
     worked: std::sync::atomic::AtomicU64,
     born: std::time::Instant,
+    /// A gsi handshake between its two messages.
+    gsi: Mutex<Option<tessera_gsi::Pending>>,
 }
 
 impl Session {
@@ -102,6 +104,7 @@ impl Session {
             mark,
             worked: std::sync::atomic::AtomicU64::new(0),
             born: std::time::Instant::now(),
+            gsi: Mutex::new(None),
             logged_in: RwLock::new(false),
             handles: Mutex::new(HashMap::new()),
             next: AtomicU32::new(1),
@@ -144,6 +147,15 @@ impl Session {
                 g.subject
             ),
         ))
+    }
+
+    /// The gsi handshake in progress, taken for its next step.
+    pub fn take_gsi(&self) -> Option<tessera_gsi::Pending> {
+        self.gsi.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+
+    pub fn put_gsi(&self, p: Option<tessera_gsi::Pending>) {
+        *self.gsi.lock().unwrap_or_else(|p| p.into_inner()) = p;
     }
 
     pub fn set_who(&self, who: Identity) {

@@ -285,3 +285,48 @@ fn through_data_gateways() {
     );
     assert_eq!(code, 403, "{b}");
 }
+
+#[test]
+fn a_new_crl_counts_without_a_restart() {
+    // The CA directory starts without its CRL (bob's certificate counts);
+    // fetch-crl then writes it: within a refresh, bob is refused.
+    let p = pki();
+    let dir = p.join(format!("certs-refresh-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut crl = None;
+    for f in std::fs::read_dir(p.join("certificates")).unwrap() {
+        let f = f.unwrap().path();
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with(".r0") {
+            crl = Some((f.clone(), name));
+        } else {
+            std::fs::copy(&f, dir.join(&name)).unwrap();
+        }
+    }
+    let (crl, crl_name) = crl.expect("the PKI has a CRL");
+    let d = dir.clone();
+    let (e, p) = start(move |c| {
+        c.x509.ca_dir = Some(d);
+        c.x509.refresh_s = 1;
+    });
+    let u = format!("{}/", e.url);
+    let (c, b) = curl_as(&e, &p, "bob-voms.pem", &["-I", &u]);
+    assert_eq!(c, 200, "{b}");
+    std::fs::copy(&crl, dir.join(crl_name)).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (c, b) = curl_as(&e, &p, "bob-voms.pem", &[&u]);
+        if c == 401 {
+            assert!(b.contains("revoked"), "{b}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the CRL was not read: {c} {b}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    // Alice is untouched.
+    assert_eq!(curl_as(&e, &p, "alice-plain.pem", &["-I", &u]).0, 200);
+}

@@ -10,6 +10,7 @@ mod drain;
 mod errors;
 mod failover;
 mod fed;
+mod gsi;
 mod pgrw;
 mod python;
 mod scaleout;

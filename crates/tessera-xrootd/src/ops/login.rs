@@ -38,6 +38,10 @@ pub fn login(s: &Session, name: &str) -> Result<Vec<u8>, XrdError> {
     if s.tls && s.cfg.tokens.is_some() {
         b.extend_from_slice(format!("&P=ztn,0:{}:", crate::token::MAX_TOKEN).as_bytes());
     }
+    // X.509 proxies (gsi) on any connection, before unix.
+    if let Some(g) = &s.cfg.gsi {
+        b.extend_from_slice(format!("&P={}", g.server.login_param()).as_bytes());
+    }
     b.extend_from_slice(b"&P=unix");
     Ok(b)
 }

@@ -112,6 +112,9 @@ pub async fn dispatch(
     match r {
         Request::Protocol => out.result(st, login::protocol(s)).await,
         Request::Login { user } => out.result(st, login::login(s, &user)).await,
+        Request::Auth { credtype, cred } if credtype == "gsi" => {
+            crate::gsi::answer(s, out, st, &cred).await
+        }
         Request::Auth { credtype, cred } => {
             let r = login::auth(s, &credtype, &cred).await;
             match &r {

@@ -1,0 +1,82 @@
+//! The `gsi` security protocol (X.509 proxies) over XRootD: the
+//! handshake is `tessera-gsi`'s; the client's chain is verified and
+//! mapped by the same `X509Auth` as HTTPS client certificates, so a
+//! proxy is the same identity on both protocols. Offered in the login
+//! reply after `ztn` (over TLS) and before `unix`.
+
+use crate::error::XrdError;
+use crate::proto::err;
+use crate::session::Session;
+use std::sync::Arc;
+use tessera_auth::x509::{X509Auth, X509Refusal};
+use tessera_gsi::{GsiServer, Outcome};
+
+/// A listener's gsi: the handshake's host credentials and the mapping.
+pub struct Gsi {
+    pub server: GsiServer,
+    pub x509: Arc<X509Auth>,
+}
+
+/// Answer one `kXR_auth` of protocol gsi: `kXR_authmore`, `kXR_ok` or
+/// the refusal. False when the connection is gone.
+pub async fn answer(s: &Session, out: &crate::reply::Out, st: [u8; 2], cred: &[u8]) -> bool {
+    match auth(s, cred).await {
+        Ok(Some(more)) => {
+            let body = vec![crate::reply::Piece::Bytes(more)];
+            out.pieces(st, crate::proto::status::AUTHMORE, body).await
+        }
+        Ok(None) => out.ok(st, Vec::new()).await,
+        Err(e) => out.error(st, &e).await,
+    }
+}
+
+/// One `kXR_auth` of protocol gsi: `Some(body)` for `kXR_authmore`,
+/// `None` when the client is authenticated (`kXR_ok`).
+pub async fn auth(s: &Session, cred: &[u8]) -> Result<Option<Vec<u8>>, XrdError> {
+    let Some(g) = s.cfg.gsi.clone() else {
+        return Err(XrdError::new(
+            err::AUTH_FAILED,
+            "security protocol 'gsi' is not offered here",
+        ));
+    };
+    let mut pending = s.take_gsi();
+    let cred = cred.to_vec();
+    // RSA signatures and DH take milliseconds: off the runtime's threads.
+    let (pending, r) = tokio::task::spawn_blocking(move || {
+        let r = g.server.step(&mut pending, &cred);
+        let r = match r {
+            Ok(Outcome::More(b)) => Ok(Ok(b)),
+            Ok(Outcome::Done { chain }) => Ok(Err(g.x509.identify(&chain, "xroot"))),
+            Err(e) => Err(e),
+        };
+        (pending, r)
+    })
+    .await
+    .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))?;
+    s.put_gsi(pending);
+    match r {
+        Ok(Ok(more)) => Ok(Some(more)),
+        Ok(Err(Ok(Some(who)))) => {
+            tracing::debug!(user = %who.name, uid = who.uid, "xroot gsi auth");
+            s.set_who(who);
+            Ok(None)
+        }
+        // A valid certificate the site serves as anonymous.
+        Ok(Err(Ok(None))) => Ok(None),
+        Ok(Err(Err(X509Refusal::Invalid(m)))) => {
+            tracing::info!(peer = %s.peer, "gsi: certificate refused: {m}");
+            Err(XrdError::new(
+                err::AUTH_FAILED,
+                format!("Secgsi: ErrParseBuffer: certificate chain verification failed: {m}"),
+            ))
+        }
+        Ok(Err(Err(X509Refusal::Unmapped(m)))) => {
+            tracing::info!(peer = %s.peer, "gsi: {m}");
+            Err(XrdError::new(err::AUTH_FAILED, format!("Secgsi: {m}")))
+        }
+        Err(e) => {
+            tracing::info!(peer = %s.peer, "gsi refused: {e}");
+            Err(XrdError::new(err::AUTH_FAILED, e.to_string()))
+        }
+    }
+}
