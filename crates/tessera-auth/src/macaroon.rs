@@ -77,6 +77,18 @@ fn parse_id(v: &str) -> Option<(u32, u32, Vec<u32>)> {
     it.next().is_none().then_some((uid, gid, gids))
 }
 
+/// Each of `accesses` on the subtree `root`.
+fn on(accesses: &[Access], root: &NsPath) -> Vec<ScopeGrant> {
+    accesses
+        .iter()
+        .map(|&access| ScopeGrant {
+            access,
+            path: root.clone(),
+            dir_only: false,
+        })
+        .collect()
+}
+
 /// `want` within `have`: the grants both allow.
 pub fn intersect(want: &[ScopeGrant], have: &[ScopeGrant]) -> Vec<ScopeGrant> {
     let mut out = Vec::new();
@@ -329,14 +341,7 @@ impl Macaroons {
         }
         .min(MAX_VALIDITY);
         let (accesses, activities, root) = asked(&r, path)?;
-        let want: Vec<ScopeGrant> = accesses
-            .iter()
-            .map(|&access| ScopeGrant {
-                access,
-                path: root.clone(),
-                dir_only: false,
-            })
-            .collect();
+        let want = on(&accesses, &root);
         let scopes = match &who.token {
             Some(t) => {
                 let s = intersect(&want, &t.scopes);
@@ -443,15 +448,7 @@ impl Macaroons {
                 return Err(bad("its path caveats allow nothing"));
             }
         }
-        let want: Vec<ScopeGrant> = accesses
-            .unwrap_or_default()
-            .into_iter()
-            .map(|access| ScopeGrant {
-                access,
-                path: root.clone(),
-                dir_only: false,
-            })
-            .collect();
+        let want = on(&accesses.unwrap_or_default(), &root);
         let grant = match scopes {
             Some(s) => intersect(&want, &s),
             None => want,

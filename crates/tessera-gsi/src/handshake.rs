@@ -221,58 +221,7 @@ impl GsiServer {
         if p.at.elapsed() > HANDSHAKE_TTL {
             return Err(parse_err(format!("handshake expired{at}")));
         }
-        let alg = buf
-            .get(kind::CIPHER_ALG)
-            .ok_or_else(|| parse_err(format!("cipher algorithm missing{at}")))?;
-        let alg = String::from_utf8_lossy(alg);
-        let name = alg.split('#').next().unwrap_or_default();
-        let (cipher, key_len) = match name {
-            "aes-128-cbc" => (&AES_128, 16),
-            "aes-256-cbc" => (&AES_256, 32),
-            _ => {
-                return Err(parse_err(format!(
-                    "unsupported cipher chosen by the client: {name}{at}"
-                )))
-            }
-        };
-        let puk = buf
-            .get(kind::PUK)
-            .ok_or_else(|| parse_err(format!("client public key missing{at}")))?;
-        let puk_bits = public_key_bits(puk).ok_or_else(|| {
-            parse_err(format!(
-                "bucket with client public key carries an invalid key{at}"
-            ))
-        })?;
-        let peer = PublicKey::from_pkcs1(&puk_bits).map_err(|e| parse_err(format!("{e}{at}")))?;
-        let signed_blob = buf
-            .get(kind::CIPHER)
-            .ok_or_else(|| err("ErrNoCipher", format!("client DH value missing{at}")))?;
-        let blob = peer
-            .recover(signed_blob)
-            .map_err(|_| parse_err(format!("decrypting client DH public parameters{at}")))?;
-        let hex = between(&blob, b"---BPUB---", b"---EPUB--")
-            .ok_or_else(|| parse_err(format!("client DH public value not found{at}")))?;
-        let hex = std::str::from_utf8(hex).map_err(|_| parse_err(format!("bad DH value{at}")))?;
-        let mut secret =
-            p.dh.shared(hex)
-                .map_err(|e| parse_err(format!("{e}{at}")))?;
-        if !p.padded {
-            let zeros = secret.iter().take_while(|&&b| b == 0).count();
-            secret.drain(..zeros);
-        }
-        if secret.len() < key_len {
-            return Err(parse_err(format!("DH secret too short{at}")));
-        }
-        let main = buf
-            .get(kind::MAIN)
-            .ok_or_else(|| parse_err(format!("main buffer missing{at}")))?;
-        let plain = decrypt(cipher, &secret[..key_len], main).ok_or_else(|| {
-            parse_err(format!(
-                "error decrypting main buffer with session cipher{at}"
-            ))
-        })?;
-        let inner =
-            Buffer::parse(&plain).map_err(|e| parse_err(format!("main buffer: {e}{at}")))?;
+        let (inner, peer, puk_bits) = open_main(&p, buf)?;
         if let Some(md) = buf.get(kind::MD_ALG) {
             let md = String::from_utf8_lossy(md);
             if !DIGESTS.split(':').any(|d| d == md) {
@@ -323,6 +272,65 @@ impl GsiServer {
         }
         Ok(Outcome::Done { chain })
     }
+}
+
+/// The client's second message, opened: the session key agreed (its
+/// DH value recovered with the proxy key it sends), the main buffer
+/// decrypted. Returns it, the proxy key and that key's bits.
+fn open_main(p: &Pending, buf: &Buffer) -> Result<(Buffer, PublicKey, Vec<u8>), GsiError> {
+    let at = ": kXGC_cert";
+    let alg = buf
+        .get(kind::CIPHER_ALG)
+        .ok_or_else(|| parse_err(format!("cipher algorithm missing{at}")))?;
+    let alg = String::from_utf8_lossy(alg);
+    let name = alg.split('#').next().unwrap_or_default();
+    let (cipher, key_len) = match name {
+        "aes-128-cbc" => (&AES_128, 16),
+        "aes-256-cbc" => (&AES_256, 32),
+        _ => {
+            return Err(parse_err(format!(
+                "unsupported cipher chosen by the client: {name}{at}"
+            )))
+        }
+    };
+    let puk = buf
+        .get(kind::PUK)
+        .ok_or_else(|| parse_err(format!("client public key missing{at}")))?;
+    let puk_bits = public_key_bits(puk).ok_or_else(|| {
+        parse_err(format!(
+            "bucket with client public key carries an invalid key{at}"
+        ))
+    })?;
+    let peer = PublicKey::from_pkcs1(&puk_bits).map_err(|e| parse_err(format!("{e}{at}")))?;
+    let signed_blob = buf
+        .get(kind::CIPHER)
+        .ok_or_else(|| err("ErrNoCipher", format!("client DH value missing{at}")))?;
+    let blob = peer
+        .recover(signed_blob)
+        .map_err(|_| parse_err(format!("decrypting client DH public parameters{at}")))?;
+    let hex = between(&blob, b"---BPUB---", b"---EPUB--")
+        .ok_or_else(|| parse_err(format!("client DH public value not found{at}")))?;
+    let hex = std::str::from_utf8(hex).map_err(|_| parse_err(format!("bad DH value{at}")))?;
+    let mut secret =
+        p.dh.shared(hex)
+            .map_err(|e| parse_err(format!("{e}{at}")))?;
+    if !p.padded {
+        let zeros = secret.iter().take_while(|&&b| b == 0).count();
+        secret.drain(..zeros);
+    }
+    if secret.len() < key_len {
+        return Err(parse_err(format!("DH secret too short{at}")));
+    }
+    let main = buf
+        .get(kind::MAIN)
+        .ok_or_else(|| parse_err(format!("main buffer missing{at}")))?;
+    let plain = decrypt(cipher, &secret[..key_len], main).ok_or_else(|| {
+        parse_err(format!(
+            "error decrypting main buffer with session cipher{at}"
+        ))
+    })?;
+    let inner = Buffer::parse(&plain).map_err(|e| parse_err(format!("main buffer: {e}{at}")))?;
+    Ok((inner, peer, puk_bits))
 }
 
 /// The key bits of a PEM `PUBLIC KEY` (SubjectPublicKeyInfo) bucket.

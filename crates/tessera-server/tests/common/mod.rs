@@ -255,3 +255,43 @@ pub fn workspace_bin(name: &str) -> std::path::PathBuf {
     );
     bin
 }
+
+/// The grid PKI `tests/pki/make.sh` makes (openssl, voms-proxy-fake):
+/// CA directory, vomsdir, mapping files, proxies. Made once per test
+/// process.
+pub fn pki() -> std::path::PathBuf {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("tessera-pki-{}", std::process::id()));
+        let script =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/pki/make.sh");
+        let st = std::process::Command::new("bash")
+            .arg(script)
+            .arg(&dir)
+            .status()
+            .expect("bash");
+        assert!(
+            st.success(),
+            "tests/pki/make.sh (openssl, voms-proxy-fake) failed"
+        );
+        dir
+    })
+    .clone()
+}
+
+/// Make `path` (mode 0700) as root and give it to `uid` (group `uid`).
+pub fn private_dir(rt: &tokio::runtime::Runtime, core: &tessera_core::Core, path: &str, uid: u32) {
+    let root = tessera_types::Identity::root("test");
+    let p = tessera_types::NsPath::parse(path).expect("path");
+    rt.block_on(async {
+        core.mkdir(&root, p.clone(), 0o700, true)
+            .await
+            .expect("mkdir");
+        let a = tessera_core::SetAttr {
+            uid: Some(uid),
+            gid: Some(uid),
+            ..Default::default()
+        };
+        core.setattr(&root, p, a).await.expect("chown");
+    });
+}

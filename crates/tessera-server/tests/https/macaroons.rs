@@ -39,21 +39,7 @@ fn macaroon_of(json: &str) -> String {
 }
 
 fn own(e: &Env, path: &str, uid: u32) {
-    e.rt.block_on(async {
-        e.core()
-            .mkdir(&Env::root(), Env::path(path), 0o700, true)
-            .await
-            .unwrap();
-        let a = tessera_core::SetAttr {
-            uid: Some(uid),
-            gid: Some(uid),
-            ..Default::default()
-        };
-        e.core()
-            .setattr(&Env::root(), Env::path(path), a)
-            .await
-            .unwrap();
-    });
+    crate::private_dir(&e.rt, e.core(), path, uid);
 }
 
 #[test]

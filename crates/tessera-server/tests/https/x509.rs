@@ -5,29 +5,9 @@
 //! through the VOMS role map (→ bin); VO groups count in `g:` ACL
 //! entries; every bad certificate is refused with its reason.
 
-use crate::Env;
+use crate::{pki, Env};
 use std::path::{Path, PathBuf};
 use tessera_server::config::AnonymousCfg;
-
-/// The test PKI, made once per test process.
-pub fn pki() -> PathBuf {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("tessera-pki-https-{}", std::process::id()));
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/pki/make.sh");
-        let st = std::process::Command::new("bash")
-            .arg(script)
-            .arg(&dir)
-            .status()
-            .unwrap();
-        assert!(
-            st.success(),
-            "tests/pki/make.sh (openssl, voms-proxy-fake) failed"
-        );
-        dir
-    })
-    .clone()
-}
 
 /// A dev server taking certificates of the test PKI; anonymous clients
 /// read only.
@@ -63,30 +43,16 @@ fn owner(e: &Env, path: &str) -> (u32, u32) {
 }
 
 /// A directory owned by `uid`, mode 0700 (only that account gets in).
-fn private_dir(e: &Env, path: &str, uid: u32, gid: u32) {
-    e.rt.block_on(async {
-        e.core()
-            .mkdir(&Env::root(), Env::path(path), 0o700, true)
-            .await
-            .unwrap();
-        let a = tessera_core::SetAttr {
-            uid: Some(uid),
-            gid: Some(gid),
-            ..Default::default()
-        };
-        e.core()
-            .setattr(&Env::root(), Env::path(path), a)
-            .await
-            .unwrap();
-    });
+fn private_dir(e: &Env, path: &str, uid: u32) {
+    crate::private_dir(&e.rt, e.core(), path, uid);
 }
 
 #[test]
 fn proxies_map_to_accounts_and_write_as_them() {
     let (e, p) = start(|_| {});
     let u = |path: &str| format!("{}{path}", e.url);
-    private_dir(&e, "/daemon", 1, 1);
-    private_dir(&e, "/bin", 2, 2);
+    private_dir(&e, "/daemon", 1);
+    private_dir(&e, "/bin", 2);
     let f = e.local("f");
     std::fs::write(&f, b"grid bytes\n").unwrap();
     let src = f.to_str().unwrap();
@@ -139,7 +105,7 @@ fn bad_certificates_are_refused_with_the_reason() {
     }
     // A forged VOMS AC: its FQANs are ignored (the site's default), the DN
     // still counts (daemon, not bin).
-    private_dir(&e, "/bin", 2, 2);
+    private_dir(&e, "/bin", 2);
     let (c, _) = curl_as(&e, &p, "alice-forged.pem", &[&format!("{}/bin/", e.url)]);
     assert_eq!(c, 403);
     assert_eq!(curl_as(&e, &p, "alice-forged.pem", &["-I", &u]).0, 200);
@@ -255,7 +221,7 @@ fn through_data_gateways() {
         cfg.x509.voms_mapfile = Some(q.join("vorolemap"));
     });
     let e = &c.mgm;
-    private_dir(e, "/bin", 2, 2);
+    private_dir(e, "/bin", 2);
     let f = e.local("gw");
     let body: Vec<u8> = (0..1_500_000u32).map(|i| (i % 253) as u8).collect();
     std::fs::write(&f, &body).unwrap();

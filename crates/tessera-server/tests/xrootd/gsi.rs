@@ -6,24 +6,9 @@
 //! VOMS role map: production → bin), limited proxies read only, and
 //! every bad certificate is refused with its reason.
 
-use crate::Env;
+use crate::{pki, Env};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn pki() -> PathBuf {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("tessera-pki-xrootd-{}", std::process::id()));
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/pki/make.sh");
-        let st = Command::new("bash").arg(script).arg(&dir).status().unwrap();
-        assert!(
-            st.success(),
-            "tests/pki/make.sh (openssl, voms-proxy-fake) failed"
-        );
-        dir
-    })
-    .clone()
-}
 
 /// A dev server whose host certificate is the PKI's (RSA, localhost) and
 /// that takes its proxies.
@@ -66,21 +51,7 @@ fn run(mut c: Command) -> (bool, String) {
 }
 
 fn private_dir(e: &Env, path: &str, uid: u32) {
-    e.rt.block_on(async {
-        e.core()
-            .mkdir(&Env::root(), Env::path(path), 0o700, true)
-            .await
-            .unwrap();
-        let a = tessera_core::SetAttr {
-            uid: Some(uid),
-            gid: Some(uid),
-            ..Default::default()
-        };
-        e.core()
-            .setattr(&Env::root(), Env::path(path), a)
-            .await
-            .unwrap();
-    });
+    crate::private_dir(&e.rt, e.core(), path, uid);
 }
 
 fn owner(e: &Env, path: &str) -> u32 {
