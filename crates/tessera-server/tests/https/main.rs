@@ -17,6 +17,7 @@ mod http2;
 mod litmus;
 mod macaroons;
 mod reference;
+mod reference_grid;
 mod scaleout;
 mod tokens;
 mod tpc;

@@ -12,6 +12,8 @@ use std::process::{Child, Command};
 pub struct Reference {
     child: Child,
     pub url: String,
+    /// Its root:// address.
+    pub root: String,
     pub dir: PathBuf,
 }
 
@@ -37,7 +39,26 @@ fn chown_xrootd(p: &Path) {
 }
 
 impl Reference {
+    /// With tesserad's dev certificate and CA.
     pub fn start(tess: &Env) -> Reference {
+        let dev = tess.dir.path().join("data").join("dev");
+        Reference::launch(
+            tess,
+            [&dev.join("server.pem"), &dev.join("server.key")],
+            &dev.join("certificates"),
+            |_| String::new(),
+        )
+    }
+
+    /// With host certificate and key `cred`, CAs from `ca_dir`, and the
+    /// configuration lines `extra` returns (given the directory whose
+    /// `pki/` it may write files into).
+    pub fn launch(
+        tess: &Env,
+        cred: [&Path; 2],
+        ca_dir: &Path,
+        extra: impl FnOnce(&Path) -> String,
+    ) -> Reference {
         assert!(
             Path::new("/usr/bin/xrootd").exists(),
             "Debian's xrootd server not found: apt-get install xrootd-server \
@@ -53,11 +74,10 @@ impl Reference {
         for d in ["data", "run", "home", "pki"] {
             std::fs::create_dir_all(dir.join(d)).unwrap();
         }
-        let dev = tess.dir.path().join("data").join("dev");
-        std::fs::copy(dev.join("server.pem"), dir.join("pki/cert.pem")).unwrap();
-        std::fs::copy(dev.join("server.key"), dir.join("pki/key.pem")).unwrap();
+        std::fs::copy(cred[0], dir.join("pki/cert.pem")).unwrap();
+        std::fs::copy(cred[1], dir.join("pki/key.pem")).unwrap();
         std::fs::create_dir_all(dir.join("pki/certificates")).unwrap();
-        for e in std::fs::read_dir(dev.join("certificates")).unwrap() {
+        for e in std::fs::read_dir(ca_dir).unwrap() {
             let p = e.unwrap().path();
             std::fs::write(
                 dir.join("pki/certificates").join(p.file_name().unwrap()),
@@ -81,7 +101,8 @@ impl Reference {
              xrd.protocol XrdHttp:{hport} libXrdHttp.so\n\
              http.exthandler xrdtpc libXrdHttpTPC.so\n\
              http.listingdeny no\n\
-             http.trace all\n"
+             http.trace all\n{}",
+            extra(&dir)
         );
         std::fs::write(dir.join("xrd.cfg"), cfg).unwrap();
         chown_xrootd(&dir);
@@ -116,6 +137,7 @@ impl Reference {
         let r = Reference {
             child,
             url: format!("https://localhost:{hport}"),
+            root: format!("root://localhost:{xport}"),
             dir,
         };
         // Up to 30 s: on a loaded 2-core machine the reference's start
@@ -135,7 +157,7 @@ impl Reference {
 
 impl Reference {
     /// The end of its log (for failure messages).
-    fn log_tail(&self) -> String {
+    pub fn log_tail(&self) -> String {
         let raw = std::fs::read(self.dir.join("ref").join("xrootd.log")).unwrap_or_default();
         let text = String::from_utf8_lossy(&raw);
         let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();

@@ -1,0 +1,131 @@
+//! FTS with nothing but a proxy, between tesserad and the reference
+//! (issue 36): Debian's xrootd with XrdHttp, XrdHttpTPC, XrdMacaroons and
+//! gsi (its grid-mapfile mapping alice to its own user), both on the host
+//! certificate of the test PKI. gfal-copy asks each end for a macaroon
+//! (`application/macaroon-request`, authenticated by the proxy) and hands
+//! them to the copy: pull and push, each server active in turn. And the
+//! same proxy logs in to both with gsi over root://.
+
+use crate::reference::Reference;
+use crate::{pki, Env};
+use std::os::unix::fs::PermissionsExt;
+
+/// tesserad on the PKI's host certificate, taking its proxies, allowed to
+/// copy to loopback; and the reference beside it.
+fn both() -> (Env, Reference, std::path::PathBuf) {
+    let p = pki();
+    let q = p.clone();
+    let (mut e, _) = crate::x509::start(move |c| {
+        c.tls.cert = Some(q.join("host.pem"));
+        c.tls.key = Some(q.join("host.key"));
+        c.https.tpc_ca_files.push(q.join("ca/ca.pem"));
+        c.https.tpc_allow = vec!["127.0.0.0/8".into(), "::1".into()];
+    });
+    e.ca = p.join("ca/ca.pem");
+    e.ca_dir = p.join("certificates");
+    let x = Reference::launch(
+        &e,
+        [&p.join("host.pem"), &p.join("host.key")],
+        &p.join("certificates"),
+        |dir| {
+            let pk = dir.join("pki");
+            // As XrdMacaroons' own advice makes it (base64 lines).
+            let st = std::process::Command::new("openssl")
+                .args(["rand", "-base64", "-out"])
+                .arg(pk.join("macaroon.secret"))
+                .arg("64")
+                .status()
+                .unwrap();
+            assert!(st.success(), "openssl rand");
+            std::fs::set_permissions(
+                pk.join("macaroon.secret"),
+                std::fs::Permissions::from_mode(0o600),
+            )
+            .unwrap();
+            std::fs::write(
+                pk.join("grid-mapfile"),
+                "\"/DC=org/DC=tessera/OU=Users/CN=Alice Smith\" xrootd\n",
+            )
+            .unwrap();
+            std::fs::write(pk.join("authdb"), "u * / a\n").unwrap();
+            let k = pk.display();
+            format!(
+                "all.sitename tessera-ref\n\
+                 xrootd.seclib libXrdSec.so\n\
+                 sec.protocol gsi -certdir:{k}/certificates -cert:{k}/cert.pem -key:{k}/key.pem \
+                 -gridmap:{k}/grid-mapfile -gmapopt:2 -dlgpxy:ignore -crl:0\n\
+                 sec.protbind * only gsi\n\
+                 http.exthandler xrdmacaroons libXrdMacaroons.so\n\
+                 http.gridmap {k}/grid-mapfile\n\
+                 macaroons.secretkey {k}/macaroon.secret\n\
+                 ofs.authlib ++ libXrdMacaroons.so\n\
+                 ofs.authorize 1\n\
+                 acc.authdb {k}/authdb\n"
+            )
+        },
+    );
+    (e, x, p)
+}
+
+#[test]
+fn gfal_copy_with_a_proxy_only_both_ways_with_the_reference() {
+    let (e, x, p) = both();
+    let proxy = p.join("alice-voms.pem");
+    let px = proxy.to_str().unwrap();
+    crate::private_dir(&e.rt, e.core(), "/bin", 2);
+    let body = crate::data(4_000_037, 36);
+    let f = e.local("src");
+    std::fs::write(&f, &body).unwrap();
+    let src = format!("{}/bin/src.bin", e.url);
+    let (code, _) = e.curl(&["--cert", px, "--key", px, "-T", f.to_str().unwrap(), &src]);
+    assert_eq!(code, 201);
+    let gfal = |mode: &str, from: &str, to: &str| {
+        let o = e
+            .cmd("gfal-copy")
+            .env("X509_USER_PROXY", &proxy)
+            .args(["-f", "-t", "240", "--copy-mode", mode, "-K", "ADLER32"])
+            .arg(from.replace("https://", "davs://"))
+            .arg(to.replace("https://", "davs://"))
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "gfal-copy {mode} {from} {to}: {}\n{}\nreference log:\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr),
+            x.log_tail()
+        );
+    };
+    for mode in ["pull", "push"] {
+        // tesserad → reference (the reference active in pull mode), and back.
+        let there = format!("{}/{mode}.bin", x.url);
+        gfal(mode, &src, &there);
+        let back = format!("{}/bin/back-{mode}.bin", e.url);
+        gfal(mode, &there, &back);
+        let (code, got) = e.curl(&["--cert", px, "--key", px, &back]);
+        assert!(code == 200 && got == body, "{mode}: {code}");
+        let i =
+            e.rt.block_on(e.core().stat(
+                &crate::Env::root(),
+                crate::Env::path(&format!("/bin/back-{mode}.bin")),
+            ))
+            .unwrap();
+        assert_eq!(i.uid, 2, "written as the account the proxy maps to");
+    }
+    // gsi over root:// to both, with the same proxy.
+    let tess = e.server.as_ref().unwrap().xrootd_addr.unwrap();
+    for url in [format!("root://localhost:{}", tess.port()), x.root.clone()] {
+        let o = e
+            .cmd("xrdfs")
+            .env("X509_USER_PROXY", &proxy)
+            .env("XrdSecPROTOCOL", "gsi")
+            .args([url.as_str(), "ls", "/"])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "xrdfs {url}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
