@@ -11,6 +11,9 @@ use std::sync::Arc;
 use tessera_auth::x509::{X509Auth, X509Refusal};
 use tessera_gsi::{GsiServer, Outcome};
 
+/// The most gsi handshakes one connection may begin.
+pub const MAX_HANDSHAKES: u32 = 4;
+
 /// A listener's gsi: the handshake's host credentials and the mapping.
 pub struct Gsi {
     pub server: GsiServer,
@@ -39,7 +42,18 @@ pub async fn auth(s: &Session, cred: &[u8]) -> Result<Option<Vec<u8>>, XrdError>
             "security protocol 'gsi' is not offered here",
         ));
     };
-    let mut pending = s.take_gsi();
+    // Each handshake costs the server two RSA signatures and a DH key:
+    // a connection begins a few, as many clients as try again, no more.
+    let begins = cred.get(4..8) == Some(&tessera_gsi::buffer::step::CERTREQ.to_be_bytes()[..]);
+    let (mut pending, begun) = s.take_gsi(begins);
+    if begun > MAX_HANDSHAKES {
+        return Err(XrdError::new(
+            err::AUTH_FAILED,
+            format!(
+                "Secgsi: ErrError: more than {MAX_HANDSHAKES} gsi handshakes on one connection"
+            ),
+        ));
+    }
     let cred = cred.to_vec();
     // RSA signatures and DH take milliseconds: off the runtime's threads.
     let (pending, r) = tokio::task::spawn_blocking(move || {

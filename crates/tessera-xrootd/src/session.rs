@@ -77,8 +77,8 @@ pub struct Session {
     /// connection that only pings is idle.
     worked: std::sync::atomic::AtomicU64,
     born: std::time::Instant,
-    /// A gsi handshake between its two messages.
-    gsi: Mutex<Option<tessera_gsi::Pending>>,
+    /// A gsi handshake between its two messages, and how many were begun.
+    gsi: Mutex<(Option<tessera_gsi::Pending>, u32)>,
 }
 
 impl Session {
@@ -104,7 +104,7 @@ impl Session {
             mark,
             worked: std::sync::atomic::AtomicU64::new(0),
             born: std::time::Instant::now(),
-            gsi: Mutex::new(None),
+            gsi: Mutex::new((None, 0)),
             logged_in: RwLock::new(false),
             handles: Mutex::new(HashMap::new()),
             next: AtomicU32::new(1),
@@ -149,13 +149,17 @@ impl Session {
         ))
     }
 
-    /// The gsi handshake in progress, taken for its next step.
-    pub fn take_gsi(&self) -> Option<tessera_gsi::Pending> {
-        self.gsi.lock().unwrap_or_else(|p| p.into_inner()).take()
+    /// The gsi handshake in progress, taken for its next step, and how
+    /// many handshakes this connection has begun (counting this step when
+    /// `begins`).
+    pub fn take_gsi(&self, begins: bool) -> (Option<tessera_gsi::Pending>, u32) {
+        let mut g = self.gsi.lock().unwrap_or_else(|p| p.into_inner());
+        g.1 += u32::from(begins);
+        (g.0.take(), g.1)
     }
 
     pub fn put_gsi(&self, p: Option<tessera_gsi::Pending>) {
-        *self.gsi.lock().unwrap_or_else(|p| p.into_inner()) = p;
+        self.gsi.lock().unwrap_or_else(|p| p.into_inner()).0 = p;
     }
 
     pub fn set_who(&self, who: Identity) {

@@ -192,3 +192,100 @@ print("size", info.size)
     let (ok, out) = run(c);
     assert!(ok && out.contains("ok"), "uproot: {out}");
 }
+
+/// A raw XRootD connection, logged in (no security protocol yet): the
+/// login reply's parameters.
+fn raw_login(addr: std::net::SocketAddr) -> (std::net::TcpStream, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let mut hello = vec![0u8; 12];
+    hello.extend_from_slice(&4i32.to_be_bytes());
+    hello.extend_from_slice(&2012i32.to_be_bytes());
+    let mut proto = [0u8; 24];
+    proto[2..4].copy_from_slice(&3006u16.to_be_bytes());
+    proto[4..8].copy_from_slice(&0x500i32.to_be_bytes());
+    hello.extend_from_slice(&proto);
+    s.write_all(&hello).unwrap();
+    let mut first = [0u8; 16];
+    s.read_exact(&mut first).unwrap();
+    raw_reply(&mut s);
+    let mut login = [0u8; 24];
+    login[2..4].copy_from_slice(&3007u16.to_be_bytes());
+    login[8..12].copy_from_slice(b"atk\0");
+    s.write_all(&login).unwrap();
+    let (_, body) = raw_reply(&mut s);
+    (
+        s,
+        String::from_utf8_lossy(&body[16.min(body.len())..]).into_owned(),
+    )
+}
+
+fn raw_reply(s: &mut std::net::TcpStream) -> (u16, Vec<u8>) {
+    use std::io::Read;
+    let mut h = [0u8; 8];
+    s.read_exact(&mut h).unwrap();
+    let mut body = vec![0u8; u32::from_be_bytes(h[4..8].try_into().unwrap()) as usize];
+    s.read_exact(&mut body).unwrap();
+    (u16::from_be_bytes([h[2], h[3]]), body)
+}
+
+/// `kXR_auth` with protocol gsi and `cred`.
+fn raw_auth(s: &mut std::net::TcpStream, cred: &[u8]) -> (u16, Vec<u8>) {
+    use std::io::Write;
+    let mut r = vec![0u8; 24];
+    r[0..2].copy_from_slice(&1u16.to_be_bytes());
+    r[2..4].copy_from_slice(&3000u16.to_be_bytes());
+    r[16..20].copy_from_slice(b"gsi\0");
+    r[20..24].copy_from_slice(&(cred.len() as i32).to_be_bytes());
+    r.extend_from_slice(cred);
+    s.write_all(&r).unwrap();
+    raw_reply(s)
+}
+
+#[test]
+fn handshakes_are_bounded_and_bad_buffers_refused() {
+    use tessera_gsi::buffer::{kind, step, Buffer};
+    let (e, _p) = start();
+    let addr = e.server.as_ref().unwrap().xrootd_addr.unwrap();
+    let (mut s, params) = raw_login(addr);
+    assert!(params.contains("&P=gsi,v:10600,c:ssl,ca:"), "{params}");
+    // Garbage, a truncated buffer, a second message without a first: the
+    // reason, and the connection goes on.
+    for bad in [&b"nonsense"[..], &b"gsi\0\0\0\x03\xe9\0\0\x0b"[..]] {
+        let (st, body) = raw_auth(&mut s, bad);
+        assert_eq!(st, 4003, "{}", String::from_utf8_lossy(&body));
+        assert!(String::from_utf8_lossy(&body).contains("Secgsi"));
+    }
+    let (st, body) = raw_auth(&mut s, &Buffer::new(step::CERT).serialize());
+    assert!(st == 4003 && String::from_utf8_lossy(&body).contains("kXGC_certreq"));
+    // A well-formed first message, again and again: a few are answered
+    // (two RSA signatures and a DH key each), then no more.
+    let mut inner = Buffer::new(step::CERTREQ);
+    inner.push(kind::RTAG, b"abcdefgh".to_vec());
+    let mut m = Buffer::new(step::CERTREQ);
+    m.push(kind::CRYPTOMOD, b"ssl".to_vec());
+    m.push(kind::VERSION, 10600i32.to_be_bytes().to_vec());
+    m.push(kind::ISSUER_HASH, b"00000000.0".to_vec());
+    m.push(kind::MAIN, inner.serialize());
+    let certreq = m.serialize();
+    let max = tessera_xrootd::gsi::MAX_HANDSHAKES;
+    for i in 0..max {
+        let (st, body) = raw_auth(&mut s, &certreq);
+        assert_eq!(
+            st,
+            4002,
+            "handshake {i}: {}",
+            String::from_utf8_lossy(&body)
+        );
+        let reply = Buffer::parse(&body).unwrap();
+        assert!(reply.get(kind::X509).is_some() && reply.get(kind::CIPHER).is_some());
+    }
+    let (st, body) = raw_auth(&mut s, &certreq);
+    assert!(
+        st == 4003 && String::from_utf8_lossy(&body).contains("handshakes"),
+        "{st} {}",
+        String::from_utf8_lossy(&body)
+    );
+}
