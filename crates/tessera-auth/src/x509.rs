@@ -47,6 +47,11 @@ pub struct X509Config {
     pub crl: CrlPolicy,
     pub bad_voms: BadVoms,
     pub unmapped: Unmapped,
+    /// VO groups (`/cms`, `/cms/higgs`) with gids: the first FQAN whose
+    /// group has one gives the identity its primary gid (so its files,
+    /// and their group quota, are the VO group's); the others are
+    /// supplementary.
+    pub groups: std::collections::BTreeMap<String, u32>,
 }
 
 /// Why a certificate gives no identity.
@@ -239,11 +244,25 @@ impl X509Auth {
             )));
         }
         let mut id = users::local_identity(&user, None, protocol);
+        let mut vo_gids = Vec::new();
         for f in &fqans {
             let g = voms::fqan_group(f);
+            if let Some(&gid) = self.cfg.groups.get(&g) {
+                if !vo_gids.contains(&gid) {
+                    vo_gids.push(gid);
+                }
+            }
             if !g.is_empty() && !id.group_names.contains(&g) {
                 id.group_names.push(g);
             }
+        }
+        if let Some(&primary) = vo_gids.first() {
+            let old = std::mem::replace(&mut id.gid, primary);
+            id.groups.push(old);
+            id.groups.extend(vo_gids[1..].iter().copied());
+            id.groups.retain(|&g| g != primary);
+            id.groups.sort_unstable();
+            id.groups.dedup();
         }
         if v.limited {
             id.token = Some(Arc::new(TokenGrant {

@@ -59,6 +59,9 @@ pub struct X509 {
     /// them), `false`, or unset: offered when the key is RSA, with a
     /// warning when it is not.
     pub xrootd_gsi: Option<bool>,
+    /// VO groups with gids (`{ "/cms" = 3000 }`): the first of a proxy's
+    /// FQANs whose group is here gives its primary gid (group quotas).
+    pub groups: std::collections::BTreeMap<String, u32>,
     /// How often the directories and mapping files are re-read.
     #[serde(rename = "refresh", with = "crate::units::secs")]
     pub refresh_s: u64,
@@ -75,6 +78,7 @@ impl Default for X509 {
             bad_voms: BadVomsCfg::default(),
             unmapped: UnmappedCfg::default(),
             xrootd_gsi: None,
+            groups: std::collections::BTreeMap::new(),
             refresh_s: 300,
         }
     }
@@ -101,6 +105,7 @@ impl X509 {
                 UnmappedCfg::Refuse => Unmapped::Refuse,
                 UnmappedCfg::Anonymous => Unmapped::Anonymous,
             },
+            groups: self.groups.clone(),
         })
     }
 

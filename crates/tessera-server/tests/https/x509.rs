@@ -296,3 +296,56 @@ fn a_new_crl_counts_without_a_restart() {
     // Alice is untouched.
     assert_eq!(curl_as(&e, &p, "alice-plain.pem", &["-I", &u]).0, 200);
 }
+
+#[test]
+fn vo_groups_with_gids_own_files_and_their_group_quota() {
+    let (e, p) = start(|c| {
+        c.x509.groups.insert("/cms/higgs".into(), 3001);
+    });
+    let core = e.core();
+    e.rt.block_on(async {
+        core.mkdir(&Env::root(), Env::path("/vq"), 0o777, false)
+            .await
+            .unwrap();
+        core.quota_set(
+            &Env::root(),
+            Env::path("/vq"),
+            tessera_core::QuotaTarget::group(3001),
+            Some(1 << 20),
+            None,
+        )
+        .await
+        .unwrap();
+    });
+    let small = e.local("small");
+    std::fs::write(&small, vec![1u8; 100_000]).unwrap();
+    let big = e.local("big");
+    std::fs::write(&big, vec![2u8; 2 << 20]).unwrap();
+    let u = |n: &str| format!("{}/vq/{n}", e.url);
+    // The VOMS proxy's /cms/higgs has gid 3001: its files are that group's,
+    // and the group's quota holds.
+    let (c, b) = curl_as(
+        &e,
+        &p,
+        "alice-voms.pem",
+        &["-T", small.to_str().unwrap(), &u("s")],
+    );
+    assert_eq!(c, 201, "{b}");
+    assert_eq!(owner(&e, "/vq/s"), (2, 3001));
+    let (c, b) = curl_as(
+        &e,
+        &p,
+        "alice-voms.pem",
+        &["-T", big.to_str().unwrap(), &u("b")],
+    );
+    assert_eq!(c, 507, "{b}");
+    // The plain proxy has no VO group: the group quota is not its.
+    let (c, b) = curl_as(
+        &e,
+        &p,
+        "alice-plain.pem",
+        &["-T", big.to_str().unwrap(), &u("p")],
+    );
+    assert_eq!(c, 201, "{b}");
+    assert_eq!(owner(&e, "/vq/p"), (1, 1));
+}
