@@ -289,3 +289,40 @@ fn handshakes_are_bounded_and_bad_buffers_refused() {
         String::from_utf8_lossy(&body)
     );
 }
+
+#[test]
+fn gfal2_over_root_with_a_proxy() {
+    let (e, p) = start();
+    private_dir(&e, "/bin", 2);
+    let src = e.dir.path().join("g");
+    let body: Vec<u8> = (0..1_000_003u32).map(|i| (i % 239) as u8).collect();
+    std::fs::write(&src, &body).unwrap();
+    let gfal = |args: &[&str]| {
+        let mut c = with(&e, &p, "alice-voms.pem", args[0]);
+        c.env("GFAL_PYTHONBIN", "/usr/bin/python3").args(&args[1..]);
+        run(c)
+    };
+    let remote = url(&e, "/bin/gfal");
+    let (ok, out) = gfal(&["gfal-copy", &format!("file://{}", src.display()), &remote]);
+    assert!(ok, "gfal-copy up: {out}");
+    assert_eq!(owner(&e, "/bin/gfal"), 2);
+    let (ok, out) = gfal(&["gfal-ls", &url(&e, "/bin")]);
+    assert!(ok && out.contains("gfal"), "gfal-ls: {out}");
+    let (ok, out) = gfal(&["gfal-sum", &remote, "ADLER32"]);
+    assert!(
+        ok && out.contains(&crate::adler32(&body)),
+        "gfal-sum: {out}"
+    );
+    let back = e.dir.path().join("g.back");
+    let (ok, out) = gfal(&["gfal-copy", &remote, &format!("file://{}", back.display())]);
+    assert!(
+        ok && std::fs::read(&back).unwrap() == body,
+        "gfal-copy down: {out}"
+    );
+    let (ok, out) = gfal(&["gfal-rm", &remote]);
+    assert!(ok, "gfal-rm: {out}");
+    assert!(e
+        .rt
+        .block_on(e.core().stat(&Env::root(), Env::path("/bin/gfal")))
+        .is_err());
+}
