@@ -340,3 +340,65 @@ fn damage_a_gateway_reads_around_reaches_the_metadata_service() {
     let rep = core.repair_damaged().expect("repair");
     assert_eq!(rep.stripes_rebuilt, 1, "{rep:?}");
 }
+
+#[test]
+fn gsi_logins_at_the_metadata_service_reach_the_gateways() {
+    // The metadata service maps the proxy (gsi) and signs the capability
+    // for that account; the gateway, which offers no gsi, takes the
+    // client's unix login and serves the capability's identity.
+    let p = crate::pki();
+    let q = p.clone();
+    let c = cluster_with(move |cfg| {
+        cfg.tls.cert = Some(q.join("host.pem"));
+        cfg.tls.key = Some(q.join("host.key"));
+        cfg.x509.ca_dir = Some(q.join("certificates"));
+        cfg.x509.vomsdir = Some(q.join("vomsdir"));
+        cfg.x509.grid_mapfile = Some(q.join("grid-mapfile"));
+        cfg.x509.voms_mapfile = Some(q.join("vorolemap"));
+    });
+    let e = &c.mgm;
+    crate::private_dir(&e.rt, e.core(), "/bin", 2);
+    let src = e.local("gsi-src");
+    let body = crate::data(2_000_001, 44);
+    std::fs::write(&src, &body).unwrap();
+    let url = format!("{}//bin/gw", e.url.replace("127.0.0.1", "localhost"));
+    let xrdcp = |args: &[&str]| {
+        e.cmd("xrdcp")
+            .env("X509_USER_PROXY", p.join("alice-voms.pem"))
+            .env("X509_CERT_DIR", p.join("certificates"))
+            .env("XrdSecPROTOCOL", "gsi,unix")
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let o = xrdcp(&["-f", src.to_str().unwrap(), &url]);
+    assert!(
+        o.status.success(),
+        "up: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let i =
+        e.rt.block_on(e.core().stat(&Env::root(), Env::path("/bin/gw")))
+            .unwrap();
+    assert_eq!((i.uid, i.size), (2, body.len() as u64));
+    let back = e.local("gsi-back");
+    let o = xrdcp(&["-f", &url, back.to_str().unwrap()]);
+    assert!(
+        o.status.success(),
+        "down: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(std::fs::read(&back).unwrap() == body);
+    let opens: u64 = c
+        .gateways
+        .iter()
+        .map(|g| {
+            g.xrootd_stats
+                .as_ref()
+                .unwrap()
+                .opens
+                .load(Ordering::Relaxed)
+        })
+        .sum();
+    assert!(opens >= 2, "the gateways served {opens} opens");
+}
