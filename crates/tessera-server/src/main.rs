@@ -91,8 +91,21 @@ fn main() -> std::process::ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.cmd {
         Cmd::CheckConfig { file } => {
-            Config::load(&file)?;
+            let cfg = Config::load(&file)?;
             println!("{}: ok", file.display());
+            if let Some(x) = cfg.x509.open().map_err(anyhow::Error::msg)? {
+                let (cas, crls, grid, roles) = x.counts();
+                let gsi = cfg
+                    .x509
+                    .gsi(&cfg.tls)
+                    .map_err(anyhow::Error::msg)?
+                    .is_some();
+                println!(
+                    "x509: {cas} CAs, {crls} CRLs, {grid} grid-mapfile lines, {roles} role-map lines; \
+                     XRootD gsi {}",
+                    if gsi { "offered" } else { "not offered" }
+                );
+            }
             Ok(())
         }
         Cmd::PrintConfig { config } => {
