@@ -479,8 +479,9 @@ impl Macaroons {
 
 #[path = "macaroon_wire.rs"]
 mod wire;
+use crate::validator::now;
 pub use wire::iso_duration;
-use wire::{field, now, parse_rfc3339, parse_v2, rfc3339};
+use wire::{field, parse_rfc3339, parse_v2, rfc3339};
 
 #[cfg(test)]
 #[path = "macaroon_tests.rs"]

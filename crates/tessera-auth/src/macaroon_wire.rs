@@ -53,12 +53,6 @@ pub(super) fn parse_rfc3339(s: &str) -> Option<u64> {
     u64::try_from(secs).ok()
 }
 
-pub(super) fn now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 fn varint(mut n: usize, out: &mut Vec<u8>) {
     while n >= 0x80 {
         out.push((n as u8 & 0x7f) | 0x80);

@@ -94,7 +94,7 @@ pub struct Validator {
     pub signature_checks: std::sync::atomic::AtomicU64,
 }
 
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())

@@ -97,7 +97,6 @@ pub(crate) async fn start_gated(
         tasks.push(abort_on_stop(t.refresh, stop_rx.clone()));
         dev_issuer = t.dev.map(|d| (d.issuer, d.jwks));
     }
-    let x509_for_gsi = x509.clone();
     if let Some(x) = &x509 {
         let (cas, crls, grid, roles) = x.counts();
         tracing::info!(cas, crls, grid, roles, "grid certificates taken over HTTPS");
@@ -106,21 +105,19 @@ pub(crate) async fn start_gated(
             stop_rx.clone(),
         ));
     }
+    let gsi = match (&x509, cfg.x509.gsi(&cfg.tls).map_err(anyhow::Error::msg)?) {
+        (Some(x), Some(server)) => Some(Arc::new(tessera_xrootd::gsi::Gsi {
+            server,
+            x509: Arc::clone(x),
+        })),
+        _ => None,
+    };
     let shared = Shared {
         tls,
         https_tls,
         x509,
         macaroons: auth::macaroons(cfg)?,
-        gsi: match (
-            &x509_for_gsi,
-            cfg.x509.gsi(&cfg.tls).map_err(anyhow::Error::msg)?,
-        ) {
-            (Some(x), Some(server)) => Some(Arc::new(tessera_xrootd::gsi::Gsi {
-                server,
-                x509: Arc::clone(x),
-            })),
-            _ => None,
-        },
+        gsi,
         validator,
         buffers: buffers.clone(),
         conns,

@@ -109,27 +109,6 @@ pub fn generalized_time(t: &Tlv<'_>) -> Result<i64, String> {
     if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || se > 60 {
         return Err(format!("bad time {s}"));
     }
-    Ok(days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's
-/// algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146097 + doe - 719468
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn civil_days() {
-        assert_eq!(super::days_from_civil(1970, 1, 1), 0);
-        assert_eq!(super::days_from_civil(2000, 3, 1), 11017);
-        assert_eq!(super::days_from_civil(2026, 12, 3), 20790);
-    }
+    let days = tessera_types::civil::days_from_civil(y, mo as u32, d as u32);
+    Ok(days * 86400 + h * 3600 + mi * 60 + se)
 }

@@ -54,43 +54,57 @@ pub async fn auth(s: &Session, cred: &[u8]) -> Result<Option<Vec<u8>>, XrdError>
             ),
         ));
     }
-    let cred = cred.to_vec();
+    let (cred, peer) = (cred.to_vec(), s.peer);
     // RSA signatures and DH take milliseconds: off the runtime's threads.
     let (pending, r) = tokio::task::spawn_blocking(move || {
-        let r = g.server.step(&mut pending, &cred);
-        let r = match r {
-            Ok(Outcome::More(b)) => Ok(Ok(b)),
-            Ok(Outcome::Done { chain }) => Ok(Err(g.x509.identify(&chain, "xroot"))),
-            Err(e) => Err(e),
+        let r = match g.server.step(&mut pending, &cred) {
+            Ok(Outcome::More(b)) => Ok(Step::More(b)),
+            Ok(Outcome::Done { chain }) => mapped(g.x509.identify(&chain, "xroot"), peer),
+            Err(e) => {
+                tracing::info!(%peer, "gsi refused: {e}");
+                Err(XrdError::new(err::AUTH_FAILED, e.to_string()))
+            }
         };
         (pending, r)
     })
     .await
     .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))?;
     s.put_gsi(pending);
-    match r {
-        Ok(Ok(more)) => Ok(Some(more)),
-        Ok(Err(Ok(Some(who)))) => {
+    match r? {
+        Step::More(more) => Ok(Some(more)),
+        Step::Done(Some(who)) => {
             tracing::debug!(user = %who.name, uid = who.uid, "xroot gsi auth");
             s.set_who(who);
             Ok(None)
         }
         // A valid certificate the site serves as anonymous.
-        Ok(Err(Ok(None))) => Ok(None),
-        Ok(Err(Err(X509Refusal::Invalid(m)))) => {
-            tracing::info!(peer = %s.peer, "gsi: certificate refused: {m}");
+        Step::Done(None) => Ok(None),
+    }
+}
+
+/// A handshake's next message, or its end with the identity it maps to.
+enum Step {
+    More(Vec<u8>),
+    Done(Option<tessera_types::Identity>),
+}
+
+/// The mapping of a verified handshake's chain, refusals as `kXR_AuthFailed`.
+fn mapped(
+    r: Result<Option<tessera_types::Identity>, X509Refusal>,
+    peer: std::net::SocketAddr,
+) -> Result<Step, XrdError> {
+    match r {
+        Ok(who) => Ok(Step::Done(who)),
+        Err(X509Refusal::Invalid(m)) => {
+            tracing::info!(%peer, "gsi: certificate refused: {m}");
             Err(XrdError::new(
                 err::AUTH_FAILED,
                 format!("Secgsi: ErrParseBuffer: certificate chain verification failed: {m}"),
             ))
         }
-        Ok(Err(Err(X509Refusal::Unmapped(m)))) => {
-            tracing::info!(peer = %s.peer, "gsi: {m}");
+        Err(X509Refusal::Unmapped(m)) => {
+            tracing::info!(%peer, "gsi: {m}");
             Err(XrdError::new(err::AUTH_FAILED, format!("Secgsi: {m}")))
-        }
-        Err(e) => {
-            tracing::info!(peer = %s.peer, "gsi refused: {e}");
-            Err(XrdError::new(err::AUTH_FAILED, e.to_string()))
         }
     }
 }
