@@ -414,6 +414,9 @@ async fn handle(ctx: Ctx, req: crate::Req) -> Response<Body> {
 }
 
 async fn answer(ctx: &Ctx, req: crate::Req) -> Response<Body> {
+    if ops::whoami::asks(&req) {
+        return ops::whoami::answer(ctx);
+    }
     match scaleout::mgm_redirect(ctx, &req).await {
         Ok(Some(r)) => return r,
         Ok(None) => {}

@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
+use tessera_types::json::string as json_str;
 
 /// One line of the access log: one operation, as JSON. Field names follow
 /// EOS report records where they exist (`path`, `ruid`, `rgid`, `sec.prot`,
@@ -259,31 +260,6 @@ fn micros(s: &mut String, x: f64) {
         s.push('0');
     }
     s.push_str(frac);
-}
-
-/// Append `v` as a JSON string literal.
-fn json_str(s: &mut String, v: &str) {
-    use std::fmt::Write as _;
-    s.push('"');
-    if !v.bytes().any(|c| c < 0x20 || c == b'"' || c == b'\\') {
-        s.push_str(v);
-        s.push('"');
-        return;
-    }
-    for c in v.chars() {
-        match c {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            '\n' => s.push_str("\\n"),
-            '\r' => s.push_str("\\r"),
-            '\t' => s.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(s, "\\u{:04x}", c as u32);
-            }
-            c => s.push(c),
-        }
-    }
-    s.push('"');
 }
 
 #[cfg(test)]

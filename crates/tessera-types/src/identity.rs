@@ -122,3 +122,102 @@ impl Identity {
                 .any(|g| g.trim_start_matches('/') == want)
     }
 }
+
+impl Identity {
+    /// How the identity was established, for people reading it: `x509`,
+    /// `token` (a bearer token or macaroon), `anonymous` or `account` (a
+    /// login the server trusted, such as XRootD `unix`).
+    pub fn mechanism(&self) -> &'static str {
+        if self.is_anonymous() {
+            "anonymous"
+        } else if self.x509.is_some() {
+            "x509"
+        } else if self.token.is_some() {
+            "token"
+        } else {
+            "account"
+        }
+    }
+
+    /// Whether the identity rests on a credential the server verified (a
+    /// token, a macaroon or a certificate), rather than on a login name
+    /// or nothing at all.
+    pub fn verified(&self) -> bool {
+        !self.is_anonymous() && (self.token.is_some() || self.x509.is_some())
+    }
+
+    /// What `whoami` shows (EOS's `eos whoami`, dCache's `/api/v1/user`):
+    /// ordered names and values; empty values are left out. Each
+    /// front-end writes them in its own form.
+    pub fn whoami(&self) -> Vec<(&'static str, String)> {
+        let join = |v: &[u32]| {
+            v.iter()
+                .map(|g| g.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let mut out = vec![
+            ("name", self.name.clone()),
+            ("uid", self.uid.to_string()),
+            ("gid", self.gid.to_string()),
+            ("gids", join(&self.groups)),
+            ("groups", self.group_names.join(",")),
+            ("auth", self.mechanism().to_string()),
+            ("protocol", self.protocol.to_string()),
+        ];
+        if let Some(x) = &self.x509 {
+            out.push(("dn", x.dn.clone()));
+            out.push(("fqans", x.fqans.join(",")));
+            if x.limited {
+                out.push(("limited", "true".into()));
+            }
+        }
+        if let Some(t) = self.token.as_ref().filter(|_| !self.is_anonymous()) {
+            out.push(("issuer", t.issuer.clone()));
+            out.push(("subject", t.subject.clone()));
+            let scopes: Vec<String> = t
+                .scopes
+                .iter()
+                .map(|s| format!("{}:{}", s.access.as_str(), s.path.display()))
+                .collect();
+            out.push(("scopes", scopes.join(" ")));
+            if t.expires != u64::MAX {
+                out.push(("expires", t.expires.to_string()));
+            }
+        }
+        out.retain(|(_, v)| !v.is_empty());
+        out
+    }
+}
+
+#[cfg(test)]
+mod whoami_tests {
+    use super::*;
+
+    #[test]
+    fn whoami_names_the_certificate_and_the_mapping() {
+        let mut id = Identity::user(2, 3001, "bin", "https");
+        id.groups = vec![3001, 7];
+        id.group_names = vec!["/cms".into(), "/cms/higgs".into()];
+        id.x509 = Some(std::sync::Arc::new(X509Subject {
+            dn: "/DC=org/CN=Alice".into(),
+            fqans: vec!["/cms/Role=production/Capability=NULL".into()],
+            limited: false,
+        }));
+        let w = id.whoami();
+        let get = |k: &str| w.iter().find(|(n, _)| *n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("uid"), Some("2"));
+        assert_eq!(get("gids"), Some("3001,7"));
+        assert_eq!(get("groups"), Some("/cms,/cms/higgs"));
+        assert_eq!(get("auth"), Some("x509"));
+        assert_eq!(get("dn"), Some("/DC=org/CN=Alice"));
+        assert_eq!(get("fqans"), Some("/cms/Role=production/Capability=NULL"));
+        assert_eq!(get("issuer"), None);
+        assert!(id.verified());
+        let anon = Identity::read_only_anonymous("xroot");
+        assert_eq!(anon.mechanism(), "anonymous");
+        assert!(!anon.verified());
+        assert!(anon.whoami().iter().all(|(k, _)| *k != "scopes"));
+        assert!(!Identity::user(5, 5, "u", "xroot").verified());
+    }
+}

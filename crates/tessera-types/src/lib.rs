@@ -9,6 +9,7 @@
 pub mod civil;
 mod error;
 mod identity;
+pub mod json;
 mod path;
 mod scope;
 mod size;

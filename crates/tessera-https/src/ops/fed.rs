@@ -44,7 +44,10 @@ async fn answer(
         ));
     }
     if !at.public && !ctx.credentials {
-        return Err(HttpError::new(401, "this view needs a token"));
+        return Err(HttpError::new(
+            401,
+            "this view needs a token or a certificate",
+        ));
     }
     ctx.core.token_allows_read(&ctx.who, path)?;
     // On to the endpoints as the client sent it (still encoded).
@@ -123,7 +126,10 @@ async fn write(
 ) -> Result<Response<Body>, HttpError> {
     use tessera_fed::WriteRefused as No;
     if !ctx.credentials {
-        return Err(HttpError::new(401, "writes into a view need a token"));
+        return Err(HttpError::new(
+            401,
+            "writes into a view need a token or a certificate",
+        ));
     }
     let may_replace = ctx.core.token_allows_create(&ctx.who, path)?;
     let ask = tessera_fed::WriteAsk {

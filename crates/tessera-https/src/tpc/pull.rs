@@ -86,21 +86,28 @@ pub async fn pull(ctx: &Ctx, req: crate::Req, source: &str) -> Result<Response<B
     Ok(r)
 }
 
-/// `none`: only TransferHeader credentials. `gridsite` (what gfal2 sends
-/// without a token) asks for a delegated proxy; there is no delegation
-/// here, so it is taken as `none` rather than refused, which would break
-/// token-less gfal2 (CLIENTS.md). Anything else: 400.
+/// `none`: only TransferHeader credentials. `gridsite` asks this server
+/// to take a delegated X.509 proxy and use it on the remote end; nothing
+/// is delegated here (as the reference without a delegation service), so
+/// it is refused with the way that works: a macaroon from the remote end,
+/// passed as `TransferHeaderAuthorization` with `Credential: none` (what
+/// gfal2 and FTS do when both ends issue macaroons). Anything else: 400.
 pub fn check_credential(h: &hyper::HeaderMap) -> Result<(), HttpError> {
-    if let Some(c) = header(h, "credential") {
-        let c = c.trim();
-        if !c.eq_ignore_ascii_case("none") && !c.eq_ignore_ascii_case("gridsite") {
-            return Err(HttpError::new(
-                400,
-                "COPY requested an unsupported Credential type",
-            ));
-        }
+    match header(h, "credential").map(str::trim) {
+        None => Ok(()),
+        Some(c) if c.eq_ignore_ascii_case("none") => Ok(()),
+        Some(c) if c.eq_ignore_ascii_case("gridsite") => Err(HttpError::new(
+            400,
+            "Credential: gridsite (X.509 proxy delegation) is not supported here; \
+             ask the remote end for a macaroon (POST with Content-Type: \
+             application/macaroon-request) and send it as TransferHeaderAuthorization \
+             with Credential: none",
+        )),
+        Some(_) => Err(HttpError::new(
+            400,
+            "COPY requested an unsupported Credential type (none is taken)",
+        )),
     }
-    Ok(())
 }
 
 /// The outgoing request with `Host`, our `User-Agent`, and every

@@ -292,3 +292,86 @@ fn over_quota_through_a_gateway_is_507_and_leaves_nothing() {
     let st = e.rt.block_on(core.stat(&Env::root(), Env::path("/q/big")));
     assert!(st.is_err(), "nothing visible: {st:?}");
 }
+
+/// A client certificate at the metadata service (issue 36): the 307
+/// carries a capability for the account and VO group the proxy maps to;
+/// the gateway writes as them, inside the group's ACL and quota.
+#[test]
+fn certificates_reach_the_gateways_as_their_account_and_vo_group() {
+    let p = crate::pki();
+    let q = p.clone();
+    let c = cluster_with(move |cfg| {
+        cfg.https.anonymous = tessera_server::config::AnonymousCfg::ReadOnly;
+        cfg.x509.ca_dir = Some(q.join("certificates"));
+        cfg.x509.vomsdir = Some(q.join("vomsdir"));
+        cfg.x509.grid_mapfile = Some(q.join("grid-mapfile"));
+        cfg.x509.voms_mapfile = Some(q.join("vorolemap"));
+        cfg.x509.groups.insert("/cms/higgs".into(), 3001);
+    });
+    let e = &c.mgm;
+    let core = e.core();
+    e.rt.block_on(async {
+        core.mkdir(&Env::root(), Env::path("/higgs"), 0o700, false)
+            .await
+            .unwrap();
+        core.xattr_set(
+            &Env::root(),
+            Env::path("/higgs"),
+            b"sys.acl".to_vec(),
+            b"g:/cms/higgs:rwx".to_vec(),
+        )
+        .await
+        .unwrap();
+        core.quota_set(
+            &Env::root(),
+            Env::path("/higgs"),
+            tessera_core::QuotaTarget::group(3001),
+            Some(1 << 20),
+            None,
+        )
+        .await
+        .unwrap();
+    });
+    let proxy = p.join("alice-voms.pem");
+    let px = proxy.to_str().unwrap();
+    let small = e.local("small");
+    let body = data(100_000, 9);
+    std::fs::write(&small, &body).unwrap();
+    let big = e.local("big");
+    std::fs::write(&big, data(2 << 20, 10)).unwrap();
+    let u = |n: &str| format!("{}/higgs/{n}", e.url);
+    let before: u64 = c.gateways.iter().map(served).sum();
+    let (code, _) = e.curl(&[
+        "--cert",
+        px,
+        "--key",
+        px,
+        "-L",
+        "-T",
+        small.to_str().unwrap(),
+        &u("s"),
+    ]);
+    assert_eq!(code, 201);
+    let i =
+        e.rt.block_on(core.stat(&Env::root(), Env::path("/higgs/s")))
+            .unwrap();
+    assert_eq!((i.uid, i.gid, i.size), (2, 3001, 100_000));
+    let (code, got) = e.curl(&["--cert", px, "--key", px, "-L", &u("s")]);
+    assert!(code == 200 && got == body, "{code}");
+    assert!(c.gateways.iter().map(served).sum::<u64>() >= before + 2);
+    let (code, _) = e.curl(&[
+        "--cert",
+        px,
+        "--key",
+        px,
+        "-L",
+        "-T",
+        big.to_str().unwrap(),
+        &u("b"),
+    ]);
+    assert_eq!(code, 507);
+    // The plain proxy (daemon, no VO group) is outside the ACL.
+    let plain = p.join("alice-plain.pem");
+    let pp = plain.to_str().unwrap();
+    assert_eq!(e.curl(&["--cert", pp, "--key", pp, "-L", &u("s")]).0, 403);
+}

@@ -76,12 +76,15 @@ fn pull_with_curl_markers_and_failures() {
         b.copy(&dst, &[&format!("Source: {src}"), "Overwrite: F"]).0,
         412
     );
-    // An unsupported credential type: 400 (`gridsite` is taken as `none`).
+    // An unsupported credential type: 400; delegation (`gridsite`) is
+    // refused naming macaroons as the way.
     assert_eq!(
         b.copy(&dst, &[&format!("Source: {src}"), "Credential: x509"])
             .0,
         400
     );
+    let (code, why) = b.copy(&dst, &[&format!("Source: {src}"), "Credential: gridsite"]);
+    assert!(code == 400 && why.contains("macaroon"), "{code} {why}");
     // A stream count out of range: 400.
     let (code, _) = b.copy(
         &dst,

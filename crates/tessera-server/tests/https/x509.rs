@@ -349,3 +349,98 @@ fn vo_groups_with_gids_own_files_and_their_group_quota() {
     assert_eq!(c, 201, "{b}");
     assert_eq!(owner(&e, "/vq/p"), (1, 1));
 }
+
+/// `GET /.well-known/tessera/whoami`: the mapped account, its groups, the
+/// DN and FQANs of a certificate, a token's issuer and scopes, or
+/// anonymous.
+#[test]
+fn whoami_names_the_certificate_and_the_account() {
+    let (e, p) = start(|c| {
+        c.x509.groups.insert("/cms/higgs".into(), 3001);
+    });
+    let u = format!("{}/.well-known/tessera/whoami", e.url);
+    let ask = |proxy: Option<&str>| {
+        let (c, b) = match proxy {
+            Some(x) => curl_as(&e, &p, x, &[&u]),
+            None => {
+                let (c, b) = e.curl(&[&u]);
+                (c, String::from_utf8_lossy(&b).into_owned())
+            }
+        };
+        assert_eq!(c, 200, "{proxy:?}: {b}");
+        serde_json::from_str::<serde_json::Value>(&b).expect("JSON")
+    };
+    let w = ask(Some("alice-voms.pem"));
+    assert_eq!(w["name"], "bin");
+    assert_eq!(w["uid"], "2");
+    assert_eq!(w["auth"], "x509");
+    assert_eq!(w["dn"], "/DC=org/DC=tessera/OU=Users/CN=Alice Smith");
+    assert_eq!(
+        w["fqans"],
+        "/cms/Role=production/Capability=NULL,/cms/higgs/Role=NULL/Capability=NULL"
+    );
+    assert_eq!(w["gid"], "3001", "the primary VO group's gid: {w}");
+    assert!(w["groups"].as_str().unwrap().contains("/cms/higgs"), "{w}");
+    let w = ask(Some("alice-plain.pem"));
+    assert_eq!((&w["uid"], &w["auth"]), (&"1".into(), &"x509".into()));
+    assert!(w.get("fqans").is_none(), "{w}");
+    let w = ask(None);
+    assert_eq!(w["auth"], "anonymous");
+    assert!(w.get("dn").is_none(), "{w}");
+    // A bad certificate is told why, as on every other path.
+    let (c, b) = curl_as(&e, &p, "bob-voms.pem", &[&u]);
+    assert!(c == 401 && b.contains("revoked"), "{c} {b}");
+}
+
+/// A private view (issue 36): a client certificate counts as a token
+/// does; without either the view stays closed.
+#[test]
+fn certificates_open_private_views() {
+    use crate::fed::{cas_pem, get, place};
+    use tessera_fed::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
+    let issuer = Env::start();
+    let a = crate::reference::Reference::start(&issuer);
+    place(&a, "/priv/f", b"secret bytes");
+    let p = pki();
+    let q = p.clone();
+    let site = format!("{}/priv", a.url);
+    let e = Env::trusting(&issuer, move |c| {
+        c.x509.ca_dir = Some(q.join("certificates"));
+        c.x509.vomsdir = Some(q.join("vomsdir"));
+        c.x509.grid_mapfile = Some(q.join("grid-mapfile"));
+        c.x509.voms_mapfile = Some(q.join("vorolemap"));
+        c.federation = FedConfig {
+            sites: vec![SiteCfg {
+                name: "site-a".into(),
+                subnets: vec!["127.0.0.0/8".into()],
+                ..Default::default()
+            }],
+            endpoints: vec![EndpointCfg {
+                name: "a".into(),
+                site: "site-a".into(),
+                kind: "https".into(),
+                url: site,
+                ..Default::default()
+            }],
+            views: vec![ViewCfg {
+                path: "/priv".into(),
+                endpoints: vec!["a".into()],
+                public: false,
+                write: String::new(),
+            }],
+            ..Default::default()
+        }
+    });
+    let cas = cas_pem(&e, &issuer);
+    let proxy = p.join("alice-voms.pem");
+    let px = proxy.to_str().unwrap();
+    for url in [
+        format!("{}/priv/f", e.url),
+        format!("{}/PerSite/a/f", e.url),
+    ] {
+        let (code, _, body) = get(&e, &cas, "127.0.0.1", &url, &[]);
+        assert_eq!(code, 401, "{url}: {}", String::from_utf8_lossy(&body));
+        let (code, to, _) = get(&e, &cas, "127.0.0.1", &url, &["--cert", px, "--key", px]);
+        assert_eq!((code, to), (302, format!("{}/priv/f", a.url)), "{url}");
+    }
+}

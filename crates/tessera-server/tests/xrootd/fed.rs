@@ -203,3 +203,60 @@ fn xrootd_clients_are_redirected_to_their_sites_replica() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// A private view (issue 36): a gsi login (a certificate the server
+/// verified) is sent to the replica as a token holder is; a login without
+/// credentials is refused with the reason, for the file and its listing.
+#[test]
+fn private_views_take_gsi_logins() {
+    let a = Reference::start();
+    place(&a, "/pv/f", b"private bytes\n");
+    let pa = a.port;
+    let p = crate::pki();
+    let q = p.clone();
+    let e = Env::start_with(move |c| {
+        crate::gsi::grid(c, &q);
+        c.federation = FedConfig {
+            sites: vec![SiteCfg {
+                name: "a".into(),
+                subnets: vec!["127.0.0.0/8".into()],
+                ..Default::default()
+            }],
+            endpoints: vec![EndpointCfg {
+                name: "xa".into(),
+                site: "a".into(),
+                kind: "root".into(),
+                url: format!("root://127.0.0.1:{pa}//pv"),
+                ..Default::default()
+            }],
+            views: vec![ViewCfg {
+                path: "/pv".into(),
+                endpoints: vec!["xa".into()],
+                public: false,
+                write: String::new(),
+            }],
+            ..Default::default()
+        }
+    });
+    let root = e.url.replace("127.0.0.1", "localhost");
+    let url = format!("{root}//pv/f");
+    let out = e.local("got");
+    let out = out.to_str().unwrap();
+    let no = e.fails("xrdcp", &["-f", "-s", &url, out]);
+    assert!(no.contains("needs a token or a certificate"), "{no}");
+    let no = e.fails("xrdfs", &[&root, "ls", "/pv"]);
+    assert!(no.contains("needs a token or a certificate"), "{no}");
+    let o = crate::gsi::with(&e, &p, "alice-voms.pem", "xrdcp")
+        .env("XrdSecPROTOCOL", "gsi,unix")
+        .args(["-f", "-s", &url, out])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(out).unwrap(), b"private bytes\n");
+    let o = crate::gsi::with(&e, &p, "alice-voms.pem", "xrdfs")
+        .args([&root, "ls", "/pv"])
+        .output()
+        .unwrap();
+    let ls = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && ls.contains("/pv/f"), "{ls}");
+}

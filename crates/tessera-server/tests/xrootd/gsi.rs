@@ -15,15 +15,18 @@ use std::process::Command;
 fn start() -> (Env, PathBuf) {
     let p = pki();
     let q = p.clone();
-    let e = Env::start_with(move |c| {
-        c.tls.cert = Some(q.join("host.pem"));
-        c.tls.key = Some(q.join("host.key"));
-        c.x509.ca_dir = Some(q.join("certificates"));
-        c.x509.vomsdir = Some(q.join("vomsdir"));
-        c.x509.grid_mapfile = Some(q.join("grid-mapfile"));
-        c.x509.voms_mapfile = Some(q.join("vorolemap"));
-    });
+    let e = Env::start_with(move |c| grid(c, &q));
     (e, p)
+}
+
+/// `c` on the PKI `p`: its host certificate, CAs, vomsdir and mappings.
+pub fn grid(c: &mut tessera_server::config::Config, p: &Path) {
+    c.tls.cert = Some(p.join("host.pem"));
+    c.tls.key = Some(p.join("host.key"));
+    c.x509.ca_dir = Some(p.join("certificates"));
+    c.x509.vomsdir = Some(p.join("vomsdir"));
+    c.x509.grid_mapfile = Some(p.join("grid-mapfile"));
+    c.x509.voms_mapfile = Some(p.join("vorolemap"));
 }
 
 fn url(e: &Env, path: &str) -> String {
@@ -32,7 +35,7 @@ fn url(e: &Env, path: &str) -> String {
 }
 
 /// A client run with proxy `proxy` and gsi only.
-fn with(e: &Env, p: &Path, proxy: &str, prog: &str) -> Command {
+pub fn with(e: &Env, p: &Path, proxy: &str, prog: &str) -> Command {
     let mut c = e.cmd(prog);
     c.env("X509_USER_PROXY", p.join(proxy))
         .env("X509_CERT_DIR", p.join("certificates"))
@@ -110,6 +113,30 @@ fn xrdcp_and_xrdfs_log_in_with_proxies() {
         !ok && out.contains("limited proxy"),
         "limited proxy writes: {out}"
     );
+    // Who the server takes each login to be (`query config whoami`).
+    let whoami = |proxy: Option<&str>| {
+        let mut c = match proxy {
+            Some(x) => with(&e, &p, x, "xrdfs"),
+            None => e.cmd("xrdfs"),
+        };
+        c.args([&url(&e, ""), "query", "config", "whoami"]);
+        let (ok, out) = run(c);
+        assert!(ok, "whoami {proxy:?}: {out}");
+        out
+    };
+    let w = whoami(Some("alice-voms.pem"));
+    for want in [
+        "name=bin&uid=2&",
+        "auth=x509&protocol=xroot",
+        "dn=/DC=org/DC=tessera/OU=Users/CN=Alice Smith",
+        "fqans=/cms/Role=production/Capability=NULL,/cms/higgs/Role=NULL/Capability=NULL",
+    ] {
+        assert!(w.contains(want), "{want} in {w}");
+    }
+    let w = whoami(Some("alice-limited.pem"));
+    assert!(w.contains("limited=true"), "{w}");
+    let w = whoami(None);
+    assert!(!w.contains("dn=") && !w.contains("auth=x509"), "{w}");
 }
 
 #[test]

@@ -355,9 +355,34 @@ fn gsi_logins_at_the_metadata_service_reach_the_gateways() {
         cfg.x509.vomsdir = Some(q.join("vomsdir"));
         cfg.x509.grid_mapfile = Some(q.join("grid-mapfile"));
         cfg.x509.voms_mapfile = Some(q.join("vorolemap"));
+        cfg.x509.groups.insert("/cms/higgs".into(), 3001);
     });
     let e = &c.mgm;
     crate::private_dir(&e.rt, e.core(), "/bin", 2);
+    // A directory only the VO group's ACL opens, and the group's quota.
+    let core = e.core();
+    e.rt.block_on(async {
+        core.mkdir(&Env::root(), Env::path("/higgs"), 0o700, false)
+            .await
+            .unwrap();
+        core.xattr_set(
+            &Env::root(),
+            Env::path("/higgs"),
+            b"sys.acl".to_vec(),
+            b"g:/cms/higgs:rwx".to_vec(),
+        )
+        .await
+        .unwrap();
+        core.quota_set(
+            &Env::root(),
+            Env::path("/higgs"),
+            tessera_core::QuotaTarget::group(3001),
+            Some(1 << 20),
+            None,
+        )
+        .await
+        .unwrap();
+    });
     let src = e.local("gsi-src");
     let body = crate::data(2_000_001, 44);
     std::fs::write(&src, &body).unwrap();
@@ -401,4 +426,18 @@ fn gsi_logins_at_the_metadata_service_reach_the_gateways() {
         })
         .sum();
     assert!(opens >= 2, "the gateways served {opens} opens");
+    // Through the gateways too, the VO group opens the ACL, owns the file
+    // and is held to its quota.
+    let small = e.local("gsi-small");
+    std::fs::write(&small, vec![7u8; 100_000]).unwrap();
+    let higgs = |n: &str| format!("{}//higgs/{n}", e.url.replace("127.0.0.1", "localhost"));
+    let o = xrdcp(&["-f", small.to_str().unwrap(), &higgs("s")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let i =
+        e.rt.block_on(e.core().stat(&Env::root(), Env::path("/higgs/s")))
+            .unwrap();
+    assert_eq!((i.uid, i.gid, i.size), (2, 3001, 100_000));
+    let o = xrdcp(&["-f", src.to_str().unwrap(), &higgs("big")]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("quota"), "{err}");
 }

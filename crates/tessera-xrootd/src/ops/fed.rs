@@ -69,10 +69,10 @@ async fn answer(
     writing: bool,
 ) -> Result<(String, u16), XrdError> {
     if writing {
-        if who.token.is_none() {
+        if !who.verified() {
             return Err(XrdError::new(
                 err::NOT_AUTHORIZED,
-                "writes into a view need a token",
+                "writes into a view need a token or a certificate",
             ));
         }
         s.core()?.token_allows_create(who, &t.path)?;
@@ -84,10 +84,10 @@ async fn answer(
             XrdError::new(code, why.to_string())
         });
     }
-    if !at.public && who.token.is_none() {
+    if !at.public && !who.verified() {
         return Err(XrdError::new(
             err::NOT_AUTHORIZED,
-            "this view needs a token",
+            "this view needs a token or a certificate",
         ));
     }
     s.core()?.token_allows_read(who, &t.path)?;
@@ -124,10 +124,10 @@ async fn locate_all(
     path: &str,
     at: tessera_fed::InView,
 ) -> Result<Vec<u8>, XrdError> {
-    if !at.public && who.token.is_none() {
+    if !at.public && !who.verified() {
         return Err(XrdError::new(
             err::NOT_AUTHORIZED,
-            "this view needs a token",
+            "this view needs a token or a certificate",
         ));
     }
     s.core()?.token_allows_read(

@@ -49,10 +49,10 @@ async fn listing(
     at: tessera_fed::InView,
     dstat: bool,
 ) -> Result<Vec<Vec<u8>>, XrdError> {
-    if !at.public && who.token.is_none() {
+    if !at.public && !who.verified() {
         return Err(XrdError::new(
             err::NOT_AUTHORIZED,
-            "this view needs a token",
+            "this view needs a token or a certificate",
         ));
     }
     s.core()?.token_allows_read(who, &t.path)?;

@@ -1,6 +1,7 @@
 //! `kXR_query`: checksum (from the stored checksum), config (each value on
 //! a line of its own, as the reference answers; unknown keys echoed, as
-//! clients read an echo as "not supported"), stats, space.
+//! clients read an echo as "not supported"; `whoami` is the login's
+//! identity), stats, space.
 
 use crate::error::XrdError;
 use crate::proto::err;
@@ -12,7 +13,7 @@ pub async fn query(s: &Session, who: &Identity, q: Query) -> Result<Vec<u8>, Xrd
     match q {
         Query::Checksum(t) => checksum(s, who, t).await,
         Query::ChecksumScan => Ok(Vec::new()),
-        Query::Config(p) => Ok(config(s, &p)),
+        Query::Config(p) => Ok(config(s, who, &p)),
         Query::Stats => Ok(stats(s)),
         Query::Space => space(s).await,
         Query::Other(other) => Err(XrdError::new(
@@ -51,7 +52,7 @@ async fn checksum(s: &Session, who: &Identity, t: Target) -> Result<Vec<u8>, Xrd
     Ok(b)
 }
 
-fn config(s: &Session, p: &[u8]) -> Vec<u8> {
+fn config(s: &Session, who: &Identity, p: &[u8]) -> Vec<u8> {
     let text = String::from_utf8_lossy(p)
         .trim_end_matches('\0')
         .to_string();
@@ -67,6 +68,7 @@ fn config(s: &Session, p: &[u8]) -> Vec<u8> {
             "bind_max" => "0".to_string(),
             "pio_max" => "0".to_string(),
             "cms" => "none|".to_string(),
+            "whoami" => whoami(who),
             // Unknown (tpc, tpcdlg, ...): echoed, meaning unsupported.
             other => other.to_string(),
         };
@@ -76,6 +78,27 @@ fn config(s: &Session, p: &[u8]) -> Vec<u8> {
     // As the reference answers: every value ends with a newline, no NUL
     // (uproot parses each line with int(); a NUL made it fail).
     out.into_bytes()
+}
+
+/// `query config whoami`: who the login is taken to be, as CGI
+/// (`name=bin&uid=2&...&dn=/DC=org/...&fqans=/cms/Role=production/...`;
+/// `%`, `&` and line ends in values percent-encoded; a value runs from
+/// its name's first `=`).
+fn whoami(who: &Identity) -> String {
+    who.whoami()
+        .iter()
+        .map(|(k, v)| {
+            let mut e = String::with_capacity(v.len());
+            for c in v.chars() {
+                match c {
+                    '%' | '&' | '\n' | '\r' => e.push_str(&format!("%{:02X}", c as u32)),
+                    c => e.push(c),
+                }
+            }
+            format!("{k}={e}")
+        })
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
 fn stats(s: &Session) -> Vec<u8> {
