@@ -87,6 +87,13 @@ impl Reference {
         }
         let [xport, hport] = crate::common::spare_ports::<2>();
         let d = dir.display();
+        let extra = extra(&dir);
+        // The CA directive unless the caller gives its own.
+        let tlsca = if extra.contains("xrd.tlsca") {
+            String::new()
+        } else {
+            format!("xrd.tlsca certdir {d}/pki/certificates\n")
+        };
         let cfg = format!(
             "all.export /\n\
              oss.localroot {d}/data\n\
@@ -96,13 +103,12 @@ impl Reference {
              all.role server\n\
              xrootd.chksum adler32\n\
              xrd.tls {d}/pki/cert.pem {d}/pki/key.pem\n\
-             xrd.tlsca certdir {d}/pki/certificates\n\
+             {tlsca}\
              xrootd.tls capable all\n\
              xrd.protocol XrdHttp:{hport} libXrdHttp.so\n\
              http.exthandler xrdtpc libXrdHttpTPC.so\n\
              http.listingdeny no\n\
-             http.trace all\n{}",
-            extra(&dir)
+             http.trace all\n{extra}"
         );
         std::fs::write(dir.join("xrd.cfg"), cfg).unwrap();
         chown_xrootd(&dir);

@@ -13,6 +13,12 @@ use std::os::unix::fs::PermissionsExt;
 /// tesserad on the PKI's host certificate, taking its proxies, allowed to
 /// copy to loopback; and the reference beside it.
 fn both() -> (Env, Reference, std::path::PathBuf) {
+    both_with_crl(0)
+}
+
+/// As `both`, with the reference's gsi CRL option `crl` (0: not checked,
+/// 1: checked when present).
+fn both_with_crl(crl: u8) -> (Env, Reference, std::path::PathBuf) {
     let p = pki();
     let q = p.clone();
     let (mut e, _) = crate::x509::start(move |c| {
@@ -44,17 +50,20 @@ fn both() -> (Env, Reference, std::path::PathBuf) {
             .unwrap();
             std::fs::write(
                 pk.join("grid-mapfile"),
-                "\"/DC=org/DC=tessera/OU=Users/CN=Alice Smith\" xrootd\n",
+                "\"/DC=org/DC=tessera/OU=Users/CN=Alice Smith\" xrootd\n\
+                 \"/DC=org/DC=tessera/OU=Users/CN=Bob Jones\" xrootd\n",
             )
             .unwrap();
             std::fs::write(pk.join("authdb"), "u * / a\n").unwrap();
             let k = pk.display();
+            let tls_crl = if crl > 0 { " crlcheck all" } else { "" };
             format!(
                 "all.sitename tessera-ref\n\
                  xrootd.seclib libXrdSec.so\n\
                  sec.protocol gsi -certdir:{k}/certificates -cert:{k}/cert.pem -key:{k}/key.pem \
-                 -gridmap:{k}/grid-mapfile -gmapopt:2 -dlgpxy:ignore -crl:0\n\
+                 -gridmap:{k}/grid-mapfile -gmapopt:2 -dlgpxy:ignore -crl:{crl}\n\
                  sec.protbind * only gsi\n\
+                 xrd.tlsca certdir {k}/certificates{tls_crl}\n\
                  http.exthandler xrdmacaroons libXrdMacaroons.so\n\
                  http.gridmap {k}/grid-mapfile\n\
                  macaroons.secretkey {k}/macaroon.secret\n\
@@ -128,4 +137,62 @@ fn gfal_copy_with_a_proxy_only_both_ways_with_the_reference() {
             String::from_utf8_lossy(&o.stderr)
         );
     }
+}
+
+/// What each server does with the same bad certificates (issue 36), side
+/// by side: an upload over HTTPS with the proxy as client certificate, and
+/// a gsi login over root://. Both columns are asserted as observed
+/// (Debian's xrootd 5.5 with gsi `-crl:2` and `xrd.tlsca ... crlcheck
+/// all`; its authorization lets any mapped or unmapped user write) and
+/// printed as the table docs/security.md shows.
+#[test]
+fn bad_certificates_side_by_side_with_the_reference() {
+    let (e, x, p) = both_with_crl(2);
+    crate::private_dir(&e.rt, e.core(), "/bin", 2);
+    let f = e.local("small");
+    std::fs::write(&f, b"side by side\n").unwrap();
+    let tess_root = format!(
+        "root://localhost:{}",
+        e.server.as_ref().unwrap().xrootd_addr.unwrap().port()
+    );
+    // (proxy, HTTPS upload status at tesserad and at the reference (0: the
+    // TLS handshake failed), gsi login at tesserad and at the reference)
+    let cases: [(&str, [u16; 2], [bool; 2]); 9] = [
+        ("alice-voms", [201, 200], [true, true]),
+        ("alice-expired", [401, 0], [false, false]),
+        ("dave-expired", [401, 0], [false, false]),
+        ("bob-voms", [401, 200], [false, true]),
+        ("mallory-plain", [401, 0], [false, false]),
+        ("carol-plain", [403, 200], [false, false]),
+        ("alice-forged", [403, 200], [true, true]),
+        ("alice-acexpired", [403, 200], [true, true]),
+        ("alice-limited", [403, 200], [true, true]),
+    ];
+    let mut table = String::from(
+        "| proxy | tesserad https | reference https | tesserad gsi | reference gsi |\n",
+    );
+    for (name, codes, logins) in cases {
+        let px = p.join(format!("{name}.pem"));
+        let px = px.to_str().unwrap();
+        let up =
+            |url: String| e.curl(&["--cert", px, "--key", px, "-T", f.to_str().unwrap(), &url]);
+        let (tc, tb) = up(format!("{}/bin/{name}", e.url));
+        let (rc, _) = up(format!("{}/{name}", x.url));
+        let login = |url: &str| {
+            e.cmd("xrdfs")
+                .env("X509_USER_PROXY", px)
+                .env("XrdSecPROTOCOL", "gsi")
+                .args([url, "stat", "/"])
+                .output()
+                .unwrap()
+                .status
+                .success()
+        };
+        let (tl, rl) = (login(&tess_root), login(&x.root));
+        table.push_str(&format!("| {name} | {tc} | {rc} | {tl} | {rl} |\n"));
+        assert_eq!(tc, codes[0], "{name}: {}", String::from_utf8_lossy(&tb));
+        assert_eq!(rc, codes[1], "{name} at the reference: {}", x.log_tail());
+        assert_eq!([tl, rl], logins, "{name} gsi (tesserad, reference)");
+    }
+    eprintln!("{table}");
 }
