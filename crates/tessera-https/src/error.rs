@@ -52,6 +52,18 @@ pub fn status_of(kind: ErrorKind) -> u16 {
     }
 }
 
+impl From<tessera_route::RouteError> for HttpError {
+    fn from(e: tessera_route::RouteError) -> HttpError {
+        match e {
+            tessera_route::RouteError::Core(c) => c.into(),
+            tessera_route::RouteError::Refused { kind, msg } => HttpError {
+                kind: Some(kind),
+                ..HttpError::new(status_of(kind), msg)
+            },
+        }
+    }
+}
+
 impl From<CoreError> for HttpError {
     fn from(e: CoreError) -> HttpError {
         let kind = e.kind();

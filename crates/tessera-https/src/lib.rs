@@ -23,7 +23,7 @@ pub use reqbody::ReqBody;
 
 /// A request as the methods get it.
 pub type Req = hyper::Request<ReqBody>;
-pub use scaleout::{Mode, Stats};
+pub use scaleout::Stats;
 
 use hyper::body::Incoming;
 use hyper::{Request, Response};
@@ -62,8 +62,9 @@ pub struct HttpsConfig {
     /// CAs trusted when this server is the active side of a third-party
     /// copy (`None`: TLS sources and destinations are refused).
     pub tpc_tls: Option<Arc<tokio_rustls::rustls::ClientConfig>>,
-    /// Local, metadata service or data gateway.
-    pub mode: Mode,
+    /// What this node is (all-in-one, metadata service, gateway,
+    /// standby): where requests are served.
+    pub role: Arc<tessera_route::Role>,
     pub stats: Arc<Stats>,
     /// Offer HTTP/2 (ALPN `h2`) to TLS clients that ask for it.
     pub http2: bool,
@@ -107,7 +108,7 @@ impl Default for HttpsConfig {
             body_timeout: DEFAULT_BODY_TIMEOUT,
             send_timeout: DEFAULT_BODY_TIMEOUT,
             tpc_tls: None,
-            mode: Mode::Local,
+            role: Arc::default(),
             stats: Arc::default(),
             http2: false,
             tokens: None,

@@ -62,19 +62,25 @@ async fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     let conns = cfg.limits.conns(crate::limits::raise_nofile());
     let tls = tls::server_of(&cfg.tls)?;
     let key = tessera_cluster::CapKey::new(secret.as_bytes());
+    let mgm_https = match cfg.listen.https {
+        Some(_) => {
+            Some(live_node(c.mgm_https.as_deref().context(
+                "cluster.mgm_https (the metadata service's HTTPS endpoint)",
+            )?))
+        }
+        None => None,
+    };
+    let role = Arc::new(tessera_route::Role::Gateway(tessera_route::Gateway {
+        data: data.clone(),
+        client: client.clone(),
+        key,
+        mgm_xrootd: live_node(&mgm_xrootd),
+        mgm_https,
+        advertise: advertise.clone(),
+    }));
     let https = match cfg.listen.https {
         Some(a) => {
-            let mgm = c.mgm_https.clone();
-            let mode = tessera_https::Mode::Gateway {
-                data: data.clone(),
-                client: client.clone(),
-                key: key.clone(),
-                mgm: live_node(
-                    &mgm.context("cluster.mgm_https (the metadata service's HTTPS endpoint)")?,
-                ),
-                advertise: advertise.clone(),
-            };
-            Some(https_listener(cfg, a, tls.clone(), mode, &buffers, &conns).await?)
+            Some(https_listener(cfg, a, tls.clone(), Arc::clone(&role), &buffers, &conns).await?)
         }
         None => None,
     };
@@ -92,16 +98,9 @@ async fn prepare(cfg: &Config) -> anyhow::Result<Prepared> {
     )
     .await
     .with_context(|| format!("registering with the metadata service at {mgm}"))?;
-    let mode = tessera_xrootd::Mode::Gateway {
-        data,
-        client,
-        key,
-        mgm: live_node(&mgm_xrootd),
-        advertise: advertise.clone(),
-    };
     let base = crate::xrootd_config(
         cfg,
-        mode,
+        role,
         Arc::clone(&stats),
         tls,
         buffers.clone(),
@@ -276,7 +275,7 @@ async fn https_listener(
     cfg: &Config,
     a: SocketAddr,
     tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
-    mode: tessera_https::Mode,
+    role: Arc<tessera_route::Role>,
     buffers: &tessera_core::Budget,
     conns: &tessera_core::ConnLimits,
 ) -> anyhow::Result<(
@@ -297,7 +296,7 @@ async fn https_listener(
         .unwrap_or_else(|| local.to_string());
     let hcfg = Arc::new(tessera_https::HttpsConfig {
         tls: Some(tls),
-        mode,
+        role,
         http2: cfg.https.http2,
         body_timeout: cfg.https.body_timeout(),
         send_timeout: cfg.https.send_timeout(),

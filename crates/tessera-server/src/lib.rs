@@ -207,10 +207,10 @@ pub(crate) fn audit_log(cfg: &Config) -> anyhow::Result<tessera_obs::AuditLog> {
     })
 }
 
-/// The XRootD endpoint's settings from `[xrootd]`, for `mode`.
+/// The XRootD endpoint's settings from `[xrootd]`, for `role`.
 pub(crate) fn xrootd_config(
     cfg: &Config,
-    mode: tessera_xrootd::Mode,
+    role: Arc<tessera_route::Role>,
     stats: Arc<tessera_xrootd::Stats>,
     tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
     buffers: tessera_core::Budget,
@@ -218,7 +218,7 @@ pub(crate) fn xrootd_config(
 ) -> tessera_xrootd::XrootdConfig {
     let [body_timeout, idle_timeout, idle_open_timeout] = cfg.xrootd.timeouts();
     tessera_xrootd::XrootdConfig {
-        mode,
+        role,
         stats,
         tls,
         unix: match cfg.xrootd.unix {

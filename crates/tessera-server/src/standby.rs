@@ -27,14 +27,13 @@ impl Standby {
         let (stop, rx) = watch::channel(false);
         let mut tasks = Vec::new();
         let buffers = cfg.buffers.budget();
+        let role = Arc::new(tessera_route::Role::Standby(active.clone()));
         let conns = cfg.limits.conns(crate::limits::raise_nofile());
         if let Some(a) = cfg.listen.xrootd {
             let l = bind(Some(bound), a, "XRootD").await?;
             let x = crate::xrootd_config(
                 cfg,
-                tessera_xrootd::Mode::Standby {
-                    active: active.clone(),
-                },
+                Arc::clone(&role),
                 Arc::default(),
                 tls.clone(),
                 buffers.clone(),
@@ -66,7 +65,7 @@ impl Standby {
             let l = bind(Some(bound), a, "HTTPS").await?;
             let h = Arc::new(tessera_https::HttpsConfig {
                 tls,
-                mode: tessera_https::Mode::Standby { active },
+                role,
                 buffers,
                 conns,
                 drain: std::time::Duration::ZERO,

@@ -126,7 +126,7 @@ pub(crate) async fn start_gated(
     };
     let mut https_stats = None;
     if let Some(l) = https_l {
-        let mut h = https_config(cfg, &shared, roles.https, dev_issuer)?;
+        let mut h = https_config(cfg, &shared, Arc::clone(&roles.role), dev_issuer)?;
         h.federation = shared.federation.clone();
         let hcfg = Arc::new(h);
         https_stats = Some(Arc::clone(&hcfg.stats));
@@ -136,7 +136,7 @@ pub(crate) async fn start_gated(
     let (mut xrootd_addr, mut xrootd_stats) = (None, None);
     if let Some(a) = cfg.listen.xrootd {
         let l = bind(bound, a, "XRootD").await?;
-        let (addr, stats, task) = xrootd(cfg, l, &core, &shared, roles.xrootd, stop_rx)?;
+        let (addr, stats, task) = xrootd(cfg, l, &core, &shared, Arc::clone(&roles.role), stop_rx)?;
         (xrootd_addr, xrootd_stats) = (Some(addr), Some(stats));
         tasks.push(task);
     }
@@ -162,14 +162,14 @@ fn xrootd(
     l: TcpListener,
     core: &Core,
     shared: &Shared,
-    mode: tessera_xrootd::Mode,
+    role: Arc<tessera_route::Role>,
     stop: watch::Receiver<bool>,
 ) -> anyhow::Result<(SocketAddr, Arc<tessera_xrootd::Stats>, JoinHandle<()>)> {
     let addr = l.local_addr()?;
     let stats = Arc::new(tessera_xrootd::Stats::default());
     let base = crate::xrootd_config(
         cfg,
-        mode,
+        role,
         Arc::clone(&stats),
         shared.tls.clone(),
         shared.buffers.clone(),
@@ -274,8 +274,8 @@ async fn open_core(cfg: &Config, gate: Option<tessera_meta::Gate>) -> anyhow::Re
 struct Roles {
     cluster: Option<ClusterServer>,
     sweeper: Option<JoinHandle<()>>,
-    xrootd: tessera_xrootd::Mode,
-    https: tessera_https::Mode,
+    /// What both front-ends ask where a request is served.
+    role: Arc<tessera_route::Role>,
 }
 
 impl Roles {
@@ -284,8 +284,7 @@ impl Roles {
             return Ok(Roles {
                 cluster: None,
                 sweeper: None,
-                xrootd: tessera_xrootd::Mode::Local,
-                https: tessera_https::Mode::Local,
+                role: Arc::default(),
             });
         };
         let secret = crate::dev::read_secret(f)?;
@@ -303,18 +302,12 @@ impl Roles {
         Ok(Roles {
             cluster: Some(svc.server()),
             sweeper,
-            xrootd: tessera_xrootd::Mode::Mgm {
-                registry: Arc::clone(&registry),
-                key: key.clone(),
-                cap_ttl: cfg.cluster.cap_ttl_secs,
-                sites: sites.clone(),
-            },
-            https: tessera_https::Mode::Mgm {
+            role: Arc::new(tessera_route::Role::Mgm(tessera_route::Mgm {
                 registry,
                 key,
                 cap_ttl: cfg.cluster.cap_ttl_secs,
                 sites,
-            },
+            })),
         })
     }
 }
@@ -432,7 +425,7 @@ fn federation(
 fn https_config(
     cfg: &Config,
     shared: &Shared,
-    mode: tessera_https::Mode,
+    role: Arc<tessera_route::Role>,
     dev_issuer: Option<(String, String)>,
 ) -> anyhow::Result<tessera_https::HttpsConfig> {
     Ok(tessera_https::HttpsConfig {
@@ -456,7 +449,7 @@ fn https_config(
         tpc_tls: Some(Arc::clone(&shared.client_tls)),
         tpc_policy: tessera_core::RemotePolicy::new(&cfg.https.tpc_allow, &cfg.https.tpc_deny)
             .map_err(|e| anyhow::anyhow!("https.tpc_allow/tpc_deny: {e}"))?,
-        mode,
+        role,
         http2: cfg.https.http2,
         body_timeout: cfg.https.body_timeout(),
         send_timeout: cfg.https.send_timeout(),

@@ -55,10 +55,7 @@ pub async fn serve_connection(
     // The metadata service of a scale-out setup redirects: it says so
     // (kXR_LBalServer, kXR_isManager) so that clients come back to it when
     // a gateway fails; everything else is a data server.
-    let manager = matches!(
-        cfg.mode,
-        crate::Mode::Mgm { .. } | crate::Mode::Standby { .. }
-    );
+    let manager = cfg.role.is_manager();
     let server_type: i32 = if manager { 0 } else { 1 };
     reply[12..16].copy_from_slice(&server_type.to_be_bytes());
     sock.write_all(&reply).await?;

@@ -73,6 +73,15 @@ impl From<CoreError> for XrdError {
     }
 }
 
+impl From<tessera_route::RouteError> for XrdError {
+    fn from(e: tessera_route::RouteError) -> XrdError {
+        match e {
+            tessera_route::RouteError::Core(c) => c.into(),
+            tessera_route::RouteError::Refused { kind, msg } => XrdError::new(code_of(kind), msg),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

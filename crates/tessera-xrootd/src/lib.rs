@@ -31,37 +31,6 @@ use tokio::sync::watch;
 /// Largest `kXR_write` payload accepted by default (xrdcp sends 8 MiB).
 pub const DEFAULT_MAX_WRITE: usize = 64 << 20;
 
-/// What this XRootD endpoint is in a cluster.
-pub enum Mode {
-    /// Serves everything itself (`--role all`).
-    Local,
-    /// The metadata service: answers metadata, and redirects `open` to a
-    /// registered data gateway with a capability when one is alive.
-    Mgm {
-        registry: Arc<tessera_cluster::Registry>,
-        key: tessera_cluster::CapKey,
-        /// Lifetime of the capabilities it signs, seconds.
-        cap_ttl: u64,
-        /// Client networks to sites (redirects prefer the client's site).
-        sites: tessera_cluster::SiteMap,
-    },
-    /// A data gateway: opens only with a valid capability; every other
-    /// path request is redirected to the metadata service.
-    Gateway {
-        data: tessera_core::DataPath,
-        client: tessera_cluster::ClusterClient,
-        key: tessera_cluster::CapKey,
-        /// The metadata service's XRootD endpoint (`host:port`).
-        mgm: tessera_core::MgmAddr,
-        /// This gateway's address as registered (its heartbeats).
-        advertise: String,
-    },
-    /// A standby metadata node (HA): no namespace here; every request
-    /// after login goes to the active node (`kXR_redirect`), or waits a
-    /// second while none is known (a takeover).
-    Standby { active: tessera_core::ActiveNode },
-}
-
 /// Counters a test or a heartbeat reads.
 #[derive(Default)]
 pub struct Stats {
@@ -87,7 +56,8 @@ pub struct Stats {
 }
 
 pub struct XrootdConfig {
-    pub mode: Mode,
+    /// What this node is (scale-out, standby): where requests are served.
+    pub role: Arc<tessera_route::Role>,
     pub stats: Arc<Stats>,
     /// Certificate and key for `roots://` (and TLS upgrades).
     pub tls: Option<Arc<tokio_rustls::rustls::ServerConfig>>,
@@ -152,7 +122,7 @@ pub const DEFAULT_REQUEST_STALL: std::time::Duration = std::time::Duration::from
 impl Default for XrootdConfig {
     fn default() -> XrootdConfig {
         XrootdConfig {
-            mode: Mode::Local,
+            role: Arc::default(),
             stats: Arc::default(),
             tls: None,
             unix: UnixPolicy::Anonymous,

@@ -295,3 +295,38 @@ pub fn private_dir(rt: &tokio::runtime::Runtime, core: &tessera_core::Core, path
         core.setattr(&root, p, a).await.expect("chown");
     });
 }
+
+/// A root-owned 0700 directory at `path` that only VO group `group`'s ACL
+/// entry (`g:<group>:rwx`) opens, under a quota of `bytes` for gid `gid`.
+pub fn vo_group_dir(
+    rt: &tokio::runtime::Runtime,
+    core: &tessera_core::Core,
+    path: &str,
+    (group, gid): (&str, u32),
+    bytes: u64,
+) {
+    let root = tessera_types::Identity::root("test");
+    let p = tessera_types::NsPath::parse(path).expect("path");
+    rt.block_on(async {
+        core.mkdir(&root, p.clone(), 0o700, false)
+            .await
+            .expect("mkdir");
+        core.xattr_set(
+            &root,
+            p.clone(),
+            b"sys.acl".to_vec(),
+            format!("g:{group}:rwx").into_bytes(),
+        )
+        .await
+        .expect("acl");
+        core.quota_set(
+            &root,
+            p,
+            tessera_core::QuotaTarget::group(gid),
+            Some(bytes),
+            None,
+        )
+        .await
+        .expect("quota");
+    });
+}

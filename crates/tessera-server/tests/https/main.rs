@@ -28,7 +28,7 @@ mod x509;
 mod common;
 pub use common::{
     adler32, data, evict_page_cache, first_fsid, pki, private_dir, reads_in_line,
-    reads_in_line_after, set_fs_status,
+    reads_in_line_after, set_fs_status, vo_group_dir,
 };
 
 use std::path::PathBuf;

@@ -310,28 +310,7 @@ fn certificates_reach_the_gateways_as_their_account_and_vo_group() {
     });
     let e = &c.mgm;
     let core = e.core();
-    e.rt.block_on(async {
-        core.mkdir(&Env::root(), Env::path("/higgs"), 0o700, false)
-            .await
-            .unwrap();
-        core.xattr_set(
-            &Env::root(),
-            Env::path("/higgs"),
-            b"sys.acl".to_vec(),
-            b"g:/cms/higgs:rwx".to_vec(),
-        )
-        .await
-        .unwrap();
-        core.quota_set(
-            &Env::root(),
-            Env::path("/higgs"),
-            tessera_core::QuotaTarget::group(3001),
-            Some(1 << 20),
-            None,
-        )
-        .await
-        .unwrap();
-    });
+    crate::vo_group_dir(&e.rt, core, "/higgs", ("/cms/higgs", 3001), 1 << 20);
     let proxy = p.join("alice-voms.pem");
     let px = proxy.to_str().unwrap();
     let small = e.local("small");

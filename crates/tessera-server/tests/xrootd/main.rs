@@ -22,7 +22,7 @@ mod uproot;
 mod common;
 pub use common::{
     adler32, data, evict_page_cache, first_fsid, pki, private_dir, reads_in_line,
-    reads_in_line_after, set_fs_status, Daemon,
+    reads_in_line_after, set_fs_status, vo_group_dir, Daemon,
 };
 
 use std::path::{Path, PathBuf};

@@ -361,28 +361,7 @@ fn gsi_logins_at_the_metadata_service_reach_the_gateways() {
     crate::private_dir(&e.rt, e.core(), "/bin", 2);
     // A directory only the VO group's ACL opens, and the group's quota.
     let core = e.core();
-    e.rt.block_on(async {
-        core.mkdir(&Env::root(), Env::path("/higgs"), 0o700, false)
-            .await
-            .unwrap();
-        core.xattr_set(
-            &Env::root(),
-            Env::path("/higgs"),
-            b"sys.acl".to_vec(),
-            b"g:/cms/higgs:rwx".to_vec(),
-        )
-        .await
-        .unwrap();
-        core.quota_set(
-            &Env::root(),
-            Env::path("/higgs"),
-            tessera_core::QuotaTarget::group(3001),
-            Some(1 << 20),
-            None,
-        )
-        .await
-        .unwrap();
-    });
+    crate::vo_group_dir(&e.rt, core, "/higgs", ("/cms/higgs", 3001), 1 << 20);
     let src = e.local("gsi-src");
     let body = crate::data(2_000_001, 44);
     std::fs::write(&src, &body).unwrap();

@@ -7,10 +7,7 @@ use crate::session::Session;
 
 /// A repeated `kXR_protocol` on an established connection: no TLS switch.
 pub fn protocol(s: &Session) -> Result<Vec<u8>, XrdError> {
-    let mut flags = if matches!(
-        s.cfg.mode,
-        crate::Mode::Mgm { .. } | crate::Mode::Standby { .. }
-    ) {
+    let mut flags = if s.cfg.role.is_manager() {
         pflags::IS_MANAGER
     } else {
         pflags::IS_SERVER

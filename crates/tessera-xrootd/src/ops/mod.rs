@@ -99,11 +99,9 @@ pub async fn dispatch(
         Ok(r) => r,
         Err(e) => return out.error(st, &e).await,
     };
-    if matches!(s.cfg.mode, crate::Mode::Gateway { .. }) && !on_gateway(&r) {
-        return cluster::to_mgm(s, out, &h).await;
-    }
-    if matches!(s.cfg.mode, crate::Mode::Standby { .. }) && !on_standby(&r) {
-        return cluster::to_active(s, out, &h).await;
+    let role = &s.cfg.role;
+    if (role.is_gateway() && !on_gateway(&r)) || (role.is_standby() && !on_standby(&r)) {
+        return cluster::elsewhere(s, out, &h).await;
     }
     // A connection that only pings is idle (its idle limit runs on).
     if !matches!(r, Request::Noop) {

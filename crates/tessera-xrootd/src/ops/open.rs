@@ -25,7 +25,7 @@ pub async fn open(
     let t = &req.target;
     let who = Arc::clone(who);
     let writing = opts & (o::NEW | o::DELETE | o::UPDATE | o::APPEND | o::WRITE_ONLY) != 0;
-    if matches!(s.cfg.mode, crate::Mode::Gateway { .. }) {
+    if s.cfg.role.is_gateway() {
         let (fh, stat) = cluster::gateway_open(s, out, t, writing).await?;
         return Ok(Opened::Reply(reply(fh, opts, &stat)));
     }
@@ -33,13 +33,13 @@ pub async fn open(
     // or kXR_async asks (xrdcp always sends async). Made before a redirect
     // (a gateway makes none); else only when the open finds none.
     let mkpath = writing && opts & (o::NEW | o::DELETE) != 0 && opts & (o::MKPATH | o::ASYNC) != 0;
-    if mkpath && matches!(s.cfg.mode, crate::Mode::Mgm { .. }) {
+    if mkpath && s.cfg.role.is_mgm() {
         make_parents(s, &who, t).await?;
     }
     if writing && opts & (o::NEW | o::DELETE) == 0 {
         // Update (or append) of an existing file: a copy-on-write update
         // (`update.rs`), served where the namespace and the data both are.
-        if matches!(s.cfg.mode, crate::Mode::Mgm { .. }) {
+        if s.cfg.role.is_mgm() {
             return Err(XrdError::new(
                 err::UNSUPPORTED,
                 "updates in place are not served by a scale-out metadata service yet: open with kXR_delete to replace (errno 95)",
