@@ -24,6 +24,7 @@ pub fn code_of(kind: ErrorKind) -> Code {
         ErrorKind::Io => Code::Internal,
         ErrorKind::Unsupported => Code::Unimplemented,
         ErrorKind::NoMemory => Code::ResourceExhausted,
+        ErrorKind::Unauthenticated => Code::Unauthenticated,
     }
 }
 

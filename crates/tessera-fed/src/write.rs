@@ -31,6 +31,8 @@ pub enum WriteRefused {
     Lookup(String),
 }
 
+impl std::error::Error for WriteRefused {}
+
 impl std::fmt::Display for WriteRefused {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

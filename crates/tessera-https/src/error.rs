@@ -5,9 +5,11 @@ use tessera_core::CoreError;
 use tessera_types::ErrorKind;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{status}: {msg}")]
+#[error("{}: {msg}", status.as_u16())]
 pub struct HttpError {
-    pub status: u16,
+    /// Always a 4xx or 5xx (`new` makes anything else a 500): a failure
+    /// never goes out as a success.
+    pub status: hyper::StatusCode,
     pub msg: String,
     /// The kind of the core's failure it came from, if it did.
     pub kind: Option<ErrorKind>,
@@ -15,6 +17,10 @@ pub struct HttpError {
 
 impl HttpError {
     pub fn new(status: u16, msg: impl Into<String>) -> HttpError {
+        let status = hyper::StatusCode::from_u16(status)
+            .ok()
+            .filter(|s| s.is_client_error() || s.is_server_error())
+            .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
         HttpError {
             status,
             msg: msg.into(),
@@ -42,6 +48,7 @@ pub fn status_of(kind: ErrorKind) -> u16 {
         ErrorKind::NotADirectory => 409,
         ErrorKind::IsADirectory => 409,
         ErrorKind::PermissionDenied | ErrorKind::NotPermitted => 403,
+        ErrorKind::Unauthenticated => 401,
         ErrorKind::QuotaExceeded | ErrorKind::NoSpace => 507,
         ErrorKind::InvalidArgument | ErrorKind::NameTooLong => 400,
         ErrorKind::CrossDevice => 502,
@@ -60,6 +67,16 @@ impl From<tessera_route::RouteError> for HttpError {
                 kind: Some(kind),
                 ..HttpError::new(status_of(kind), msg)
             },
+            tessera_route::RouteError::ViewWrite(w) => {
+                use tessera_fed::WriteRefused as No;
+                let status = match &w {
+                    No::NotConfigured => 405,
+                    No::Exists => 412,
+                    No::MustBeConditional => 428,
+                    No::Unavailable(_) | No::Lookup(_) => 503,
+                };
+                HttpError::new(status, w.to_string())
+            }
         }
     }
 }

@@ -473,8 +473,7 @@ async fn copy(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError> {
 /// A failure as a short text body; the connection stays open.
 pub fn error_response(e: &HttpError) -> Response<Body> {
     let mut r = Response::new(Body::text(format!("{}\n", e.msg)));
-    *r.status_mut() =
-        hyper::StatusCode::from_u16(e.status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    *r.status_mut() = e.status;
     r.headers_mut().insert(
         hyper::header::CONTENT_TYPE,
         hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
@@ -482,7 +481,7 @@ pub fn error_response(e: &HttpError) -> Response<Body> {
     if e.is_denial() {
         r.extensions_mut().insert(auth::Denial);
     }
-    if e.status == 503 {
+    if e.status == hyper::StatusCode::SERVICE_UNAVAILABLE {
         // Short of something for now (memory, a filesystem): a client
         // that retries is told when (a caller may set its own).
         r.headers_mut().insert(

@@ -16,14 +16,19 @@
 //!   standby (or waits while none is known).
 //! - [`Gateway::open`]: on a gateway, a capability and the client's
 //!   address become a read or write session as the capability's holder.
+//! - [`ViewAsk`]: a request under a federated view: its gates (private
+//!   views, token scopes), the replica a read goes to, every replica
+//!   (Metalink, `kXR_locate`), the merged listing, where a write goes.
 
 mod error;
 mod gateway;
 mod open;
+mod view;
 
 pub use error::RouteError;
 pub use gateway::{Gateway, Opened};
 pub use open::{Ask, Op};
+pub use view::{Pick, ViewAsk};
 
 use std::sync::Arc;
 use tessera_cluster::{CapKey, Registry, SiteMap};

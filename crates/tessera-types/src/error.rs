@@ -28,6 +28,10 @@ pub enum ErrorKind {
     Unsupported,
     /// The server is short of memory for now (the request may come back).
     NoMemory,
+    /// What was asked needs a verified credential (a token, a macaroon, a
+    /// certificate) and the request had none: HTTP's 401, where
+    /// `PermissionDenied` is what the credential does not allow.
+    Unauthenticated,
 }
 
 impl ErrorKind {
@@ -52,6 +56,7 @@ impl ErrorKind {
             ErrorKind::Io => 5,                // EIO
             ErrorKind::Unsupported => 95,      // EOPNOTSUPP
             ErrorKind::NoMemory => 12,         // ENOMEM
+            ErrorKind::Unauthenticated => 13,  // EACCES
         }
     }
 
@@ -76,12 +81,13 @@ impl ErrorKind {
             ErrorKind::Io => "io",
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::NoMemory => "no_memory",
+            ErrorKind::Unauthenticated => "unauthenticated",
         }
     }
 }
 
 impl ErrorKind {
-    pub const ALL: [ErrorKind; 18] = [
+    pub const ALL: [ErrorKind; 19] = [
         ErrorKind::NotFound,
         ErrorKind::AlreadyExists,
         ErrorKind::NotEmpty,
@@ -100,6 +106,7 @@ impl ErrorKind {
         ErrorKind::Io,
         ErrorKind::Unsupported,
         ErrorKind::NoMemory,
+        ErrorKind::Unauthenticated,
     ];
 
     /// The kind named by [`ErrorKind::as_str`] (errors that crossed a

@@ -45,7 +45,9 @@ pub fn code_of(kind: ErrorKind) -> i32 {
         ErrorKind::NotEmpty => err::FS_ERROR,
         ErrorKind::NotADirectory => err::NOT_FILE,
         ErrorKind::IsADirectory => err::IS_DIRECTORY,
-        ErrorKind::PermissionDenied | ErrorKind::NotPermitted => err::NOT_AUTHORIZED,
+        ErrorKind::PermissionDenied | ErrorKind::NotPermitted | ErrorKind::Unauthenticated => {
+            err::NOT_AUTHORIZED
+        }
         ErrorKind::QuotaExceeded => err::OVER_QUOTA,
         ErrorKind::NoSpace => err::NO_SPACE,
         ErrorKind::InvalidArgument => err::ARG_INVALID,
@@ -78,6 +80,13 @@ impl From<tessera_route::RouteError> for XrdError {
         match e {
             tessera_route::RouteError::Core(c) => c.into(),
             tessera_route::RouteError::Refused { kind, msg } => XrdError::new(code_of(kind), msg),
+            tessera_route::RouteError::ViewWrite(w) => {
+                let code = match w {
+                    tessera_fed::WriteRefused::NotConfigured => err::UNSUPPORTED,
+                    _ => err::NO_SERVER,
+                };
+                XrdError::new(code, w.to_string())
+            }
         }
     }
 }

@@ -1,11 +1,11 @@
-//! Federated views (`tessera-fed`): a GET or HEAD of a path under a view
-//! is answered with a redirect (302) to the best replica for the client
-//! (a PROPFIND with the endpoints' listings merged: `fedlist.rs`),
-//! or, when the client asks for Metalink (`Accept:
+//! Federated views in HTTP's words (`tessera-route` decides: gates, the
+//! replica, every replica, where a write goes): a GET or HEAD of a path
+//! under a view is answered with a redirect (302) to the best replica for
+//! the client (a PROPFIND with the endpoints' listings merged:
+//! `fedlist.rs`), or, when the client asks for Metalink (`Accept:
 //! application/metalink4+xml`, or `?metalink`), with the list of every
-//! replica in priority order. A token's scopes are checked on the path
-//! before anything is looked up; endpoints' own credentials never reach
-//! the client.
+//! replica in priority order; a PUT with a 307 to where the view's policy
+//! writes. Endpoints' own credentials never reach the client.
 
 use super::metalink;
 use crate::body::Body;
@@ -13,6 +13,7 @@ use crate::error::HttpError;
 use crate::{Ctx, Req};
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, LOCATION};
 use hyper::Response;
+use tessera_route::{Pick, ViewAsk};
 
 /// The answer when `req` is for a federated view (`None`: it is not).
 pub async fn serve(ctx: &Ctx, req: &Req) -> Option<Result<Response<Body>, HttpError>> {
@@ -22,20 +23,23 @@ pub async fn serve(ctx: &Ctx, req: &Req) -> Option<Result<Response<Body>, HttpEr
         Ok(p) => p,
         Err(e) => return Some(Err(e)),
     };
-    let at = fed.view_of(&path.display())?;
-    Some(answer(ctx, fed, req, &path, at).await)
+    let at = ViewAsk::view_of(fed, &path)?;
+    let v = ViewAsk {
+        fed,
+        core: &ctx.core,
+        who: &ctx.who,
+        credentialed: ctx.credentials,
+        path: &path,
+        at,
+        peer: ctx.peer.ip(),
+    };
+    Some(answer(req, &v).await)
 }
 
-async fn answer(
-    ctx: &Ctx,
-    fed: &tessera_fed::Federation,
-    req: &Req,
-    path: &tessera_types::NsPath,
-    at: tessera_fed::InView,
-) -> Result<Response<Body>, HttpError> {
+async fn answer(req: &Req, v: &ViewAsk<'_>) -> Result<Response<Body>, HttpError> {
     let method = req.method().as_str();
     if method == "PUT" {
-        return write(ctx, req, fed, path, &at).await;
+        return write(req, v).await;
     }
     if !matches!(method, "GET" | "HEAD" | "PROPFIND") {
         return Err(HttpError::new(
@@ -43,47 +47,21 @@ async fn answer(
             format!("{method} is not served on a federated view yet (GET, HEAD and PROPFIND are)"),
         ));
     }
-    if !at.public && !ctx.credentials {
-        return Err(HttpError::new(
-            401,
-            "this view needs a token or a certificate",
-        ));
-    }
-    ctx.core.token_allows_read(&ctx.who, path)?;
-    // On to the endpoints as the client sent it (still encoded).
-    let rel = at.rel.as_str();
     if method == "PROPFIND" {
+        // On to the endpoints as the client sent it (still encoded).
+        let rel = v.at.rel.trim_end_matches('/');
+        let m = v.listing(rel).await?;
         let depth0 = crate::ops::header(req.headers(), "depth") == Some("0");
-        let view = crate::path::encode(at.path().as_bytes());
-        return super::fedlist::listing(fed, &at, &view, rel, depth0, path).await;
+        let view = crate::path::encode(v.at.path().as_bytes());
+        return Ok(super::fedlist::listing(&m, &format!("{view}{rel}"), depth0));
     }
-    // HTTP clients go to HTTP replicas (an XRootD one is for root://).
-    let found: Vec<_> = fed
-        .find(
-            &at,
-            ctx.peer.ip(),
-            if wants_metalink(req) {
-                tessera_fed::Want::EveryHttp
-            } else {
-                tessera_fed::Want::Http
-            },
-        )
-        .await
-        .into_iter()
-        .filter(|r| r.root.is_none())
-        .collect();
-    if found.is_empty() {
-        return Err(HttpError::new(
-            404,
-            format!("{} is on none of the view's endpoints", path.display()),
-        ));
-    }
-    let ordered = fed.order(found, ctx.peer.ip());
     let mut r = Response::new(Body::Empty);
     let h = r.headers_mut();
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
     if wants_metalink(req) {
-        let name = String::from_utf8_lossy(path.name().unwrap_or(b"")).into_owned();
+        // HTTP clients go to HTTP replicas (an XRootD one is for root://).
+        let ordered = v.replicas(tessera_fed::Want::EveryHttp).await?;
+        let name = String::from_utf8_lossy(v.path.name().unwrap_or(b"")).into_owned();
         let doc = metalink::document(&name, &ordered);
         h.insert(CONTENT_TYPE, HeaderValue::from_static(metalink::MEDIA_TYPE));
         let len = doc.len();
@@ -93,58 +71,31 @@ async fn answer(
         }
         return Ok(r);
     }
-    let first = &ordered[0];
-    if method == "HEAD" && first.get_only {
-        // A presigned grant is for GET alone, and clients (davix) reuse a
-        // HEAD's redirect for their GET: the view answers the HEAD itself.
-        if let Some(n) = first.size {
-            h.insert("Content-Length", HeaderValue::from(n));
+    match v.pick(tessera_fed::Want::Http, method == "HEAD").await? {
+        Pick::AnswerHere(first) => {
+            if let Some(n) = first.size {
+                h.insert("Content-Length", HeaderValue::from(n));
+            }
         }
-        return Ok(r);
+        Pick::Redirect(first) => {
+            let to = HeaderValue::from_str(&first.url)
+                .map_err(|_| HttpError::new(500, "a replica URL is not a header value"))?;
+            h.insert(LOCATION, to);
+            h.insert("Content-Length", HeaderValue::from_static("0"));
+            *r.status_mut() = hyper::StatusCode::FOUND;
+        }
     }
-    let to = HeaderValue::from_str(&first.url)
-        .map_err(|_| HttpError::new(500, "a replica URL is not a header value"))?;
-    h.insert(LOCATION, to);
-    fed.sent(&first.endpoint);
-    h.insert("Content-Length", HeaderValue::from_static("0"));
-    *r.status_mut() = hyper::StatusCode::FOUND;
     Ok(r)
 }
 
 /// A PUT into a view: 307 to the endpoint the view's write policy picks
-/// for this client (the body goes there), after the token's create scope
-/// is checked on the path. Writes need a token; a token that may only
-/// create gets an object store's grant only for an absent key and only
-/// when it asks for create-only itself (`If-None-Match: *`, then signed
-/// into the grant: 428 otherwise).
-async fn write(
-    ctx: &Ctx,
-    req: &Req,
-    fed: &tessera_fed::Federation,
-    path: &tessera_types::NsPath,
-    at: &tessera_fed::InView,
-) -> Result<Response<Body>, HttpError> {
-    use tessera_fed::WriteRefused as No;
-    if !ctx.credentials {
-        return Err(HttpError::new(
-            401,
-            "writes into a view need a token or a certificate",
-        ));
-    }
-    let may_replace = ctx.core.token_allows_create(&ctx.who, path)?;
-    let ask = tessera_fed::WriteAsk {
-        may_replace,
-        if_none_match: crate::ops::header(req.headers(), "if-none-match") == Some("*"),
-    };
-    let to = fed.write_url(at, ctx.peer.ip(), ask).await.map_err(|why| {
-        let status = match &why {
-            No::NotConfigured => 405,
-            No::Exists => 412,
-            No::MustBeConditional => 428,
-            No::Unavailable(_) | No::Lookup(_) => 503,
-        };
-        HttpError::new(status, why.to_string())
-    })?;
+/// for this client (the body goes there). A token that may only create
+/// gets an object store's grant only for an absent key and only when it
+/// asks for create-only itself (`If-None-Match: *`, then signed into the
+/// grant: 428 otherwise).
+async fn write(req: &Req, v: &ViewAsk<'_>) -> Result<Response<Body>, HttpError> {
+    let if_none_match = crate::ops::header(req.headers(), "if-none-match") == Some("*");
+    let to = v.write_url(if_none_match).await?;
     let mut r = Response::new(Body::Empty);
     *r.status_mut() = hyper::StatusCode::TEMPORARY_REDIRECT;
     let h = r.headers_mut();

@@ -3,28 +3,11 @@
 
 use crate::body::Body;
 use crate::davxml::escape;
-use crate::error::HttpError;
 use hyper::Response;
 
-/// The merged listing of `rel` (percent-encoded, from `/`) of `at`'s view
-/// (its path `view_path`, encoded); `depth0`: the directory alone.
-pub async fn listing(
-    fed: &tessera_fed::Federation,
-    at: &tessera_fed::InView,
-    view_path: &str,
-    rel: &str,
-    depth0: bool,
-    path: &tessera_types::NsPath,
-) -> Result<Response<Body>, HttpError> {
-    let want = rel.trim_end_matches('/');
-    let m = fed.merged(at, want).await;
-    if !m.found {
-        return Err(HttpError::new(
-            404,
-            format!("{} is on none of the view's endpoints", path.display()),
-        ));
-    }
-    let me = format!("{view_path}{want}");
+/// The merged listing `m` of the view path `me` (percent-encoded, without
+/// a trailing `/`) as a multistatus; `depth0`: the directory alone.
+pub fn listing(m: &tessera_fed::Merged, me: &str, depth0: bool) -> Response<Body> {
     let mut xml = String::from(
         "<?xml version=\"1.0\" encoding=\"utf-8\"?>\n<D:multistatus xmlns:D=\"DAV:\">\n",
     );
@@ -37,10 +20,10 @@ pub async fn listing(
             }
         }
     } else {
-        response(&mut xml, &me, false, m.size);
+        response(&mut xml, me, false, m.size);
     }
     xml.push_str("</D:multistatus>\n");
-    Ok(super::multistatus::xml_207(xml))
+    super::multistatus::xml_207(xml)
 }
 
 fn response(xml: &mut String, href: &str, dir: bool, size: Option<u64>) {

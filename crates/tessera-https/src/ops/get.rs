@@ -78,7 +78,7 @@ impl std::error::Error for ReadFailure {}
 fn read_failure(e: tessera_core::CoreError) -> std::io::Error {
     let h = HttpError::from(e);
     std::io::Error::other(ReadFailure {
-        status: h.status,
+        status: h.status.as_u16(),
         msg: h.msg,
     })
 }

@@ -186,7 +186,7 @@ pub fn base64(b: &[u8]) -> String {
 }
 
 pub fn status(r: &mut Response<Body>, s: u16) {
-    *r.status_mut() = StatusCode::from_u16(s).unwrap_or(StatusCode::OK);
+    *r.status_mut() = StatusCode::from_u16(s).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
 }
 
 pub fn set(r: &mut Response<Body>, name: &'static str, value: &str) {

@@ -28,8 +28,8 @@ pub fn failures(failed: &[(NsPath, HttpError)]) -> Response<Body> {
             "<D:response><D:href>{}</D:href><D:status>HTTP/1.1 {} {}</D:status>\
              <D:responsedescription>{}</D:responsedescription></D:response>\n",
             path::encode(p.as_bytes()),
-            e.status,
-            reason(e.status),
+            e.status.as_u16(),
+            reason(e.status.as_u16()),
             escape(&e.msg)
         ));
     }

@@ -41,7 +41,7 @@ pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
     let (core, who, p2) = (ctx.core.clone(), ctx.who.clone(), p.clone());
     // Its "exists", or the file changed since, is the failed condition's
     // 412.
-    let refused = move |e: HttpError| match (e.kind, e.status) {
+    let refused = move |e: HttpError| match (e.kind, e.status.as_u16()) {
         (_, 409) if create_only => precond::failed(),
         (Some(tessera_types::ErrorKind::Busy), _) if found.is_some() => precond::failed(),
         (Some(tessera_types::ErrorKind::AlreadyExists), _) if found.is_some() => precond::failed(),

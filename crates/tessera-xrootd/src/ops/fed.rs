@@ -1,17 +1,16 @@
-//! Federated views (`tessera-fed`) over XRootD: an open, stat or locate
-//! of a path under a view is redirected (`kXR_redirect`) to the best XRootD
-//! replica for the client (its site by address, the endpoints' health and
-//! latency); XrdCl sends the same request, same path, there (an XRootD
-//! endpoint serves the view under the view's own path). A token's scopes
-//! are checked on the path first. An open for writing goes to the root
-//! endpoint the view's write policy picks (writes need a token that may
-//! create there).
+//! Federated views over XRootD: `tessera-route` decides (its gates, the
+//! best XRootD replica for the client, every replica, where a write goes);
+//! this writes the answers: an open or stat is redirected
+//! (`kXR_redirect`) and XrdCl sends the same request, same path, there (an
+//! XRootD endpoint serves the view under the view's own path); `kXR_locate`
+//! lists every replica.
 
 use crate::error::XrdError;
 use crate::proto::err;
 use crate::reply::Out;
 use crate::request::{Query, Request, Truncate};
 use crate::session::{Session, Target};
+use tessera_route::{Pick, ViewAsk};
 use tessera_types::Identity;
 
 /// A request naming a path under a view that views do not serve (rm,
@@ -40,6 +39,26 @@ pub fn unsupported(s: &Session, r: &Request) -> Option<XrdError> {
     ))
 }
 
+/// The routing question for `t` if it is under a view (`None`: it is
+/// not).
+pub(crate) fn ask<'a>(
+    s: &'a Session,
+    who: &'a Identity,
+    t: &'a Target,
+) -> Option<Result<ViewAsk<'a>, XrdError>> {
+    let fed = s.cfg.federation.as_ref()?;
+    let at = ViewAsk::view_of(fed, &t.path)?;
+    Some(s.core().map(|core| ViewAsk {
+        fed,
+        core,
+        who,
+        credentialed: who.verified(),
+        path: &t.path,
+        at,
+        peer: s.peer.ip(),
+    }))
+}
+
 /// Answer `t` (`writing`: an open for writing) if it is under a view:
 /// `None` when it is not.
 pub async fn redirect(
@@ -50,93 +69,40 @@ pub async fn redirect(
     t: &Target,
     writing: bool,
 ) -> Option<bool> {
-    let fed = s.cfg.federation.as_ref()?;
-    let path = t.path.display();
-    let at = fed.view_of(&path)?;
-    Some(match answer(s, fed, who, &path, at, t, writing).await {
+    let v = ask(s, who, t)?;
+    Some(match answer(v, writing).await {
         Ok((host, port)) => out.redirect(st, &host, port, "").await,
         Err(e) => out.error(st, &e).await,
     })
 }
 
 async fn answer(
-    s: &Session,
-    fed: &tessera_fed::Federation,
-    who: &Identity,
-    path: &str,
-    at: tessera_fed::InView,
-    t: &Target,
+    v: Result<ViewAsk<'_>, XrdError>,
     writing: bool,
 ) -> Result<(String, u16), XrdError> {
+    let v = v?;
     if writing {
-        if !who.verified() {
-            return Err(XrdError::new(
-                err::NOT_AUTHORIZED,
-                "writes into a view need a token or a certificate",
-            ));
-        }
-        s.core()?.token_allows_create(who, &t.path)?;
-        return fed.write_root(&at, s.peer.ip()).map_err(|why| {
-            let code = match why {
-                tessera_fed::WriteRefused::NotConfigured => err::UNSUPPORTED,
-                _ => err::NO_SERVER,
-            };
-            XrdError::new(code, why.to_string())
-        });
+        return Ok(v.write_root()?);
     }
-    if !at.public && !who.verified() {
-        return Err(XrdError::new(
-            err::NOT_AUTHORIZED,
-            "this view needs a token or a certificate",
-        ));
-    }
-    s.core()?.token_allows_read(who, &t.path)?;
-    let found = fed.find(&at, s.peer.ip(), tessera_fed::Want::Root).await;
-    let best = fed
-        .order(found, s.peer.ip())
-        .into_iter()
-        .find(|r| r.root.is_some());
-    if let Some(r) = &best {
-        fed.sent(&r.endpoint);
-    }
-    best.and_then(|r| r.root).ok_or_else(|| {
-        XrdError::new(
-            err::NOT_FOUND,
-            format!("{path} is on none of the view's XRootD endpoints"),
-        )
-    })
+    let r = match v.pick(tessera_fed::Want::Root, false).await? {
+        Pick::Redirect(r) | Pick::AnswerHere(r) => r,
+    };
+    r.root
+        .ok_or_else(|| XrdError::new(err::NOT_FOUND, "no XRootD replica"))
 }
 
 /// `kXR_locate` of a path under a view: every XRootD replica of it, the
 /// client's best first (`Sr<host>:<port>` each, as a data server that
 /// serves reads), or `None` when the path is in no view.
 pub async fn locate(s: &Session, who: &Identity, t: &Target) -> Option<Result<Vec<u8>, XrdError>> {
-    let fed = s.cfg.federation.as_ref()?;
-    let path = t.path.display();
-    let at = fed.view_of(&path)?;
-    Some(locate_all(s, fed, who, &path, at).await)
+    let v = ask(s, who, t)?;
+    Some(locate_all(v).await)
 }
 
-async fn locate_all(
-    s: &Session,
-    fed: &tessera_fed::Federation,
-    who: &Identity,
-    path: &str,
-    at: tessera_fed::InView,
-) -> Result<Vec<u8>, XrdError> {
-    if !at.public && !who.verified() {
-        return Err(XrdError::new(
-            err::NOT_AUTHORIZED,
-            "this view needs a token or a certificate",
-        ));
-    }
-    s.core()?.token_allows_read(
-        who,
-        &tessera_types::NsPath::parse(path).map_err(|e| XrdError::invalid(e.to_string()))?,
-    )?;
-    let found = fed.find(&at, s.peer.ip(), tessera_fed::Want::Root).await;
-    let all: Vec<String> = fed
-        .order(found, s.peer.ip())
+async fn locate_all(v: Result<ViewAsk<'_>, XrdError>) -> Result<Vec<u8>, XrdError> {
+    let all: Vec<String> = v?
+        .replicas(tessera_fed::Want::Root)
+        .await?
         .into_iter()
         .filter_map(|r| r.root)
         .map(|(host, port)| {
@@ -148,12 +114,6 @@ async fn locate_all(
             format!("Sr{host}:{port}")
         })
         .collect();
-    if all.is_empty() {
-        return Err(XrdError::new(
-            err::NOT_FOUND,
-            format!("{path} is on none of the view's XRootD endpoints"),
-        ));
-    }
     let mut b = all.join(" ").into_bytes();
     b.push(0);
     Ok(b)

@@ -24,9 +24,8 @@ pub async fn dirlist(
     t: &Target,
     dstat: bool,
 ) -> Option<bool> {
-    let fed = s.cfg.federation.as_ref()?;
-    let at = fed.view_of(&t.path.display())?;
-    Some(match listing(s, fed, who, t, at, dstat).await {
+    let v = super::fed::ask(s, who, t)?;
+    Some(match listing(v, t, dstat).await {
         Ok(parts) => {
             let n = parts.len();
             for (i, p) in parts.into_iter().enumerate() {
@@ -42,27 +41,12 @@ pub async fn dirlist(
 }
 
 async fn listing(
-    s: &Session,
-    fed: &tessera_fed::Federation,
-    who: &Identity,
+    v: Result<tessera_route::ViewAsk<'_>, XrdError>,
     t: &Target,
-    at: tessera_fed::InView,
     dstat: bool,
 ) -> Result<Vec<Vec<u8>>, XrdError> {
-    if !at.public && !who.verified() {
-        return Err(XrdError::new(
-            err::NOT_AUTHORIZED,
-            "this view needs a token or a certificate",
-        ));
-    }
-    s.core()?.token_allows_read(who, &t.path)?;
-    let m = fed.merged(&at, &at.rel).await;
-    if !m.found {
-        return Err(XrdError::new(
-            err::NOT_FOUND,
-            format!("{} is on none of the view's endpoints", t.path.display()),
-        ));
-    }
+    let v = v?;
+    let m = v.listing(&v.at.rel).await?;
     if !m.dir {
         return Err(XrdError::new(
             err::NOT_FILE,
