@@ -47,8 +47,8 @@ async fn run(a: Args) -> anyhow::Result<()> {
         }
     });
     let cfg = FedConfig {
-        probe_interval_ms: 3_600_000,
-        cache_ttl_s: 3600,
+        probe_interval: std::time::Duration::from_millis(3_600_000),
+        cache_ttl: std::time::Duration::from_secs(3600),
         cache_entries: a.files * 2,
         sites: vec![SiteCfg {
             name: "here".into(),

@@ -67,7 +67,9 @@ fn state_pb(s: &EndpointState) -> pb::FedEndpoint {
         latency_ms: s.health.latency_ms,
         load: s.health.load,
         reason: s.health.reason.clone(),
-        timeout_ms: c.timeout_ms.unwrap_or(0),
+        timeout_ms: c
+            .timeout
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         max_parallel: c.max_parallel as u32,
     }
 }
@@ -152,7 +154,8 @@ impl FedSvc {
                     access_key_file: file(c, r.access_key_file)?,
                     secret_key_file: file(c, r.secret_key_file)?,
                     disabled: r.disabled,
-                    timeout_ms: (r.timeout_ms > 0).then_some(r.timeout_ms),
+                    timeout: (r.timeout_ms > 0)
+                        .then(|| std::time::Duration::from_millis(r.timeout_ms)),
                     max_parallel: r.max_parallel as usize,
                 });
                 join_views(c, &r.name, &r.views);
@@ -196,7 +199,7 @@ impl FedSvc {
                 e.secret_key_file = sk.unwrap_or(e.secret_key_file.clone());
                 e.disabled = r.disabled.unwrap_or(e.disabled);
                 if let Some(t) = r.timeout_ms {
-                    e.timeout_ms = (t > 0).then_some(t);
+                    e.timeout = (t > 0).then(|| std::time::Duration::from_millis(t));
                 }
                 e.max_parallel = r.max_parallel.map_or(e.max_parallel, |n| n as usize);
                 join_views(c, &r.name, &r.add_views);

@@ -3,23 +3,29 @@
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct FedConfig {
     /// How often every endpoint is probed.
-    pub probe_interval_ms: u64,
+    #[serde(with = "tessera_types::units::duration")]
+    pub probe_interval: Duration,
     /// Failed probes in a row before an endpoint leaves every choice (it
     /// comes back at its first good one).
     pub probe_failures: u32,
     /// Deadline of one request to an endpoint (a probe, a stat).
-    pub timeout_ms: u64,
+    #[serde(with = "tessera_types::units::duration")]
+    pub timeout: Duration,
     /// How long a lookup waits for more endpoints once one has the file
     /// (unless one at the client's own site has it: then not at all).
-    pub settle_ms: u64,
+    #[serde(with = "tessera_types::units::duration")]
+    pub settle: Duration,
     /// How long a file found (or found nowhere) is remembered.
-    pub cache_ttl_s: u64,
-    pub negative_ttl_s: u64,
+    #[serde(with = "tessera_types::units::duration")]
+    pub cache_ttl: Duration,
+    #[serde(with = "tessera_types::units::duration")]
+    pub negative_ttl: Duration,
     /// Files remembered at most (the oldest go first).
     pub cache_entries: usize,
     /// A MaxMind-format City database (GeoLite2-City.mmdb): a client in no
@@ -32,7 +38,8 @@ pub struct FedConfig {
     /// other (see `Federation::order`).
     pub load_capacity: u32,
     /// Validity of the presigned URLs clients are sent to (S3).
-    pub grant_s: u64,
+    #[serde(with = "tessera_types::units::duration")]
+    pub grant: Duration,
     /// Under this path every https endpoint also has a view of its own
     /// (`/PerSite/<endpoint>/…`, no aggregation); empty: none.
     pub per_site: String,
@@ -51,16 +58,16 @@ pub struct FedConfig {
 impl Default for FedConfig {
     fn default() -> FedConfig {
         FedConfig {
-            probe_interval_ms: 5000,
+            probe_interval: Duration::from_secs(5),
             probe_failures: 2,
-            timeout_ms: 2000,
-            settle_ms: 20,
-            cache_ttl_s: 60,
-            negative_ttl_s: 10,
+            timeout: Duration::from_secs(2),
+            settle: Duration::from_millis(20),
+            cache_ttl: Duration::from_secs(60),
+            negative_ttl: Duration::from_secs(10),
             cache_entries: 100_000,
             geoip_db: None,
             load_capacity: 100,
-            grant_s: 300,
+            grant: Duration::from_secs(300),
             per_site: "/PerSite".into(),
             credentials_dir: None,
             sites: Vec::new(),
@@ -116,10 +123,14 @@ pub struct EndpointCfg {
     #[serde(default)]
     pub disabled: bool,
     /// Limits: a deadline of its own for lookups and probes (else the
-    /// federation's `timeout_ms`), and at most this many lookups at once
+    /// federation's `timeout`), and at most this many lookups at once
     /// (0: no limit; the others wait, within their deadline).
-    #[serde(default)]
-    pub timeout_ms: Option<u64>,
+    #[serde(
+        default,
+        with = "tessera_types::units::opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timeout: Option<Duration>,
     #[serde(default)]
     pub max_parallel: usize,
 }
@@ -136,7 +147,7 @@ impl Default for EndpointCfg {
             access_key_file: None,
             secret_key_file: None,
             disabled: false,
-            timeout_ms: None,
+            timeout: None,
             max_parallel: 0,
         }
     }
@@ -165,4 +176,56 @@ pub struct ViewCfg {
 
 fn yes() -> bool {
     true
+}
+
+/// Keys of `[federation]` (and of its endpoints) that named their unit,
+/// with the readable key and the unit of the old number: read for one
+/// release, in the server's configuration and in a saved federation.
+pub const RENAMED: &[(&str, &str, &str)] = &[
+    ("probe_interval_ms", "probe_interval", "ms"),
+    ("timeout_ms", "timeout", "ms"),
+    ("settle_ms", "settle", "ms"),
+    ("cache_ttl_s", "cache_ttl", "s"),
+    ("negative_ttl_s", "negative_ttl", "s"),
+    ("grant_s", "grant", "s"),
+];
+
+/// Rewrite the old keys of a `[federation]` table (and of each
+/// `[[federation.endpoints]]`) to the readable ones (the new key wins
+/// when both are given); what was rewritten, one line each.
+pub fn upgrade(fed: &mut toml::Table) -> Vec<String> {
+    let mut said = rename_keys(fed, "federation", RENAMED);
+    if let Some(toml::Value::Array(eps)) = fed.get_mut("endpoints") {
+        for e in eps.iter_mut() {
+            if let toml::Value::Table(t) = e {
+                said.extend(rename_keys(t, "federation.endpoints", RENAMED));
+            }
+        }
+    }
+    said
+}
+
+/// Rewrite `renames` (old key, readable key, the old number's unit) in
+/// table `t` (called `table` in the warnings); the new key wins when both
+/// are given. What was rewritten, one line each.
+pub fn rename_keys(
+    t: &mut toml::Table,
+    table: &str,
+    renames: &[(&str, &str, &str)],
+) -> Vec<String> {
+    let mut said = Vec::new();
+    for (old, new, unit) in renames {
+        let Some(v) = t.remove(*old) else { continue };
+        let text = match &v {
+            toml::Value::Integer(n) => format!("{n}{unit}"),
+            other => other.to_string(),
+        };
+        said.push(format!(
+            "[{table}] {old} is deprecated and will go in the next release: write {new} = \"{text}\""
+        ));
+        if !t.contains_key(*new) {
+            t.insert(new.to_string(), toml::Value::String(text));
+        }
+    }
+    said
 }

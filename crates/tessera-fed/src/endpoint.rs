@@ -117,7 +117,7 @@ pub(crate) struct Endpoint {
 pub(crate) type Lookup = (Option<Option<u64>>, Duration);
 
 impl Endpoint {
-    /// Look `rel` up within `deadline` (the endpoint's own `timeout_ms`
+    /// Look `rel` up within `deadline` (the endpoint's own `timeout`
     /// instead, if it has one; a wait for one of its `max_parallel` slots
     /// counts against it). `Err`: no usable answer.
     pub(crate) async fn lookup(
@@ -126,7 +126,7 @@ impl Endpoint {
         tls: Option<&Arc<ClientConfig>>,
         deadline: Duration,
     ) -> Result<Lookup, String> {
-        let deadline = self.cfg.timeout_ms.map_or(deadline, Duration::from_millis);
+        let deadline = self.cfg.timeout.unwrap_or(deadline);
         let start = Instant::now();
         let _inflight = self.start_lookup();
         let _slot = match &self.slots {

@@ -31,7 +31,9 @@ mod write;
 mod xroot;
 
 pub use client::{head, propfind, request, trust, Answer, Base, Head};
-pub use config::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
+pub use config::{
+    rename_keys, upgrade as upgrade_config, EndpointCfg, FedConfig, SiteCfg, ViewCfg,
+};
 pub use endpoint::{Health, Replica};
 pub use listing::{DavParser, Listed, Listing, Merged};
 pub use s3::{Child, S3Base, WRITE_GRANT};
@@ -310,7 +312,7 @@ impl Federation {
     /// Where the file of `at` is, for a client at `ip`: every endpoint of
     /// its view asked at once, each within the deadline, the answers used
     /// as they come: the lookup ends when an endpoint of the client's own
-    /// site has it, or `settle_ms` after the first endpoint that has it
+    /// site has it, or `settle` after the first endpoint that has it
     /// answered, or when all answered, counting only the endpoints the
     /// client can be sent to (`want`). Endpoints still asking then finish
     /// in the background and complete the remembered answer. A Metalink
@@ -337,7 +339,7 @@ impl Federation {
             return replicas(&found);
         }
         self.asked.fetch_add(1, Relaxed);
-        let deadline = Duration::from_millis(t.cfg.timeout_ms);
+        let deadline = t.cfg.timeout;
         let mut asks = tokio::task::JoinSet::new();
         // A disabled endpoint is not asked (its replicas are no choice).
         for &i in &t.views[at.view].endpoints {
@@ -370,7 +372,7 @@ impl Federation {
                 if site == Some(e.site.as_str()) && e.health().up {
                     break;
                 }
-                let settle = Duration::from_millis(t.cfg.settle_ms);
+                let settle = t.cfg.settle;
                 until.get_or_insert(tokio::time::Instant::now() + settle);
             }
         }
@@ -426,9 +428,9 @@ impl Federation {
         complete: bool,
     ) {
         let ttl = if found.is_empty() {
-            cfg.negative_ttl_s
+            cfg.negative_ttl
         } else {
-            cfg.cache_ttl_s
+            cfg.cache_ttl
         };
         let mut c = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         if c.len() >= cfg.cache_entries {
@@ -438,7 +440,7 @@ impl Federation {
                 c.clear();
             }
         }
-        let until = Instant::now() + Duration::from_secs(ttl);
+        let until = Instant::now() + ttl;
         c.insert(
             key,
             Cached {
@@ -510,7 +512,7 @@ impl Federation {
     /// Probe every endpoint once (a HEAD of its base), all at once.
     pub async fn probe_all(&self) {
         let t = self.topo();
-        let deadline = Duration::from_millis(t.cfg.timeout_ms);
+        let deadline = t.cfg.timeout;
         let asks = t
             .endpoints
             .iter()
@@ -525,13 +527,13 @@ impl Federation {
         }
     }
 
-    /// Probe every `probe_interval_ms` until `stop` turns true.
+    /// Probe every `probe_interval` until `stop` turns true.
     pub fn spawn_probes(self: &Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
         let me = Arc::clone(self);
         tokio::spawn(async move {
             loop {
                 me.probe_all().await;
-                let every = Duration::from_millis(me.topo().cfg.probe_interval_ms.max(100));
+                let every = me.topo().cfg.probe_interval.max(Duration::from_millis(100));
                 tokio::select! {
                     _ = tokio::time::sleep(every) => {}
                     r = stop.changed() => if r.is_err() || *stop.borrow() { return },

@@ -7,7 +7,6 @@
 use crate::{propfind, xroot, Access, Child, Federation, InView};
 use futures_util::future::join_all;
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 /// One endpoint's answer to a listing.
 #[derive(Debug, Clone, PartialEq)]
@@ -79,7 +78,7 @@ impl Federation {
     /// `kXR_dirlist`), else as a file (S3: an object; XRootD: `kXR_stat`). The caller merges the listings.
     pub async fn list(&self, at: &InView, rel: &str) -> Vec<Listing> {
         let t = &at.topo;
-        let deadline = Duration::from_millis(t.cfg.timeout_ms);
+        let deadline = t.cfg.timeout;
         let shown = t.views[at.view].endpoints.iter();
         let shown = shown.filter(|&&i| !t.endpoints[i].cfg.disabled);
         let asks = shown.map(|&i| async move {

@@ -104,7 +104,9 @@ pub(crate) fn endpoints_of(
                 } else {
                     &e.region
                 };
-                let grant = Duration::from_secs(cfg.grant_s.clamp(1, 7 * 86400));
+                let grant = cfg
+                    .grant
+                    .clamp(Duration::from_secs(1), Duration::from_secs(7 * 86400));
                 Access::S3(Box::new(
                     S3Base::parse(&e.url, region, key, sec, grant).map_err(bad)?,
                 ))

@@ -177,7 +177,7 @@ fn an_endpoints_own_limits_hold() {
         let port = l.local_addr().unwrap().port();
         let mut c = fed().config();
         c.endpoints[0].url = format!("http://127.0.0.1:{port}/x");
-        c.endpoints[0].timeout_ms = Some(500);
+        c.endpoints[0].timeout = Some(std::time::Duration::from_millis(500));
         c.endpoints[0].max_parallel = 1;
         let f = Federation::new(c, None).unwrap();
         let e = Arc::clone(&f.topo().endpoints[0]);

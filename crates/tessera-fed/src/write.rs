@@ -60,7 +60,7 @@ impl Federation {
     ) -> Result<String, WriteRefused> {
         let to = self.write_choice(at, ip, Want::Http)?;
         let e = &at.topo.endpoints[to];
-        let deadline = std::time::Duration::from_millis(at.topo.cfg.timeout_ms);
+        let deadline = at.topo.cfg.timeout;
         let url = e
             .write_url(&at.rel, ask, self.tls.as_ref(), deadline)
             .await?;

@@ -22,10 +22,12 @@ pub struct Ha {
     pub pool: String,
     pub object: String,
     /// How long a lease lasts (renewed every third of it).
-    pub lease_ms: u64,
+    #[serde(with = "crate::units::duration")]
+    pub lease: std::time::Duration,
     /// How long a fenced node stays blocklisted (it mounts afresh, with a
     /// new address, long before).
-    pub fence_s: u64,
+    #[serde(with = "crate::units::duration")]
+    pub fence: std::time::Duration,
     /// The CephFS file system holding the namespace, the directory in it,
     /// and where this node mounts it (`ceph-fuse`, started by tesserad;
     /// default `<data_dir>/ha/mnt`).
@@ -52,8 +54,8 @@ impl Default for Ha {
             ceph_id: "admin".into(),
             pool: "tessera-ha".into(),
             object: "tessera.mds.lease".into(),
-            lease_ms: 5000,
-            fence_s: 3600,
+            lease: std::time::Duration::from_secs(5),
+            fence: std::time::Duration::from_secs(3600),
             fs: String::new(),
             dir: "tessera-namespace".into(),
             mountpoint: None,
@@ -77,8 +79,8 @@ impl Ha {
         if self.fs.is_empty() {
             return Err("ha.fs: the CephFS file system holding the namespace".into());
         }
-        if self.lease_ms < 1000 {
-            return Err("ha.lease_ms: at least 1000".into());
+        if self.lease < std::time::Duration::from_secs(1) {
+            return Err("ha.lease: at least 1s".into());
         }
         if listen.admin.port() == 0 || listen.xrootd.is_some_and(|a| a.port() == 0) {
             return Err("[ha] needs fixed listen ports (other nodes send clients there)".into());

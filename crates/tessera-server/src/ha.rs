@@ -42,11 +42,11 @@ pub async fn start(cfg: &Config, secret: String) -> anyhow::Result<Running> {
         mountpoint: ha.mountpoint.clone().unwrap_or_else(|| ha_dir.join("mnt")),
         asok: ha_dir.join("mount.asok"),
     };
-    let duration = Duration::from_millis(ha.lease_ms);
+    let duration = ha.lease;
     let conf = ha.ceph_conf.to_string_lossy().into_owned();
     let (pool, object, node) = (ha.pool.clone(), ha.object.clone(), ha.node.clone());
     let connect = move || RadosLease::connect(&conf, &pool, &object, &node, duration);
-    let fence = Duration::from_secs(ha.fence_s.max(1));
+    let fence = ha.fence.max(Duration::from_secs(1));
     let said = advert.to_string();
     let leader =
         tokio::task::spawn_blocking(move || Leadership::start_with(connect, fence, said)).await??;

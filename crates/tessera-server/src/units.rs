@@ -1,138 +1,9 @@
-//! One human-readable form for durations and sizes in the configuration:
-//! `"30s"`, `"5m"`, `"1h"`, `"2d"`, `"500ms"`; `"2GiB"`, `"512MiB"` (as
-//! TiKV's readable types). A plain number is still taken (seconds, or the
-//! old key's unit) but printed back in the readable form. The keys that
-//! named their unit (`cap_ttl_secs`, `wait_ms`, `max_mib`, ...) are
-//! accepted for one release: [`upgrade`] rewrites them to the new keys and
-//! says so.
+//! The keys that named their unit (`cap_ttl_secs`, `wait_ms`, `max_mib`,
+//! `[ha] lease_ms`, `[federation] probe_interval_ms`, ...) are accepted for
+//! one release: [`upgrade`] rewrites them to the readable keys
+//! (`tessera_types::units`) and says so.
 
-use serde::{Deserialize, Deserializer, Serializer};
-
-/// A duration or size as written in the file.
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Raw {
-    Int(u64),
-    Text(String),
-}
-
-/// Milliseconds of a duration text.
-fn parse_millis(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t
-        .find(|c: char| !c.is_ascii_digit())
-        .ok_or_else(|| format!("{s:?}: give a unit (ms, s, m, h, d)"))?;
-    let (n, unit) = t.split_at(split);
-    let n: u64 = n
-        .parse()
-        .map_err(|_| format!("{s:?}: a number, then ms, s, m, h or d"))?;
-    let ms = match unit.trim() {
-        "ms" => 1,
-        "s" => 1000,
-        "m" | "min" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        u => return Err(format!("{s:?}: unknown unit {u:?} (ms, s, m, h or d)")),
-    };
-    n.checked_mul(ms).ok_or_else(|| format!("{s:?}: too long"))
-}
-
-/// A duration written back: the largest unit that says it exactly.
-fn show_millis(ms: u64) -> String {
-    for (unit, n) in [
-        ("d", 86_400_000),
-        ("h", 3_600_000),
-        ("m", 60_000),
-        ("s", 1000),
-    ] {
-        if ms >= n && ms.is_multiple_of(n) {
-            return format!("{}{unit}", ms / n);
-        }
-    }
-    if ms == 0 {
-        "0s".into()
-    } else {
-        format!("{ms}ms")
-    }
-}
-
-fn millis_of<'de, D: Deserializer<'de>>(d: D, int_unit_ms: u64) -> Result<u64, D::Error> {
-    match Raw::deserialize(d)? {
-        Raw::Int(n) => Ok(n.saturating_mul(int_unit_ms)),
-        Raw::Text(s) => parse_millis(&s).map_err(serde::de::Error::custom),
-    }
-}
-
-/// Whole seconds (`u64`).
-pub mod secs {
-    use super::*;
-
-    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&show_millis(v.saturating_mul(1000)))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-        Ok(millis_of(d, 1000)?.div_ceil(1000))
-    }
-}
-
-/// Whole seconds, optional (`None`: the built-in default).
-pub mod opt_secs {
-    use super::*;
-
-    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(v) => super::secs::serialize(v, s),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-        super::secs::deserialize(d).map(Some)
-    }
-}
-
-/// Milliseconds, optional.
-pub mod opt_millis {
-    use super::*;
-
-    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(v) => s.serialize_str(&show_millis(*v)),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-        millis_of(d, 1).map(Some)
-    }
-}
-
-/// A size in MiB, optional: written `"2GiB"`, `"320MiB"` (a plain number
-/// is MiB).
-pub mod opt_mib {
-    use super::*;
-
-    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(m) if *m >= 1024 && m.is_multiple_of(1024) => {
-                s.serialize_str(&format!("{}GiB", m / 1024))
-            }
-            Some(m) => s.serialize_str(&format!("{m}MiB")),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-        match Raw::deserialize(d)? {
-            Raw::Int(n) => Ok(Some(n)),
-            Raw::Text(t) => {
-                let bytes = tessera_types::parse_size(&t).map_err(serde::de::Error::custom)?;
-                Ok(Some(bytes.div_ceil(1 << 20)))
-            }
-        }
-    }
-}
+pub use tessera_types::units::{duration, opt_mib, opt_millis, opt_secs, secs};
 
 /// Old keys: (table, old key, new key, the unit its number was in).
 const RENAMED: &[(&str, &str, &str, &str)] = &[
@@ -153,6 +24,8 @@ const RENAMED: &[(&str, &str, &str, &str)] = &[
     ("data", "probe_interval_s", "probe_interval", "s"),
     ("data", "io_timeout_s", "io_timeout", "s"),
     ("server", "drain_s", "drain", "s"),
+    ("ha", "lease_ms", "lease", "ms"),
+    ("ha", "fence_s", "fence", "s"),
 ];
 
 /// Rewrite the old keys of `t` to the new ones (the new key wins when
@@ -160,20 +33,12 @@ const RENAMED: &[(&str, &str, &str, &str)] = &[
 pub fn upgrade(t: &mut toml::Table) -> Vec<String> {
     let mut said = Vec::new();
     for (table, old, new, unit) in RENAMED {
-        let Some(toml::Value::Table(sec)) = t.get_mut(*table) else {
-            continue;
-        };
-        let Some(v) = sec.remove(*old) else { continue };
-        let text = match &v {
-            toml::Value::Integer(n) => format!("{n}{unit}"),
-            other => other.to_string(),
-        };
-        said.push(format!(
-            "[{table}] {old} is deprecated and will go in the next release: write {new} = \"{text}\""
-        ));
-        if !sec.contains_key(*new) {
-            sec.insert(new.to_string(), toml::Value::String(text));
+        if let Some(toml::Value::Table(sec)) = t.get_mut(*table) {
+            said.extend(tessera_fed::rename_keys(sec, table, &[(old, new, unit)]));
         }
+    }
+    if let Some(toml::Value::Table(fed)) = t.get_mut("federation") {
+        said.extend(tessera_fed::upgrade_config(fed));
     }
     said
 }
@@ -181,27 +46,6 @@ pub fn upgrade(t: &mut toml::Table) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_both_ways() {
-        for (t, ms) in [
-            ("30s", 30_000),
-            ("5m", 300_000),
-            ("1h", 3_600_000),
-            ("2d", 172_800_000),
-            ("500ms", 500),
-            (" 90 s", 90_000),
-        ] {
-            assert_eq!(parse_millis(t), Ok(ms), "{t}");
-        }
-        for bad in ["30", "s", "3x", "-1s", "99999999999999999999d"] {
-            assert!(parse_millis(bad).is_err(), "{bad}");
-        }
-        assert_eq!(show_millis(90_000), "90s");
-        assert_eq!(show_millis(3_600_000), "1h");
-        assert_eq!(show_millis(1500), "1500ms");
-        assert_eq!(show_millis(0), "0s");
-    }
 
     #[test]
     fn old_keys_become_new_ones_with_a_warning() {
@@ -222,5 +66,35 @@ mod tests {
             "the new key wins"
         );
         assert!(t["server"].get("drain_s").is_none());
+    }
+
+    #[test]
+    fn ha_and_federation_durations_read_in_both_forms() {
+        let mut t: toml::Table = toml::from_str(
+            "[ha]\nlease_ms = 5000\nfence_s = 60\n\
+             [federation]\nprobe_interval_ms = 300\ncache_ttl_s = 30\nsettle = \"50ms\"\n\
+             [[federation.endpoints]]\nname = \"a\"\nsite = \"s\"\nurl = \"https://a\"\ntimeout_ms = 500\n",
+        )
+        .unwrap();
+        let said = upgrade(&mut t);
+        assert_eq!(said.len(), 5, "{said:?}");
+        assert!(
+            said.iter()
+                .any(|l| l.contains("[federation.endpoints] timeout_ms")),
+            "{said:?}"
+        );
+        let c: crate::config::Config = t.try_into().expect("config");
+        use std::time::Duration;
+        assert_eq!(c.ha.lease, Duration::from_secs(5));
+        assert_eq!(c.ha.fence, Duration::from_secs(60));
+        assert_eq!(c.federation.probe_interval, Duration::from_millis(300));
+        assert_eq!(c.federation.cache_ttl, Duration::from_secs(30));
+        assert_eq!(c.federation.settle, Duration::from_millis(50));
+        assert_eq!(
+            c.federation.endpoints[0].timeout,
+            Some(Duration::from_millis(500))
+        );
+        let back = toml::to_string(&c.federation).unwrap();
+        assert!(back.contains("probe_interval = \"300ms\""), "{back}");
     }
 }

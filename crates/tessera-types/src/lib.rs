@@ -13,6 +13,7 @@ pub mod json;
 mod path;
 mod scope;
 mod size;
+pub mod units;
 
 pub use error::ErrorKind;
 pub use identity::{Identity, X509Subject, LIMITED_PROXY};

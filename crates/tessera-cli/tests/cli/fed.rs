@@ -81,7 +81,7 @@ fn endpoints_change_at_run_time_and_survive_a_restart() {
     let mut e = Env::start_with(|c| {
         let ca = c.data_dir.join("dev").join("ca.pem");
         c.https.tpc_ca_files.push(ca);
-        c.federation.probe_interval_ms = 200;
+        c.federation.probe_interval = std::time::Duration::from_millis(200);
     });
     let data = e._dir.path().to_path_buf();
     let ca = data.join("dev").join("ca.pem");
@@ -186,7 +186,7 @@ fn endpoints_change_at_run_time_and_survive_a_restart() {
         "{m}"
     );
     let saved = std::fs::read_to_string(data.join("federation.toml")).unwrap();
-    assert!(saved.contains("version = 1"), "{saved}");
+    assert!(saved.contains("version = 2"), "{saved}");
     e.ok(&["fed", "endpoint", "set", "self", "--disabled", "false"]);
     let base = format!("https://localhost:{}/data", e_port(&e));
     e.ok(&["fed", "endpoint", "set", "self", "--url", &base]);
@@ -233,7 +233,8 @@ fn capture() -> (u16, std::thread::JoinHandle<String>) {
 /// https only.
 #[test]
 fn credentials_stay_home() {
-    let e = Env::start_with(|c| c.federation.probe_interval_ms = 200);
+    let e =
+        Env::start_with(|c| c.federation.probe_interval = std::time::Duration::from_millis(200));
     let admin_secret = std::fs::read_to_string(&e.token).unwrap();
     let (port, got) = capture();
     let o = Command::new(env!("CARGO_BIN_EXE_tessera"))

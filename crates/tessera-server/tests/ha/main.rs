@@ -59,7 +59,7 @@ impl Node {
                  xrootd = \"127.0.0.1:{xrootd}\"\nhttps = \"127.0.0.1:{https}\"\n\
                  [server]\ndrain = \"1s\"\n[https]\nanonymous = \"owner\"\n\
                  [ha]\nenabled = true\nnode = \"{name}\"\nceph_conf = \"{conf}\"\nfs = \"fs1\"\n\
-                 dir = \"ha-ns-{tag}\"\nobject = \"lease-{tag}\"\nlease_ms = 5000\n{extra}"
+                 dir = \"ha-ns-{tag}\"\nobject = \"lease-{tag}\"\nlease = \"5s\"\n{extra}"
             ),
         )
         .unwrap();

@@ -111,9 +111,9 @@ fn a_view_sends_each_client_to_its_sites_replica() {
         ..Default::default()
     };
     let fed = FedConfig {
-        probe_interval_ms: 300,
+        probe_interval: std::time::Duration::from_millis(300),
         probe_failures: 1,
-        timeout_ms: 1000,
+        timeout: std::time::Duration::from_millis(1000),
         sites: vec![site("site-a", "127.0.0.2"), site("site-b", "127.0.0.3")],
         endpoints: vec![ep("a", "site-a", &a), ep("b", "site-b", &b)],
         views: vec![ViewCfg {
@@ -391,7 +391,7 @@ fn metalink_clients_fail_over_to_the_next_replica() {
     place(&b, "/fed/f", &body);
     let fed = FedConfig {
         // Slow probes: the stopped site stays the first choice.
-        probe_interval_ms: 600_000,
+        probe_interval: std::time::Duration::from_millis(600_000),
         sites: vec![
             SiteCfg {
                 name: "here".into(),
@@ -457,7 +457,7 @@ fn metalink_clients_fail_over_to_the_next_replica() {
 
 /// An endpoint that takes connections and never answers holds no lookup
 /// back: a client at a site with the file is answered as soon as its own
-/// site's endpoint says so, a client elsewhere `settle_ms` after the first
+/// site's endpoint says so, a client elsewhere `settle` after the first
 /// endpoint that has it, and both well before the stuck one's deadline.
 #[test]
 fn a_stuck_endpoint_delays_no_answer() {
@@ -477,9 +477,9 @@ fn a_stuck_endpoint_delays_no_answer() {
         ..Default::default()
     };
     let fed = FedConfig {
-        probe_interval_ms: 600_000,
-        timeout_ms: 3000,
-        settle_ms: 20,
+        probe_interval: std::time::Duration::from_millis(600_000),
+        timeout: std::time::Duration::from_millis(3000),
+        settle: std::time::Duration::from_millis(20),
         sites: vec![site("site-a", "127.0.0.2"), site("slow", "127.0.0.3")],
         endpoints: vec![
             EndpointCfg {

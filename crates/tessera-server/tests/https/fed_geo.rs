@@ -50,7 +50,7 @@ fn clients_go_to_the_nearest_site_by_geoip() {
         ..Default::default()
     };
     let fed = FedConfig {
-        probe_interval_ms: 600_000,
+        probe_interval: std::time::Duration::from_millis(600_000),
         geoip_db: Some(db.clone()),
         sites: vec![site("desy", 53.57, 9.88), site("kek", 36.15, 140.1)],
         endpoints: vec![ep("a", "desy", &a), ep("b", "kek", &b)],

@@ -70,7 +70,7 @@ fn clients_go_to_the_lowest_latency_site_until_it_is_loaded() {
         ..Default::default()
     };
     let fed = FedConfig {
-        probe_interval_ms: 200,
+        probe_interval: std::time::Duration::from_millis(200),
         load_capacity: 4,
         sites: vec![site("far"), site("near")],
         endpoints: vec![ep("far", "far", &far_d), ep("near", "near", &near_d)],

@@ -109,8 +109,8 @@ fn an_s3_bucket_is_served_by_presigned_redirects() {
         ..Default::default()
     };
     let fed = FedConfig {
-        probe_interval_ms: 300,
-        timeout_ms: 2000,
+        probe_interval: std::time::Duration::from_millis(300),
+        timeout: std::time::Duration::from_millis(2000),
         sites: vec![site("site-a", "127.0.0.2"), site("cloud", "127.0.0.4")],
         endpoints: vec![
             EndpointCfg {

@@ -39,7 +39,7 @@ fn a_tesserad_site_is_asked_with_its_token() {
         write: String::new(),
     };
     let fed = FedConfig {
-        probe_interval_ms: 600_000,
+        probe_interval: std::time::Duration::from_millis(600_000),
         sites: vec![SiteCfg {
             name: "here".into(),
             subnets: vec!["127.0.0.1/32".into()],

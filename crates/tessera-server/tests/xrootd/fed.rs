@@ -32,9 +32,9 @@ fn xrootd_clients_are_redirected_to_their_sites_replica() {
     let (pa, pb) = (a.port, b.port);
     let e = Env::start_with(move |c| {
         c.federation = FedConfig {
-            probe_interval_ms: 300,
+            probe_interval: std::time::Duration::from_millis(300),
             probe_failures: 1,
-            timeout_ms: 1000,
+            timeout: std::time::Duration::from_millis(1000),
             sites: vec![
                 SiteCfg {
                     name: "a".into(),
