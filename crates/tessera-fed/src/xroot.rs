@@ -7,6 +7,7 @@
 //! redirected to the endpoint itself.
 
 use std::time::{Duration, Instant};
+use tessera_xrdproto::{encode, err, sflags, status};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -103,22 +104,28 @@ pub async fn dirlist(
     let path = format!("{}{}", base.path, crate::decode(rel.trim_end_matches('/')));
     let work = async {
         let mut s = session(base).await?;
-        let mut req = request(3004, &[], path.as_bytes());
-        req[19] = 2; // kXR_dstat
+        let req = encode::dirlist(STREAM, &path, true);
         s.write_all(&req).await.map_err(|e| e.to_string())?;
         let mut all = Vec::new();
         loop {
             let (st, body) = reply(&mut s, MAX_LISTING).await?;
             match st {
-                OKSOFAR | OK => all.extend_from_slice(&body),
-                // kXR_NotFound, kXR_NotFile, kXR_isDirectory: no directory here.
-                ERROR if matches!(code(&body), Some(3011 | 3015 | 3016)) => return Ok(None),
+                status::OKSOFAR | status::OK => all.extend_from_slice(&body),
+                // No directory here.
+                status::ERROR
+                    if matches!(
+                        encode::error_code(&body),
+                        Some(err::NOT_FOUND | err::NOT_FILE | err::IS_DIRECTORY)
+                    ) =>
+                {
+                    return Ok(None)
+                }
                 other => return Err(format!("dirlist answered {other} ({})", text(&body))),
             }
             if all.len() > MAX_LISTING {
                 return Err("a listing over 64 MiB".into());
             }
-            if st == OK {
+            if st == status::OK {
                 return Ok(Some(entries(&all)));
             }
         }
@@ -143,7 +150,7 @@ fn entries(body: &[u8]) -> Vec<crate::Child> {
         let f: Vec<&str> = st.split_whitespace().collect();
         let size = f.get(1).and_then(|v| v.parse().ok());
         let flags: u32 = f.get(2).and_then(|v| v.parse().ok()).unwrap_or(0);
-        let dir = flags & 2 != 0; // kXR_isDir
+        let dir = flags & sflags::IS_DIR != 0;
         out.push((
             crate::s3::encode(name),
             dir,
@@ -153,45 +160,28 @@ fn entries(body: &[u8]) -> Vec<crate::Child> {
     out
 }
 
-fn code(body: &[u8]) -> Option<i32> {
-    (body.len() >= 4).then(|| i32::from_be_bytes(body[..4].try_into().expect("4")))
-}
-
 fn text(body: &[u8]) -> String {
     String::from_utf8_lossy(body.get(4..).unwrap_or(&[]))
         .trim_end_matches('\0')
         .to_string()
 }
 
-const OK: u16 = 0;
-const OKSOFAR: u16 = 4000;
-const ERROR: u16 = 4003;
+/// The one stream id of our sequential requests.
+const STREAM: [u8; 2] = [0, 1];
 /// Largest listing read from an endpoint.
 const MAX_LISTING: usize = crate::client::MAX_BODY;
-
-fn request(code: u16, params: &[(usize, &[u8])], payload: &[u8]) -> Vec<u8> {
-    let mut r = vec![0u8; 24];
-    r[0..2].copy_from_slice(&[0, 1]);
-    r[2..4].copy_from_slice(&code.to_be_bytes());
-    for (at, b) in params {
-        r[*at..*at + b.len()].copy_from_slice(b);
-    }
-    r[20..24].copy_from_slice(&(payload.len() as i32).to_be_bytes());
-    r.extend_from_slice(payload);
-    r
-}
 
 /// One reply: status and body (at most `max` bytes).
 async fn reply(s: &mut TcpStream, max: usize) -> Result<(u16, Vec<u8>), String> {
     let mut h = [0u8; 8];
     s.read_exact(&mut h).await.map_err(|e| e.to_string())?;
-    let n = u32::from_be_bytes(h[4..8].try_into().expect("4 bytes")) as usize;
+    let (_, st, n) = encode::reply_header(&h);
     if n > max {
         return Err(format!("a reply of {n} bytes"));
     }
     let mut b = vec![0u8; n];
     s.read_exact(&mut b).await.map_err(|e| e.to_string())?;
-    Ok((u16::from_be_bytes([h[2], h[3]]), b))
+    Ok((st, b))
 }
 
 /// A logged-in connection to `base`.
@@ -200,29 +190,23 @@ async fn session(base: &RootBase) -> Result<TcpStream, String> {
         .await
         .map_err(|e| format!("connecting: {e}"))?;
     let _ = s.set_nodelay(true);
-    let mut first = vec![0u8; 20];
-    first[12..16].copy_from_slice(&4i32.to_be_bytes());
-    first[16..20].copy_from_slice(&2012i32.to_be_bytes());
-    first.extend(request(3006, &[(4, &0x511i32.to_be_bytes())], &[]));
+    let mut first = encode::handshake();
+    first.extend(encode::protocol(STREAM, false));
     s.write_all(&first).await.map_err(|e| e.to_string())?;
     let mut hs = [0u8; 16];
     s.read_exact(&mut hs).await.map_err(|e| e.to_string())?;
     reply(&mut s, SMALL).await?; // kXR_protocol
-    let login = request(
-        3007,
-        &[(4, &std::process::id().to_be_bytes()), (8, b"tessfed\0")],
-        &[],
-    );
+    let login = encode::login(STREAM, std::process::id(), "tessfed");
     s.write_all(&login).await.map_err(|e| e.to_string())?;
     let (st, body) = reply(&mut s, SMALL).await?;
-    if st != OK {
+    if st != status::OK {
         return Err(format!("login refused ({st})"));
     }
     if String::from_utf8_lossy(&body).contains("&P=unix") {
         let cred = b"unix\0nobody\0nogroup\0";
-        let auth = request(3000, &[(16, b"unix")], cred);
+        let auth = encode::auth(STREAM, "unix", cred);
         s.write_all(&auth).await.map_err(|e| e.to_string())?;
-        if reply(&mut s, SMALL).await?.0 != OK {
+        if reply(&mut s, SMALL).await?.0 != status::OK {
             return Err("unix credentials refused".into());
         }
     }
@@ -233,19 +217,19 @@ async fn session(base: &RootBase) -> Result<TcpStream, String> {
 const SMALL: usize = 64 << 10;
 
 async fn stat_on(s: &mut TcpStream, path: &str) -> Result<(bool, Option<u64>), String> {
-    s.write_all(&request(3017, &[], path.as_bytes()))
+    s.write_all(&encode::stat(STREAM, path))
         .await
         .map_err(|e| e.to_string())?;
     let (st, body) = reply(s, SMALL).await?;
     match st {
-        OK => {
+        status::OK => {
             // "id size flags mtime"
             let text = String::from_utf8_lossy(&body);
             let size = text.split_whitespace().nth(1).and_then(|v| v.parse().ok());
             Ok((true, size))
         }
         // kXR_NotFound: not there; any other error: not usable here.
-        ERROR if code(&body) == Some(3011) => Ok((false, None)),
+        status::ERROR if encode::error_code(&body) == Some(err::NOT_FOUND) => Ok((false, None)),
         other => Err(format!("stat answered {other}")),
     }
 }

@@ -11,7 +11,8 @@ pub mod identity;
 mod idle;
 pub mod names;
 mod ops;
-pub mod proto;
+/// The wire constants and request header: the shared codec.
+pub use tessera_xrdproto as proto;
 mod reply;
 mod request;
 mod session;

@@ -8,6 +8,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+use tessera_xrdproto::{err, req, status};
 
 /// A raw XRootD connection, logged in, with `path` open for reading.
 pub struct Raw {
@@ -40,14 +41,14 @@ impl Raw {
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let mut r = Raw { s, fh: [0; 4] };
         let mut proto = [0u8; 24];
-        proto[2..4].copy_from_slice(&3006u16.to_be_bytes());
+        proto[2..4].copy_from_slice(&req::PROTOCOL.to_be_bytes());
         proto[4..8].copy_from_slice(&0x500i32.to_be_bytes());
         r.s.write_all(&handshake_then(&proto)).unwrap();
         let mut first = [0u8; 16];
         r.s.read_exact(&mut first).unwrap();
         assert_eq!(r.reply().1, 0, "kXR_protocol");
         let mut login = [0u8; 24];
-        login[2..4].copy_from_slice(&3007u16.to_be_bytes());
+        login[2..4].copy_from_slice(&req::LOGIN.to_be_bytes());
         login[8..12].copy_from_slice(b"test");
         r.s.write_all(&login).unwrap();
         assert_eq!(r.reply().1, 0, "kXR_login");
@@ -56,14 +57,14 @@ impl Raw {
         let user = std::env::var("USER").unwrap_or_else(|_| "root".into());
         let cred = format!("unix\0{user}\0");
         let mut auth = vec![0u8; 24];
-        auth[2..4].copy_from_slice(&3000u16.to_be_bytes());
+        auth[2..4].copy_from_slice(&req::AUTH.to_be_bytes());
         auth[16..20].copy_from_slice(b"unix");
         auth[20..24].copy_from_slice(&(cred.len() as i32).to_be_bytes());
         auth.extend_from_slice(cred.as_bytes());
         r.s.write_all(&auth).unwrap();
         assert_eq!(r.reply().1, 0, "kXR_auth");
         let mut open = vec![0u8; 24];
-        open[2..4].copy_from_slice(&3010u16.to_be_bytes());
+        open[2..4].copy_from_slice(&req::OPEN.to_be_bytes());
         open[4..6].copy_from_slice(&mode.to_be_bytes());
         open[6..8].copy_from_slice(&options.to_be_bytes());
         open[20..24].copy_from_slice(&(path.len() as i32).to_be_bytes());
@@ -98,7 +99,7 @@ impl Raw {
         r[2..4].copy_from_slice(&code.to_be_bytes());
         r[4..8].copy_from_slice(&self.fh);
         r[8..16].copy_from_slice(&offset.to_be_bytes());
-        if code == 3013 {
+        if code == req::READ {
             r[16..20].copy_from_slice(&len.to_be_bytes());
         }
         r[20..24].copy_from_slice(&(payload.len() as i32).to_be_bytes());
@@ -108,7 +109,7 @@ impl Raw {
         loop {
             let (_, st, b) = self.reply();
             body.extend_from_slice(&b);
-            if st != 4000 {
+            if st != status::OKSOFAR {
                 return (st, body);
             }
         }
@@ -121,7 +122,7 @@ impl Raw {
         for i in 1..=n {
             let mut r = [0u8; 24];
             r[0..2].copy_from_slice(&i.to_be_bytes());
-            r[2..4].copy_from_slice(&3013u16.to_be_bytes());
+            r[2..4].copy_from_slice(&req::READ.to_be_bytes());
             r[4..8].copy_from_slice(&self.fh);
             r[8..16].copy_from_slice(&(u64::from(i % 2) << 23).to_be_bytes());
             r[16..20].copy_from_slice(&(8i32 << 20).to_be_bytes());
@@ -174,7 +175,10 @@ fn pipelined_reads_are_bounded_per_connection() {
     let mut done = 0;
     while done < N {
         let (sid, st, b) = raw.reply();
-        assert!(st == 0 || st == 4000, "stream {sid}: status {st}");
+        assert!(
+            st == 0 || st == status::OKSOFAR,
+            "stream {sid}: status {st}"
+        );
         got.entry(sid).or_default().extend_from_slice(&b);
         if st == 0 {
             done += 1;
@@ -271,19 +275,19 @@ fn one_memory_budget_across_connections() {
     }
 
     let mut reader = Raw::open(&e, "/p/big");
-    let (st, b) = reader.call(3013, 0, 1 << 20, &[]);
+    let (st, b) = reader.call(req::READ, 0, 1 << 20, &[]);
     assert_eq!(
         (st, errnum(&b)),
-        (4003, 3008),
+        (status::ERROR, err::NO_MEMORY),
         "{}",
         String::from_utf8_lossy(&b)
     );
 
     let mut writer = Raw::create(&e, "/p/refused");
-    let (st, b) = writer.call(3019, 0, 0, &vec![7u8; 1 << 20]);
+    let (st, b) = writer.call(req::WRITE, 0, 0, &vec![7u8; 1 << 20]);
     assert_eq!(
         (st, errnum(&b)),
-        (4003, 3008),
+        (status::ERROR, err::NO_MEMORY),
         "{}",
         String::from_utf8_lossy(&b)
     );
@@ -294,13 +298,16 @@ fn one_memory_budget_across_connections() {
     let mut done = 0;
     while done < 8 {
         let (sid, st, b) = hog.reply();
-        if st == 4003 {
-            assert_eq!(errnum(&b), 3008);
+        if st == status::ERROR {
+            assert_eq!(errnum(&b), err::NO_MEMORY);
             got.remove(&sid);
             done += 1;
             continue;
         }
-        assert!(st == 0 || st == 4000, "stream {sid}: status {st}");
+        assert!(
+            st == 0 || st == status::OKSOFAR,
+            "stream {sid}: status {st}"
+        );
         got.entry(sid).or_default().extend_from_slice(&b);
         if st == 0 {
             let off = usize::from(sid % 2) << 23;
@@ -317,14 +324,14 @@ fn one_memory_budget_across_connections() {
     assert_eq!(budget_in_use(&e), 0);
 
     // Reads go on; the refused file stays failed and never appears.
-    let (st, b) = reader.call(3013, 1 << 20, 1 << 20, &[]);
+    let (st, b) = reader.call(req::READ, 1 << 20, 1 << 20, &[]);
     assert_eq!(st, 0);
     assert!(b == body[1 << 20..2 << 20]);
-    let (st, b) = writer.call(3019, 1 << 20, 0, &vec![7u8; 1 << 20]);
-    assert_eq!(st, 4003, "a failed file takes no more writes");
-    assert_eq!(errnum(&b), 3008);
-    let (st, _) = writer.call(3003, 0, 0, &[]);
-    assert_eq!(st, 4003, "close of a failed file fails");
+    let (st, b) = writer.call(req::WRITE, 1 << 20, 0, &vec![7u8; 1 << 20]);
+    assert_eq!(st, status::ERROR, "a failed file takes no more writes");
+    assert_eq!(errnum(&b), err::NO_MEMORY);
+    let (st, _) = writer.call(req::CLOSE, 0, 0, &[]);
+    assert_eq!(st, status::ERROR, "close of a failed file fails");
     let out = std::process::Command::new("xrdfs")
         .args([&e.url, "stat", "/p/refused"])
         .output()
@@ -406,11 +413,11 @@ fn files_being_written_hold_their_buffers_under_the_budget() {
         assert!(open.len() < 16, "24 MiB never ran out");
         let path = format!("/w/f{}", open.len());
         let mut w = Raw::create(&e, &path);
-        let (st, b) = w.call(3019, 0, 0, &chunk);
+        let (st, b) = w.call(req::WRITE, 0, 0, &chunk);
         if st != 0 {
             assert_eq!(
                 (st, errnum(&b)),
-                (4003, 3008),
+                (status::ERROR, err::NO_MEMORY),
                 "{}",
                 String::from_utf8_lossy(&b)
             );
@@ -427,8 +434,12 @@ fn files_being_written_hold_their_buffers_under_the_budget() {
         "budget in use: {used} bytes"
     );
     let (path, mut w) = refused;
-    let (st, b) = w.call(3003, 0, 0, &[]);
-    assert_eq!((st, errnum(&b)), (4003, 3008), "close of the refused file");
+    let (st, b) = w.call(req::CLOSE, 0, 0, &[]);
+    assert_eq!(
+        (st, errnum(&b)),
+        (status::ERROR, err::NO_MEMORY),
+        "close of the refused file"
+    );
     let stat = |p: &str| {
         std::process::Command::new("xrdfs")
             .args([&e.url, "stat", p])
@@ -440,7 +451,7 @@ fn files_being_written_hold_their_buffers_under_the_budget() {
     // A closed file gives its memory back (and is whole); the next file
     // is then taken.
     let (done, mut first) = open.remove(0);
-    assert_eq!(first.call(3003, 0, 0, &[]).0, 0, "close {done}");
+    assert_eq!(first.call(req::CLOSE, 0, 0, &[]).0, 0, "close {done}");
     let out = stat(&done);
     assert!(
         String::from_utf8_lossy(&out.stdout).contains(&format!("Size:   {}", 256 << 10)),
@@ -448,10 +459,14 @@ fn files_being_written_hold_their_buffers_under_the_budget() {
         String::from_utf8_lossy(&out.stdout)
     );
     let mut next = Raw::create(&e, "/w/next");
-    assert_eq!(next.call(3019, 0, 0, &chunk).0, 0, "a write after a close");
-    assert_eq!(next.call(3003, 0, 0, &[]).0, 0);
+    assert_eq!(
+        next.call(req::WRITE, 0, 0, &chunk).0,
+        0,
+        "a write after a close"
+    );
+    assert_eq!(next.call(req::CLOSE, 0, 0, &[]).0, 0);
     for (p, mut w) in open {
-        assert_eq!(w.call(3003, 0, 0, &[]).0, 0, "close {p}");
+        assert_eq!(w.call(req::CLOSE, 0, 0, &[]).0, 0, "close {p}");
     }
     let t = std::time::Instant::now();
     while budget_in_use(&e) > 0 && t.elapsed() < Duration::from_secs(10) {

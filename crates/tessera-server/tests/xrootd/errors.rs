@@ -5,6 +5,7 @@
 use crate::{data, first_fsid, set_fs_status, write_file, Env};
 use std::io::{Read, Write};
 use tessera_core::{QuotaTarget, SetAttr};
+use tessera_xrdproto::{err, req, status};
 
 const SCRIPT: &str = r#"
 import sys
@@ -115,15 +116,32 @@ fn kxr_error_numbers() {
         .await
         .expect("quota");
     });
-    assert_eq!(codes(&e, "notfound", false), [3011, 3011]);
-    assert_eq!(codes(&e, "isdir", false), [3016]);
-    assert_eq!(codes(&e, "exists", false), [3018, 3018]);
+    assert_eq!(
+        codes(&e, "notfound", false),
+        [err::NOT_FOUND, err::NOT_FOUND]
+    );
+    assert_eq!(codes(&e, "isdir", false), [err::IS_DIRECTORY]);
+    assert_eq!(
+        codes(&e, "exists", false),
+        [err::ITEM_EXISTS, err::ITEM_EXISTS]
+    );
     // nobody: not the owner of anything, / is 0755.
-    assert_eq!(codes(&e, "denied", true), [3010, 3010, 3010, 3010]);
+    assert_eq!(
+        codes(&e, "denied", true),
+        [
+            err::NOT_AUTHORIZED,
+            err::NOT_AUTHORIZED,
+            err::NOT_AUTHORIZED,
+            err::NOT_AUTHORIZED
+        ]
+    );
     // Over quota: refused at write (xrdcp's oss.asize makes it the open)
     // and nothing is left behind.
     let q = codes(&e, "quota", false);
-    assert!(q == [0, 3021, 3021] || q == [3021], "{q:?}");
+    assert!(
+        q == [0, err::OVER_QUOTA, err::OVER_QUOTA] || q == [err::OVER_QUOTA],
+        "{q:?}"
+    );
     let big = e.local("big");
     write_file(&big, &data(2 << 20, 2));
     let msg = e.fails(
@@ -156,7 +174,7 @@ fn malformed_requests_close_only_their_connection() {
     // A valid handshake, then a request claiming a 2 GiB payload.
     let mut s = std::net::TcpStream::connect(&addr).unwrap();
     let mut req = [0u8; 24];
-    req[2..4].copy_from_slice(&3017u16.to_be_bytes());
+    req[2..4].copy_from_slice(&req::STAT.to_be_bytes());
     req[20..24].copy_from_slice(&i32::MAX.to_be_bytes());
     s.write_all(&handshake_then(&req)).unwrap();
     s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
@@ -179,7 +197,7 @@ fn a_request_that_stalls_halfway_closes_its_connection() {
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
         // Handshake, then kXR_protocol (answered).
         let mut req = [0u8; 24];
-        req[2..4].copy_from_slice(&3006u16.to_be_bytes());
+        req[2..4].copy_from_slice(&req::PROTOCOL.to_be_bytes());
         req[4..8].copy_from_slice(&0x500i32.to_be_bytes());
         s.write_all(&handshake_then(&req)).unwrap();
         s.set_read_timeout(Some(std::time::Duration::from_secs(3)))
@@ -312,7 +330,7 @@ fn missing_parents_are_made_only_when_asked() {
     let plain = 0x0008 | 0x0020;
     match Raw::try_open(&e, "/none/deep/f", plain, 0o644) {
         Ok(_) => panic!("opened without its parents"),
-        Err((st, b)) => assert_eq!((st, errnum(&b)), (4003, 3011)),
+        Err((st, b)) => assert_eq!((st, errnum(&b)), (status::ERROR, err::NOT_FOUND)),
     }
     assert!(!exists("/none"), "nothing made");
     for (options, dir) in [
@@ -320,8 +338,8 @@ fn missing_parents_are_made_only_when_asked() {
         (plain | 0x0040, "/made/by/async"),
     ] {
         let mut r = Raw::try_open(&e, &format!("{dir}/f"), options, 0o644).expect("open");
-        assert_eq!(r.call(3019, 0, 0, b"bytes").0, 0, "write");
-        assert_eq!(r.call(3003, 0, 0, b"").0, 0, "close");
+        assert_eq!(r.call(req::WRITE, 0, 0, b"bytes").0, 0, "write");
+        assert_eq!(r.call(req::CLOSE, 0, 0, b"").0, 0, "close");
         assert!(exists(dir), "{dir}");
         let got = e.ok("xrdfs", &[&e.url, "cat", &format!("{dir}/f")]);
         assert_eq!(got, "bytes");

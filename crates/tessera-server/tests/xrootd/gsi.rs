@@ -9,6 +9,7 @@
 use crate::{pki, Env};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use tessera_xrdproto::{req, status};
 
 /// A dev server whose host certificate is the PKI's (RSA, localhost) and
 /// that takes its proxies.
@@ -231,7 +232,7 @@ fn raw_login(addr: std::net::SocketAddr) -> (std::net::TcpStream, String) {
     hello.extend_from_slice(&4i32.to_be_bytes());
     hello.extend_from_slice(&2012i32.to_be_bytes());
     let mut proto = [0u8; 24];
-    proto[2..4].copy_from_slice(&3006u16.to_be_bytes());
+    proto[2..4].copy_from_slice(&req::PROTOCOL.to_be_bytes());
     proto[4..8].copy_from_slice(&0x500i32.to_be_bytes());
     hello.extend_from_slice(&proto);
     s.write_all(&hello).unwrap();
@@ -239,7 +240,7 @@ fn raw_login(addr: std::net::SocketAddr) -> (std::net::TcpStream, String) {
     s.read_exact(&mut first).unwrap();
     raw_reply(&mut s);
     let mut login = [0u8; 24];
-    login[2..4].copy_from_slice(&3007u16.to_be_bytes());
+    login[2..4].copy_from_slice(&req::LOGIN.to_be_bytes());
     login[8..12].copy_from_slice(b"atk\0");
     s.write_all(&login).unwrap();
     let (_, body) = raw_reply(&mut s);
@@ -263,7 +264,7 @@ fn raw_auth(s: &mut std::net::TcpStream, cred: &[u8]) -> (u16, Vec<u8>) {
     use std::io::Write;
     let mut r = vec![0u8; 24];
     r[0..2].copy_from_slice(&1u16.to_be_bytes());
-    r[2..4].copy_from_slice(&3000u16.to_be_bytes());
+    r[2..4].copy_from_slice(&req::AUTH.to_be_bytes());
     r[16..20].copy_from_slice(b"gsi\0");
     r[20..24].copy_from_slice(&(cred.len() as i32).to_be_bytes());
     r.extend_from_slice(cred);
@@ -282,11 +283,11 @@ fn handshakes_are_bounded_and_bad_buffers_refused() {
     // reason, and the connection goes on.
     for bad in [&b"nonsense"[..], &b"gsi\0\0\0\x03\xe9\0\0\x0b"[..]] {
         let (st, body) = raw_auth(&mut s, bad);
-        assert_eq!(st, 4003, "{}", String::from_utf8_lossy(&body));
+        assert_eq!(st, status::ERROR, "{}", String::from_utf8_lossy(&body));
         assert!(String::from_utf8_lossy(&body).contains("Secgsi"));
     }
     let (st, body) = raw_auth(&mut s, &Buffer::new(step::CERT).serialize());
-    assert!(st == 4003 && String::from_utf8_lossy(&body).contains("kXGC_certreq"));
+    assert!(st == status::ERROR && String::from_utf8_lossy(&body).contains("kXGC_certreq"));
     // A well-formed first message, again and again: a few are answered
     // (two RSA signatures and a DH key each), then no more.
     let mut inner = Buffer::new(step::CERTREQ);
@@ -302,7 +303,7 @@ fn handshakes_are_bounded_and_bad_buffers_refused() {
         let (st, body) = raw_auth(&mut s, &certreq);
         assert_eq!(
             st,
-            4002,
+            status::AUTHMORE,
             "handshake {i}: {}",
             String::from_utf8_lossy(&body)
         );
@@ -311,7 +312,7 @@ fn handshakes_are_bounded_and_bad_buffers_refused() {
     }
     let (st, body) = raw_auth(&mut s, &certreq);
     assert!(
-        st == 4003 && String::from_utf8_lossy(&body).contains("handshakes"),
+        st == status::ERROR && String::from_utf8_lossy(&body).contains("handshakes"),
         "{st} {}",
         String::from_utf8_lossy(&body)
     );

@@ -10,6 +10,7 @@ use crate::bounds::Raw;
 use crate::{data, write_file, Env};
 use std::io::{Read, Write};
 use std::sync::atomic::Ordering;
+use tessera_xrdproto::{err, req, status};
 
 const PAGE: usize = 4096;
 
@@ -46,14 +47,15 @@ fn next(r: &mut Raw, code: u16) -> Result<Frame, Refusal> {
     let st = u16::from_be_bytes([h[2], h[3]]);
     let mut b = vec![0u8; u32::from_be_bytes(h[4..8].try_into().unwrap()) as usize];
     r.s.read_exact(&mut b).unwrap();
-    if st != 4007 {
+    if st != status::STATUS {
         return Err((st, b));
     }
     assert_eq!(b.len(), 24, "status body and offset");
     let crc = u32::from_be_bytes(b[..4].try_into().unwrap());
     assert_eq!(crc, crc32c::crc32c(&b[4..]), "status body CRC");
     assert_eq!(&b[4..6], &h[..2], "stream id in the status body");
-    assert_eq!(b[6] as u16, code - 3000, "request id");
+    // The request id: the code less kXR_1stRequest (kXR_auth's).
+    assert_eq!(b[6] as u16, code - req::AUTH, "request id");
     let dlen = u32::from_be_bytes(b[12..16].try_into().unwrap()) as usize;
     let mut data = vec![0u8; dlen];
     r.s.read_exact(&mut data).unwrap();
@@ -67,10 +69,10 @@ fn next(r: &mut Raw, code: u16) -> Result<Frame, Refusal> {
 /// A pgread of `len` at `offset`: the bytes (every page's CRC checked),
 /// and the frames' offsets; or the error reply.
 fn pgread(r: &mut Raw, offset: u64, len: i32) -> Result<(Vec<u8>, Vec<u64>), Refusal> {
-    send(r, 3030, offset, len.to_be_bytes(), &[0, 0]);
+    send(r, req::PGREAD, offset, len.to_be_bytes(), &[0, 0]);
     let (mut out, mut offsets) = (Vec::new(), Vec::new());
     loop {
-        let f = next(r, 3030)?;
+        let f = next(r, req::PGREAD)?;
         assert_eq!(f.offset, offset + out.len() as u64, "frames in order");
         offsets.push(f.offset);
         let (mut at, mut pos) = (0, f.offset as usize);
@@ -110,8 +112,8 @@ fn pages(offset: u64, data: &[u8], damage: &[usize]) -> Vec<u8> {
 
 /// A pgwrite (`retry`: `kXR_pgRetry`): the pages the server wants again.
 fn pgwrite(r: &mut Raw, offset: u64, payload: &[u8], retry: bool) -> Vec<(u64, usize)> {
-    send(r, 3026, offset, [0, u8::from(retry), 0, 0], payload);
-    let f = next(r, 3026).unwrap_or_else(|(st, b)| panic!("pgwrite: {st} {b:?}"));
+    send(r, req::PGWRITE, offset, [0, u8::from(retry), 0, 0], payload);
+    let f = next(r, req::PGWRITE).unwrap_or_else(|(st, b)| panic!("pgwrite: {st} {b:?}"));
     assert_eq!((f.kind, f.offset), (0, offset));
     if f.data.is_empty() {
         return Vec::new();
@@ -143,7 +145,7 @@ fn pgwrite(r: &mut Raw, offset: u64, payload: &[u8], retry: bool) -> Vec<(u64, u
 }
 
 fn close(r: &mut Raw) -> (u16, Vec<u8>) {
-    r.call(3003, 0, 0, &[])
+    r.call(req::CLOSE, 0, 0, &[])
 }
 
 fn stats(e: &Env) -> &tessera_xrootd::Stats {
@@ -212,9 +214,12 @@ fn pgread_sends_aligned_pages_in_status_frames() {
     let (got, frames) = pgread(&mut r, size + 5, 100).unwrap();
     assert_eq!((got.len(), frames), (0, vec![size + 5]));
     // A zero length is refused (kXR_ArgInvalid).
-    send(&mut r, 3030, 0, 0i32.to_be_bytes(), &[]);
-    let (st, b) = next(&mut r, 3030).expect_err("refused");
-    assert_eq!((st, crate::bounds::errnum(&b)), (4003, 3000));
+    send(&mut r, req::PGREAD, 0, 0i32.to_be_bytes(), &[]);
+    let (st, b) = next(&mut r, req::PGREAD).expect_err("refused");
+    assert_eq!(
+        (st, crate::bounds::errnum(&b)),
+        (status::ERROR, err::ARG_INVALID)
+    );
 }
 
 #[test]
@@ -253,7 +258,10 @@ fn pgwrite_names_damaged_pages_and_takes_them_again() {
     let mut r = Raw::create(&e, "/pg/lost");
     assert_eq!(pgwrite(&mut r, 0, &pages(0, &body, &[1]), false).len(), 1);
     let (st, b) = close(&mut r);
-    assert_eq!((st, crate::bounds::errnum(&b)), (4003, 3019));
+    assert_eq!(
+        (st, crate::bounds::errnum(&b)),
+        (status::ERROR, err::CHKSUM_ERR)
+    );
     let out = e.fails("xrdfs", &[&e.url, "stat", "/pg/lost"]);
     assert!(
         out.contains("3011") || out.contains("No such file"),
@@ -297,7 +305,7 @@ fn a_damaged_page_on_disk_is_an_error_or_rebuilt_never_wrong_bytes() {
     let mut r = Raw::open(&e, "/pg/d");
     for (off, len) in [(4096u64, 4096), (0, 1 << 20)] {
         let (st, b) = pgread(&mut r, off, len).expect_err("refused");
-        assert_eq!(st, 4003, "{off}: {}", String::from_utf8_lossy(&b));
+        assert_eq!(st, status::ERROR, "{off}: {}", String::from_utf8_lossy(&b));
     }
     // The pages that are not damaged still read.
     let (got, _) = pgread(&mut r, 2 << 20, 8192).unwrap();

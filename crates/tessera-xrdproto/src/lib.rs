@@ -1,0 +1,14 @@
+//! The XRootD wire protocol (5.x; `XProtocol.hh` is the authority), one
+//! codec for every part of Tessera that speaks it: the server
+//! (`tessera-xrootd` decodes requests into typed ones and writes replies
+//! with these constants), the federation's client (`tessera-fed`) and the
+//! test clients. Request codes, status and error numbers and option bits
+//! are named here and nowhere else; [`encode`] builds the requests a
+//! client sends (options as named flags), and the server's decoder reads
+//! each back in its round-trip tests.
+
+mod wire;
+
+pub mod encode;
+
+pub use wire::*;
