@@ -26,6 +26,7 @@
 //!   stripes dropped, nothing visible); every later step meets the same
 //!   error.
 
+use crate::pool::lock;
 use crate::{Budget, CoreError, Expect, Inode, Lease, WriteSession};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -248,10 +249,6 @@ impl<D: AsRef<[u8]> + Send + 'static> Upload<D> {
             (_, None) => Ok(step),
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl<D> Drop for State<D> {

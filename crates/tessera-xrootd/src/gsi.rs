@@ -56,7 +56,7 @@ pub async fn auth(s: &Session, cred: &[u8]) -> Result<Option<Vec<u8>>, XrdError>
     }
     let (cred, peer) = (cred.to_vec(), s.peer);
     // RSA signatures and DH take milliseconds: off the runtime's threads.
-    let (pending, r) = tokio::task::spawn_blocking(move || {
+    let (pending, r) = tessera_core::blocking(move || {
         let r = match g.server.step(&mut pending, &cred) {
             Ok(Outcome::More(b)) => Ok(Step::More(b)),
             Ok(Outcome::Done { chain }) => mapped(g.x509.identify(&chain, "xroot"), peer),

@@ -106,7 +106,7 @@ impl Out {
 
     /// Remember (`Some`) or forget why a login's token was refused.
     pub fn note_refused_login(&self, why: Option<String>) {
-        *self.refused_login.lock().unwrap_or_else(|p| p.into_inner()) = why;
+        *tessera_core::lock(&self.refused_login) = why;
     }
 
     /// Write a reply; false when the connection is gone.
@@ -176,12 +176,7 @@ impl Out {
 
     pub async fn error(&self, stream: [u8; 2], e: &XrdError) -> bool {
         let note = (e.code == crate::proto::err::NOT_AUTHORIZED)
-            .then(|| {
-                self.refused_login
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .clone()
-            })
+            .then(|| tessera_core::lock(&self.refused_login).clone())
             .flatten();
         match note {
             Some(why) => {

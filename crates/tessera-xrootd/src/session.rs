@@ -153,13 +153,13 @@ impl Session {
     /// many handshakes this connection has begun (counting this step when
     /// `begins`).
     pub fn take_gsi(&self, begins: bool) -> (Option<tessera_gsi::Pending>, u32) {
-        let mut g = self.gsi.lock().unwrap_or_else(|p| p.into_inner());
+        let mut g = tessera_core::lock(&self.gsi);
         g.1 += u32::from(begins);
         (g.0.take(), g.1)
     }
 
     pub fn put_gsi(&self, p: Option<tessera_gsi::Pending>) {
-        self.gsi.lock().unwrap_or_else(|p| p.into_inner()).0 = p;
+        tessera_core::lock(&self.gsi).0 = p;
     }
 
     pub fn set_who(&self, who: Identity) {
@@ -206,7 +206,7 @@ impl Session {
     }
 
     pub fn add(&self, h: Handle) -> Result<[u8; 4], XrdError> {
-        let mut t = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        let mut t = tessera_core::lock(&self.handles);
         if t.len() >= MAX_HANDLES {
             return Err(XrdError::new(
                 crate::proto::err::INVALID_REQUEST,
@@ -225,7 +225,7 @@ impl Session {
     }
 
     pub fn get(&self, fh: [u8; 4]) -> Result<Handle, XrdError> {
-        let t = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        let t = tessera_core::lock(&self.handles);
         t.get(&u32::from_be_bytes(fh))
             .cloned()
             .ok_or_else(XrdError::bad_handle)
@@ -233,12 +233,12 @@ impl Session {
 
     /// Files open on this connection.
     pub fn open_files(&self) -> usize {
-        self.handles.lock().unwrap_or_else(|p| p.into_inner()).len()
+        tessera_core::lock(&self.handles).len()
     }
 
     /// The identity share of the file open for writing as `fh`, if it is.
     pub fn write_share(&self, fh: [u8; 4]) -> Option<tessera_core::Share> {
-        let t = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        let t = tessera_core::lock(&self.handles);
         match t.get(&u32::from_be_bytes(fh)) {
             Some(Handle::Write(w)) => Some(w.share.clone()),
             Some(Handle::Update(u)) => Some(u.share.clone()),
@@ -247,7 +247,7 @@ impl Session {
     }
 
     pub fn remove(&self, fh: [u8; 4]) -> Result<Handle, XrdError> {
-        let mut t = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        let mut t = tessera_core::lock(&self.handles);
         let h = t
             .remove(&u32::from_be_bytes(fh))
             .ok_or_else(XrdError::bad_handle)?;
@@ -258,7 +258,7 @@ impl Session {
     /// Forget every open file (the connection ended): files being written
     /// and not closed are aborted when their write task sees its queue end.
     pub fn close_all(&self) {
-        let mut t = self.handles.lock().unwrap_or_else(|p| p.into_inner());
+        let mut t = tessera_core::lock(&self.handles);
         self.cfg
             .stats
             .open_files

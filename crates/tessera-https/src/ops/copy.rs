@@ -77,9 +77,8 @@ pub async fn copy(ctx: &Ctx, req: crate::Req, dst: NsPath) -> Result<Response<Bo
         done.failed
     } else {
         let (core, who, d2) = (ctx.core.clone(), ctx.who.clone(), dst.clone());
-        tokio::task::spawn_blocking(move || core.copy_file(&who, &src, &d2, true))
-            .await
-            .map_err(|e| HttpError::new(500, e.to_string()))?
+        tessera_core::blocking(move || core.copy_file(&who, &src, &d2, true))
+            .await?
             .map_err(|e| super::moves::at_destination(e, &dst))?;
         Vec::new()
     };

@@ -168,9 +168,7 @@ pub(crate) fn retry_after(secs: u32, why: &str) -> Response<Body> {
 async fn on_pool<T: Send + 'static>(
     f: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, HttpError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| HttpError::new(500, e.to_string()))
+    Ok(tessera_core::blocking(f).await?)
 }
 
 /// What `with_small_body` would give as the body, when reading it needs

@@ -43,10 +43,7 @@ pub fn header<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
 pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, tessera_core::CoreError> + Send + 'static,
 ) -> Result<T, HttpError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| HttpError::new(500, e.to_string()))?
-        .map_err(HttpError::from)
+    tessera_core::blocking(f).await?.map_err(HttpError::from)
 }
 
 pub fn etag(i: &Inode) -> String {

@@ -75,9 +75,7 @@ pub async fn open(
             Some(o) => o,
             None => {
                 let (core, path, w2) = (core.clone(), t.path.clone(), who.clone());
-                tokio::task::spawn_blocking(move || core.open_read_or_stall(&w2, &path))
-                    .await
-                    .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??
+                tessera_core::blocking(move || core.open_read_or_stall(&w2, &path)).await??
             }
         };
         let rs = match opened {
@@ -146,7 +144,7 @@ async fn open_new(
         replace,
         hint,
     } = new;
-    tokio::task::spawn_blocking(move || {
+    tessera_core::blocking(move || {
         let ws = match core.open_write(&who, &path, mode, replace, hint) {
             Ok(ws) => ws,
             Err(e) => return Ok(Err(e)),
@@ -155,8 +153,7 @@ async fn open_new(
         out2.result_from_pool(stream, Ok(reply(fh, opts, &stat)));
         Ok(Ok(()))
     })
-    .await
-    .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))?
+    .await?
 }
 
 /// Make the parents of `t` (`mkdir -p`) unless its parent exists.

@@ -57,9 +57,7 @@ pub async fn open(
         .buffers
         .for_identity(&who.limit_key())
         .with_share(&s.share);
-    let up = tokio::task::spawn_blocking(move || core.open_update(&w2, &path, budget))
-        .await
-        .map_err(|e| XrdError::new(err::SERVER_ERROR, e.to_string()))??;
+    let up = tessera_core::blocking(move || core.open_update(&w2, &path, budget)).await??;
     let stat = crate::statfmt::stat_string(up.inode(), who, &s.cfg.names);
     let open = OpenUpdate {
         inode: up.inode().clone(),
