@@ -5,10 +5,8 @@
 
 use crate::AuthError;
 use http_body_util::{BodyExt, Limited};
-use hyper_util::rt::TokioIo;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_rustls::rustls::pki_types::ServerName;
 use tokio_rustls::rustls::ClientConfig;
 
 /// Longest a fetch may take.
@@ -16,22 +14,10 @@ pub const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest discovery or JWKS document read.
 const MAX_DOC: usize = 1 << 20;
 
-/// `https://host[:port]/path` split; anything but https is refused.
-fn split(url: &str) -> Result<(String, u16, String), AuthError> {
-    let bad = || AuthError::Fetch(format!("not an https URL: {url}"));
-    let rest = url.strip_prefix("https://").ok_or_else(bad)?;
-    let (auth, path) = match rest.find('/') {
-        Some(i) => (&rest[..i], &rest[i..]),
-        None => (rest, "/"),
-    };
-    let (host, port) = match auth.rsplit_once(':') {
-        Some((h, p)) if !h.is_empty() => (h, p.parse().map_err(|_| bad())?),
-        _ => (auth, 443),
-    };
-    if host.is_empty() {
-        return Err(bad());
-    }
-    Ok((host.to_string(), port, path.to_string()))
+/// `url` split; anything but https is refused.
+fn split(url: &str) -> Result<tessera_httpc::Url, AuthError> {
+    tessera_httpc::Url::parse(url, &[tessera_httpc::Scheme::Https])
+        .map_err(|_| AuthError::Fetch(format!("not an https URL: {url}")))
 }
 
 /// GET `url` and parse it as JSON.
@@ -46,25 +32,14 @@ async fn get_json_inner(
     tls: &Arc<ClientConfig>,
 ) -> Result<serde_json::Value, AuthError> {
     let fail = |e: String| AuthError::Fetch(format!("{url}: {e}"));
-    let (host, port, path) = split(url)?;
-    let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
+    let u = split(url)?;
+    let mut tx = tessera_httpc::open(&u, &[], Some(tls), FETCH_TIMEOUT)
         .await
-        .map_err(|e| fail(e.to_string()))?;
-    let name = ServerName::try_from(host.clone()).map_err(|e| fail(e.to_string()))?;
-    let stream = tokio_rustls::TlsConnector::from(Arc::clone(tls))
-        .connect(name, tcp)
-        .await
-        .map_err(|e| fail(e.to_string()))?;
-    let (mut tx, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-        .await
-        .map_err(|e| fail(e.to_string()))?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    let req = hyper::Request::get(path.as_str())
-        .header("Host", format!("{host}:{port}"))
+        .map_err(fail)?;
+    let req = hyper::Request::get(u.target.as_str())
+        .header("Host", u.authority())
         .header("Accept", "application/json")
-        .header("User-Agent", concat!("tessera/", env!("CARGO_PKG_VERSION")))
+        .header("User-Agent", tessera_httpc::USER_AGENT)
         .body(http_body_util::Empty::<hyper::body::Bytes>::new())
         .map_err(|e| fail(e.to_string()))?;
     let resp = tx
@@ -96,11 +71,13 @@ mod tests {
 
     #[test]
     fn urls() {
+        let u = split("https://h:8443/a/b").unwrap();
         assert_eq!(
-            split("https://h:8443/a/b").unwrap(),
-            ("h".into(), 8443, "/a/b".into())
+            (u.host.as_str(), u.port, u.target.as_str()),
+            ("h", 8443, "/a/b")
         );
-        assert_eq!(split("https://h").unwrap(), ("h".into(), 443, "/".into()));
+        let u = split("https://h").unwrap();
+        assert_eq!((u.port, u.target.as_str()), (443, "/"));
         assert!(split("http://h/x").is_err());
         assert_eq!(
             discovery_url("https://iam.example/"),

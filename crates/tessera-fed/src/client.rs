@@ -6,38 +6,11 @@
 
 use http_body_util::Full;
 use hyper::body::Bytes;
-use hyper_util::rt::TokioIo;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio_rustls::rustls::pki_types::ServerName;
 use tokio_rustls::rustls::ClientConfig;
 
-/// A TLS client configuration trusting the system's CA bundle (when
-/// present) and the PEM certificates in `extra`.
-pub fn trust(extra: &[std::path::PathBuf]) -> Result<Arc<ClientConfig>, String> {
-    use tokio_rustls::rustls::pki_types::pem::PemObject;
-    use tokio_rustls::rustls::pki_types::CertificateDer;
-    let mut roots = tokio_rustls::rustls::RootCertStore::empty();
-    let system = std::path::Path::new("/etc/ssl/certs/ca-certificates.crt");
-    let mut files: Vec<&std::path::Path> = extra.iter().map(|p| p.as_path()).collect();
-    if system.exists() {
-        files.push(system);
-    }
-    for f in files {
-        let certs = CertificateDer::pem_file_iter(f)
-            .map_err(|e| format!("reading {}: {e}", f.display()))?;
-        for c in certs {
-            let c = c.map_err(|e| format!("parsing {}: {e}", f.display()))?;
-            // A bundle may hold certificates rustls rejects; skip those.
-            let _ = roots.add(c);
-        }
-    }
-    Ok(Arc::new(
-        ClientConfig::builder()
-            .with_root_certificates(roots)
-            .with_no_client_auth(),
-    ))
-}
+pub use tessera_httpc::trust;
 
 /// Idle connections to one endpoint, shared by the copies of its base
 /// (equal whatever they hold: a pool is not part of an address).
@@ -102,32 +75,30 @@ pub struct Base {
 
 impl Base {
     pub fn parse(url: &str) -> Result<Base, String> {
-        let bad = || format!("not an http(s) URL: {url}");
-        let (scheme, rest) = url.split_once("://").ok_or_else(bad)?;
-        let tls = match scheme {
-            "https" | "davs" => true,
-            "http" | "dav" => false,
-            _ => return Err(bad()),
-        };
-        let (auth, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, ""),
-        };
-        let (host, port) = match auth.rsplit_once(':') {
-            Some((h, p)) => (h, p.parse().map_err(|_| bad())?),
-            None => (auth, if tls { 443 } else { 80 }),
-        };
-        if host.is_empty() {
-            return Err(bad());
-        }
+        use tessera_httpc::{Scheme, Url};
+        let u = Url::parse(url, &[Scheme::Https, Scheme::Http])?;
         Ok(Base {
-            tls,
-            host: host.to_string(),
-            port,
-            path: path.trim_end_matches('/').to_string(),
+            tls: u.tls(),
+            path: u.path().trim_end_matches('/').to_string(),
+            host: u.host,
+            port: u.port,
             bearer: None,
             idle: Pool::default(),
         })
+    }
+
+    /// Where requests go (the base's host and port).
+    fn at(&self) -> tessera_httpc::Url {
+        tessera_httpc::Url {
+            scheme: if self.tls {
+                tessera_httpc::Scheme::Https
+            } else {
+                tessera_httpc::Scheme::Http
+            },
+            host: self.host.clone(),
+            port: self.port,
+            target: "/".into(),
+        }
     }
 
     /// The URL of `rel` (a path from `/`, already encoded) under the base.
@@ -223,7 +194,7 @@ pub async fn request(
         }
         let (resp, tx) = match sent {
             Some(s) => s,
-            None => send_request(base, make()?, tls).await?,
+            None => send_request(base, make()?, tls, deadline).await?,
         };
         let (parts, body) = resp.into_parts();
         let body = http_body_util::Limited::new(body, MAX_BODY)
@@ -254,12 +225,11 @@ fn build(
     body: Bytes,
 ) -> Result<hyper::Request<Full<Bytes>>, String> {
     let target = format!("{}{rel}", base.path);
-    let host = format!("{}:{}", base.host, base.port);
     let mut b = hyper::Request::builder()
         .method(method)
         .uri(if target.is_empty() { "/" } else { &target })
-        .header(hyper::header::HOST, host)
-        .header(hyper::header::USER_AGENT, "tessera-fed")
+        .header(hyper::header::HOST, base.at().authority())
+        .header(hyper::header::USER_AGENT, tessera_httpc::USER_AGENT)
         .header(hyper::header::CONTENT_LENGTH, body.len());
     for (k, v) in headers {
         b = b.header(*k, *v);
@@ -276,41 +246,9 @@ async fn send_request(
     base: &Base,
     req: hyper::Request<Full<Bytes>>,
     tls: Option<&Arc<ClientConfig>>,
+    deadline: Duration,
 ) -> Result<(hyper::Response<hyper::body::Incoming>, Sender), String> {
-    let tcp = tokio::net::TcpStream::connect((base.host.as_str(), base.port))
-        .await
-        .map_err(|e| format!("connecting: {e}"))?;
-    let _ = tcp.set_nodelay(true);
-    if base.tls {
-        let cfg = tls.ok_or("no CAs are trusted for TLS endpoints")?;
-        let name = ServerName::try_from(base.host.clone()).map_err(|e| e.to_string())?;
-        let s = tokio_rustls::TlsConnector::from(Arc::clone(cfg))
-            .connect(name, tcp)
-            .await
-            .map_err(|e| format!("TLS: {e}"))?;
-        send(TokioIo::new(s), req).await
-    } else {
-        send(TokioIo::new(tcp), req).await
-    }
-}
-
-async fn send<I>(
-    io: I,
-    req: hyper::Request<Full<Bytes>>,
-) -> Result<(hyper::Response<hyper::body::Incoming>, Sender), String>
-where
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-{
-    // Header names in title case (`Depth`): XrdHttp reads some of them
-    // case-sensitively.
-    let (mut tx, conn) = hyper::client::conn::http1::Builder::new()
-        .title_case_headers(true)
-        .handshake(io)
-        .await
-        .map_err(|e| e.to_string())?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
+    let mut tx: Sender = tessera_httpc::open(&base.at(), &[], tls, deadline).await?;
     let resp = tx.send_request(req).await.map_err(|e| e.to_string())?;
     Ok((resp, tx))
 }

@@ -23,27 +23,12 @@ pub struct RootBase {
 
 impl RootBase {
     pub fn parse(url: &str) -> Result<RootBase, String> {
-        let bad = || format!("not a root:// URL: {url}");
-        let rest = url
-            .strip_prefix("root://")
-            .or_else(|| url.strip_prefix("xroot://"))
-            .ok_or_else(bad)?;
-        let (auth, path) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, "/"),
-        };
-        let (host, port) = match auth.rsplit_once(':') {
-            Some((h, p)) => (h, p.parse().map_err(|_| bad())?),
-            None => (auth, 1094),
-        };
-        if host.is_empty() {
-            return Err(bad());
-        }
+        let u = tessera_httpc::Url::parse(url, &[tessera_httpc::Scheme::Root])?;
         // `//path` and `/path` both name /path.
-        let path = format!("/{}", path.trim_start_matches('/'));
+        let path = format!("/{}", u.path().trim_start_matches('/'));
         Ok(RootBase {
-            host: host.to_string(),
-            port,
+            host: u.host,
+            port: u.port,
             path: path.trim_end_matches('/').to_string(),
             idle: Default::default(),
         })

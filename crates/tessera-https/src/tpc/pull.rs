@@ -51,7 +51,7 @@ pub async fn pull(ctx: &Ctx, req: crate::Req, source: &str) -> Result<Response<B
     if !overwrite && ctx.core.stat(&ctx.who, dst.clone()).await.is_ok() {
         return Err(crate::ops::exists_refused());
     }
-    let get = forwarded(Request::get(remote.target.as_str()), &remote, h);
+    let get = forwarded(Request::get(remote.url.target.as_str()), &remote, h);
     let get = get
         .body(Body::Empty)
         .map_err(|e| HttpError::new(400, e.to_string()))?;
@@ -118,8 +118,8 @@ pub fn forwarded(
     h: &hyper::HeaderMap,
 ) -> hyper::http::request::Builder {
     b = b
-        .header("Host", format!("{}:{}", remote.host, remote.port))
-        .header("User-Agent", concat!("tessera/", env!("CARGO_PKG_VERSION")));
+        .header("Host", remote.url.authority())
+        .header("User-Agent", tessera_httpc::USER_AGENT);
     for (k, v) in h {
         if let Some(name) = k.as_str().strip_prefix("transferheader") {
             if !name.is_empty() {

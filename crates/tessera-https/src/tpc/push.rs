@@ -27,7 +27,7 @@ pub async fn push(ctx: &Ctx, req: crate::Req, dest: &str) -> Result<Response<Bod
     let (core, who, s2) = (ctx.core.clone(), ctx.who.clone(), src.clone());
     let rs = Arc::new(blocking(move || core.open_read(&who, &s2)).await?);
     let size = rs.size();
-    let put = forwarded(Request::put(remote.target.as_str()), &remote, h)
+    let put = forwarded(Request::put(remote.url.target.as_str()), &remote, h)
         .header("Content-Length", size.to_string());
     let overwrite = crate::ops::header(h, "overwrite").map(str::to_string);
     let put = match overwrite {

@@ -33,9 +33,13 @@ pub async fn source_size(
     tls: Option<&Arc<ClientConfig>>,
     copy_headers: &HeaderMap,
 ) -> Option<(u64, tessera_core::Expect)> {
-    let head = super::pull::forwarded(Request::head(remote.target.as_str()), remote, copy_headers)
-        .body(Body::Empty)
-        .ok()?;
+    let head = super::pull::forwarded(
+        Request::head(remote.url.target.as_str()),
+        remote,
+        copy_headers,
+    )
+    .body(Body::Empty)
+    .ok()?;
     let resp = client::send(remote, tls, head).await.ok()?;
     if !resp.status().is_success() {
         return None;
@@ -152,7 +156,7 @@ async fn stream(sh: &Shared, tx: &mpsc::Sender<Piece>) -> Result<(), String> {
         }
         let (from, to) = (i * PIECE, ((i + 1) * PIECE).min(size) - 1);
         let get = super::pull::forwarded(
-            Request::get(remote.target.as_str()),
+            Request::get(remote.url.target.as_str()),
             remote,
             &sh.copy_headers,
         )
