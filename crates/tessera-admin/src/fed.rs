@@ -74,9 +74,13 @@ fn state_pb(s: &EndpointState) -> pb::FedEndpoint {
     }
 }
 
-/// A refused change: its reason, as the configuration check gave it.
-fn refused(why: String) -> Status {
-    Status::failed_precondition(why)
+/// A refused change: its reason, as the configuration check gave it
+/// (an endpoint that exists already is its own answer).
+fn refused(why: tessera_fed::FedError) -> Status {
+    match why {
+        tessera_fed::FedError::Exists(m) => Status::already_exists(m),
+        other => Status::failed_precondition(other.to_string()),
+    }
 }
 
 /// Put endpoint `name` in the views `paths` (a view not there is made).
@@ -137,7 +141,10 @@ impl FedSvc {
         self.fed
             .reconfigure(|c| {
                 if c.endpoints.iter().any(|e| e.name == r.name) {
-                    return Err(format!("endpoint {} exists", r.name));
+                    return Err(tessera_fed::FedError::Exists(format!(
+                        "endpoint {} exists",
+                        r.name
+                    )));
                 }
                 ensure_site(c, &r.site);
                 c.endpoints.push(EndpointCfg {
@@ -161,13 +168,7 @@ impl FedSvc {
                 join_views(c, &r.name, &r.views);
                 Ok(())
             })
-            .map_err(|why| {
-                if why.ends_with("exists") {
-                    Status::already_exists(why)
-                } else {
-                    refused(why)
-                }
-            })?;
+            .map_err(refused)?;
         self.shown(&name)
     }
 
@@ -226,10 +227,10 @@ impl FedSvc {
         self.fed
             .reconfigure(|c| {
                 if let Some(v) = c.views.iter().find(|v| v.write == name) {
-                    return Err(format!(
+                    return Err(tessera_fed::FedError::Invalid(format!(
                         "view {} writes to {name}: change its write policy first",
                         v.path
-                    ));
+                    )));
                 }
                 c.endpoints.retain(|e| e.name != name);
                 for v in &mut c.views {

@@ -21,6 +21,7 @@
 mod client;
 mod config;
 mod endpoint;
+mod error;
 mod geo;
 mod listing;
 pub mod probe;
@@ -35,6 +36,7 @@ pub use config::{
     rename_keys, upgrade as upgrade_config, EndpointCfg, FedConfig, SiteCfg, ViewCfg,
 };
 pub use endpoint::{Health, Replica};
+pub use error::FedError;
 pub use listing::{DavParser, Listed, Listing, Merged};
 pub use s3::{Child, S3Base, WRITE_GRANT};
 pub use write::{WriteAsk, WriteRefused};
@@ -219,7 +221,7 @@ impl std::fmt::Debug for InView {
 
 impl Federation {
     /// Check `cfg` and build; `tls` is what TLS endpoints are trusted with.
-    pub fn new(cfg: FedConfig, tls: Option<Arc<ClientConfig>>) -> Result<Federation, String> {
+    pub fn new(cfg: FedConfig, tls: Option<Arc<ClientConfig>>) -> Result<Federation, FedError> {
         Ok(Federation {
             topo: RwLock::new(Arc::new(Topology::build(cfg, &[], 0)?)),
             changing: Mutex::new(()),
@@ -254,15 +256,15 @@ impl Federation {
     /// returned.
     pub fn reconfigure(
         &self,
-        change: impl FnOnce(&mut FedConfig) -> Result<(), String>,
-    ) -> Result<FedConfig, String> {
+        change: impl FnOnce(&mut FedConfig) -> Result<(), FedError>,
+    ) -> Result<FedConfig, FedError> {
         let _one = self.changing.lock().unwrap_or_else(|p| p.into_inner());
         let old = self.topo();
         let mut cfg = old.cfg.clone();
         change(&mut cfg)?;
         let new = Topology::build(cfg.clone(), &old.endpoints, old.generation + 1)?;
         if let Some(p) = &self.state_file {
-            saved::save(p, &cfg)?;
+            saved::save(p, &cfg).map_err(FedError::Io)?;
         }
         *self.topo.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(new);
         self.cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
