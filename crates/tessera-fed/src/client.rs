@@ -104,7 +104,8 @@ impl Base {
     /// The URL of `rel` (a path from `/`, already encoded) under the base.
     pub fn url(&self, rel: &str) -> String {
         let scheme = if self.tls { "https" } else { "http" };
-        format!("{scheme}://{}:{}{}{rel}", self.host, self.port, self.path)
+        let host = tessera_httpc::url_host(&self.host);
+        format!("{scheme}://{host}:{}{}{rel}", self.port, self.path)
     }
 }
 
@@ -264,5 +265,15 @@ mod tests {
         assert_eq!(b.url("/f"), "https://site-a.example:8443/data/f");
         assert_eq!(Base::parse("http://h").unwrap().url("/x"), "http://h:80/x");
         assert!(Base::parse("root://h//x").is_err());
+        let v6 = Base::parse("https://[::1]:8443/d").unwrap();
+        assert_eq!(
+            (v6.host.as_str(), v6.url("/f")),
+            ("::1", "https://[::1]:8443/d/f".into())
+        );
+        assert_eq!(v6.at().authority(), "[::1]:8443");
+        assert!(
+            Base::parse("https://user:pw@h/x").is_err(),
+            "credentials in a URL"
+        );
     }
 }

@@ -157,7 +157,11 @@ impl Endpoint {
     pub(crate) fn replica(&self, rel: &str, size: Option<u64>) -> Replica {
         let (url, root, get_only) = match &self.access {
             Access::Http(b) => (b.url(rel), None, false),
-            Access::Root(b) => (b.url(rel), Some((b.host.clone(), b.port)), false),
+            Access::Root(b) => (
+                b.url(rel),
+                Some((tessera_httpc::url_host(&b.host).into_owned(), b.port)),
+                false,
+            ),
             // Signed anew each time: a grant outlives no cache entry.
             Access::S3(b) => (b.get_url(rel), None, true),
         };

@@ -56,7 +56,8 @@ impl S3Base {
             ));
         }
         let scheme = if http.tls { "https" } else { "http" };
-        let endpoint = format!("{scheme}://{}:{}", http.host, http.port);
+        let host = tessera_httpc::url_host(&http.host);
+        let endpoint = format!("{scheme}://{host}:{}", http.port);
         let bucket = Bucket::new(
             endpoint.parse().map_err(|e| format!("{endpoint}: {e}"))?,
             UrlStyle::Path,

@@ -36,7 +36,8 @@ impl RootBase {
 
     /// The URL of `rel` (from `/`) under the base.
     pub fn url(&self, rel: &str) -> String {
-        format!("root://{}:{}/{}{rel}", self.host, self.port, self.path)
+        let host = tessera_httpc::url_host(&self.host);
+        format!("root://{host}:{}/{}{rel}", self.port, self.path)
     }
 }
 
@@ -233,6 +234,10 @@ mod tests {
             "root://h:1094//x"
         );
         assert!(RootBase::parse("https://h/x").is_err());
+        assert_eq!(
+            RootBase::parse("root://[::1]:1095//d").unwrap().url("/f"),
+            "root://[::1]:1095//d/f"
+        );
     }
 
     #[test]

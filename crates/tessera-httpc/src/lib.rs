@@ -9,7 +9,7 @@
 
 mod url;
 
-pub use url::{Scheme, Url};
+pub use url::{url_host, Scheme, Url};
 
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;

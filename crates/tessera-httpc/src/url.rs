@@ -52,6 +52,10 @@ impl Url {
             .filter(|s| allowed.contains(s))
             .ok_or_else(|| bad("scheme"))?;
         let authority = u.authority().ok_or_else(|| bad("no host"))?;
+        if authority.as_str().contains('@') {
+            // Credentials go in headers or files, never in a URL.
+            return Err(bad("credentials in the URL"));
+        }
         let host = authority.host();
         // A port that is there but not a number (`h:x`) is refused, not
         // defaulted.
@@ -80,18 +84,24 @@ impl Url {
         self.scheme == Scheme::Https
     }
 
-    /// `host:port` for a `Host` header (an IPv6 address in brackets).
+    /// `host:port` for a `Host` header or a URL (an IPv6 address in
+    /// brackets).
     pub fn authority(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
+        format!("{}:{}", url_host(&self.host), self.port)
     }
 
     /// The path alone (no query).
     pub fn path(&self) -> &str {
         self.target.split('?').next().unwrap_or("/")
+    }
+}
+
+/// `host` as a URL writes it: an IPv6 address in brackets.
+pub fn url_host(host: &str) -> std::borrow::Cow<'_, str> {
+    if host.contains(':') && !host.starts_with('[') {
+        format!("[{host}]").into()
+    } else {
+        host.into()
     }
 }
 
@@ -115,7 +125,7 @@ mod tests {
             (v6.host.as_str(), v6.authority()),
             ("::1", "[::1]:8080".into())
         );
-        assert_eq!(Url::parse("https://user@h/p", WEB).unwrap().host, "h");
+        assert!(Url::parse("https://user@h/p", WEB).is_err());
         let r = Url::parse("root://h//store/x", &[Scheme::Root]).unwrap();
         assert_eq!((r.port, r.target.as_str()), (1094, "//store/x"));
         for bad in [

@@ -61,17 +61,16 @@ pub async fn mgm_redirect(
         // evaluated and held until the commit (a gateway's write knows
         // nothing of it).
         "PUT" if crate::ops::precond::any(req.headers()) => return Ok(None),
+        // As XrdHttp: a PUT makes the parents it needs (once a gateway
+        // is there to take it).
         "PUT" => Op::Write {
             overwrite: true,
             mode: 0o644,
+            parents: true,
         },
         _ => return Ok(None),
     };
     let p = path::decode(req.uri().path())?;
-    if matches!(op, Op::Write { .. }) {
-        // As XrdHttp: a PUT makes the parents it needs.
-        put::make_parents(ctx, &p).await?;
-    }
     let ask = Ask {
         who: &ctx.who,
         op,
@@ -124,11 +123,20 @@ pub async fn gateway(
 fn elsewhere(cfg: &HttpsConfig, req: &crate::Req) -> Response<Body> {
     match cfg.role.route_other(Proto::Https) {
         Route::Node { addr } => {
-            let query = query_without_cap(req.uri().query());
-            let q = if query.is_empty() {
-                String::new()
+            // A gateway sends the request back without its capability; a
+            // standby sends it on as it is.
+            let q = if !cfg.role.is_gateway() {
+                req.uri()
+                    .query()
+                    .map(|q| format!("?{q}"))
+                    .unwrap_or_default()
             } else {
-                format!("?{}", query.join("&"))
+                let query = query_without_cap(req.uri().query());
+                if query.is_empty() {
+                    String::new()
+                } else {
+                    format!("?{}", query.join("&"))
+                }
             };
             cfg.stats.redirects.fetch_add(1, Ordering::Relaxed);
             redirect(format!("https://{addr}{}{q}", req.uri().path()))
@@ -149,6 +157,8 @@ async fn gateway_data(
     let Some(g) = cfg.role.gateway() else {
         return Err(HttpError::new(500, "not a gateway"));
     };
+    // The capability first: without a good one nothing else is read.
+    let cap = g.verify(cap_of(req.uri().query()))?;
     let p = path::decode(req.uri().path())?;
     let writing = req.method() == hyper::Method::PUT;
     let hint = if writing {
@@ -156,7 +166,6 @@ async fn gateway_data(
     } else {
         0
     };
-    let cap = cap_of(req.uri().query());
     let r = match g.open(cap, &p, peer, writing, hint).await? {
         Opened::Read { rs, holder, .. } => {
             let head = req.method() == hyper::Method::HEAD;

@@ -4,7 +4,7 @@
 
 use crate::{Proto, RouteError};
 use std::net::IpAddr;
-use tessera_cluster::{Access, CapKey, ClusterClient};
+use tessera_cluster::{Access, CapKey, Capability, ClusterClient};
 use tessera_core::{DataPath, Inode, MgmAddr, ReadSession, WriteSession};
 use tessera_types::{ErrorKind, Identity, NsPath};
 
@@ -21,6 +21,13 @@ pub struct Gateway {
     pub mgm_https: Option<MgmAddr>,
     /// This gateway's name as registered (its XRootD address).
     pub advertise: String,
+}
+
+/// A capability whose signature verified (not yet checked against a
+/// path and client).
+pub struct Verified {
+    text: String,
+    cap: Capability,
 }
 
 /// An open a capability allowed.
@@ -49,23 +56,33 @@ impl Gateway {
         }
     }
 
-    /// Open `path` for `peer` with capability `cap` (its text as signed),
-    /// reading or `writing` (`size_hint`: the client's announced size).
+    /// Capability `cap` (its text as signed), verified: the first thing
+    /// a gateway does with a request, before it reads its path.
+    pub fn verify(&self, cap: Option<&str>) -> Result<Verified, RouteError> {
+        let text = cap.ok_or_else(|| {
+            RouteError::denied("this is a data gateway: open files through the metadata service")
+        })?;
+        let cap = self
+            .key
+            .verify(text)
+            .map_err(|e| RouteError::denied(e.to_string()))?;
+        Ok(Verified {
+            text: text.to_string(),
+            cap,
+        })
+    }
+
+    /// Open `path` for `peer` with a verified capability, reading or
+    /// `writing` (`size_hint`: the client's announced size).
     pub async fn open(
         &self,
-        cap: Option<&str>,
+        v: Verified,
         path: &NsPath,
         peer: IpAddr,
         writing: bool,
         size_hint: u64,
     ) -> Result<Opened, RouteError> {
-        let text = cap.ok_or_else(|| {
-            RouteError::denied("this is a data gateway: open files through the metadata service")
-        })?;
-        let c = self
-            .key
-            .verify(text)
-            .map_err(|e| RouteError::denied(e.to_string()))?;
+        let (text, c) = (v.text.as_str(), v.cap);
         c.check_target(path, peer)
             .map_err(|e| RouteError::denied(e.to_string()))?;
         let holder = c

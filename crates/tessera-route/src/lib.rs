@@ -26,7 +26,7 @@ mod open;
 mod view;
 
 pub use error::RouteError;
-pub use gateway::{Gateway, Opened};
+pub use gateway::{Gateway, Opened, Verified};
 pub use open::{Ask, Op};
 pub use view::{Pick, ViewAsk};
 

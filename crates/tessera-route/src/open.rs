@@ -13,10 +13,12 @@ use tessera_types::{ErrorKind, Identity, NsPath};
 pub enum Op {
     Read,
     /// A new file, or a replacement when `overwrite`, with mode bits
-    /// `mode`.
+    /// `mode`; `parents`: its missing parents are made first (an HTTP
+    /// PUT, as XrdHttp), once a gateway is there to take the write.
     Write {
         overwrite: bool,
         mode: u32,
+        parents: bool,
     },
 }
 
@@ -58,7 +60,14 @@ impl Mgm {
             return Ok(Route::Here);
         };
         let cap = match ask.op {
-            Op::Write { overwrite, mode } => {
+            Op::Write {
+                overwrite,
+                mode,
+                parents,
+            } => {
+                if parents {
+                    core.make_parents(ask.who, ask.path).await?;
+                }
                 // The decision a single server makes at the open (scopes,
                 // then ACLs and mode bits with the token's groups), made
                 // before anything is signed; the gateway's BeginWrite makes

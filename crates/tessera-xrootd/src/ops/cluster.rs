@@ -60,6 +60,8 @@ pub async fn mgm_open(
         Op::Write {
             overwrite: req.options & o::DELETE != 0,
             mode: req.file_mode(),
+            // Made before, when kXR_mkpath asks (`open.rs`).
+            parents: false,
         }
     } else {
         Op::Read
@@ -104,10 +106,8 @@ pub async fn gateway_open(
         ));
     };
     let hint: u64 = t.cgi("oss.asize").and_then(|v| v.parse().ok()).unwrap_or(0);
-    match g
-        .open(t.cgi(CAP_KEY), &t.path, s.peer.ip(), writing, hint)
-        .await?
-    {
+    let cap = g.verify(t.cgi(CAP_KEY))?;
+    match g.open(cap, &t.path, s.peer.ip(), writing, hint).await? {
         Opened::Write { ws, holder, mode } => write::register(s, out, ws, mode, &holder),
         Opened::Read { rs, inode, holder } => {
             let stat = crate::statfmt::stat_string(&inode, &holder, &s.cfg.names);
