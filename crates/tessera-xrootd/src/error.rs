@@ -62,6 +62,12 @@ pub fn code_of(kind: ErrorKind) -> i32 {
     }
 }
 
+impl From<tessera_xrdproto::DecodeError> for XrdError {
+    fn from(e: tessera_xrdproto::DecodeError) -> XrdError {
+        XrdError::new(e.code, e.msg)
+    }
+}
+
 impl From<CoreError> for XrdError {
     fn from(e: CoreError) -> XrdError {
         let kind = e.kind();

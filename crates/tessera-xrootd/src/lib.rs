@@ -14,7 +14,10 @@ mod ops;
 /// The wire constants and request header: the shared codec.
 pub use tessera_xrdproto as proto;
 mod reply;
-mod request;
+/// Requests decoded: the shared codec's decoder.
+use tessera_xrdproto::request;
+#[cfg(test)]
+mod request_tests;
 mod session;
 mod statfmt;
 mod token;

@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use tessera_core::{Core, ReadSession};
 use tessera_types::{Identity, NsPath};
+/// A request's path and CGI (the shared codec's).
+pub use tessera_xrdproto::Target;
 use tokio::sync::mpsc;
 
 /// At most this many files open at once on one connection.
@@ -264,72 +266,5 @@ impl Session {
             .open_files
             .fetch_sub(t.len() as u64, Ordering::Relaxed);
         t.clear();
-    }
-}
-
-/// A request's path and its CGI (`path?k=v&k2=v2`), from the payload.
-pub struct Target {
-    pub path: NsPath,
-    pub cgi: Vec<(String, String)>,
-}
-
-impl Target {
-    pub fn parse(payload: &[u8]) -> Result<Target, XrdError> {
-        let p = match payload.iter().position(|b| *b == 0) {
-            // One trailing NUL is tolerated; an embedded one is not.
-            Some(i) if i + 1 == payload.len() => &payload[..i],
-            Some(_) => return Err(XrdError::invalid("path contains a NUL byte")),
-            None => payload,
-        };
-        if p.is_empty() {
-            return Err(XrdError::new(
-                crate::proto::err::ARG_MISSING,
-                "no path given",
-            ));
-        }
-        let (path, cgi) = match p.iter().position(|b| *b == b'?') {
-            Some(i) => (&p[..i], &p[i + 1..]),
-            None => (p, &b""[..]),
-        };
-        let path = NsPath::parse(path).map_err(|e| XrdError::invalid(e.to_string()))?;
-        let cgi = String::from_utf8_lossy(cgi)
-            .split('&')
-            .filter(|kv| !kv.is_empty())
-            .map(|kv| match kv.split_once('=') {
-                Some((k, v)) => (k.to_string(), v.to_string()),
-                None => (kv.to_string(), String::new()),
-            })
-            .collect();
-        Ok(Target { path, cgi })
-    }
-
-    pub fn cgi(&self, key: &str) -> Option<&str> {
-        self.cgi
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn targets() {
-        let t = Target::parse(b"/a/b?&oss.asize=10&authz=Bearer%20x").expect("parse");
-        assert_eq!(t.path.display(), "/a/b");
-        assert_eq!(t.cgi("oss.asize"), Some("10"));
-        assert_eq!(t.cgi("authz"), Some("Bearer%20x"));
-        assert!(Target::parse(b"/a\0").is_ok());
-        assert!(Target::parse(b"/a\0b").is_err());
-        assert!(Target::parse(b"").is_err());
-        assert_eq!(
-            Target::parse(b"/../../etc")
-                .expect("clamped")
-                .path
-                .display(),
-            "/etc"
-        );
     }
 }

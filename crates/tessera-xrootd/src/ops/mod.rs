@@ -97,7 +97,7 @@ pub async fn dispatch(
     }
     let r = match request::decode(&h, p) {
         Ok(r) => r,
-        Err(e) => return out.error(st, &e).await,
+        Err(e) => return out.error(st, &XrdError::from(e)).await,
     };
     let role = &s.cfg.role;
     if (role.is_gateway() && !on_gateway(&r)) || (role.is_standby() && !on_standby(&r)) {
@@ -206,7 +206,7 @@ fn on_standby(r: &Request) -> bool {
 fn unknown(code: u16) -> XrdError {
     match code {
         req::FATTR | req::BIND | req::WRITEV | req::SIGVER | req::GPFILE | req::CHKPOINT => {
-            request::unsupported(code)
+            request::unsupported(code).into()
         }
         code => XrdError::new(err::INVALID_REQUEST, format!("unknown request code {code}")),
     }

@@ -6,18 +6,6 @@ use crate::session::{Session, Target};
 use tessera_core::RenameFlags;
 use tessera_types::Identity;
 
-/// Split the `kXR_mv` payload into source and destination.
-pub fn split(arg1len: usize, p: &[u8]) -> Result<(Target, Target), XrdError> {
-    let at = if arg1len > 0 && arg1len < p.len() && p[arg1len] == b' ' {
-        arg1len
-    } else {
-        p.iter()
-            .position(|b| *b == b' ')
-            .ok_or_else(|| XrdError::invalid("mv needs a source and a destination"))?
-    };
-    Ok((Target::parse(&p[..at])?, Target::parse(&p[at + 1..])?))
-}
-
 pub async fn mv(
     s: &Session,
     who: &Identity,
