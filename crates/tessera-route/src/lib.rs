@@ -14,8 +14,9 @@
 //! - [`Role::route_other`]: a request only the namespace answers goes to
 //!   the metadata service from a gateway, to the active node from a
 //!   standby (or waits while none is known).
-//! - [`Gateway::open`]: on a gateway, a capability and the client's
-//!   address become a read or write session as the capability's holder.
+//! - [`Gateway::verify`], [`Gateway::open`]: on a gateway, a capability
+//!   (checked first) and the client's address become a read or write
+//!   session as the capability's holder.
 //! - [`ViewAsk`]: a request under a federated view: its gates (private
 //!   views, token scopes), the replica a read goes to, every replica
 //!   (Metalink, `kXR_locate`), the merged listing, where a write goes.
