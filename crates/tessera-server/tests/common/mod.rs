@@ -330,3 +330,38 @@ pub fn vo_group_dir(
         .expect("quota");
     });
 }
+
+/// `c` taking the certificates of the test PKI `p` (tests/pki/make.sh):
+/// its CA directory, vomsdir, grid-mapfile and VOMS role map.
+pub fn take_pki(c: &mut tessera_server::config::Config, p: &std::path::Path) {
+    c.x509.ca_dir = Some(p.join("certificates"));
+    c.x509.vomsdir = Some(p.join("vomsdir"));
+    c.x509.grid_mapfile = Some(p.join("grid-mapfile"));
+    c.x509.voms_mapfile = Some(p.join("vorolemap"));
+}
+
+/// A federation of one https endpoint `a` (at `url`, site `site-a` with
+/// clients from `subnet`) under one private view at `path`.
+pub fn private_view(path: &str, url: String, subnet: &str) -> tessera_fed::FedConfig {
+    tessera_fed::FedConfig {
+        sites: vec![tessera_fed::SiteCfg {
+            name: "site-a".into(),
+            subnets: vec![subnet.into()],
+            ..Default::default()
+        }],
+        endpoints: vec![tessera_fed::EndpointCfg {
+            name: "a".into(),
+            site: "site-a".into(),
+            kind: "https".into(),
+            url,
+            ..Default::default()
+        }],
+        views: vec![tessera_fed::ViewCfg {
+            path: path.into(),
+            endpoints: vec!["a".into()],
+            public: false,
+            write: String::new(),
+        }],
+        ..Default::default()
+    }
+}

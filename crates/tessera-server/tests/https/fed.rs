@@ -524,27 +524,7 @@ fn a_private_view_stays_private_under_per_site() {
     let issuer = Env::start();
     let a = Reference::start(&issuer);
     place(&a, "/priv/f", b"secret bytes");
-    let fed = FedConfig {
-        sites: vec![SiteCfg {
-            name: "site-a".into(),
-            subnets: vec!["127.0.0.2/32".into()],
-            ..Default::default()
-        }],
-        endpoints: vec![EndpointCfg {
-            name: "a".into(),
-            site: "site-a".into(),
-            kind: "https".into(),
-            url: format!("{}/priv", a.url),
-            ..Default::default()
-        }],
-        views: vec![ViewCfg {
-            path: "/priv".into(),
-            endpoints: vec!["a".into()],
-            public: false,
-            write: String::new(),
-        }],
-        ..Default::default()
-    };
+    let fed = crate::private_view("/priv", format!("{}/priv", a.url), "127.0.0.2/32");
     let e = Env::trusting(&issuer, move |c| c.federation = fed);
     let cas = cas_pem(&e, &issuer);
     let auth = format!("Authorization: Bearer {}", e.token.as_ref().unwrap());

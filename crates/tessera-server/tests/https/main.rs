@@ -27,8 +27,8 @@ mod x509;
 #[path = "../common/mod.rs"]
 mod common;
 pub use common::{
-    adler32, data, evict_page_cache, first_fsid, pki, private_dir, reads_in_line,
-    reads_in_line_after, set_fs_status, vo_group_dir,
+    adler32, data, evict_page_cache, first_fsid, pki, private_dir, private_view, reads_in_line,
+    reads_in_line_after, set_fs_status, take_pki, vo_group_dir,
 };
 
 use std::path::PathBuf;

@@ -302,10 +302,7 @@ fn certificates_reach_the_gateways_as_their_account_and_vo_group() {
     let q = p.clone();
     let c = cluster_with(move |cfg| {
         cfg.https.anonymous = tessera_server::config::AnonymousCfg::ReadOnly;
-        cfg.x509.ca_dir = Some(q.join("certificates"));
-        cfg.x509.vomsdir = Some(q.join("vomsdir"));
-        cfg.x509.grid_mapfile = Some(q.join("grid-mapfile"));
-        cfg.x509.voms_mapfile = Some(q.join("vorolemap"));
+        crate::take_pki(cfg, &q);
         cfg.x509.groups.insert("/cms/higgs".into(), 3001);
     });
     let e = &c.mgm;
@@ -319,18 +316,22 @@ fn certificates_reach_the_gateways_as_their_account_and_vo_group() {
     let big = e.local("big");
     std::fs::write(&big, data(2 << 20, 10)).unwrap();
     let u = |n: &str| format!("{}/higgs/{n}", e.url);
+    // An upload with the proxy, following the 307 to a gateway.
+    let put = |from: &std::path::Path, to: &str| {
+        e.curl(&[
+            "--cert",
+            px,
+            "--key",
+            px,
+            "-L",
+            "-T",
+            from.to_str().unwrap(),
+            &u(to),
+        ])
+        .0
+    };
     let before: u64 = c.gateways.iter().map(served).sum();
-    let (code, _) = e.curl(&[
-        "--cert",
-        px,
-        "--key",
-        px,
-        "-L",
-        "-T",
-        small.to_str().unwrap(),
-        &u("s"),
-    ]);
-    assert_eq!(code, 201);
+    assert_eq!(put(&small, "s"), 201);
     let i =
         e.rt.block_on(core.stat(&Env::root(), Env::path("/higgs/s")))
             .unwrap();
@@ -338,17 +339,7 @@ fn certificates_reach_the_gateways_as_their_account_and_vo_group() {
     let (code, got) = e.curl(&["--cert", px, "--key", px, "-L", &u("s")]);
     assert!(code == 200 && got == body, "{code}");
     assert!(c.gateways.iter().map(served).sum::<u64>() >= before + 2);
-    let (code, _) = e.curl(&[
-        "--cert",
-        px,
-        "--key",
-        px,
-        "-L",
-        "-T",
-        big.to_str().unwrap(),
-        &u("b"),
-    ]);
-    assert_eq!(code, 507);
+    assert_eq!(put(&big, "b"), 507);
     // The plain proxy (daemon, no VO group) is outside the ACL.
     let plain = p.join("alice-plain.pem");
     let pp = plain.to_str().unwrap();

@@ -16,10 +16,7 @@ pub fn start(change: impl FnOnce(&mut tessera_server::config::Config)) -> (Env, 
     let q = p.clone();
     let e = Env::start_with(move |c| {
         c.https.anonymous = AnonymousCfg::ReadOnly;
-        c.x509.ca_dir = Some(q.join("certificates"));
-        c.x509.vomsdir = Some(q.join("vomsdir"));
-        c.x509.grid_mapfile = Some(q.join("grid-mapfile"));
-        c.x509.voms_mapfile = Some(q.join("vorolemap"));
+        crate::take_pki(c, &q);
         change(c);
     });
     (e, p)
@@ -397,7 +394,6 @@ fn whoami_names_the_certificate_and_the_account() {
 #[test]
 fn certificates_open_private_views() {
     use crate::fed::{cas_pem, get, place};
-    use tessera_fed::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
     let issuer = Env::start();
     let a = crate::reference::Reference::start(&issuer);
     place(&a, "/priv/f", b"secret bytes");
@@ -405,31 +401,8 @@ fn certificates_open_private_views() {
     let q = p.clone();
     let site = format!("{}/priv", a.url);
     let e = Env::trusting(&issuer, move |c| {
-        c.x509.ca_dir = Some(q.join("certificates"));
-        c.x509.vomsdir = Some(q.join("vomsdir"));
-        c.x509.grid_mapfile = Some(q.join("grid-mapfile"));
-        c.x509.voms_mapfile = Some(q.join("vorolemap"));
-        c.federation = FedConfig {
-            sites: vec![SiteCfg {
-                name: "site-a".into(),
-                subnets: vec!["127.0.0.0/8".into()],
-                ..Default::default()
-            }],
-            endpoints: vec![EndpointCfg {
-                name: "a".into(),
-                site: "site-a".into(),
-                kind: "https".into(),
-                url: site,
-                ..Default::default()
-            }],
-            views: vec![ViewCfg {
-                path: "/priv".into(),
-                endpoints: vec!["a".into()],
-                public: false,
-                write: String::new(),
-            }],
-            ..Default::default()
-        }
+        crate::take_pki(c, &q);
+        c.federation = crate::private_view("/priv", site, "127.0.0.0/8");
     });
     let cas = cas_pem(&e, &issuer);
     let proxy = p.join("alice-voms.pem");

@@ -24,10 +24,7 @@ fn start() -> (Env, PathBuf) {
 pub fn grid(c: &mut tessera_server::config::Config, p: &Path) {
     c.tls.cert = Some(p.join("host.pem"));
     c.tls.key = Some(p.join("host.key"));
-    c.x509.ca_dir = Some(p.join("certificates"));
-    c.x509.vomsdir = Some(p.join("vomsdir"));
-    c.x509.grid_mapfile = Some(p.join("grid-mapfile"));
-    c.x509.voms_mapfile = Some(p.join("vorolemap"));
+    crate::take_pki(c, p);
 }
 
 fn url(e: &Env, path: &str) -> String {

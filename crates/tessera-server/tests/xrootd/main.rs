@@ -21,8 +21,8 @@ mod uproot;
 #[path = "../common/mod.rs"]
 mod common;
 pub use common::{
-    adler32, data, evict_page_cache, first_fsid, pki, private_dir, reads_in_line,
-    reads_in_line_after, set_fs_status, vo_group_dir, Daemon,
+    adler32, data, evict_page_cache, first_fsid, pki, private_dir, private_view, reads_in_line,
+    reads_in_line_after, set_fs_status, take_pki, vo_group_dir, Daemon,
 };
 
 use std::path::{Path, PathBuf};

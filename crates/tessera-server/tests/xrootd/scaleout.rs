@@ -349,12 +349,7 @@ fn gsi_logins_at_the_metadata_service_reach_the_gateways() {
     let p = crate::pki();
     let q = p.clone();
     let c = cluster_with(move |cfg| {
-        cfg.tls.cert = Some(q.join("host.pem"));
-        cfg.tls.key = Some(q.join("host.key"));
-        cfg.x509.ca_dir = Some(q.join("certificates"));
-        cfg.x509.vomsdir = Some(q.join("vomsdir"));
-        cfg.x509.grid_mapfile = Some(q.join("grid-mapfile"));
-        cfg.x509.voms_mapfile = Some(q.join("vorolemap"));
+        crate::gsi::grid(cfg, &q);
         cfg.x509.groups.insert("/cms/higgs".into(), 3001);
     });
     let e = &c.mgm;
