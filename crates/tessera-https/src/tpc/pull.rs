@@ -13,7 +13,7 @@ use super::client::{self, Remote};
 use super::streams;
 use crate::body::Body;
 use crate::error::HttpError;
-use crate::ops::{blocking, header, put, set, status};
+use crate::ops::{blocking, header, put};
 use crate::path;
 use crate::Ctx;
 use http_body_util::BodyExt;
@@ -76,14 +76,11 @@ pub async fn pull(ctx: &Ctx, req: crate::Req, source: &str) -> Result<Response<B
         };
         let line = match transfer(how, ws, &tx).await {
             Ok(()) => "success: Created\n".to_string(),
-            Err(e) => format!("failure: {}\n", e.replace(['\n', '\r'], " ")),
+            Err(e) => super::failure(&e),
         };
         let _ = tx.send(Ok(Bytes::from(line))).await;
     });
-    let mut r = Response::new(Body::Stream(rx));
-    status(&mut r, 201);
-    set(&mut r, "Content-Type", "text/plain");
-    Ok(r)
+    Ok(super::progress(rx))
 }
 
 /// `none`: only TransferHeader credentials. `gridsite` asks this server

@@ -7,8 +7,8 @@ use super::client::{self, Remote};
 use super::pull::{check_credential, forwarded, marker};
 use crate::body::Body;
 use crate::error::HttpError;
+use crate::ops::blocking;
 use crate::ops::get::stream_file;
-use crate::ops::{blocking, set, status};
 use crate::path;
 use crate::Ctx;
 use hyper::body::Bytes;
@@ -79,12 +79,9 @@ pub async fn push(ctx: &Ctx, req: crate::Req, dest: &str) -> Result<Response<Bod
                 "success: Created\n".to_string()
             }
             Ok(resp) => format!("failure: destination answered {}\n", resp.status()),
-            Err(e) => format!("failure: {}\n", e.replace(['\n', '\r'], " ")),
+            Err(e) => super::failure(&e),
         };
         let _ = tx.send(Ok(Bytes::from(line))).await;
     });
-    let mut r = Response::new(Body::Stream(rx));
-    status(&mut r, 201);
-    set(&mut r, "Content-Type", "text/plain");
-    Ok(r)
+    Ok(super::progress(rx))
 }
