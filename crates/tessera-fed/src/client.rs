@@ -63,9 +63,8 @@ type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
 /// An endpoint's base URL, split.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Base {
-    pub tls: bool,
-    pub host: String,
-    pub port: u16,
+    /// Scheme, host and port (its target is `/`: requests name their own).
+    pub at: tessera_httpc::Url,
     /// The path prefix, without a trailing `/`.
     pub path: String,
     /// A bearer token sent on every request to it (never to clients).
@@ -78,34 +77,25 @@ impl Base {
         use tessera_httpc::{Scheme, Url};
         let u = Url::parse(url, &[Scheme::Https, Scheme::Http])?;
         Ok(Base {
-            tls: u.tls(),
             path: u.path().trim_end_matches('/').to_string(),
-            host: u.host,
-            port: u.port,
+            at: tessera_httpc::Url {
+                target: "/".into(),
+                ..u
+            },
             bearer: None,
             idle: Pool::default(),
         })
     }
 
-    /// Where requests go (the base's host and port).
-    fn at(&self) -> tessera_httpc::Url {
-        tessera_httpc::Url {
-            scheme: if self.tls {
-                tessera_httpc::Scheme::Https
-            } else {
-                tessera_httpc::Scheme::Http
-            },
-            host: self.host.clone(),
-            port: self.port,
-            target: "/".into(),
-        }
+    /// `http://host:port` or `https://…` (an IPv6 host in brackets).
+    pub fn origin(&self) -> String {
+        let scheme = if self.at.tls() { "https" } else { "http" };
+        format!("{scheme}://{}", self.at.authority())
     }
 
     /// The URL of `rel` (a path from `/`, already encoded) under the base.
     pub fn url(&self, rel: &str) -> String {
-        let scheme = if self.tls { "https" } else { "http" };
-        let host = tessera_httpc::url_host(&self.host);
-        format!("{scheme}://{host}:{}{}{rel}", self.port, self.path)
+        format!("{}{}{rel}", self.origin(), self.path)
     }
 }
 
@@ -229,7 +219,7 @@ fn build(
     let mut b = hyper::Request::builder()
         .method(method)
         .uri(if target.is_empty() { "/" } else { &target })
-        .header(hyper::header::HOST, base.at().authority())
+        .header(hyper::header::HOST, base.at.authority())
         .header(hyper::header::USER_AGENT, tessera_httpc::USER_AGENT)
         .header(hyper::header::CONTENT_LENGTH, body.len());
     for (k, v) in headers {
@@ -249,7 +239,7 @@ async fn send_request(
     tls: Option<&Arc<ClientConfig>>,
     deadline: Duration,
 ) -> Result<(hyper::Response<hyper::body::Incoming>, Sender), String> {
-    let mut tx: Sender = tessera_httpc::open(&base.at(), &[], tls, deadline).await?;
+    let mut tx: Sender = tessera_httpc::open(&base.at, &[], tls, deadline).await?;
     let resp = tx.send_request(req).await.map_err(|e| e.to_string())?;
     Ok((resp, tx))
 }
@@ -261,16 +251,19 @@ mod tests {
     #[test]
     fn bases() {
         let b = Base::parse("https://site-a.example:8443/data/").unwrap();
-        assert_eq!((b.tls, b.port, b.path.as_str()), (true, 8443, "/data"));
+        assert_eq!(
+            (b.at.tls(), b.at.port, b.path.as_str()),
+            (true, 8443, "/data")
+        );
         assert_eq!(b.url("/f"), "https://site-a.example:8443/data/f");
         assert_eq!(Base::parse("http://h").unwrap().url("/x"), "http://h:80/x");
         assert!(Base::parse("root://h//x").is_err());
         let v6 = Base::parse("https://[::1]:8443/d").unwrap();
         assert_eq!(
-            (v6.host.as_str(), v6.url("/f")),
+            (v6.at.host.as_str(), v6.url("/f")),
             ("::1", "https://[::1]:8443/d/f".into())
         );
-        assert_eq!(v6.at().authority(), "[::1]:8443");
+        assert_eq!(v6.at.authority(), "[::1]:8443");
         assert!(
             Base::parse("https://user:pw@h/x").is_err(),
             "credentials in a URL"

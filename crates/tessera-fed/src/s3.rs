@@ -55,9 +55,7 @@ impl S3Base {
                 "no bucket in {url} (http(s)://host:port/bucket/prefix)"
             ));
         }
-        let scheme = if http.tls { "https" } else { "http" };
-        let host = tessera_httpc::url_host(&http.host);
-        let endpoint = format!("{scheme}://{host}:{}", http.port);
+        let endpoint = http.origin();
         let bucket = Bucket::new(
             endpoint.parse().map_err(|e| format!("{endpoint}: {e}"))?,
             UrlStyle::Path,

@@ -80,7 +80,7 @@ pub(crate) fn endpoints_of(
         let access = match e.kind.as_str() {
             "https" => {
                 let mut b = Base::parse(&e.url).map_err(bad)?;
-                if e.token_file.is_some() && !b.tls {
+                if e.token_file.is_some() && !b.at.tls() {
                     return Err(bad(format!(
                         "a bearer token is sent over https only, not to {}",
                         e.url

@@ -167,7 +167,7 @@ async fn gateway_data(
         0
     };
     let r = match g.open(cap, &p, peer, writing, hint).await? {
-        Opened::Read { rs, holder, .. } => {
+        Opened::Read { rs, holder } => {
             let head = req.method() == hyper::Method::HEAD;
             // A small file's bytes are read in line when the kernel holds
             // them, else on the blocking pool.

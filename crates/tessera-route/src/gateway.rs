@@ -5,7 +5,7 @@
 use crate::{Proto, RouteError};
 use std::net::IpAddr;
 use tessera_cluster::{Access, CapKey, Capability, ClusterClient};
-use tessera_core::{DataPath, Inode, MgmAddr, ReadSession, WriteSession};
+use tessera_core::{DataPath, MgmAddr, ReadSession, WriteSession};
 use tessera_types::{ErrorKind, Identity, NsPath};
 
 /// A gateway's part: its data path, its link to the metadata service and
@@ -32,13 +32,9 @@ pub struct Verified {
 
 /// An open a capability allowed.
 pub enum Opened {
-    /// A read of the file the capability describes (`inode`: its facts as
-    /// signed; opening reads nothing).
-    Read {
-        rs: ReadSession,
-        inode: Box<Inode>,
-        holder: Identity,
-    },
+    /// A read of the file the capability describes (`rs.inode()`: its
+    /// facts as signed; opening reads nothing).
+    Read { rs: ReadSession, holder: Identity },
     /// A write reserved at the metadata service; a new file gets `mode`.
     Write {
         ws: WriteSession,
@@ -127,15 +123,11 @@ impl Gateway {
                 let inode = f
                     .inode(path.name().map(<[u8]>::to_vec).unwrap_or_default())
                     .ok_or_else(|| RouteError::denied("bad file facts in capability"))?;
-                let mut rs = self.data.open_inode(inode.clone())?;
+                let mut rs = self.data.open_inode(inode)?;
                 if let Some(l) = log {
                     rs.set_log(l);
                 }
-                Ok(Opened::Read {
-                    rs,
-                    inode: Box::new(inode),
-                    holder,
-                })
+                Ok(Opened::Read { rs, holder })
             }
             _ => Err(RouteError::denied(
                 "the capability is for another access mode",

@@ -138,17 +138,5 @@ impl Role {
     }
 }
 
-/// `host` and `port` of a `host:port` address (`[v6]:port` too; the port
-/// defaults to `default`).
-pub fn host_port(a: &str, default: u16) -> (String, u16) {
-    match a.rsplit_once(':') {
-        Some((h, p)) if p.parse::<u16>().is_ok() => (
-            h.trim_start_matches('[').trim_end_matches(']').to_string(),
-            p.parse().unwrap_or(default),
-        ),
-        _ => (a.to_string(), default),
-    }
-}
-
 #[cfg(test)]
 mod tests;

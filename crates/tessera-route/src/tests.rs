@@ -1,16 +1,6 @@
 use super::*;
 
 #[test]
-fn host_port_splits_names_and_v6() {
-    assert_eq!(
-        host_port("gw.example:1095", 1094),
-        ("gw.example".into(), 1095)
-    );
-    assert_eq!(host_port("gw.example", 1094), ("gw.example".into(), 1094));
-    assert_eq!(host_port("[::1]:8443", 443), ("::1".into(), 8443));
-}
-
-#[test]
 fn other_requests_stay_where_the_namespace_is() {
     assert_eq!(Role::Local.route_other(Proto::Xroot), Route::Here);
     assert!(!Role::Local.is_manager());

@@ -127,13 +127,7 @@ fn xrdcp_follows_redirects_to_both_gateways() {
         "the metadata service redirected {redirects} opens"
     );
     for (i, g) in c.gateways.iter().enumerate() {
-        let opens = g
-            .xrootd_stats
-            .as_ref()
-            .unwrap()
-            .opens
-            .load(Ordering::Relaxed);
-        assert!(opens > 0, "gateway {i} served no open");
+        assert!(opens_of(g) > 0, "gateway {i} served no open");
     }
     // The gateways log every close with its bytes and count them: all
     // that went up and came down, between the two of them.
@@ -230,17 +224,7 @@ fn clients_go_to_a_gateway_of_their_site() {
             ],
         );
     }
-    let opens: Vec<u64> = c
-        .gateways
-        .iter()
-        .map(|g| {
-            g.xrootd_stats
-                .as_ref()
-                .unwrap()
-                .opens
-                .load(Ordering::Relaxed)
-        })
-        .collect();
+    let opens: Vec<u64> = c.gateways.iter().map(opens_of).collect();
     assert_eq!(opens, [0, 6], "site-a, site-b");
 }
 
@@ -388,17 +372,7 @@ fn gsi_logins_at_the_metadata_service_reach_the_gateways() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(std::fs::read(&back).unwrap() == body);
-    let opens: u64 = c
-        .gateways
-        .iter()
-        .map(|g| {
-            g.xrootd_stats
-                .as_ref()
-                .unwrap()
-                .opens
-                .load(Ordering::Relaxed)
-        })
-        .sum();
+    let opens: u64 = c.gateways.iter().map(opens_of).sum();
     assert!(opens >= 2, "the gateways served {opens} opens");
     // Through the gateways too, the VO group opens the ACL, owns the file
     // and is held to its quota.
@@ -414,4 +388,13 @@ fn gsi_logins_at_the_metadata_service_reach_the_gateways() {
     let o = xrdcp(&["-f", src.to_str().unwrap(), &higgs("big")]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("quota"), "{err}");
+}
+
+/// Opens a gateway served since start.
+fn opens_of(g: &tessera_server::Running) -> u64 {
+    g.xrootd_stats
+        .as_ref()
+        .unwrap()
+        .opens
+        .load(Ordering::Relaxed)
 }

@@ -17,9 +17,15 @@ use tessera_types::Identity;
 /// CGI key carrying the capability.
 pub const CAP_KEY: &str = "tessera.cap";
 
-/// Split `host:port` (the port defaults to 1094).
+/// Split `host:port` (`[v6]:port` too; the port defaults to 1094).
 pub fn host_port(a: &str) -> (String, u16) {
-    tessera_route::host_port(a, 1094)
+    match a.rsplit_once(':') {
+        Some((h, p)) if p.parse::<u16>().is_ok() => (
+            h.trim_start_matches('[').trim_end_matches(']').to_string(),
+            p.parse().unwrap_or(1094),
+        ),
+        _ => (a.to_string(), 1094),
+    }
 }
 
 /// A request this node does not serve (a gateway's or a standby's): to
@@ -109,8 +115,8 @@ pub async fn gateway_open(
     let cap = g.verify(t.cgi(CAP_KEY))?;
     match g.open(cap, &t.path, s.peer.ip(), writing, hint).await? {
         Opened::Write { ws, holder, mode } => write::register(s, out, ws, mode, &holder),
-        Opened::Read { rs, inode, holder } => {
-            let stat = crate::statfmt::stat_string(&inode, &holder, &s.cfg.names);
+        Opened::Read { rs, holder } => {
+            let stat = crate::statfmt::stat_string(rs.inode(), &holder, &s.cfg.names);
             let fh = s.add(Handle::Read(Arc::new(OpenRead {
                 rs: Arc::new(rs),
                 path: t.path.clone(),
@@ -118,5 +124,16 @@ pub async fn gateway_open(
             })))?;
             Ok((fh, stat))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn host_port_splits_names_and_v6() {
+        use super::host_port;
+        assert_eq!(host_port("gw.example:1095"), ("gw.example".into(), 1095));
+        assert_eq!(host_port("gw.example"), ("gw.example".into(), 1094));
+        assert_eq!(host_port("[::1]:8443"), ("::1".into(), 8443));
     }
 }
