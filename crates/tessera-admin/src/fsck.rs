@@ -176,14 +176,7 @@ impl FsckSvc {
                 .iter()
                 .map(|(fid, e)| format!("fid {fid}: {e}"))
                 .collect(),
-            failed: r
-                .failed
-                .iter()
-                .map(|(fid, e)| match fid {
-                    0 => e.clone(),
-                    _ => format!("fid {fid}: {e}"),
-                })
-                .collect(),
+            failed: failures(&r.failed),
         }))
     }
 
@@ -198,14 +191,18 @@ impl FsckSvc {
         Ok(Response::new(pb::DrainResponse {
             stripes_moved: r.stripes_moved,
             emptied: r.emptied,
-            failed: r
-                .failed
-                .iter()
-                .map(|(fid, e)| match fid {
-                    0 => e.clone(),
-                    _ => format!("fid {fid}: {e}"),
-                })
-                .collect(),
+            failed: failures(&r.failed),
         }))
     }
+}
+
+/// Each failure as a line: `fid N: why` (fid 0: a failure of no one file).
+fn failures(failed: &[(u64, String)]) -> Vec<String> {
+    failed
+        .iter()
+        .map(|(fid, e)| match fid {
+            0 => e.clone(),
+            _ => format!("fid {fid}: {e}"),
+        })
+        .collect()
 }

@@ -421,52 +421,44 @@ impl Macaroons {
             ));
         }
         let now = now();
-        let Caveats {
-            name,
-            id,
-            dn,
-            groups,
-            accesses,
-            paths,
-            scopes,
-            before,
-        } = Caveats::parse(&caveats)?;
+        let c = Caveats::parse(&caveats)?;
+        let before = c.before;
         if before <= now {
             return Err(bad("expired"));
         }
-        let name = name.ok_or_else(|| bad("names nobody"))?;
-        let (uid, gid, gids) = id.ok_or_else(|| bad("names no uid"))?;
+        let name = c.name.ok_or_else(|| bad("names nobody"))?;
+        let (uid, gid, gids) = c.id.ok_or_else(|| bad("names no uid"))?;
         if uid == 0 {
             return Err(bad("a macaroon never acts as root"));
         }
         // The innermost path caveat; caveats on two branches allow nothing.
         let mut root = NsPath::root();
-        for p in &paths {
+        for p in &c.paths {
             if p.starts_with(&root) {
                 root = p.clone();
             } else if !root.starts_with(p) {
                 return Err(bad("its path caveats allow nothing"));
             }
         }
-        let want = on(&accesses.unwrap_or_default(), &root);
-        let grant = match scopes {
+        let want = on(&c.accesses.unwrap_or_default(), &root);
+        let grant = match c.scopes {
             Some(s) => intersect(&want, &s),
             None => want,
         };
         let mut who = Identity::user(uid, gid, name.clone(), protocol);
         who.groups = gids;
-        for g in groups {
+        for g in c.groups {
             if !g.is_empty() && !who.group_names.contains(&g) {
                 who.group_names.push(g);
             }
         }
         who.token = Some(Arc::new(TokenGrant {
             issuer: ISSUER.into(),
-            subject: dn.clone().unwrap_or_else(|| name.clone()),
+            subject: c.dn.clone().unwrap_or_else(|| name.clone()),
             scopes: grant,
             expires: before,
         }));
-        who.x509 = dn.map(|dn| {
+        who.x509 = c.dn.map(|dn| {
             Arc::new(tessera_types::X509Subject {
                 dn,
                 fqans: Vec::new(),

@@ -501,20 +501,12 @@ mod identity_tests {
     fn file() -> tessera_core::Inode {
         tessera_core::Inode {
             ino: 7,
-            kind: tessera_core::EntryKind::File,
             parent: 1,
             name: b"f".to_vec(),
-            uid: 0,
-            gid: 0,
             mode: 0o644,
-            ctime_ns: 0,
-            mtime_ns: 0,
             size: 3,
-            checksum: None,
-            crc32c: None,
             layout: vec![1, 2],
-            quota_node: false,
-            nchildren: 0,
+            ..Default::default()
         }
     }
 }

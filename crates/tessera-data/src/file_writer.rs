@@ -329,12 +329,7 @@ impl FileWriter {
                     .collect()
             })
         };
-        for (i, r) in results {
-            r.map_err(|e| DataError::Backend {
-                index: i,
-                source: e,
-            })?;
-        }
+        each_ok(results)?;
         self.group += 1;
         self.buf.clear();
         Ok(())
@@ -399,12 +394,7 @@ impl FileWriter {
                     .collect()
             })
         };
-        for (i, r) in results {
-            r.map_err(|e| DataError::Backend {
-                index: i,
-                source: e,
-            })?;
-        }
+        each_ok(results)?;
         Ok(WrittenFile {
             size: self.size,
             adler32: self.adler.finish(),
@@ -422,4 +412,14 @@ impl FileWriter {
             w.abort();
         }
     }
+}
+
+/// The first stripe's failure, if any (with its index).
+fn each_ok(
+    results: Vec<(usize, Result<(), tessera_backend::BackendError>)>,
+) -> Result<(), DataError> {
+    for (index, r) in results {
+        r.map_err(|source| DataError::Backend { index, source })?;
+    }
+    Ok(())
 }

@@ -194,17 +194,14 @@ pub async fn serve(
                     match tokio::time::timeout(cfg.header_timeout, acceptor.accept(sock)).await {
                         Ok(Ok(s)) => {
                             conn.cert = auth::ClientCert::of(&cfg, s.get_ref().1);
-                            if s.get_ref().1.alpn_protocol() == Some(b"h2") {
-                                connection_h2(TokioIo::new(s), core, cfg, conn, stop).await
-                            } else {
-                                connection(TokioIo::new(s), core, cfg, conn, stop).await
-                            }
+                            let h2 = s.get_ref().1.alpn_protocol() == Some(b"h2");
+                            connection(TokioIo::new(s), core, cfg, (conn, h2), stop).await
                         }
                         Ok(Err(e)) => Err(e.to_string()),
                         Err(_) => Err("TLS handshake timed out".into()),
                     }
                 }
-                None => connection(TokioIo::new(sock), core, cfg, conn, stop).await,
+                None => connection(TokioIo::new(sock), core, cfg, (conn, false), stop).await,
             };
             if let Err(e) = r {
                 tracing::debug!(%peer, error = %e, "https connection ended");
@@ -346,31 +343,47 @@ fn service(
     })
 }
 
-/// An HTTP/2 connection (ALPN `h2`): requests run concurrently, each as
-/// over HTTP/1.1.
-async fn connection_h2<I>(
+/// Serves one connection until it ends; at `stop`, the requests in flight
+/// finish, then it closes (an idle keep-alive one at once).
+macro_rules! serve_until_stopped {
+    ($conn:expr, $stop:expr) => {{
+        let conn = $conn;
+        tokio::pin!(conn);
+        tokio::select! {
+            r = conn.as_mut() => return r.map_err(|e| e.to_string()),
+            _ = stopped($stop) => {}
+        }
+        conn.as_mut().graceful_shutdown();
+        conn.await.map_err(|e| e.to_string())
+    }};
+}
+
+/// A connection: HTTP/1.1, or HTTP/2 (ALPN `h2`, requests run
+/// concurrently, each as over HTTP/1.1).
+async fn connection<I>(
     io: I,
     core: Option<Core>,
     cfg: Arc<HttpsConfig>,
-    conn: Conn,
+    (conn, h2): (Conn, bool),
     stop: watch::Receiver<bool>,
 ) -> Result<(), String>
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
-    let svc = service(core, Arc::clone(&cfg), conn, true);
-    let mut b = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
-    b.timer(hyper_util::rt::TokioTimer::new())
-        .max_header_list_size(64 << 10)
-        .max_concurrent_streams(256);
-    let conn = b.serve_connection(io, svc);
-    tokio::pin!(conn);
-    tokio::select! {
-        r = conn.as_mut() => return r.map_err(|e| e.to_string()),
-        _ = stopped(stop) => {}
+    let svc = service(core, Arc::clone(&cfg), conn, h2);
+    if h2 {
+        let mut b = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
+        b.timer(hyper_util::rt::TokioTimer::new())
+            .max_header_list_size(64 << 10)
+            .max_concurrent_streams(256);
+        serve_until_stopped!(b.serve_connection(io, svc), stop)
+    } else {
+        let mut b = hyper::server::conn::http1::Builder::new();
+        b.max_headers(cfg.max_headers)
+            .header_read_timeout(cfg.header_timeout)
+            .timer(hyper_util::rt::TokioTimer::new());
+        serve_until_stopped!(b.serve_connection(io, svc), stop)
     }
-    conn.as_mut().graceful_shutdown();
-    conn.await.map_err(|e| e.to_string())
 }
 
 /// Resolves once `stop` is true (never if its sender went away first).
@@ -380,33 +393,6 @@ async fn stopped(mut stop: watch::Receiver<bool>) {
             std::future::pending::<()>().await;
         }
     }
-}
-
-async fn connection<I>(
-    io: I,
-    core: Option<Core>,
-    cfg: Arc<HttpsConfig>,
-    conn: Conn,
-    stop: watch::Receiver<bool>,
-) -> Result<(), String>
-where
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
-{
-    let svc = service(core, Arc::clone(&cfg), conn, false);
-    let mut b = hyper::server::conn::http1::Builder::new();
-    b.max_headers(cfg.max_headers)
-        .header_read_timeout(cfg.header_timeout)
-        .timer(hyper_util::rt::TokioTimer::new());
-    // At shutdown: the request in flight finishes, then the connection
-    // closes (an idle keep-alive one at once).
-    let conn = b.serve_connection(io, svc);
-    tokio::pin!(conn);
-    tokio::select! {
-        r = conn.as_mut() => return r.map_err(|e| e.to_string()),
-        _ = stopped(stop) => {}
-    }
-    conn.as_mut().graceful_shutdown();
-    conn.await.map_err(|e| e.to_string())
 }
 
 async fn handle(ctx: Ctx, req: crate::Req) -> Response<Body> {

@@ -64,6 +64,10 @@ fn decide(
     overwrite: Overwrite,
 ) -> Result<Option<Inode>, MetaError> {
     let shown = || String::from_utf8_lossy(name).into_owned();
+    // The right to `what` on `on` (the directory, or the file replaced).
+    let may = |on: &Inode, bits: u32, action: Action, what: &str| {
+        need(txn, who, dir.ino, on, bits, action, what)
+    };
     match lookup(txn, dir.ino, name)? {
         // A new file asked for (O_CREAT|O_EXCL) finds the name taken.
         Some((EntryKind::Directory, _)) if overwrite == Overwrite::No => {
@@ -86,39 +90,15 @@ fn decide(
             // Replacing: the ACL's update right, else the mode bits of
             // the directory and of the file.
             let old = must_inode(txn, ino)?;
-            need(
-                txn,
-                who,
-                dir.ino,
-                dir,
-                W | X,
-                Action::Update,
-                "replace entries here",
-            )?;
+            may(dir, W | X, Action::Update, "replace entries here")?;
             if acl_decision(txn, who, dir.ino, Action::Update)?.is_none() {
-                need(
-                    txn,
-                    who,
-                    dir.ino,
-                    &old,
-                    W,
-                    Action::Update,
-                    "overwrite this file",
-                )?;
+                may(&old, W, Action::Update, "overwrite this file")?;
             }
             Ok(Some(old))
         }
         None if matches!(overwrite, Overwrite::Only(_)) => Err(changed(&shown())),
         None => {
-            need(
-                txn,
-                who,
-                dir.ino,
-                dir,
-                W | X,
-                Action::Write,
-                "create entries here",
-            )?;
+            may(dir, W | X, Action::Write, "create entries here")?;
             Ok(None)
         }
     }

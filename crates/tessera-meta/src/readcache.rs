@@ -176,20 +176,12 @@ mod tests {
     fn ino(n: u64) -> Inode {
         Inode {
             ino: n,
-            kind: crate::records::EntryKind::File,
             parent: 1,
             name: b"f".to_vec(),
-            uid: 0,
-            gid: 0,
             mode: 0o644,
-            ctime_ns: 0,
             mtime_ns: n as i64,
             size: n,
-            checksum: None,
-            crc32c: None,
-            layout: Vec::new(),
-            quota_node: false,
-            nchildren: 0,
+            ..Default::default()
         }
     }
 

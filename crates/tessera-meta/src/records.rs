@@ -9,9 +9,10 @@ use prost::Message;
 pub const RECORD_V1: u8 = 1;
 
 /// What a directory entry is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum EntryKind {
     Directory,
+    #[default]
     File,
 }
 
@@ -44,8 +45,9 @@ impl Checksum {
     }
 }
 
-/// A file or directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A file or directory. The default is an empty file record with every
+/// number zero (tests and constructors fill in what they need).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Inode {
     pub ino: u64,
     pub kind: EntryKind,
@@ -73,6 +75,29 @@ pub struct Inode {
 }
 
 impl Inode {
+    /// A new, empty directory owned by `uid:gid`, made at `now`.
+    pub fn new_dir(
+        ino: u64,
+        parent: u64,
+        name: Vec<u8>,
+        (uid, gid): (u32, u32),
+        mode: u32,
+        now: i64,
+    ) -> Inode {
+        Inode {
+            ino,
+            kind: EntryKind::Directory,
+            parent,
+            name,
+            uid,
+            gid,
+            mode: mode & 0o7777,
+            ctime_ns: now,
+            mtime_ns: now,
+            ..Inode::default()
+        }
+    }
+
     pub fn is_dir(&self) -> bool {
         self.kind == EntryKind::Directory
     }

@@ -214,21 +214,15 @@ impl MetaStore {
                 let mut batch = rocksdb::WriteBatch::default();
                 let now = now_ns();
                 let root = Inode {
-                    ino: ROOT_INO,
-                    kind: EntryKind::Directory,
-                    parent: ROOT_INO,
-                    name: Vec::new(),
-                    uid: opts.root_uid,
-                    gid: opts.root_gid,
-                    mode: opts.root_mode & 0o7777,
-                    ctime_ns: now,
-                    mtime_ns: now,
-                    size: 0,
-                    checksum: None,
-                    crc32c: None,
-                    layout: Vec::new(),
                     quota_node: true,
-                    nchildren: 0,
+                    ..Inode::new_dir(
+                        ROOT_INO,
+                        ROOT_INO,
+                        Vec::new(),
+                        (opts.root_uid, opts.root_gid),
+                        opts.root_mode,
+                        now,
+                    )
                 };
                 let cf_inode = db.cf_handle(CF_INODE).expect("opened with this cf");
                 batch.put_cf(cf_inode, ino_key(ROOT_INO), encode_inode(&root));

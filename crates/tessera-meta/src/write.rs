@@ -170,9 +170,43 @@ pub(crate) fn drop_node_records(
     Ok(())
 }
 
+/// Removes `victim`'s entry from `dir`, its quota charge with it.
+fn unlink_entry(
+    txn: &mut Txn<'_>,
+    st: &WriterState,
+    mut dir: Inode,
+    victim: &Inode,
+) -> Result<(), MetaError> {
+    let node = quota::node_of_dir(&*txn, dir.ino)?;
+    let mut deltas = Deltas::default();
+    let freed = delete_entry(txn, dir.ino, victim)?;
+    deltas.charge(node, victim.uid, victim.gid, -freed, -1);
+    dir.nchildren = dir.nchildren.saturating_sub(1);
+    dir.mtime_ns = now_ns();
+    txn.put_inode(&dir);
+    deltas.apply(txn, st, true)
+}
+
 impl MetaStore {
     pub(crate) fn finish(&self, seq: u64) -> Result<(), MetaError> {
         self.make_durable(seq)
+    }
+
+    /// Writes a changed inode (its ctime now) and commits; the sequence
+    /// number to [`MetaStore::finish`] and the inode as written.
+    fn commit_changed(
+        &self,
+        mut txn: Txn<'_>,
+        st: &WriterState,
+        mut i: Inode,
+    ) -> Result<(u64, Inode), MetaError> {
+        i.ctime_ns = now_ns();
+        if i.is_dir() {
+            // The directory cache keeps directories' owner, group and mode.
+            txn.note_dir_change();
+        }
+        txn.put_inode(&i);
+        Ok((self.commit(txn, st)?, i))
     }
 
     /// Create a directory; with `parents`, create missing ancestors and
@@ -250,23 +284,14 @@ impl MetaStore {
                         };
                         let node = quota::node_of_dir(&txn, cur.ino)?;
                         deltas.charge(node, who.uid, who.gid, 0, 1);
-                        let dir = Inode {
-                            ino: alloc_ino(&mut st),
-                            kind: EntryKind::Directory,
-                            parent: cur.ino,
-                            name: name.to_vec(),
-                            uid: who.uid,
-                            gid: who.gid,
-                            mode: mode & 0o7777,
-                            ctime_ns: now,
-                            mtime_ns: now,
-                            size: 0,
-                            checksum: None,
-                            crc32c: None,
-                            layout: Vec::new(),
-                            quota_node: false,
-                            nchildren: 0,
-                        };
+                        let dir = Inode::new_dir(
+                            alloc_ino(&mut st),
+                            cur.ino,
+                            name.to_vec(),
+                            (who.uid, who.gid),
+                            mode,
+                            now,
+                        );
                         cur.nchildren += 1;
                         cur.mtime_ns = now;
                         txn.put_inode(&cur);
@@ -296,15 +321,8 @@ impl MetaStore {
         let (seq, out) = {
             let st = self.lock();
             let mut txn = self.txn();
-            let (mut dir, victim) = removable(&txn, who, path, EntryKind::File)?;
-            let node = quota::node_of_dir(&txn, dir.ino)?;
-            let mut deltas = Deltas::default();
-            let freed = delete_entry(&mut txn, dir.ino, &victim)?;
-            deltas.charge(node, victim.uid, victim.gid, -freed, -1);
-            dir.nchildren = dir.nchildren.saturating_sub(1);
-            dir.mtime_ns = now_ns();
-            txn.put_inode(&dir);
-            deltas.apply(&mut txn, &st, true)?;
+            let (dir, victim) = removable(&txn, who, path, EntryKind::File)?;
+            unlink_entry(&mut txn, &st, dir, &victim)?;
             (self.commit(txn, &st)?, victim)
         };
         self.finish(seq)?;
@@ -319,19 +337,12 @@ impl MetaStore {
             if path.is_root() {
                 return Err(MetaError::Busy("cannot remove /".into()));
             }
-            let (mut dir, victim) = removable(&txn, who, path, EntryKind::Directory)?;
+            let (dir, victim) = removable(&txn, who, path, EntryKind::Directory)?;
             if victim.nchildren > 0 {
                 return Err(MetaError::NotEmpty(path.display()));
             }
             drop_node_records(self, &mut txn, &st, &victim)?;
-            let node = quota::node_of_dir(&txn, dir.ino)?;
-            let mut deltas = Deltas::default();
-            let freed = delete_entry(&mut txn, dir.ino, &victim)?;
-            deltas.charge(node, victim.uid, victim.gid, -freed, -1);
-            dir.nchildren = dir.nchildren.saturating_sub(1);
-            dir.mtime_ns = now_ns();
-            txn.put_inode(&dir);
-            deltas.apply(&mut txn, &st, true)?;
+            unlink_entry(&mut txn, &st, dir, &victim)?;
             self.commit(txn, &st)?
         };
         self.finish(seq)
@@ -393,13 +404,7 @@ impl MetaStore {
             if let Some(t) = a.mtime_ns {
                 i.mtime_ns = t;
             }
-            i.ctime_ns = now_ns();
-            if i.is_dir() {
-                // The directory cache keeps directories' owner, group and mode.
-                txn.note_dir_change();
-            }
-            txn.put_inode(&i);
-            (self.commit(txn, &st)?, i)
+            self.commit_changed(txn, &st, i)?
         };
         self.finish(seq)?;
         Ok(out)
@@ -417,7 +422,7 @@ impl MetaStore {
     ) -> Result<Inode, MetaError> {
         let (seq, out) = {
             let st = self.lock();
-            let mut txn = self.txn();
+            let txn = self.txn();
             let mut i = read::inode(&txn, ino)?
                 .ok_or_else(|| MetaError::NotFound(format!("inode {ino}")))?;
             if i.layout != expected {
@@ -426,13 +431,7 @@ impl MetaStore {
                 )));
             }
             i.layout = layout;
-            i.ctime_ns = now_ns();
-            if i.is_dir() {
-                // The directory cache keeps directories' owner, group and mode.
-                txn.note_dir_change();
-            }
-            txn.put_inode(&i);
-            (self.commit(txn, &st)?, i)
+            self.commit_changed(txn, &st, i)?
         };
         self.finish(seq)?;
         Ok(out)

@@ -4,9 +4,10 @@
 use anyhow::Context;
 use std::path::Path;
 use std::sync::Arc;
+use tokio_rustls::rustls::client::danger::HandshakeSignatureValid;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use tokio_rustls::rustls::{ClientConfig, ServerConfig};
+use tokio_rustls::rustls::{ClientConfig, DigitallySignedStruct, Error, ServerConfig};
 
 pub fn server_config(cert: &Path, key: &Path) -> anyhow::Result<Arc<ServerConfig>> {
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
@@ -83,13 +84,9 @@ impl GridClientCerts {
         &self,
         message: &[u8],
         cert: &CertificateDer<'_>,
-        dss: &tokio_rustls::rustls::DigitallySignedStruct,
+        dss: &DigitallySignedStruct,
         tls13: bool,
-    ) -> Result<
-        tokio_rustls::rustls::client::danger::HandshakeSignatureValid,
-        tokio_rustls::rustls::Error,
-    > {
-        use tokio_rustls::rustls::Error;
+    ) -> Result<HandshakeSignatureValid, Error> {
         let (alg_id, key) = tessera_x509::subject_key(cert)
             .map_err(|e| Error::General(format!("client certificate: {e}")))?;
         let candidates = self
@@ -108,9 +105,7 @@ impl GridClientCerts {
             }
             return alg
                 .verify_signature(&key, message, dss.signature())
-                .map(|()| {
-                    tokio_rustls::rustls::client::danger::HandshakeSignatureValid::assertion()
-                })
+                .map(|()| HandshakeSignatureValid::assertion())
                 .map_err(|_| Error::General("client certificate: bad handshake signature".into()));
         }
         Err(Error::General(
@@ -137,8 +132,7 @@ impl tokio_rustls::rustls::server::danger::ClientCertVerifier for GridClientCert
         _end_entity: &CertificateDer<'_>,
         _intermediates: &[CertificateDer<'_>],
         _now: tokio_rustls::rustls::pki_types::UnixTime,
-    ) -> Result<tokio_rustls::rustls::server::danger::ClientCertVerified, tokio_rustls::rustls::Error>
-    {
+    ) -> Result<tokio_rustls::rustls::server::danger::ClientCertVerified, Error> {
         // The chain is verified (with its reason) when a request needs it.
         Ok(tokio_rustls::rustls::server::danger::ClientCertVerified::assertion())
     }
@@ -147,11 +141,8 @@ impl tokio_rustls::rustls::server::danger::ClientCertVerifier for GridClientCert
         &self,
         message: &[u8],
         cert: &CertificateDer<'_>,
-        dss: &tokio_rustls::rustls::DigitallySignedStruct,
-    ) -> Result<
-        tokio_rustls::rustls::client::danger::HandshakeSignatureValid,
-        tokio_rustls::rustls::Error,
-    > {
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
         self.check(message, cert, dss, false)
     }
 
@@ -159,11 +150,8 @@ impl tokio_rustls::rustls::server::danger::ClientCertVerifier for GridClientCert
         &self,
         message: &[u8],
         cert: &CertificateDer<'_>,
-        dss: &tokio_rustls::rustls::DigitallySignedStruct,
-    ) -> Result<
-        tokio_rustls::rustls::client::danger::HandshakeSignatureValid,
-        tokio_rustls::rustls::Error,
-    > {
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
         use tokio_rustls::rustls::SignatureScheme as S;
         let legacy = [
             S::RSA_PKCS1_SHA1,
@@ -173,7 +161,7 @@ impl tokio_rustls::rustls::server::danger::ClientCertVerifier for GridClientCert
             S::RSA_PKCS1_SHA512,
         ];
         if legacy.contains(&dss.scheme) {
-            return Err(tokio_rustls::rustls::Error::General(format!(
+            return Err(Error::General(format!(
                 "signature scheme {:?} is not for TLS 1.3",
                 dss.scheme
             )));

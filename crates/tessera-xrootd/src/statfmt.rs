@@ -70,7 +70,6 @@ mod tests {
         let who = Identity::root("xroot");
         let i = Inode {
             ino: 77,
-            kind: tessera_core::EntryKind::File,
             parent: 1,
             name: b"f".to_vec(),
             uid: 1000,
@@ -79,11 +78,7 @@ mod tests {
             ctime_ns: 1_600_000_000_000_000_000,
             mtime_ns: 1_700_000_000_900_000_000,
             size: 12345,
-            checksum: None,
-            crc32c: None,
-            layout: Vec::new(),
-            quota_node: false,
-            nchildren: 0,
+            ..Default::default()
         };
         let flags = sflags::READABLE | sflags::WRITABLE;
         let names = Names::with(|u| (u == 1000).then(|| "alice".into()), |_| None);

@@ -7,7 +7,7 @@
 
 use crate::client::{Clients, Failure};
 use crate::output::{emit, table, Format, Rec};
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
 use tessera_proto::admin::v1 as pb;
@@ -77,35 +77,57 @@ pub enum EndpointCmd {
     },
     /// Change an endpoint (--disabled true|false leaves it out of, or back
     /// in, every choice).
-    Set {
-        name: String,
-        #[arg(long)]
-        site: Option<String>,
-        #[arg(long)]
-        url: Option<String>,
-        #[arg(long)]
-        region: Option<String>,
-        #[arg(long)]
-        bearer_file: Option<String>,
-        #[arg(long)]
-        access_key_file: Option<String>,
-        #[arg(long)]
-        secret_key_file: Option<String>,
-        #[arg(long)]
-        disabled: Option<bool>,
-        #[arg(long = "add-view")]
-        add_views: Vec<String>,
-        #[arg(long = "rm-view")]
-        remove_views: Vec<String>,
-        /// Its own deadline (0: the federation's).
-        #[arg(long)]
-        timeout_ms: Option<u64>,
-        /// Lookups at once at most (0: no limit).
-        #[arg(long)]
-        max_parallel: Option<u32>,
-    },
+    Set(SetArgs),
     /// Remove an endpoint from the federation and its views.
     Rm { name: String },
+}
+
+#[derive(Args)]
+pub struct SetArgs {
+    name: String,
+    #[arg(long)]
+    site: Option<String>,
+    #[arg(long)]
+    url: Option<String>,
+    #[arg(long)]
+    region: Option<String>,
+    #[arg(long)]
+    bearer_file: Option<String>,
+    #[arg(long)]
+    access_key_file: Option<String>,
+    #[arg(long)]
+    secret_key_file: Option<String>,
+    #[arg(long)]
+    disabled: Option<bool>,
+    #[arg(long = "add-view")]
+    add_views: Vec<String>,
+    #[arg(long = "rm-view")]
+    remove_views: Vec<String>,
+    /// Its own deadline (0: the federation's).
+    #[arg(long)]
+    timeout_ms: Option<u64>,
+    /// Lookups at once at most (0: no limit).
+    #[arg(long)]
+    max_parallel: Option<u32>,
+}
+
+impl From<SetArgs> for pb::FedEndpointSet {
+    fn from(a: SetArgs) -> pb::FedEndpointSet {
+        pb::FedEndpointSet {
+            name: a.name,
+            site: a.site,
+            url: a.url,
+            region: a.region,
+            token_file: a.bearer_file,
+            access_key_file: a.access_key_file,
+            secret_key_file: a.secret_key_file,
+            disabled: a.disabled,
+            add_views: a.add_views,
+            remove_views: a.remove_views,
+            timeout_ms: a.timeout_ms,
+            max_parallel: a.max_parallel,
+        }
+    }
 }
 
 fn status(e: &pb::FedEndpoint) -> &'static str {
@@ -201,35 +223,12 @@ pub async fn endpoint(c: &mut Clients, fmt: Format, cmd: EndpointCmd) -> Result<
             };
             one(c.fed.add_endpoint(e).await?.into_inner());
         }
-        EndpointCmd::Set {
-            name,
-            site,
-            url,
-            region,
-            bearer_file,
-            access_key_file,
-            secret_key_file,
-            disabled,
-            add_views,
-            remove_views,
-            timeout_ms,
-            max_parallel,
-        } => {
-            let s = pb::FedEndpointSet {
-                name,
-                site,
-                url,
-                region,
-                token_file: bearer_file,
-                access_key_file,
-                secret_key_file,
-                disabled,
-                add_views,
-                remove_views,
-                timeout_ms,
-                max_parallel,
-            };
-            one(c.fed.set_endpoint(s).await?.into_inner());
+        EndpointCmd::Set(a) => {
+            one(c
+                .fed
+                .set_endpoint(pb::FedEndpointSet::from(a))
+                .await?
+                .into_inner());
         }
         EndpointCmd::Rm { name } => {
             c.fed.remove_endpoint(pb::FedEndpointName { name }).await?;

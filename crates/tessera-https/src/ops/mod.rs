@@ -200,23 +200,16 @@ mod tests {
     pub(super) fn file(size: u64) -> Inode {
         Inode {
             ino: 2,
-            kind: tessera_core::EntryKind::File,
             parent: 1,
             name: b"f".to_vec(),
-            uid: 0,
-            gid: 0,
             mode: 0o644,
-            ctime_ns: 0,
-            mtime_ns: 0,
             size,
             checksum: Some(tessera_core::Checksum {
                 kind: "adler32".into(),
                 value: vec![0x11, 0x0e, 0x03, 0x1d],
             }),
             crc32c: Some(0xe306_9283),
-            layout: Vec::new(),
-            quota_node: false,
-            nchildren: 0,
+            ..Default::default()
         }
     }
 

@@ -53,12 +53,8 @@ pub fn frame(stream: [u8; 2], code: u16, resptype: u8, offset: u64, data: Vec<Pi
 
 pub async fn pgread(s: &Session, out: &Out, st: [u8; 2], rd: Read) {
     s.cfg.stats.pgreads.fetch_add(1, Ordering::Relaxed);
-    let r = match read::reader(s, rd.fh) {
-        Ok(r) => r,
-        Err(e) => {
-            out.error(st, &e).await;
-            return;
-        }
+    let Some(r) = read::reader_or_answer(s, out, st, rd.fh).await else {
+        return;
     };
     let (mut pos, end) = (rd.offset, rd.offset.saturating_add(rd.len as u64));
     loop {

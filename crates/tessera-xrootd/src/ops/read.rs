@@ -75,13 +75,25 @@ pub fn reader(s: &Session, fh: crate::request::Fh) -> Result<Source, XrdError> {
     }
 }
 
-pub async fn read(s: &Session, out: &Out, st: [u8; 2], rd: Read) {
-    let r = match reader(s, rd.fh) {
-        Ok(r) => r,
+/// [`reader`], or its error answered (None).
+pub async fn reader_or_answer(
+    s: &Session,
+    out: &Out,
+    st: [u8; 2],
+    fh: crate::request::Fh,
+) -> Option<Source> {
+    match reader(s, fh) {
+        Ok(r) => Some(r),
         Err(e) => {
             out.error(st, &e).await;
-            return;
+            None
         }
+    }
+}
+
+pub async fn read(s: &Session, out: &Out, st: [u8; 2], rd: Read) {
+    let Some(r) = reader_or_answer(s, out, st, rd.fh).await else {
+        return;
     };
     let (mut pos, end) = (rd.offset, rd.offset.saturating_add(rd.len as u64));
     loop {
