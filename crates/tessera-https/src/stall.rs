@@ -58,6 +58,23 @@ impl<S> StallGuard<S> {
         }
     }
 
+    /// What a write of the inner stream said, counted (bytes taken) or
+    /// turned into the stall's timer (pending).
+    fn written(
+        &mut self,
+        r: Poll<io::Result<usize>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<usize>> {
+        match r {
+            Poll::Ready(Ok(n)) => {
+                self.took(n);
+                Poll::Ready(Ok(n))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => self.waiting(cx).map(Err),
+        }
+    }
+
     fn took(&mut self, n: usize) {
         if let Some((_, taken)) = &mut self.window {
             *taken += n;
@@ -81,14 +98,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for StallGuard<S> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        match Pin::new(&mut self.inner).poll_write(cx, buf) {
-            Poll::Ready(Ok(n)) => {
-                self.took(n);
-                Poll::Ready(Ok(n))
-            }
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => self.waiting(cx).map(Err),
-        }
+        let r = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.written(r, cx)
     }
 
     fn poll_write_vectored(
@@ -96,14 +107,8 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for StallGuard<S> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        match Pin::new(&mut self.inner).poll_write_vectored(cx, bufs) {
-            Poll::Ready(Ok(n)) => {
-                self.took(n);
-                Poll::Ready(Ok(n))
-            }
-            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => self.waiting(cx).map(Err),
-        }
+        let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.written(r, cx)
     }
 
     fn is_write_vectored(&self) -> bool {

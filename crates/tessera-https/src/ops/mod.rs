@@ -244,31 +244,28 @@ mod tests {
     #[test]
     fn digests_by_preference() {
         let f = file(9);
-        assert_eq!(
-            digest_for(Some("ADLER32"), &f).as_deref(),
-            Some("adler32=110e031d")
-        );
-        assert_eq!(
-            digest_for(Some("crc32c"), &f).as_deref(),
-            Some("crc32c=4waSgw==")
-        );
-        assert_eq!(
-            digest_for(Some("adler32;q=0.5, crc32c;q=0.9"), &f).as_deref(),
-            Some("crc32c=4waSgw==")
-        );
-        assert_eq!(digest_for(Some("md5, adler32;q=0"), &f), None);
-        assert_eq!(
-            digest_for(Some("sha-256,crc32c"), &f).as_deref(),
-            Some("crc32c=4waSgw==")
-        );
-        assert_eq!(
-            repr_digest_for(Some("adler=1"), &f).as_deref(),
-            Some("adler=:EQ4DHQ==:")
-        );
-        assert_eq!(
-            repr_digest_for(Some("crc32c"), &f).as_deref(),
-            Some("crc32c=:4waSgw==:")
-        );
+        let crc = Some("crc32c=4waSgw==");
+        for (want_digest, answer) in [
+            ("ADLER32", Some("adler32=110e031d")),
+            ("crc32c", crc),
+            ("adler32;q=0.5, crc32c;q=0.9", crc),
+            ("md5, adler32;q=0", None),
+            ("sha-256,crc32c", crc),
+        ] {
+            let got = digest_for(Some(want_digest), &f);
+            assert_eq!(got.as_deref(), answer, "Want-Digest: {want_digest}");
+        }
+        for (want_repr, answer) in [
+            ("adler=1", "adler=:EQ4DHQ==:"),
+            ("crc32c", "crc32c=:4waSgw==:"),
+        ] {
+            let got = repr_digest_for(Some(want_repr), &f);
+            assert_eq!(
+                got.as_deref(),
+                Some(answer),
+                "Want-Repr-Digest: {want_repr}"
+            );
+        }
         let old = Inode { crc32c: None, ..f };
         assert_eq!(digest_for(Some("crc32c"), &old), None);
     }
