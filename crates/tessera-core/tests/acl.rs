@@ -5,20 +5,13 @@
 
 mod common;
 
-use common::{data, p};
+use common::{data, denied, p};
 use tessera_core::*;
 use tessera_types::{ErrorKind, Identity};
 
-fn denied<T: std::fmt::Debug>(r: Result<T, CoreError>) {
-    assert_eq!(r.expect_err("refused").kind(), ErrorKind::PermissionDenied);
-}
-
 #[tokio::test]
 async fn acls_on_directories() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o755);
-    common::add_folders(&c, dir.path(), 1).await;
-    let root = Identity::root("test");
+    let (_dir, c, root) = common::setup(1, 0o755).await;
     let alice = Identity::user(1000, 1000, "alice", "test");
     let bob = Identity::user(1001, 1001, "bob", "test");
     let carol = Identity::user(1002, 1002, "carol", "test");
@@ -108,14 +101,7 @@ async fn acls_on_directories() {
     // `!m`: not even the owner changes modes.
     set("/home/alice", "sys.acl", "z:!m").await.unwrap();
     denied(
-        c.setattr(
-            &alice,
-            p("/home/alice/from-bob"),
-            SetAttr {
-                mode: Some(0o600),
-                ..Default::default()
-            },
-        )
-        .await,
+        c.setattr(&alice, p("/home/alice/from-bob"), common::chmod(0o600))
+            .await,
     );
 }

@@ -7,18 +7,10 @@
 
 mod common;
 
-use common::{data, p};
+use common::{cluster_env as env, data, p, read};
 use std::process::Command;
 use tessera_core::*;
 use tessera_types::Identity;
-
-fn env(k: &str) -> String {
-    common::cluster_env(k)
-}
-
-fn read(c: &Core, who: &Identity, path: &str) -> Vec<u8> {
-    common::get(c, who, path).expect("read")
-}
 
 #[tokio::test]
 #[ignore = "needs the loopback Ceph cluster of deploy/ceph/up.sh"]
@@ -40,17 +32,11 @@ async fn stripes_on_two_cephfs_instances_survive_losing_one() {
     for (label, path, domain) in &places {
         common::add_folder(&core, label, std::path::Path::new(path), domain).await;
     }
-    core.mkdir(&root, p("/ceph"), 0o755, false)
-        .await
-        .expect("mkdir");
-    common::layout(
+    common::layout_dir(
         &core,
+        &root,
         "/ceph",
-        &[
-            ("sys.forced.nstripes", "3"),
-            ("sys.forced.layout", "raid5"),
-            ("sys.forced.blocksize", "1M"),
-        ],
+        "nstripes=3 layout=raid5 blocksize=1M",
     )
     .await;
     let files: Vec<(String, Vec<u8>)> = [0usize, 1, 1 << 20, 5_000_001, 33 << 20]
@@ -234,15 +220,7 @@ async fn native_libcephfs_backend_on_both_instances() {
         .unwrap_or_else(|e| panic!("cephfs backend {n}: {e}"));
     }
     common::add_folder(&core, "local", &tmp.path().join("local"), "local").await;
-    core.mkdir(&root, p("/n"), 0o755, false)
-        .await
-        .expect("mkdir");
-    common::layout(
-        &core,
-        "/n",
-        &[("sys.forced.nstripes", "3"), ("sys.forced.layout", "raid5")],
-    )
-    .await;
+    common::layout_dir(&core, &root, "/n", "nstripes=3 layout=raid5").await;
     let files: Vec<(String, Vec<u8>)> = [0usize, 10, 3_000_000, 17 << 20]
         .iter()
         .enumerate()
@@ -289,15 +267,7 @@ async fn native_libcephfs_backend_on_both_instances() {
     // Take fs2's MDS out (`ceph fs fail`): placement avoids that file
     // system (3 stripes, 2 usable domains: no placement), reads go on;
     // back in (`joinable true`), writes work again.
-    core.mkdir(&root, p("/n2"), 0o755, false)
-        .await
-        .expect("mkdir");
-    common::layout(
-        &core,
-        "/n2",
-        &[("sys.forced.nstripes", "2"), ("sys.forced.layout", "raid5")],
-    )
-    .await;
+    common::layout_dir(&core, &root, "/n2", "nstripes=2 layout=raid5").await;
     assert!(ceph(&["fs", "fail", "fs2"]));
     let _rejoin = Rejoin;
     wait_until(30, || {
@@ -312,11 +282,7 @@ async fn native_libcephfs_backend_on_both_instances() {
     assert_eq!(err.kind(), tessera_types::ErrorKind::NoSpace, "{err}");
     // Health is per file system: fs1 of the same cluster (HEALTH_ERR now)
     // is as usable as before, its cluster's health shown beside it.
-    let fs1 = core
-        .fs_list()
-        .into_iter()
-        .find(|v| v.rec.label == "native-fs1")
-        .expect("fs1");
+    let fs1 = common::fs_by_label(&core, "native-fs1");
     assert!(fs1.error.is_none(), "fs1 is fine: {fs1:?}");
     assert!(
         fs1.cluster
@@ -433,22 +399,8 @@ async fn a_stopped_mds_stalls_nothing() {
     for (label, path, domain) in &places {
         common::add_folder(&core, label, std::path::Path::new(path), domain).await;
     }
-    let fs2 = core
-        .fs_list()
-        .into_iter()
-        .find(|v| v.rec.label == "cephfs2")
-        .expect("fs2")
-        .rec
-        .id;
-    core.mkdir(&root, p("/m"), 0o755, false)
-        .await
-        .expect("mkdir");
-    common::layout(
-        &core,
-        "/m",
-        &[("sys.forced.nstripes", "2"), ("sys.forced.layout", "raid5")],
-    )
-    .await;
+    let fs2 = common::fs_by_label(&core, "cephfs2").rec.id;
+    common::layout_dir(&core, &root, "/m", "nstripes=2 layout=raid5").await;
     // Before: files on fs2 among others.
     let before: Vec<(String, Vec<u8>)> = (0..6)
         .map(|i| (format!("/m/b{i}"), data(200_000 + i, i as u64 + 31)))

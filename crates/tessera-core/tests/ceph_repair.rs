@@ -5,17 +5,8 @@
 
 mod common;
 
-use common::{data, p};
-use tessera_core::*;
+use common::{cluster_env as env, data, p, read};
 use tessera_types::Identity;
-
-fn env(k: &str) -> String {
-    common::cluster_env(k)
-}
-
-fn read(c: &Core, who: &Identity, path: &str) -> Vec<u8> {
-    common::get(c, who, path).expect("read")
-}
 
 /// Issue 35, item 16 on CephFS: a RAIN 4+2 file over six folders on the
 /// two instances (three each) with one stripe deleted, one truncated
@@ -39,19 +30,7 @@ async fn repair_goes_group_by_group_on_cephfs() {
         common::add_folder(&core, &format!("c{i}"), &path, &format!("d{i}")).await;
         roots.push(path);
     }
-    core.mkdir(&root, p("/g"), 0o755, false)
-        .await
-        .expect("mkdir");
-    common::layout(
-        &core,
-        "/g",
-        &[
-            ("sys.forced.layout", "raid6"),
-            ("sys.forced.nstripes", "6"),
-            ("sys.forced.blocksize", "4k"),
-        ],
-    )
-    .await;
+    common::layout_dir(&core, &root, "/g", "layout=raid6 nstripes=6 blocksize=4k").await;
     let body = data(20 * 16 * 1024, 29);
     let f = common::put(&core, &root, "/g/f", &body).expect("write");
     let p0 = tessera_data::Placement::decode(&f.layout).expect("placement");
@@ -70,13 +49,7 @@ async fn repair_goes_group_by_group_on_cephfs() {
         std::path::Path::new(&at).join(n.dir()).join(n.file())
     };
     std::fs::remove_file(stripe(0)).expect("rm");
-    let len = std::fs::metadata(stripe(1)).expect("meta").len();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(stripe(1))
-        .expect("open")
-        .set_len(len / 2)
-        .expect("truncate");
+    let len = common::shorten(&stripe(1), |len| len / 2);
     let per_block = (len - 4096) / 20;
     for (i, g) in [(2usize, 2u64), (3, 5)] {
         let mut raw = std::fs::read(stripe(i)).expect("read");

@@ -31,19 +31,7 @@ fn crash_child() {
     let root = Identity::root("crash");
     rt.block_on(async {
         common::add_folders(&core, &dir, 6).await;
-        core.mkdir(&root, p("/w"), 0o755, false)
-            .await
-            .expect("mkdir");
-        common::layout(
-            &core,
-            "/w",
-            &[
-                ("sys.forced.layout", "raid6"),
-                ("sys.forced.nstripes", "6"),
-                ("sys.forced.blocksize", "64k"),
-            ],
-        )
-        .await;
+        common::layout_dir(&core, &root, "/w", "layout=raid6 nstripes=6 blocksize=64k").await;
     });
     println!("ready");
     std::thread::scope(|s| {

@@ -3,39 +3,21 @@
 
 mod common;
 
-use common::{data as bytes, get, p, put};
+use common::{data as bytes, get, p, put, Env};
 use tessera_core::*;
 use tessera_types::{ErrorKind, Identity};
 
-struct Env {
-    dir: tempfile::TempDir,
-    core: Core,
-    root: Identity,
-}
-
 async fn env() -> Env {
-    let dir = tempfile::tempdir().expect("tmp");
-    let core = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o777);
-    common::add_folders(&core, dir.path(), 6).await;
-    Env {
-        dir,
-        core,
-        root: Identity::root("test"),
-    }
+    common::env(6, 0o777).await
 }
 
-/// Make directory `path` with the layout attributes `attrs`.
-async fn dir_with(e: &Env, path: &str, attrs: &[(&str, &str)]) {
+/// Make directory `path` with the layout `spec` (see `common::layout_spec`).
+async fn dir_with(e: &Env, path: &str, spec: &str) {
     e.core
         .mkdir(&e.root, p(path), 0o777, false)
         .await
         .expect("mkdir");
-    for (k, v) in attrs {
-        e.core
-            .xattr_set(&e.root, p(path), (*k).into(), (*v).into())
-            .await
-            .expect("attr");
-    }
+    common::layout_spec(&e.core, path, spec).await;
 }
 
 fn stripe_files(dir: &std::path::Path) -> usize {
@@ -61,12 +43,7 @@ fn walk(d: &std::path::Path) -> usize {
 async fn raid6_files_round_trip_with_checksums_and_survive_two_lost_filesystems() {
     let e = env().await;
     let c = &e.core;
-    let attrs = [
-        ("sys.forced.layout", "raid6"),
-        ("sys.forced.nstripes", "6"),
-        ("sys.forced.blocksize", "64k"),
-    ];
-    dir_with(&e, "/data", &attrs).await;
+    dir_with(&e, "/data", "layout=raid6 nstripes=6 blocksize=64k").await;
     let sizes = [0usize, 1, 65_535, 65_537, 4 * 65_536 + 3, 3_000_001];
     for (i, size) in sizes.iter().enumerate() {
         let data = bytes(*size, i as u64 + 1);
@@ -165,17 +142,7 @@ async fn unusable_layout_attributes_are_refused() {
 async fn over_quota_writes_leave_nothing_and_unlink_removes_stripes() {
     let e = env().await;
     let c = &e.core;
-    c.mkdir(&e.root, p("/q"), 0o777, false)
-        .await
-        .expect("mkdir");
-    c.xattr_set(
-        &e.root,
-        p("/q"),
-        b"sys.forced.layout".to_vec(),
-        b"replica".to_vec(),
-    )
-    .await
-    .expect("attr");
+    dir_with(&e, "/q", "layout=replica").await;
     c.quota_set(
         &e.root,
         p("/q"),
@@ -264,29 +231,12 @@ async fn over_quota_writes_leave_nothing_and_unlink_removes_stripes() {
 async fn placement_needs_enough_failure_domains() {
     let e = env().await;
     let c = &e.core;
-    c.mkdir(&e.root, p("/wide"), 0o777, false)
-        .await
-        .expect("mkdir");
-    c.xattr_set(
-        &e.root,
-        p("/wide"),
-        b"sys.forced.layout".to_vec(),
-        b"raiddp".to_vec(),
-    )
-    .await
-    .expect("attr");
+    dir_with(&e, "/wide", "layout=raiddp").await;
     put(c, &e.root, "/wide/ok", b"fits on six domains").expect("write");
     let id = c.fs_list()[0].rec.id;
-    c.fs_set(
-        &e.root,
-        id,
-        FsChange {
-            status: Some(FsConfigStatus::Ro),
-            ..Default::default()
-        },
-    )
-    .await
-    .expect("ro");
+    common::fs_status(c, &e.root, id, FsConfigStatus::Ro)
+        .await
+        .expect("ro");
     let err = put(c, &e.root, "/wide/no", b"five domains left").expect_err("no placement");
     assert_eq!(err.kind(), ErrorKind::NoSpace, "{err}");
     // Two filesystems in one domain count once.
@@ -420,11 +370,7 @@ async fn closes_are_logged_with_their_bytes() {
 async fn a_write_session_asks_for_its_group_in_two_steps() {
     let e = env().await;
     let c = &e.core;
-    let attrs = [
-        ("sys.forced.layout", "raiddp"),
-        ("sys.forced.blocksize", "64k"),
-    ];
-    dir_with(&e, "/m", &attrs).await;
+    dir_with(&e, "/m", "layout=raiddp blocksize=64k").await;
     let (c2, root) = (c.clone(), e.root.clone());
     tokio::task::spawn_blocking(move || {
         let budget = Budget::new(64 << 20, std::time::Duration::from_millis(10));

@@ -81,28 +81,21 @@ async fn the_same_storage_twice_and_missing_paths_are_refused() {
 
 #[tokio::test]
 async fn a_filesystem_with_stripes_stays_and_ids_are_never_reused() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o777);
-    let root = Identity::root("test");
-    common::add_folders(&c, dir.path(), 2).await;
+    let (dir, c, root) = common::setup(2, 0o777).await;
     common::put(&c, &root, "/f", &data(100_000, 1)).unwrap();
     let fsid = tessera_core::Placement::decode(&c.stat(&root, p("/f")).await.unwrap().layout)
         .unwrap()
         .fsids[0];
-    let off = FsChange {
-        status: Some(FsConfigStatus::Off),
-        ..Default::default()
-    };
-    c.fs_set(&root, fsid, off).await.unwrap();
+    common::fs_status(&c, &root, fsid, FsConfigStatus::Off)
+        .await
+        .unwrap();
     let e = c.fs_rm(&root, fsid).await.unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Busy, "{e}");
     assert!(e.to_string().contains("1 stripes of 1 files"), "{e}");
     // Drained, it goes; the file is whole on the other one.
-    let on = FsChange {
-        status: Some(FsConfigStatus::Rw),
-        ..Default::default()
-    };
-    c.fs_set(&root, fsid, on).await.unwrap();
+    common::fs_status(&c, &root, fsid, FsConfigStatus::Rw)
+        .await
+        .unwrap();
     let rep = c.drain(fsid).unwrap();
     assert!(rep.emptied, "{rep:?}");
     c.fs_rm(&root, fsid).await.unwrap();
@@ -119,10 +112,7 @@ async fn a_filesystem_with_stripes_stays_and_ids_are_never_reused() {
 
 #[tokio::test]
 async fn a_root_whose_marker_names_another_filesystem_is_not_used() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o777);
-    let root = Identity::root("test");
-    common::add_folders(&c, dir.path(), 1).await;
+    let (dir, c, root) = common::setup(1, 0o777).await;
     common::put(&c, &root, "/before", b"fine").unwrap();
     // Other storage mounted in its place: its marker names another
     // filesystem.

@@ -3,38 +3,19 @@
 
 mod common;
 
-use common::{data, p};
+use common::{data, p, read};
 use tessera_backend::StripeName;
 use tessera_core::*;
 use tessera_types::Identity;
 
 async fn env(n: usize) -> (tempfile::TempDir, Core, Identity) {
-    let dir = tempfile::tempdir().expect("tmp");
-    let core = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o755);
-    common::add_folders(&core, dir.path(), n).await;
-    let root = Identity::root("test");
-    core.mkdir(&root, p("/d"), 0o755, false)
-        .await
-        .expect("mkdir");
-    common::layout(
-        &core,
-        "/d",
-        &[
-            ("sys.forced.layout", "raid6"),
-            ("sys.forced.nstripes", "6"),
-            ("sys.forced.blocksize", "4k"),
-        ],
-    )
-    .await;
+    let (dir, core, root) = common::setup(n, 0o755).await;
+    common::layout_dir(&core, &root, "/d", "layout=raid6 nstripes=6 blocksize=4k").await;
     (dir, core, root)
 }
 
 fn put(c: &Core, who: &Identity, path: &str, d: &[u8]) -> Inode {
     common::put(c, who, path, d).expect("write")
-}
-
-fn read(c: &Core, who: &Identity, path: &str) -> Vec<u8> {
-    common::get(c, who, path).expect("read")
 }
 
 /// The on-disk path of stripe `i` of `fid` on the filesystem with id `fsid`.
@@ -86,13 +67,7 @@ async fn fsck_reports_exactly_what_was_done_and_repair_restores_it() {
     let ia = fsids(&fa);
     std::fs::remove_file(stripe_path(&c, ia[0], fa.ino, 0)).expect("rm");
     let s4 = stripe_path(&c, ia[4], fa.ino, 4);
-    let len = std::fs::metadata(&s4).expect("meta").len();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&s4)
-        .expect("open")
-        .set_len(len - 10)
-        .expect("truncate");
+    common::shorten(&s4, |len| len - 10);
     let ib = fsids(&fb);
     let s2 = stripe_path(&c, ib[2], fb.ino, 2);
     let mut raw = std::fs::read(&s2).expect("read");
@@ -176,17 +151,7 @@ async fn damage_found_by_reads_is_kept_across_restarts_and_repaired() {
             let c = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o755);
             common::add_folders(&c, dir.path(), 6).await;
             let root = Identity::root("test");
-            c.mkdir(&root, p("/d"), 0o755, false).await.expect("mkdir");
-            common::layout(
-                &c,
-                "/d",
-                &[
-                    ("sys.forced.layout", "raid6"),
-                    ("sys.forced.nstripes", "6"),
-                    ("sys.forced.blocksize", "4k"),
-                ],
-            )
-            .await;
+            common::layout_dir(&c, &root, "/d", "layout=raid6 nstripes=6 blocksize=4k").await;
             ((), c, root)
         };
         let f = put(&c, &root, "/d/f", &d);
@@ -236,16 +201,9 @@ async fn repair_moves_stripes_off_a_dead_filesystem_and_drain_empties_one() {
     // A whole filesystem goes away: its stripes are unavailable.
     let dead = c.fs_list()[0].rec.id;
     std::fs::remove_dir_all(dir.path().join("fs1")).expect("rm");
-    c.fs_set(
-        &root,
-        dead,
-        FsChange {
-            status: Some(FsConfigStatus::Off),
-            ..Default::default()
-        },
-    )
-    .await
-    .expect("off");
+    common::fs_status(&c, &root, dead, FsConfigStatus::Off)
+        .await
+        .expect("off");
     let scan = c.fsck_scan(false).expect("scan");
     let on_dead = scan.issues.len();
     assert!(scan.issues.iter().all(|i| i.recoverable
@@ -478,13 +436,7 @@ async fn repair_goes_group_by_group() {
     std::fs::remove_file(stripe_path(&c, ids[0], f.ino, 0)).expect("rm");
     // Stripe 1 keeps its first half (groups 0..10 whole).
     let s1 = stripe_path(&c, ids[1], f.ino, 1);
-    let len = std::fs::metadata(&s1).expect("meta").len();
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&s1)
-        .expect("open")
-        .set_len(len / 2)
-        .expect("truncate");
+    let len = common::shorten(&s1, |len| len / 2);
     // One bit in a block of stripe 2 (group 2) and of stripe 3 (group 5):
     // neither group has lost stripe 1's block.
     let flip = |i: usize, at: u64| {
@@ -551,16 +503,9 @@ async fn an_unmounted_filesystem_is_unavailable_not_lost() {
     // Gone again, and declared lost by an admin: rebuilt elsewhere.
     std::fs::rename(&at, &away).expect("unmount");
     std::fs::create_dir(&at).expect("mount point");
-    c.fs_set(
-        &root,
-        gone,
-        FsChange {
-            status: Some(FsConfigStatus::Off),
-            ..Default::default()
-        },
-    )
-    .await
-    .expect("off");
+    common::fs_status(&c, &root, gone, FsConfigStatus::Off)
+        .await
+        .expect("off");
     let scan = c.fsck_scan(false).expect("scan");
     let rep = c.fsck_repair(&scan, &common::APPLY_NOW).expect("repair");
     assert_eq!((rep.stripes_rebuilt, rep.waiting.len()), (1, 0), "{rep:?}");

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{data, p};
+use common::data;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -53,30 +53,9 @@ fn health(c: &Core, id: u32) -> Health {
 
 #[tokio::test]
 async fn a_read_only_folder_is_avoided_until_a_probe_finds_it_writable() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let core = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o755);
-    common::add_folders(&core, dir.path(), 7).await;
-    let root = tessera_types::Identity::root("test");
-    core.mkdir(&root, p("/d"), 0o755, false)
-        .await
-        .expect("mkdir");
-    common::layout(
-        &core,
-        "/d",
-        &[
-            ("sys.forced.nstripes", "6"),
-            ("sys.forced.layout", "raid6"),
-            ("sys.forced.blocksize", "4k"),
-        ],
-    )
-    .await;
-    let bad = core
-        .fs_list()
-        .into_iter()
-        .find(|v| v.rec.label == "fs3")
-        .expect("fs3")
-        .rec
-        .id;
+    let (dir, core, root) = common::setup(7, 0o755).await;
+    common::layout_dir(&core, &root, "/d", "nstripes=6 layout=raid6 blocksize=4k").await;
+    let bad = common::fs_by_label(&core, "fs3").rec.id;
     let ro = ReadOnly::new(&dir.path().join("fs3"));
     // Six stripes, seven folders: every placement but one in seven uses
     // fs3. Every upload succeeds all the same, and after the first that

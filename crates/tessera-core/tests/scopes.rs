@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{data, p};
+use common::{data, denied, p};
 use std::sync::Arc;
 use tessera_core::*;
 use tessera_types::{Access, ErrorKind, Identity, ScopeGrant, TokenGrant};
@@ -27,16 +27,9 @@ fn token(scopes: &[(Access, &str)]) -> Identity {
     id
 }
 
-fn denied<T: std::fmt::Debug>(r: Result<T, CoreError>) {
-    assert_eq!(r.expect_err("refused").kind(), ErrorKind::PermissionDenied);
-}
-
 #[tokio::test]
 async fn scopes_allow_exactly_what_they_say() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o777);
-    common::add_folders(&c, dir.path(), 1).await;
-    let root = Identity::root("test");
+    let (_dir, c, root) = common::setup(1, 0o777).await;
     for d in ["/data", "/database", "/up", "/mine"] {
         c.mkdir(&root, p(d), 0o777, false).await.unwrap();
     }
@@ -80,17 +73,7 @@ async fn scopes_allow_exactly_what_they_say() {
     denied(c.open_read(&t, &p("/up/a")).map(|_| ()));
     // Outside every scope, even absence is not told.
     denied(c.open_read(&t, &p("/database/none")).map(|_| ()));
-    denied(
-        c.setattr(
-            &t,
-            p("/up/a"),
-            SetAttr {
-                mode: Some(0o600),
-                ..Default::default()
-            },
-        )
-        .await,
-    );
+    denied(c.setattr(&t, p("/up/a"), common::chmod(0o600)).await);
     // ... and a rename within create scopes, not onto an existing file.
     c.rename(&t, p("/up/a"), p("/up/b"), RenameFlags::default())
         .await
@@ -120,10 +103,7 @@ async fn scopes_allow_exactly_what_they_say() {
 /// refused with EACCES, the other file and the quota as they were.
 #[tokio::test]
 async fn create_only_never_replaces_a_file_committed_meanwhile() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o777);
-    common::add_folders(&c, dir.path(), 1).await;
-    let root = Identity::root("test");
+    let (_dir, c, root) = common::setup(1, 0o777).await;
     c.mkdir(&root, p("/race"), 0o777, false).await.unwrap();
     c.quota_set(&root, p("/race"), QuotaTarget::user(0), None, Some(100))
         .await
@@ -183,16 +163,9 @@ async fn create_only_never_replaces_a_file_committed_meanwhile() {
     )
     .await
     .unwrap();
-    c.setattr(
-        &root,
-        p("/race"),
-        SetAttr {
-            mode: Some(0o755),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    c.setattr(&root, p("/race"), common::chmod(0o755))
+        .await
+        .unwrap();
     denied(slow.close());
     assert!(
         c.stat(&root, p("/race/h")).await.is_err(),

@@ -9,10 +9,7 @@ use tessera_types::{ErrorKind, Identity};
 
 #[tokio::test]
 async fn a_tree_removal_goes_past_what_it_may_not_remove() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o755);
-    common::add_folders(&c, dir.path(), 1).await;
-    let root = Identity::root("test");
+    let (_dir, c, root) = common::setup(1, 0o755).await;
     let alice = Identity::user(1000, 1000, "alice", "test");
     c.mkdir(&root, p("/r"), 0o777, false).await.unwrap();
     c.mkdir(&root, p("/r/locked"), 0o755, false).await.unwrap();
@@ -49,10 +46,7 @@ async fn a_tree_removal_goes_past_what_it_may_not_remove() {
 
 #[tokio::test]
 async fn a_deep_copy_keeps_bytes_and_user_attributes() {
-    let dir = tempfile::tempdir().unwrap();
-    let c = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o755);
-    common::add_folders(&c, dir.path(), 1).await;
-    let root = Identity::root("test");
+    let (_dir, c, root) = common::setup(1, 0o755).await;
     c.mkdir(&root, p("/s/d"), 0o755, true).await.unwrap();
     let body = data(3_000_000, 5);
     common::put(&c, &root, "/s/d/f", &body).unwrap();

@@ -6,33 +6,17 @@
 
 mod common;
 
-use common::{data as bytes, get, p};
+use common::{data as bytes, get, p, Env};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tessera_core::*;
-use tessera_types::{ErrorKind, Identity};
-
-struct Env {
-    _dir: tempfile::TempDir,
-    core: Core,
-    root: Identity,
-}
+use tessera_types::ErrorKind;
 
 async fn env() -> Env {
-    let dir = tempfile::tempdir().expect("tmp");
-    let core = common::core_at(dir.path(), tessera_meta::Durability::Buffered, 0o777);
-    common::add_folders(&core, dir.path(), 6).await;
-    let attrs = [
-        ("sys.forced.layout", "raiddp"),
-        ("sys.forced.blocksize", "64k"),
-    ];
-    common::layout(&core, "/", &attrs).await;
-    Env {
-        _dir: dir,
-        core,
-        root: Identity::root("test"),
-    }
+    let e = common::env(6, 0o777).await;
+    common::layout_spec(&e.core, "/", "layout=raiddp blocksize=64k").await;
+    e
 }
 
 fn open(e: &Env, path: &str) -> WriteSession {
@@ -85,7 +69,7 @@ async fn writes_out_of_order_are_held_and_a_gap_left_at_close_reads_as_zeros() {
 /// Stripe files under the test's folders (no orphans left behind).
 fn stripe_files(e: &Env) -> usize {
     let mut n = 0;
-    let mut todo = vec![e._dir.path().to_path_buf()];
+    let mut todo = vec![e.dir.path().to_path_buf()];
     while let Some(d) = todo.pop() {
         for x in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let path = x.path();

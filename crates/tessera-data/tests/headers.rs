@@ -4,7 +4,7 @@
 //! the sealed stripe's header has the file's size and block count.
 
 mod common;
-use common::{data, TestFile};
+use common::{data, plain, rain42, TestFile};
 
 use std::sync::Arc;
 use tessera_backend::{Backend, FolderBackend, StripeName};
@@ -18,11 +18,7 @@ fn header_of(f: &TestFile, i: usize) -> StripeHeader {
 #[test]
 fn sealed_headers_carry_size_and_blocks_for_one_and_many_groups() {
     let bs = 64u64 << 10;
-    let plain = Layout::plain().with_block_size(bs).expect("bs");
-    let rain = Layout::rain(4, 2)
-        .expect("rain")
-        .with_block_size(bs)
-        .expect("bs");
+    let (plain, rain) = (plain(bs), rain42(bs));
     for (layout, group) in [(plain, bs), (rain, 4 * bs)] {
         // empty, one short group, exactly one group, several groups (the
         // last short), exactly two groups

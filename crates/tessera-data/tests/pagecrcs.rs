@@ -4,7 +4,7 @@
 //! bytes returned; a damaged checksum table is never handed on.
 
 mod common;
-use common::TestFile;
+use common::{plain, rain42, TestFile};
 use tessera_data::*;
 
 const PAGE: usize = 4096;
@@ -24,11 +24,7 @@ fn want(bytes: &[u8], a: usize, b: usize) -> Vec<u32> {
 #[test]
 fn page_crcs_are_right_and_mostly_stored() {
     let bs = 64u64 << 10;
-    let plain = Layout::plain().with_block_size(bs).expect("bs");
-    let rain = Layout::rain(4, 2)
-        .expect("rain")
-        .with_block_size(bs)
-        .expect("bs");
+    let (plain, rain) = (plain(bs), rain42(bs));
     for layout in [plain, rain] {
         // A short last group (RAIN: blocks that do not line up with pages).
         let f = TestFile::write(layout, 20 * bs as usize + 12_345, 7, 9);
@@ -62,12 +58,7 @@ fn page_crcs_are_right_and_mostly_stored() {
 #[test]
 fn a_damaged_page_checksum_is_not_handed_on() {
     let bs = 64u64 << 10;
-    let f = TestFile::write(
-        Layout::plain().with_block_size(bs).expect("bs"),
-        4 * bs as usize,
-        3,
-        4,
-    );
+    let f = TestFile::write(plain(bs), 4 * bs as usize, 3, 4);
     // Page 2's stored CRC in block 0 (the table follows the block).
     let p = f.stripe_path(0);
     let mut all = std::fs::read(&p).expect("stripe");

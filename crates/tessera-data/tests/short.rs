@@ -4,18 +4,10 @@
 //! once per read, and damage still found when a block is first read.
 
 mod common;
-use common::TestFile;
+use common::{plain, rain42, TestFile};
 
 use std::sync::atomic::Ordering;
 use tessera_data::*;
-
-/// RAIN 4+2 with blocks of `bs` bytes.
-fn rain42(bs: u64) -> Layout {
-    Layout::rain(4, 2)
-        .expect("rain")
-        .with_block_size(bs)
-        .expect("bs")
-}
 
 fn file(layout: Layout, len: usize) -> TestFile {
     TestFile::write(layout, len, 11, 3)
@@ -37,7 +29,7 @@ fn kept_hits(r: &FileReader) -> u64 {
 #[test]
 fn short_reads_are_exact_and_read_each_block_once() {
     let bs = 64u64 << 10;
-    for layout in [Layout::plain().with_block_size(bs).expect("bs"), rain42(bs)] {
+    for layout in [plain(bs), rain42(bs)] {
         // Ends in a short last group.
         let f = file(layout, 20 * bs as usize + 12_345);
         let r = f.reader();
@@ -88,10 +80,7 @@ fn damage_is_still_found_when_a_block_is_first_read() {
     let bs = 64u64 << 10;
     // Plain: nothing to rebuild from, so the damaged block is an error,
     // never wrong bytes; the blocks around it read on.
-    let f = file(
-        Layout::plain().with_block_size(bs).expect("bs"),
-        8 * bs as usize,
-    );
+    let f = file(plain(bs), 8 * bs as usize);
     flip(&f, 0, 3, bs);
     let r = f.reader();
     assert!(r.read(2 * bs, 4096).expect("block 2").to_vec() == f.bytes[2 * bs as usize..][..4096]);
@@ -122,7 +111,7 @@ fn damage_is_still_found_when_a_block_is_first_read() {
 #[test]
 fn reads_from_memory_are_exact_or_step_aside() {
     let bs = 64u64 << 10;
-    for layout in [Layout::plain().with_block_size(bs).expect("bs"), rain42(bs)] {
+    for layout in [plain(bs), rain42(bs)] {
         let f = file(layout, 20 * bs as usize + 12_345);
         let r = f.reader();
         let size = f.bytes.len() as u64;
@@ -234,10 +223,7 @@ fn scattered_short_reads_are_served_from_their_pages() {
 #[test]
 fn a_memory_miss_keeps_a_sequential_read_sequential() {
     let bs = 64u64 << 10;
-    let f = file(
-        Layout::plain().with_block_size(bs).expect("bs"),
-        4 * bs as usize,
-    );
+    let f = file(plain(bs), 4 * bs as usize);
     let r = f.reader();
     let evict = || common::evict(&f.stripe_path(0));
     let mut reads = 0u64;

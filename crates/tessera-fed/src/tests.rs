@@ -168,13 +168,19 @@ fn endpoints_change_at_run_time() {
     assert!(f.view_of("/PerSite/ec/x").is_none());
 }
 
+/// A listener on a free local port, and the port.
+async fn listen() -> (tokio::net::TcpListener, u16) {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = l.local_addr().unwrap().port();
+    (l, port)
+}
+
 #[test]
 fn an_endpoints_own_limits_hold() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
         // Takes connections, never answers.
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = l.local_addr().unwrap().port();
+        let (l, port) = listen().await;
         let mut c = fed().config();
         c.endpoints[0].url = format!("http://127.0.0.1:{port}/x");
         c.endpoints[0].timeout = Some(std::time::Duration::from_millis(500));
@@ -280,8 +286,7 @@ fn an_endpoints_answer_is_read_within_a_bound() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = l.local_addr().unwrap().port();
+        let (l, port) = listen().await;
         let server = tokio::spawn(async move {
             let (mut s, _) = l.accept().await.unwrap();
             let mut buf = [0u8; 4096];

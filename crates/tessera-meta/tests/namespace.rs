@@ -8,41 +8,36 @@ use tessera_types::{ErrorKind, Identity, NsPath};
 
 #[test]
 fn mkdir_create_stat_list() {
-    let d = tempfile::tempdir().expect("tmp");
-    let m = open(d.path());
-    let r = root();
+    let (_d, m, r) = fresh();
     m.mkdir(&p("/a/b/c"), &r, 0o755, true).expect("mkdir -p");
-    assert_eq!(
-        m.mkdir(&p("/a/b"), &r, 0o755, false)
-            .expect_err("exists")
-            .kind(),
-        ErrorKind::AlreadyExists
+    refused(
+        m.mkdir(&p("/a/b"), &r, 0o755, false),
+        "exists",
+        ErrorKind::AlreadyExists,
     );
     m.mkdir(&p("/a/b"), &r, 0o755, true)
         .expect("mkdir -p of existing is fine");
-    assert_eq!(
-        m.mkdir(&p("/x/y"), &r, 0o755, false)
-            .expect_err("no parent")
-            .kind(),
-        ErrorKind::NotFound
+    refused(
+        m.mkdir(&p("/x/y"), &r, 0o755, false),
+        "no parent",
+        ErrorKind::NotFound,
     );
     let f = m.create(&p("/a/f"), &r, 0o640).expect("create");
     assert_eq!(f.size, 0);
-    assert_eq!(
-        m.create(&p("/a/f"), &r, 0o640).expect_err("dup").kind(),
-        ErrorKind::AlreadyExists
+    refused(
+        m.create(&p("/a/f"), &r, 0o640),
+        "dup",
+        ErrorKind::AlreadyExists,
     );
-    assert_eq!(
-        m.create(&p("/a/f/g"), &r, 0o640)
-            .expect_err("under file")
-            .kind(),
-        ErrorKind::NotADirectory
+    refused(
+        m.create(&p("/a/f/g"), &r, 0o640),
+        "under file",
+        ErrorKind::NotADirectory,
     );
-    assert_eq!(
-        m.stat(&root(), &p("/a/f/g"))
-            .expect_err("under file")
-            .kind(),
-        ErrorKind::NotADirectory
+    refused(
+        m.stat(&root(), &p("/a/f/g")),
+        "under file",
+        ErrorKind::NotADirectory,
     );
     assert_eq!(m.stat(&root(), &p("/a/f")).expect("stat").ino, f.ino);
     let names: Vec<_> = m
@@ -53,20 +48,17 @@ fn mkdir_create_stat_list() {
         .collect();
     assert_eq!(names, vec![b"b".to_vec(), b"f".to_vec()]);
     assert_eq!(m.stat(&root(), &p("/a")).expect("stat").nchildren, 2);
-    assert_eq!(
-        m.list(&root(), &p("/a/f"), None, 10)
-            .expect_err("file")
-            .kind(),
-        ErrorKind::NotADirectory
+    refused(
+        m.list(&root(), &p("/a/f"), None, 10),
+        "file",
+        ErrorKind::NotADirectory,
     );
     assert_clean(&m);
 }
 
 #[test]
 fn paged_listing_is_stable() {
-    let d = tempfile::tempdir().expect("tmp");
-    let m = open(d.path());
-    let r = root();
+    let (_d, m, r) = fresh();
     m.mkdir(&p("/d"), &r, 0o755, false).expect("mkdir");
     for i in 0..250 {
         m.create(&p(&format!("/d/f{i:04}")), &r, 0o644)
@@ -90,31 +82,14 @@ fn paged_listing_is_stable() {
 
 #[test]
 fn unlink_rmdir_rules() {
-    let d = tempfile::tempdir().expect("tmp");
-    let m = open(d.path());
-    let r = root();
+    let (_d, m, r) = fresh();
     m.mkdir(&p("/a/b"), &r, 0o755, true).expect("mkdir");
     write(&m, "/a/b/f", &r, 10).expect("write");
-    assert_eq!(
-        m.rmdir(&p("/a/b"), &r).expect_err("non-empty").kind(),
-        ErrorKind::NotEmpty
-    );
-    assert_eq!(
-        m.rmdir(&p("/a/b/f"), &r).expect_err("file").kind(),
-        ErrorKind::NotADirectory
-    );
-    assert_eq!(
-        m.unlink(&p("/a/b"), &r).expect_err("dir").kind(),
-        ErrorKind::IsADirectory
-    );
-    assert_eq!(
-        m.unlink(&p("/a/nope"), &r).expect_err("missing").kind(),
-        ErrorKind::NotFound
-    );
-    assert_eq!(
-        m.rmdir(&p("/"), &r).expect_err("root").kind(),
-        ErrorKind::Busy
-    );
+    refused(m.rmdir(&p("/a/b"), &r), "non-empty", ErrorKind::NotEmpty);
+    refused(m.rmdir(&p("/a/b/f"), &r), "file", ErrorKind::NotADirectory);
+    refused(m.unlink(&p("/a/b"), &r), "dir", ErrorKind::IsADirectory);
+    refused(m.unlink(&p("/a/nope"), &r), "missing", ErrorKind::NotFound);
+    refused(m.rmdir(&p("/"), &r), "root", ErrorKind::Busy);
     assert_eq!(m.unlink(&p("/a/b/f"), &r).expect("unlink").size, 10);
     m.rmdir(&p("/a/b"), &r).expect("rmdir");
     assert_eq!(m.stat(&root(), &p("/a")).expect("stat").nchildren, 0);
@@ -123,9 +98,7 @@ fn unlink_rmdir_rules() {
 
 #[test]
 fn rename_follows_posix() {
-    let d = tempfile::tempdir().expect("tmp");
-    let m = open(d.path());
-    let r = root();
+    let (_d, m, r) = fresh();
     m.mkdir(&p("/a/b/c"), &r, 0o755, true).expect("mkdir");
     m.mkdir(&p("/e"), &r, 0o755, true).expect("mkdir");
     m.mkdir(&p("/full/x"), &r, 0o755, true).expect("mkdir");
@@ -148,10 +121,7 @@ fn rename_follows_posix() {
     m.rename(&p("/f"), &p("/g"), &r, RenameFlags::default())
         .expect("replace");
     assert_eq!(m.stat(&root(), &p("/g")).expect("stat").size, 5);
-    assert_eq!(
-        m.stat(&root(), &p("/f")).expect_err("gone").kind(),
-        ErrorKind::NotFound
-    );
+    refused(m.stat(&root(), &p("/f")), "gone", ErrorKind::NotFound);
     assert_eq!(
         m.rename(&p("/g"), &p("/a/g"), &r, RenameFlags { no_replace: true })
             .expect("no clash")
@@ -172,9 +142,7 @@ fn rename_follows_posix() {
 
 #[test]
 fn xattrs_and_inheritance() {
-    let d = tempfile::tempdir().expect("tmp");
-    let m = open(d.path());
-    let r = root();
+    let (_d, m, r) = fresh();
     let user = Identity::user(1000, 1000, "alice", "test");
     m.mkdir(&p("/a"), &r, 0o777, false).expect("mkdir");
     m.xattr_set(&p("/a"), &r, b"sys.forced.layout", b"raid6")
@@ -186,33 +154,29 @@ fn xattrs_and_inheritance() {
             .expect("inherited"),
         b"raid6"
     );
-    assert_eq!(
-        m.xattr_get(&root(), &p("/a/b"), b"user.note")
-            .expect_err("not inherited")
-            .kind(),
-        ErrorKind::NotFound
+    refused(
+        m.xattr_get(&root(), &p("/a/b"), b"user.note"),
+        "not inherited",
+        ErrorKind::NotFound,
     );
-    assert_eq!(
-        m.xattr_set(&p("/a/b"), &user, b"sys.acl", b"u:1:rwx")
-            .expect_err("admin only")
-            .kind(),
-        ErrorKind::PermissionDenied
+    refused(
+        m.xattr_set(&p("/a/b"), &user, b"sys.acl", b"u:1:rwx"),
+        "admin only",
+        ErrorKind::PermissionDenied,
     );
     m.xattr_set(&p("/a/b"), &user, b"user.x", b"1")
         .expect("owner may");
     assert_eq!(m.xattr_list(&root(), &p("/a/b")).expect("list").len(), 2);
     m.xattr_rm(&p("/a/b"), &user, b"user.x").expect("rm");
-    assert_eq!(
-        m.xattr_rm(&p("/a/b"), &user, b"user.x")
-            .expect_err("gone")
-            .kind(),
-        ErrorKind::NotFound
+    refused(
+        m.xattr_rm(&p("/a/b"), &user, b"user.x"),
+        "gone",
+        ErrorKind::NotFound,
     );
-    assert_eq!(
-        m.xattr_set(&p("/a"), &r, b"", b"x")
-            .expect_err("empty name")
-            .kind(),
-        ErrorKind::InvalidArgument
+    refused(
+        m.xattr_set(&p("/a"), &r, b"", b"x"),
+        "empty name",
+        ErrorKind::InvalidArgument,
     );
     m.rmdir(&p("/a/b/c"), &r).expect("rmdir drops xattrs");
     assert_clean(&m);
@@ -220,20 +184,14 @@ fn xattrs_and_inheritance() {
 
 fn alice_used(m: &MetaStore, at: &str) -> (u64, u64) {
     let show = m.quota_show(&root(), &p(at), 1000, 100).expect("show");
-    let e = show
-        .entries
-        .iter()
-        .find(|e| e.target == QuotaTarget::user(1000))
-        .expect("alice's record");
+    let e = entry(&show, QuotaTarget::user(1000), "alice's record");
     (e.used_bytes, e.used_inodes)
 }
 
 #[test]
 fn user_attributes_count_in_the_byte_quota() {
-    let d = tempfile::tempdir().expect("tmp");
-    let m = open(d.path());
-    let r = root();
-    let alice = Identity::user(1000, 100, "alice", "test");
+    let (_d, m, r) = fresh();
+    let alice = alice();
     m.mkdir(&p("/q"), &r, 0o777, false).expect("mkdir");
     m.quota_set(&p("/q"), QuotaTarget::user(1000), Some(1000), None)
         .expect("set");
@@ -301,10 +259,8 @@ fn user_attributes_count_in_the_byte_quota() {
 
 #[test]
 fn quota_limits_reservations_and_accounting() {
-    let d = tempfile::tempdir().expect("tmp");
-    let m = open(d.path());
-    let r = root();
-    let alice = Identity::user(1000, 100, "alice", "test");
+    let (_d, m, r) = fresh();
+    let alice = alice();
     m.mkdir(&p("/q/sub"), &r, 0o777, true).expect("mkdir");
     write(&m, "/q/sub/pre", &alice, 100).expect("write before quota");
     m.quota_set(&p("/q"), QuotaTarget::user(1000), Some(1000), Some(5))
@@ -313,11 +269,7 @@ fn quota_limits_reservations_and_accounting() {
         .quota_show(&root(), &p("/q/sub"), 1000, 100)
         .expect("show");
     assert_eq!(show.path, p("/q"));
-    let u = show
-        .entries
-        .iter()
-        .find(|e| e.target == QuotaTarget::user(1000))
-        .expect("user rec");
+    let u = entry(&show, QuotaTarget::user(1000), "user rec");
     // pre (100 bytes, 1 inode) moved from / to /q; /q/sub is owned by root.
     assert_eq!((u.used_bytes, u.used_inodes), (100, 1));
     assert_clean(&m);
@@ -326,15 +278,15 @@ fn quota_limits_reservations_and_accounting() {
     let big = m
         .begin_write(&p("/q/sub/big"), &alice, 0o644, false, 800)
         .expect("reserve 800");
-    assert_eq!(
-        m.begin_write(&p("/q/sub/other"), &alice, 0o644, false, 200)
-            .expect_err("over")
-            .kind(),
-        ErrorKind::QuotaExceeded
+    refused(
+        m.begin_write(&p("/q/sub/other"), &alice, 0o644, false, 200),
+        "over",
+        ErrorKind::QuotaExceeded,
     );
-    assert_eq!(
-        m.extend_write(big.id, 101).expect_err("over").kind(),
-        ErrorKind::QuotaExceeded
+    refused(
+        m.extend_write(big.id, 101),
+        "over",
+        ErrorKind::QuotaExceeded,
     );
     m.extend_write(big.id, 100).expect("fits exactly");
     m.commit_write(
@@ -350,46 +302,42 @@ fn quota_limits_reservations_and_accounting() {
     let r2 = m
         .begin_write(&p("/q/sub/tiny"), &alice, 0o644, false, 0)
         .expect("reserve");
-    assert_eq!(
+    refused(
         m.commit_write(
             r2.id,
             CommitWrite {
                 size: 1,
                 crc32c: None,
                 ..Default::default()
-            }
-        )
-        .expect_err("over")
-        .kind(),
-        ErrorKind::QuotaExceeded
+            },
+        ),
+        "over",
+        ErrorKind::QuotaExceeded,
     );
-    assert_eq!(
-        m.stat(&root(), &p("/q/sub/tiny"))
-            .expect_err("invisible")
-            .kind(),
-        ErrorKind::NotFound
+    refused(
+        m.stat(&root(), &p("/q/sub/tiny")),
+        "invisible",
+        ErrorKind::NotFound,
     );
     // Aborted writes leave nothing and release their space.
     let r3 = m
         .begin_write(&p("/q/sub/gone"), &alice, 0o644, false, 0)
         .expect("reserve");
     m.abort_write(r3.id).expect("abort");
-    assert_eq!(
-        m.stat(&root(), &p("/q/sub/gone"))
-            .expect_err("invisible")
-            .kind(),
-        ErrorKind::NotFound
+    refused(
+        m.stat(&root(), &p("/q/sub/gone")),
+        "invisible",
+        ErrorKind::NotFound,
     );
     // Inode limit: 2 used (pre, big) of 5.
     for i in 0..3 {
         m.create(&p(&format!("/q/sub/e{i}")), &alice, 0o644)
             .expect("inode fits");
     }
-    assert_eq!(
-        m.create(&p("/q/sub/e9"), &alice, 0o644)
-            .expect_err("inodes")
-            .kind(),
-        ErrorKind::QuotaExceeded
+    refused(
+        m.create(&p("/q/sub/e9"), &alice, 0o644),
+        "inodes",
+        ErrorKind::QuotaExceeded,
     );
     // Other users are not limited by alice's record.
     m.create(&p("/q/sub/rootfile"), &r, 0o644)
@@ -398,11 +346,7 @@ fn quota_limits_reservations_and_accounting() {
     m.rename(&p("/q/sub/big"), &p("/big"), &r, RenameFlags::default())
         .expect("mv out");
     let u = m.quota_show(&root(), &p("/q"), 1000, 100).expect("show");
-    let u = u
-        .entries
-        .iter()
-        .find(|e| e.target == QuotaTarget::user(1000))
-        .expect("rec");
+    let u = entry(&u, QuotaTarget::user(1000), "rec");
     assert_eq!((u.used_bytes, u.used_inodes), (100, 4));
     // Moving it back in is refused when it does not fit... it fits (1000).
     m.rename(&p("/big"), &p("/q/big"), &r, RenameFlags::default())
@@ -434,11 +378,10 @@ fn restart_keeps_everything_and_never_reuses_inodes() {
     };
     let m = open(d.path());
     assert_eq!(m.stat(&root(), &p("/a/f")).expect("stat").ino, ino_before);
-    assert_eq!(
-        m.stat(&root(), &p("/a/pending"))
-            .expect_err("never committed")
-            .kind(),
-        ErrorKind::NotFound
+    refused(
+        m.stat(&root(), &p("/a/pending")),
+        "never committed",
+        ErrorKind::NotFound,
     );
     let next = write(&m, "/a/g", &r, 1).expect("write");
     assert!(next.ino > resv_ino, "inode {} handed out again", next.ino);
@@ -547,9 +490,7 @@ fn reads_from_memory_answer_or_step_aside() {
 
 #[test]
 fn an_update_keeps_owner_mode_and_attributes_and_loses_to_a_replace() {
-    let d = tempfile::tempdir().expect("tmp");
-    let m = open(d.path());
-    let r = root();
+    let (_d, m, r) = fresh();
     let alice = Identity::user(1000, 1000, "alice", "test");
     let bob = Identity::user(1001, 1001, "bob", "test");
     m.mkdir(&p("/u"), &r, 0o777, false).expect("mkdir");

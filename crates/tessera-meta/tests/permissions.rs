@@ -6,15 +6,12 @@ mod common;
 
 use common::*;
 use tessera_meta::*;
-use tessera_types::{ErrorKind, Identity};
+use tessera_types::ErrorKind;
 
 #[test]
 fn permissions_from_mode_bits() {
-    let d = tempfile::tempdir().expect("tmp");
-    let m = open(d.path());
-    let r = root();
-    let alice = Identity::user(1000, 100, "alice", "test");
-    let bob = Identity::user(1001, 101, "bob", "test");
+    let (_d, m, r) = fresh();
+    let (alice, bob) = (alice(), bob());
     m.mkdir(&p("/home/alice"), &r, 0o755, true).expect("mkdir");
     m.setattr(
         &p("/home/alice"),
@@ -66,11 +63,8 @@ fn permissions_from_mode_bits() {
 
 #[test]
 fn every_directory_on_the_way_must_be_searchable() {
-    let d = tempfile::tempdir().expect("tmp");
-    let m = open(d.path());
-    let r = root();
-    let alice = Identity::user(1000, 100, "alice", "test");
-    let bob = Identity::user(1001, 101, "bob", "test");
+    let (_d, m, r) = fresh();
+    let (alice, bob) = (alice(), bob());
     m.mkdir(&p("/home/alice/open"), &r, 0o777, true)
         .expect("mkdir");
     let mine = SetAttr {
@@ -158,11 +152,8 @@ fn every_directory_on_the_way_must_be_searchable() {
 
 #[test]
 fn a_sticky_directory_keeps_other_users_entries() {
-    let d = tempfile::tempdir().expect("tmp");
-    let m = open(d.path());
-    let r = root();
-    let alice = Identity::user(1000, 100, "alice", "test");
-    let bob = Identity::user(1001, 101, "bob", "test");
+    let (_d, m, r) = fresh();
+    let (alice, bob) = (alice(), bob());
     m.mkdir(&p("/tmp"), &r, 0o1777, false).expect("mkdir");
     write(&m, "/tmp/a", &alice, 1).expect("alice");
     write(&m, "/tmp/b", &bob, 1).expect("bob");

@@ -197,11 +197,17 @@ proptest! {
     }
 }
 
-#[test]
-fn racing_writers_never_exceed_a_quota() {
+/// A store for racing threads to share (kept in the directory), and the
+/// racers' root.
+fn racing() -> (tempfile::TempDir, Arc<MetaStore>, Identity) {
     let dir = tempfile::tempdir().expect("tmp");
     let m = Arc::new(MetaStore::open(dir.path(), opts()).expect("open"));
-    let root_id = Identity::root("race");
+    (dir, m, Identity::root("race"))
+}
+
+#[test]
+fn racing_writers_never_exceed_a_quota() {
+    let (_dir, m, root_id) = racing();
     let q = NsPath::parse("/q").expect("valid");
     m.mkdir(&q, &root_id, 0o777, false).expect("mkdir");
     const SIZE: u64 = 1000;
@@ -217,19 +223,15 @@ fn racing_writers_never_exceed_a_quota() {
                 let mut ok = 0u64;
                 for i in 0..4 {
                     let path = NsPath::parse(format!("/q/t{t}-{i}")).expect("valid");
+                    let full = CommitWrite {
+                        size: SIZE,
+                        crc32c: None,
+                        ..Default::default()
+                    };
                     // Half the writers reserve up front, half grow as they go.
                     let res = if t % 2 == 0 {
                         m.begin_write(&path, &alice, 0o644, false, SIZE)
-                            .and_then(|r| {
-                                m.commit_write(
-                                    r.id,
-                                    CommitWrite {
-                                        size: SIZE,
-                                        crc32c: None,
-                                        ..Default::default()
-                                    },
-                                )
-                            })
+                            .and_then(|r| m.commit_write(r.id, full))
                     } else {
                         m.begin_write(&path, &alice, 0o644, false, 0).and_then(|r| {
                             for _ in 0..4 {
@@ -238,14 +240,7 @@ fn racing_writers_never_exceed_a_quota() {
                                     return Err(e);
                                 }
                             }
-                            m.commit_write(
-                                r.id,
-                                CommitWrite {
-                                    size: SIZE,
-                                    crc32c: None,
-                                    ..Default::default()
-                                },
-                            )
+                            m.commit_write(r.id, full)
                         })
                     };
                     match res {
@@ -272,9 +267,7 @@ fn racing_writers_never_exceed_a_quota() {
 
 #[test]
 fn readers_racing_a_writer_never_go_back_in_time() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let m = Arc::new(MetaStore::open(dir.path(), opts()).expect("open"));
-    let root_id = Identity::root("race");
+    let (_dir, m, root_id) = racing();
     let f = NsPath::parse("/f").expect("valid");
     m.create(&f, &root_id, 0o644).expect("create");
     const ROUNDS: i64 = 3000;

@@ -3,7 +3,7 @@
 //! CRITICAL (exit 2) without one (the write is refused) and for an
 //! endpoint that does not answer; UNKNOWN (3) for a URL it cannot use.
 
-use crate::Env;
+use crate::{argv, Env};
 use std::process::Command;
 
 fn probe(url: &str, ca: &std::path::Path, token: Option<&str>) -> (i32, String) {
@@ -114,8 +114,7 @@ fn endpoints_change_at_run_time_and_survive_a_restart() {
     // Probed: up, with a latency.
     let start = std::time::Instant::now();
     loop {
-        let m = e.ok(&["-m", "fed", "endpoint", "ls"]);
-        let r = crate::kv(m.lines().next().unwrap_or(""));
+        let (m, r) = first_endpoint(&e);
         if r["status"] == "up" && r["latency.ms"] != "0.0" {
             assert_eq!(r["views"], "/fed,/PerSite/self", "{m}");
             break;
@@ -124,18 +123,10 @@ fn endpoints_change_at_run_time_and_survive_a_restart() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     // Its limits, set and shown.
-    e.ok(&[
-        "fed",
-        "endpoint",
-        "set",
-        "self",
-        "--timeout-ms",
-        "1500",
-        "--max-parallel",
-        "4",
-    ]);
-    let m = e.ok(&["-m", "fed", "endpoint", "ls"]);
-    let r = crate::kv(m.lines().next().unwrap_or(""));
+    e.ok(&argv(
+        "fed endpoint set self --timeout-ms 1500 --max-parallel 4",
+    ));
+    let (m, r) = first_endpoint(&e);
     assert_eq!(
         (r["timeout.ms"].as_str(), r["max_parallel"].as_str()),
         ("1500", "4"),
@@ -160,26 +151,14 @@ fn endpoints_change_at_run_time_and_survive_a_restart() {
     );
     assert!(err.contains("exists"), "{err}");
     let err = e.fails(
-        &[
-            "fed",
-            "endpoint",
-            "add",
-            "b",
-            "--site",
-            "here",
-            "--kind",
-            "s3",
-            "--url",
-            "http://127.0.0.1:1/bucket",
-        ],
+        &argv("fed endpoint add b --site here --kind s3 --url http://127.0.0.1:1/bucket"),
         22,
     );
     assert!(err.contains("access_key_file"), "{err}");
     e.fails(&["fed", "endpoint", "rm", "nope"], 2);
     // Kept across a restart.
     e.restart();
-    let m = e.ok(&["-m", "fed", "endpoint", "ls"]);
-    let r = crate::kv(m.lines().next().unwrap_or(""));
+    let (m, r) = first_endpoint(&e);
     assert_eq!(
         (r["name"].as_str(), r["status"].as_str()),
         ("self", "disabled"),
@@ -194,6 +173,13 @@ fn endpoints_change_at_run_time_and_survive_a_restart() {
     e.ok(&["fed", "endpoint", "rm", "self"]);
     assert_eq!(e.ok(&["fed", "endpoint", "ls"]).lines().count(), 1);
     assert!(get(&e, "/PerSite/self/f").starts_with("404"));
+}
+
+/// `-m fed endpoint ls`: the whole answer, and the fields of its first line.
+fn first_endpoint(e: &Env) -> (String, std::collections::HashMap<String, String>) {
+    let m = e.ok(&["-m", "fed", "endpoint", "ls"]);
+    let r = crate::kv(m.lines().next().unwrap_or(""));
+    (m, r)
 }
 
 fn e_port(e: &Env) -> u16 {
@@ -223,6 +209,21 @@ fn capture() -> (u16, std::thread::JoinHandle<String>) {
     (port, h)
 }
 
+/// Run `cmd` with the admin's token file in the environment beside the
+/// user's own token (`BEARER_TOKEN`); its output, and the request `got`.
+fn with_user_token(
+    e: &Env,
+    cmd: &mut Command,
+    got: std::thread::JoinHandle<String>,
+) -> (std::process::Output, String) {
+    let o = cmd
+        .env("TESSERA_TOKEN_FILE", &e.token)
+        .env("BEARER_TOKEN", "the-users-own-token")
+        .output()
+        .unwrap();
+    (o, got.join().unwrap())
+}
+
 /// Issue 35: the admin credential never leaves with a probe (set as
 /// `--token-file` and `TESSERA_TOKEN_FILE`, as the README has admins do:
 /// the probe sends the user's own token, or `--bearer-file`'s), and the
@@ -237,21 +238,20 @@ fn credentials_stay_home() {
         Env::start_with(|c| c.federation.probe_interval = std::time::Duration::from_millis(200));
     let admin_secret = std::fs::read_to_string(&e.token).unwrap();
     let (port, got) = capture();
-    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["--token-file"])
-        .arg(&e.token)
-        .args([
-            "fed",
-            "probe",
-            &format!("http://127.0.0.1:{port}/x"),
-            "--timeout-s",
-            "5",
-        ])
-        .env("TESSERA_TOKEN_FILE", &e.token)
-        .env("BEARER_TOKEN", "the-users-own-token")
-        .output()
-        .unwrap();
-    let req = got.join().unwrap();
+    let (o, req) = with_user_token(
+        &e,
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["--token-file"])
+            .arg(&e.token)
+            .args([
+                "fed",
+                "probe",
+                &format!("http://127.0.0.1:{port}/x"),
+                "--timeout-s",
+                "5",
+            ]),
+        got,
+    );
     assert!(req.contains("the-users-own-token"), "{req}");
     assert!(
         !req.contains(admin_secret.trim()),
@@ -262,15 +262,14 @@ fn credentials_stay_home() {
     let own = e._dir.path().join("probe.token");
     std::fs::write(&own, "from-the-file\n").unwrap();
     let (port, got) = capture();
-    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["-m", "fed", "probe", &format!("http://127.0.0.1:{port}/x")])
-        .arg("--bearer-file")
-        .arg(&own)
-        .env("TESSERA_TOKEN_FILE", &e.token)
-        .env("BEARER_TOKEN", "the-users-own-token")
-        .output()
-        .unwrap();
-    let req = got.join().unwrap();
+    let (o, req) = with_user_token(
+        &e,
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(["-m", "fed", "probe", &format!("http://127.0.0.1:{port}/x")])
+            .arg("--bearer-file")
+            .arg(&own),
+        got,
+    );
     assert!(req.contains("Bearer from-the-file"), "{req}");
     let out = String::from_utf8_lossy(&o.stdout);
     let first = crate::kv(out.lines().next().unwrap_or(""));
@@ -345,8 +344,7 @@ fn credentials_stay_home() {
     // Nothing listens there: down, and ls says why (issue 35, item 14).
     let start = std::time::Instant::now();
     loop {
-        let m = e.ok(&["-m", "fed", "endpoint", "ls"]);
-        let r = crate::kv(m.lines().next().unwrap_or(""));
+        let (m, r) = first_endpoint(&e);
         if r["status"] == "down" {
             assert!(!r["reason"].is_empty(), "{m}");
             let table = e.ok(&["fed", "endpoint", "ls"]);

@@ -38,18 +38,7 @@ fn filesystem_and_space_commands() {
     e.ok(&["fs", "set", "1", "--status", "off"]);
     e.ok(&["fs", "rm", "1"]);
     assert_eq!(e.ok(&["fs", "ls", "-m"]).lines().count(), 5);
-    e.fails(
-        &[
-            "fs",
-            "add",
-            "--label",
-            "x",
-            "--domain",
-            "d",
-            "relative/path",
-        ],
-        22,
-    );
+    e.fails(&argv("fs add --label x --domain d relative/path"), 22);
     let extra = e._dir.path().join("extra");
     let add = |label: &str, path: &std::path::Path, create: bool| {
         let loc = format!("folder:{}", path.display());

@@ -95,6 +95,11 @@ impl Drop for Env {
     }
 }
 
+/// The words of `line` as arguments (for arguments with no spaces in them).
+fn argv(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
 /// Parse one `-m` line into key/value pairs (handles quoted values).
 fn kv(line: &str) -> std::collections::HashMap<String, String> {
     let mut out = std::collections::HashMap::new();

@@ -7,27 +7,10 @@ fn quota_commands() {
     let e = Env::start();
     e.ok(&["mkdir", "-p", "/a/b"]);
     e.ok(&["touch", "/a/b/f"]);
-    e.ok(&[
-        "quota",
-        "set",
-        "--path",
-        "/a",
-        "--uid",
-        "1000",
-        "--max-bytes",
-        "10G",
-        "--max-inodes",
-        "1000",
-    ]);
-    e.ok(&[
-        "quota",
-        "set",
-        "--path",
-        "/a",
-        "--project",
-        "--max-inodes",
-        "3",
-    ]);
+    e.ok(&argv(
+        "quota set --path /a --uid 1000 --max-bytes 10G --max-inodes 1000",
+    ));
+    e.ok(&argv("quota set --path /a --project --max-inodes 3"));
     let recs: Vec<_> = e.ok(&["quota", "ls", "-m", "/a"]).lines().map(kv).collect();
     let user = recs
         .iter()
@@ -49,9 +32,7 @@ fn quota_commands() {
     assert!(err.contains("quota"), "{err}");
     let human = e.ok(&["quota", "ls", "/"]);
     assert!(human.contains("exceeded"), "{human}");
-    let show = e.ok(&[
-        "quota", "show", "-m", "--path", "/a/b", "--uid", "1000", "--gid", "1000",
-    ]);
+    let show = e.ok(&argv("quota show -m --path /a/b --uid 1000 --gid 1000"));
     assert!(show.lines().all(|l| kv(l)["space"] == "/a"), "{show}");
     e.ok(&["quota", "rm", "--path", "/a", "--project"]);
     e.ok(&["touch", "/a/b/h"]);
@@ -59,32 +40,9 @@ fn quota_commands() {
     e.ok(&["quota", "rmnode", "--path", "/a"]);
     let nodes: Vec<_> = e.ok(&["quota", "ls", "-m"]).lines().map(kv).collect();
     assert!(nodes.iter().all(|r| r["space"] == "/"), "{nodes:?}");
+    e.fails(&argv("quota set --path /a --uid 1 --max-bytes lots"), 22);
     e.fails(
-        &[
-            "quota",
-            "set",
-            "--path",
-            "/a",
-            "--uid",
-            "1",
-            "--max-bytes",
-            "lots",
-        ],
-        22,
-    );
-    e.fails(
-        &[
-            "-r",
-            "5:5",
-            "quota",
-            "set",
-            "--path",
-            "/a",
-            "--uid",
-            "1",
-            "--max-bytes",
-            "1",
-        ],
+        &argv("-r 5:5 quota set --path /a --uid 1 --max-bytes 1"),
         13,
     );
     let check = kv(e.ok(&["ns", "check", "-m"]).trim());
@@ -134,15 +92,7 @@ fn a_user_sees_their_own_quota_with_their_token() {
     for (who, id) in [("--uid", "1000"), ("--uid", "1001"), ("--gid", "4242")] {
         e.ok(&["quota", "set", "--path", "/a", who, id, "--max-bytes", "1G"]);
     }
-    e.ok(&[
-        "quota",
-        "set",
-        "--path",
-        "/a",
-        "--project",
-        "--max-inodes",
-        "9",
-    ]);
+    e.ok(&argv("quota set --path /a --project --max-inodes 9"));
     let token = e
         .ok(&[
             "token",
@@ -186,25 +136,14 @@ fn a_user_sees_their_own_quota_with_their_token() {
         "{recs:?}"
     );
     // Another user's record is not theirs to see; admin calls stay closed.
-    let o = user(&[
-        "quota", "show", "--path", "/a", "--uid", "1001", "--gid", "1001",
-    ]);
+    let o = user(&argv("quota show --path /a --uid 1001 --gid 1001"));
     assert_eq!(
         o.status.code(),
         Some(13),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let o = user(&[
-        "quota",
-        "set",
-        "--path",
-        "/a",
-        "--uid",
-        "1000",
-        "--max-bytes",
-        "9G",
-    ]);
+    let o = user(&argv("quota set --path /a --uid 1000 --max-bytes 9G"));
     assert!(!o.status.success());
     let o = user(&["ls", "/"]);
     assert!(!o.status.success(), "only the user calls take a token");
@@ -218,27 +157,10 @@ fn a_user_sees_their_own_quota_with_their_token() {
 fn admin_actions_are_audited() {
     let e = Env::start();
     e.ok(&["mkdir", "/au"]);
-    e.ok(&[
-        "quota",
-        "set",
-        "--path",
-        "/au",
-        "--uid",
-        "7",
-        "--max-bytes",
-        "1G",
-    ]);
+    e.ok(&argv("quota set --path /au --uid 7 --max-bytes 1G"));
     e.ok(&["acl", "set", "u:7:rx", "/au"]);
     e.fails(
-        &[
-            "fs",
-            "add",
-            "--label",
-            "x",
-            "--domain",
-            "dx",
-            "folder:/nonexistent/tessera",
-        ],
+        &argv("fs add --label x --domain dx folder:/nonexistent/tessera"),
         22,
     );
     e.ok(&["fs", "set", "2", "--status", "ro"]);

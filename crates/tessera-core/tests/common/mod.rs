@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use tessera_core::*;
 use tessera_obs::{AccessLog, Metrics};
-use tessera_types::{Identity, NsPath};
+use tessera_types::{ErrorKind, Identity, NsPath};
 
 /// Repair for real, orphans of any age (tests make theirs just now).
 pub const APPLY_NOW: RepairPlan = RepairPlan {
@@ -91,6 +91,97 @@ pub async fn add_folders(core: &Core, dir: &std::path::Path, n: usize) {
     }
 }
 
+/// A core over a namespace and the folders `fs1..n` (see [`add_folders`])
+/// in a fresh temporary directory, with the root identity to act as.
+pub struct Env {
+    pub dir: tempfile::TempDir,
+    pub core: Core,
+    pub root: Identity,
+}
+
+/// An [`Env`] with `folders` folders, buffered, root directory mode `root_mode`.
+pub async fn env(folders: usize, root_mode: u32) -> Env {
+    let (dir, core, root) = setup(folders, root_mode).await;
+    Env { dir, core, root }
+}
+
+/// [`env`] in pieces: the directory to keep, the core and the root identity.
+pub async fn setup(folders: usize, root_mode: u32) -> (tempfile::TempDir, Core, Identity) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let core = core_at(dir.path(), tessera_meta::Durability::Buffered, root_mode);
+    add_folders(&core, dir.path(), folders).await;
+    (dir, core, Identity::root("test"))
+}
+
+/// The filesystem labelled `label`.
+pub fn fs_by_label(core: &Core, label: &str) -> FsView {
+    core.fs_list()
+        .into_iter()
+        .find(|v| v.rec.label == label)
+        .unwrap_or_else(|| panic!("no filesystem {label}"))
+}
+
+/// The call was refused for want of permission.
+#[track_caller]
+pub fn denied<T: std::fmt::Debug>(r: Result<T, CoreError>) {
+    assert_eq!(r.expect_err("refused").kind(), ErrorKind::PermissionDenied);
+}
+
+/// Make directory `dir` (mode 0755) as `who`, then set its layout from
+/// `spec` (see [`layout_spec`]).
+pub async fn layout_dir(core: &Core, who: &Identity, dir: &str, spec: &str) {
+    core.mkdir(who, p(dir), 0o755, false).await.expect("mkdir");
+    layout_spec(core, dir, spec).await;
+}
+
+/// [`layout`] from `name=value` words, each set as `sys.forced.name` in
+/// that order (`"layout=raid6 nstripes=6 blocksize=4k"`).
+pub async fn layout_spec(core: &Core, dir: &str, spec: &str) {
+    let names: Vec<(String, &str)> = spec
+        .split_whitespace()
+        .map(|w| {
+            let (k, v) = w.split_once('=').expect("name=value");
+            (format!("sys.forced.{k}"), v)
+        })
+        .collect();
+    let attrs: Vec<(&str, &str)> = names.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+    layout(core, dir, &attrs).await;
+}
+
+/// A change of the mode bits alone.
+pub fn chmod(mode: u32) -> SetAttr {
+    SetAttr {
+        mode: Some(mode),
+        ..Default::default()
+    }
+}
+
+/// Cut the file at `path` to `to(its length)`; that length before.
+pub fn shorten(path: &std::path::Path, to: impl FnOnce(u64) -> u64) -> u64 {
+    let len = std::fs::metadata(path).expect("meta").len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .expect("open")
+        .set_len(to(len))
+        .expect("truncate");
+    len
+}
+
+/// Set a filesystem's configured status.
+pub async fn fs_status(
+    core: &Core,
+    who: &Identity,
+    id: u32,
+    status: FsConfigStatus,
+) -> Result<FsRecord, CoreError> {
+    let change = FsChange {
+        status: Some(status),
+        ..Default::default()
+    };
+    core.fs_set(who, id, change).await
+}
+
 /// Set the `sys.forced.*` layout attributes of a directory.
 pub async fn layout(core: &Core, dir: &str, attrs: &[(&str, &str)]) {
     for (k, v) in attrs {
@@ -121,6 +212,11 @@ pub fn get(core: &Core, who: &Identity, path: &str) -> Result<Vec<u8>, CoreError
     let n = r.read_at(0, &mut out)?;
     out.truncate(n);
     Ok(out)
+}
+
+/// Read a whole file that must read.
+pub fn read(core: &Core, who: &Identity, path: &str) -> Vec<u8> {
+    get(core, who, path).expect("read")
 }
 
 /// A variable of the loopback Ceph cluster's environment (`$TC_DIR/env`).

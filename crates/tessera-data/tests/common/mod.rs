@@ -17,6 +17,21 @@ use std::sync::Arc;
 use tessera_backend::{Backend, FolderBackend, StripeName};
 use tessera_data::{FileReader, FileWriter, Layout, WrittenFile};
 
+/// Plain, with blocks of `bs` bytes.
+#[allow(dead_code)]
+pub fn plain(bs: u64) -> Layout {
+    Layout::plain().with_block_size(bs).expect("bs")
+}
+
+/// RAIN 4+2 with blocks of `bs` bytes.
+#[allow(dead_code)]
+pub fn rain42(bs: u64) -> Layout {
+    Layout::rain(4, 2)
+        .expect("rain")
+        .with_block_size(bs)
+        .expect("bs")
+}
+
 /// A file written with `layout` into one folder backend per stripe
 /// (`fs0`, `fs1`, … under a temporary directory), and its bytes.
 #[allow(dead_code)]
