@@ -279,21 +279,61 @@ pub fn pki() -> std::path::PathBuf {
     .clone()
 }
 
-/// Make `path` (mode 0700) as root and give it to `uid` (group `uid`).
-pub fn private_dir(rt: &tokio::runtime::Runtime, core: &tessera_core::Core, path: &str, uid: u32) {
+/// Make `path` as root with `mode` (its parents too when `parents`).
+#[allow(dead_code)]
+pub fn root_mkdir(
+    rt: &tokio::runtime::Runtime,
+    core: &tessera_core::Core,
+    path: &str,
+    mode: u32,
+    parents: bool,
+) {
     let root = tessera_types::Identity::root("test");
     let p = tessera_types::NsPath::parse(path).expect("path");
-    rt.block_on(async {
-        core.mkdir(&root, p.clone(), 0o700, true)
-            .await
-            .expect("mkdir");
-        let a = tessera_core::SetAttr {
-            uid: Some(uid),
-            gid: Some(uid),
-            ..Default::default()
-        };
-        core.setattr(&root, p, a).await.expect("chown");
-    });
+    rt.block_on(core.mkdir(&root, p, mode, parents))
+        .expect("mkdir");
+}
+
+/// Set, as root, a quota of `bytes` for `target` on `path`.
+#[allow(dead_code)]
+pub fn set_quota(
+    rt: &tokio::runtime::Runtime,
+    core: &tessera_core::Core,
+    path: &str,
+    target: tessera_core::QuotaTarget,
+    bytes: u64,
+) {
+    let root = tessera_types::Identity::root("test");
+    let p = tessera_types::NsPath::parse(path).expect("path");
+    rt.block_on(core.quota_set(&root, p, target, Some(bytes), None))
+        .expect("quota");
+}
+
+/// A directory `path` (mode `mode`, made as root) under a quota of
+/// `bytes` for `target`.
+#[allow(dead_code)]
+pub fn quota_dir(
+    rt: &tokio::runtime::Runtime,
+    core: &tessera_core::Core,
+    (path, mode): (&str, u32),
+    target: tessera_core::QuotaTarget,
+    bytes: u64,
+) {
+    root_mkdir(rt, core, path, mode, false);
+    set_quota(rt, core, path, target, bytes);
+}
+
+/// Make `path` (mode 0700) as root and give it to `uid` (group `uid`).
+pub fn private_dir(rt: &tokio::runtime::Runtime, core: &tessera_core::Core, path: &str, uid: u32) {
+    root_mkdir(rt, core, path, 0o700, true);
+    let a = tessera_core::SetAttr {
+        uid: Some(uid),
+        gid: Some(uid),
+        ..Default::default()
+    };
+    let root = tessera_types::Identity::root("test");
+    let p = tessera_types::NsPath::parse(path).expect("path");
+    rt.block_on(core.setattr(&root, p, a)).expect("chown");
 }
 
 /// A root-owned 0700 directory at `path` that only VO group `group`'s ACL
@@ -305,30 +345,13 @@ pub fn vo_group_dir(
     (group, gid): (&str, u32),
     bytes: u64,
 ) {
+    root_mkdir(rt, core, path, 0o700, false);
     let root = tessera_types::Identity::root("test");
     let p = tessera_types::NsPath::parse(path).expect("path");
-    rt.block_on(async {
-        core.mkdir(&root, p.clone(), 0o700, false)
-            .await
-            .expect("mkdir");
-        core.xattr_set(
-            &root,
-            p.clone(),
-            b"sys.acl".to_vec(),
-            format!("g:{group}:rwx").into_bytes(),
-        )
-        .await
+    let acl = format!("g:{group}:rwx").into_bytes();
+    rt.block_on(core.xattr_set(&root, p, b"sys.acl".to_vec(), acl))
         .expect("acl");
-        core.quota_set(
-            &root,
-            p,
-            tessera_core::QuotaTarget::group(gid),
-            Some(bytes),
-            None,
-        )
-        .await
-        .expect("quota");
-    });
+    set_quota(rt, core, path, tessera_core::QuotaTarget::group(gid), bytes);
 }
 
 /// `c` taking the certificates of the test PKI `p` (tests/pki/make.sh):
@@ -344,24 +367,185 @@ pub fn take_pki(c: &mut tessera_server::config::Config, p: &std::path::Path) {
 /// clients from `subnet`) under one private view at `path`.
 pub fn private_view(path: &str, url: String, subnet: &str) -> tessera_fed::FedConfig {
     tessera_fed::FedConfig {
-        sites: vec![tessera_fed::SiteCfg {
-            name: "site-a".into(),
-            subnets: vec![subnet.into()],
-            ..Default::default()
-        }],
-        endpoints: vec![tessera_fed::EndpointCfg {
-            name: "a".into(),
-            site: "site-a".into(),
-            kind: "https".into(),
-            url,
-            ..Default::default()
-        }],
-        views: vec![tessera_fed::ViewCfg {
-            path: path.into(),
-            endpoints: vec!["a".into()],
-            public: false,
-            write: String::new(),
-        }],
+        sites: vec![fed_site("site-a", &[subnet])],
+        endpoints: vec![fed_endpoint("a", "site-a", "https", url)],
+        views: vec![fed_view(path, &["a"], false, "")],
         ..Default::default()
     }
+}
+
+/// All a finished command wrote: stdout, then stderr, as one text.
+#[allow(dead_code)]
+pub fn all_output(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// stdout, then stderr, of a finished command (a line between them): for
+/// a failure message.
+#[allow(dead_code)]
+pub fn out_err(o: &std::process::Output) -> String {
+    let out = String::from_utf8_lossy(&o.stdout);
+    format!("{out}\n{}", String::from_utf8_lossy(&o.stderr))
+}
+
+/// Assert that `o` (of the command `what` names, with any context worth
+/// showing) succeeded; the failure says its exit status, stdout and stderr.
+#[allow(dead_code)]
+#[track_caller]
+pub fn assert_ran(o: &std::process::Output, what: &str) {
+    assert!(
+        o.status.success(),
+        "{what} failed ({:?}):\n{}",
+        o.status.code(),
+        out_err(o)
+    );
+}
+
+/// Run `c` to its end and [`assert_ran`] it; its output.
+#[allow(dead_code)]
+#[track_caller]
+pub fn run_ok(c: &mut std::process::Command, what: &str) -> std::process::Output {
+    let o = c.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_ran(&o, what);
+    o
+}
+
+/// Give `p` (and everything under it) to the `xrootd` user, as Debian's
+/// xrootd server runs.
+#[allow(dead_code)]
+pub fn chown_xrootd(p: &std::path::Path) {
+    let ok = std::process::Command::new("chown")
+        .args(["-R", "xrootd:xrootd"])
+        .arg(p)
+        .status()
+        .expect("chown");
+    assert!(ok.success(), "chown -R xrootd:xrootd {}", p.display());
+}
+
+/// Put `body` at `rel` under the `data/` directory a reference xrootd
+/// (its directory `dir`) exports, owned by its user.
+#[allow(dead_code)]
+pub fn place_under(dir: &std::path::Path, rel: &str, body: &[u8]) {
+    let p = dir.join("data").join(rel.trim_start_matches('/'));
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, body).unwrap();
+    chown_xrootd(&dir.join("data"));
+}
+
+/// Debian's `xrootd` as the `xrootd` user (setpriv executes it: the PID is
+/// the server's), with `dir`'s `xrd.cfg`, instance name `name`, its log in
+/// `dir`'s `xrootd.log` and `HOME` in `dir/home`.
+#[allow(dead_code)]
+pub fn spawn_xrootd(dir: &std::path::Path, name: &str) -> std::process::Child {
+    std::process::Command::new("setpriv")
+        .args(["--reuid", "xrootd", "--regid", "xrootd", "--init-groups"])
+        .args(["--", "env", "-i", "PATH=/usr/bin:/bin"])
+        .arg(format!("HOME={}/home", dir.display()))
+        .args(["xrootd", "-I", "v4", "-c"])
+        .arg(dir.join("xrd.cfg"))
+        .args(["-n", name, "-l"])
+        .arg(dir.join("xrootd.log"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("xrootd")
+}
+
+/// A federation site `name` whose clients come from `subnets`.
+#[allow(dead_code)]
+pub fn fed_site(name: &str, subnets: &[&str]) -> tessera_fed::SiteCfg {
+    tessera_fed::SiteCfg {
+        name: name.into(),
+        subnets: subnets.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
+    }
+}
+
+/// A federation endpoint `name` at `site`, of `kind` (`https`, `root`,
+/// `s3`), at `url`.
+#[allow(dead_code)]
+pub fn fed_endpoint(name: &str, site: &str, kind: &str, url: String) -> tessera_fed::EndpointCfg {
+    tessera_fed::EndpointCfg {
+        name: name.into(),
+        site: site.into(),
+        kind: kind.into(),
+        url,
+        ..Default::default()
+    }
+}
+
+/// A federated view at `path` over `endpoints`, `public` or not, writes
+/// going where `write` says (`""`: refused).
+#[allow(dead_code)]
+pub fn fed_view(path: &str, endpoints: &[&str], public: bool, write: &str) -> tessera_fed::ViewCfg {
+    tessera_fed::ViewCfg {
+        path: path.into(),
+        endpoints: endpoints.iter().map(|s| s.to_string()).collect(),
+        public,
+        write: write.into(),
+    }
+}
+
+/// What a test binary's `Env` (a dev-mode server in `self.server`, run on
+/// `self.rt`) has whatever its protocol: `core()`, `root()` (the test's
+/// root identity), `path()` (a namespace path), and a drop that shuts the
+/// server down.
+#[allow(unused_macros)]
+macro_rules! server_env {
+    ($env:ident) => {
+        impl $env {
+            pub fn core(&self) -> &tessera_core::Core {
+                self.server.as_ref().expect("running").core().expect("core")
+            }
+
+            pub fn root() -> tessera_types::Identity {
+                tessera_types::Identity::root("test")
+            }
+
+            pub fn path(p: &str) -> tessera_types::NsPath {
+                tessera_types::NsPath::parse(p).expect("path")
+            }
+        }
+
+        impl Drop for $env {
+            fn drop(&mut self) {
+                if let Some(s) = self.server.take() {
+                    let _ = self.rt.block_on(s.shutdown());
+                }
+            }
+        }
+    };
+}
+
+/// A private (0600, as tesserad wants) cluster secret file holding
+/// `secret` in `dir`.
+#[allow(dead_code)]
+pub fn cluster_secret(dir: &std::path::Path, secret: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let file = dir.join("cluster.secret");
+    std::fs::write(&file, secret).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    file
+}
+
+/// A data gateway's configuration: its data in `data_dir`, xrootd and
+/// metrics on ports of their own, the cluster secret in `secret`.
+#[allow(dead_code)]
+pub fn gateway_config(
+    data_dir: std::path::PathBuf,
+    secret: &std::path::Path,
+) -> tessera_server::config::Config {
+    let mut cfg = tessera_server::config::Config {
+        role: tessera_server::config::Role::Gateway,
+        data_dir,
+        ..Default::default()
+    };
+    cfg.listen.xrootd = Some(([127, 0, 0, 1], 0).into());
+    cfg.listen.metrics = ([127, 0, 0, 1], 0).into();
+    cfg.cluster.secret_file = Some(secret.to_path_buf());
+    cfg
 }

@@ -86,8 +86,7 @@ fn acls_for_token_users_over_https_and_xrootd() {
         .await
         .unwrap();
     });
-    let f = e.local("f");
-    std::fs::write(&f, data(50_000, 7)).unwrap();
+    let f = e.file("f", data(50_000, 7));
     let src = f.to_str().unwrap();
     let u = |p: &str| format!("{}{p}", e.url);
     let bearer = |t: &str| format!("Authorization: Bearer {t}");

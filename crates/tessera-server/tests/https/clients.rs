@@ -6,8 +6,7 @@ use crate::{adler32, data, evict_page_cache, reads_in_line, reads_in_line_after,
 fn curl_methods_and_ranges() {
     let e = Env::start();
     let body = data(3_000_017, 1);
-    let f = e.local("up");
-    std::fs::write(&f, &body).unwrap();
+    let f = e.file("up", &body);
     let u = format!("{}/c/space%20and%20%C3%BCmlaut.bin", e.url);
     // PUT (parents created), then GET byte for byte.
     assert_eq!(e.curl(&["-T", f.to_str().unwrap(), &u]).0, 201);
@@ -39,8 +38,7 @@ fn curl_methods_and_ranges() {
     }
     // The same on a small file (served from memory).
     let small = data(5000, 9);
-    let sf = e.local("small");
-    std::fs::write(&sf, &small).unwrap();
+    let sf = e.file("small", &small);
     let su = format!("{}/c/small", e.url);
     assert_eq!(e.curl(&["-T", sf.to_str().unwrap(), &su]).0, 201);
     assert!(e.curl(&[&su]).1 == small);
@@ -54,18 +52,7 @@ fn curl_methods_and_ranges() {
     assert_eq!(e.curl(&["-r", "5000000-5000001", &u]).0, 416);
     assert_eq!(e.curl(&["-H", "Range: bytes=9-3", &u]).0, 416);
     // HEAD with a digest, conditional GET.
-    let o = e.ok(
-        "curl",
-        &[
-            "-sS",
-            "--cacert",
-            e.ca.to_str().unwrap(),
-            "-I",
-            "-H",
-            "Want-Digest: ADLER32",
-            &u,
-        ],
-    );
+    let o = e.curl_ok(&["-I", "-H", "Want-Digest: ADLER32", &u]);
     assert!(
         o.contains(&format!("digest: adler32={}", adler32(&body))),
         "{o}"
@@ -73,20 +60,7 @@ fn curl_methods_and_ranges() {
     assert!(o.contains("content-length: 3000017"), "{o}");
     // crc32c as Digest (base64, RFC 3230) and as Repr-Digest (RFC 9530).
     let b64 = b64(&crc32c::crc32c(&body).to_be_bytes());
-    let head = |hdr: &str| {
-        e.ok(
-            "curl",
-            &[
-                "-sS",
-                "--cacert",
-                e.ca.to_str().unwrap(),
-                "-I",
-                "-H",
-                hdr,
-                &u,
-            ],
-        )
-    };
+    let head = |hdr: &str| e.curl_ok(&["-I", "-H", hdr, &u]);
     let o = head("Want-Digest: adler32;q=0.3, crc32c;q=0.8");
     assert!(o.contains(&format!("digest: crc32c={}", b64)), "{o}");
     let o = head("Want-Repr-Digest: crc32c=9, adler=2");
@@ -179,8 +153,7 @@ fn curl_methods_and_ranges() {
 fn curl_copy_inside_the_namespace() {
     let e = Env::start();
     let body = data(9_000_011, 3);
-    let f = e.local("up");
-    std::fs::write(&f, &body).unwrap();
+    let f = e.file("up", &body);
     let a = format!("{}/cp/a.bin", e.url);
     assert_eq!(e.curl(&["-T", f.to_str().unwrap(), &a]).0, 201);
     let copy = |dest: &str, extra: &[&str]| {
@@ -237,8 +210,7 @@ fn curl_copy_inside_the_namespace() {
 fn davix_and_gfal2() {
     let e = Env::start();
     let body = data(1_234_567, 2);
-    let f = e.local("up");
-    std::fs::write(&f, &body).unwrap();
+    let f = e.file("up", &body);
     let capath = e.ca_dir.to_str().unwrap().to_string();
     let u = format!("{}/dv/x.bin", e.url);
     e.ok("davix-put", &["--capath", &capath, f.to_str().unwrap(), &u]);
@@ -308,8 +280,7 @@ fn b64(b: &[u8]) -> String {
 #[test]
 fn propfind_bodies() {
     let e = Env::start();
-    let f = e.local("a.txt");
-    std::fs::write(&f, b"hello").unwrap();
+    let f = e.file("a.txt", b"hello");
     let u = format!("{}/pf/a.txt", e.url);
     assert_eq!(e.curl(&["-T", f.to_str().unwrap(), &u]).0, 201);
     assert_eq!(e.curl(&["-X", "MKCOL", &format!("{}/pf/d", e.url)]).0, 201);
@@ -417,8 +388,7 @@ fn propfind_bodies() {
 fn gets_of_files_in_memory_are_served_in_line() {
     let e = Env::start();
     let body = data(40_000, 4);
-    let f = e.local("up");
-    std::fs::write(&f, &body).unwrap();
+    let f = e.file("up", &body);
     let u = format!("{}/m/f", e.url);
     assert_eq!(e.curl(&["-T", f.to_str().unwrap(), &u]).0, 201);
     assert_eq!(reads_in_line(e.core(), "https"), 0);

@@ -25,8 +25,7 @@ fn etag_of(e: &Env, url: &str) -> String {
 fn if_match_holds_until_the_commit() {
     let e = Env::start();
     let url = format!("{}/cond/f", e.url);
-    let v1 = e.local("v1");
-    std::fs::write(&v1, vec![1u8; 1 << 20]).unwrap();
+    let v1 = e.file("v1", vec![1u8; 1 << 20]);
     assert_eq!(e.curl(&["-T", v1.to_str().unwrap(), &url]).0, 201);
     let tag = etag_of(&e, &url);
     // A slow conditional upload (1 MiB at 200 KiB/s) on version 1 ...
@@ -44,8 +43,7 @@ fn if_match_holds_until_the_commit() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(800));
     // ... while another client replaces it.
-    let v2 = e.local("v2");
-    std::fs::write(&v2, b"version two").unwrap();
+    let v2 = e.file("v2", b"version two");
     assert_eq!(e.curl(&["-T", v2.to_str().unwrap(), &url]).0, 204);
     let o = slow.wait_with_output().unwrap();
     assert_eq!(

@@ -151,8 +151,7 @@ fn owner_mode_believes_the_kernel_not_the_client() {
 fn cadaver_writes_with_basic_credentials() {
     let e = with_passwords();
     own_dir(&e, "/desk");
-    let local = e.local("cadaver-up.txt");
-    std::fs::write(&local, b"written by cadaver\n").unwrap();
+    let local = e.file("cadaver-up.txt", b"written by cadaver\n");
     let back = e.local("cadaver-back.txt");
     std::fs::write(
         e.local(".netrc"),
@@ -175,11 +174,7 @@ fn cadaver_writes_with_basic_credentials() {
     )
     .output()
     .expect("cadaver (scripts/test installs it)");
-    let out = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let out = crate::common::all_output(&o);
     assert_eq!(owner_of(&e, "/desk/up.txt"), Some(65534), "{out}");
     assert_eq!(
         std::fs::read(&back).unwrap_or_default(),
@@ -198,8 +193,10 @@ fn davfs2_mounts_and_writes_with_basic_credentials() {
     own_dir(&e, "/desk");
     let mnt = e.local("mnt");
     std::fs::create_dir_all(&mnt).unwrap();
-    let secrets = e.local("davfs2.secrets");
-    std::fs::write(&secrets, format!("{} nobody {PASSWORD}\n", mnt.display())).unwrap();
+    let secrets = e.file(
+        "davfs2.secrets",
+        format!("{} nobody {PASSWORD}\n", mnt.display()),
+    );
     std::fs::set_permissions(
         &secrets,
         std::os::unix::fs::PermissionsExt::from_mode(0o600),
@@ -217,8 +214,7 @@ fn davfs2_mounts_and_writes_with_basic_credentials() {
         ),
     )
     .unwrap();
-    let src = e.local("dav-src.txt");
-    std::fs::write(&src, b"written through davfs2\n").unwrap();
+    let src = e.file("dav-src.txt", b"written through davfs2\n");
     let o = with_dev_ca(
         &e,
         &format!(
@@ -232,11 +228,7 @@ fn davfs2_mounts_and_writes_with_basic_credentials() {
     )
     .output()
     .expect("mount.davfs (scripts/test installs davfs2)");
-    let out = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let out = crate::common::all_output(&o);
     assert!(o.status.success(), "{out}");
     // umount returns before mount.davfs has uploaded what it caches.
     let start = std::time::Instant::now();

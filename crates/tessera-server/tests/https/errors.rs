@@ -9,22 +9,8 @@ use tessera_core::QuotaTarget;
 fn quota_traversal_and_bounds() {
     let e = Env::start();
     let core = e.core();
-    e.rt.block_on(async {
-        core.mkdir(&Env::root(), Env::path("/q"), 0o755, false)
-            .await
-            .expect("mkdir");
-        core.quota_set(
-            &Env::root(),
-            Env::path("/q"),
-            QuotaTarget::user(0),
-            Some(1 << 20),
-            None,
-        )
-        .await
-        .expect("quota");
-    });
-    let f = e.local("big");
-    std::fs::write(&f, data(2 << 20, 1)).unwrap();
+    crate::quota_dir(&e.rt, core, ("/q", 0o755), QuotaTarget::user(0), 1 << 20);
+    let f = e.file("big", data(2 << 20, 1));
     let (code, body) = e.curl(&["-T", f.to_str().unwrap(), &format!("{}/q/big", e.url)]);
     assert_eq!(code, 507, "{}", String::from_utf8_lossy(&body));
     assert!(
@@ -34,8 +20,7 @@ fn quota_traversal_and_bounds() {
     );
     // Chunked (no length announced): the 507 still reaches the client,
     // not a broken pipe, however much it was still sending.
-    let big = e.local("bigger");
-    std::fs::write(&big, data(24 << 20, 2)).unwrap();
+    let big = e.file("bigger", data(24 << 20, 2));
     for round in 0..6 {
         let (code, body) = e.curl(&[
             "-T",
@@ -80,20 +65,17 @@ fn quota_traversal_and_bounds() {
     let code = e.curl(&a).0;
     assert!(code == 431 || code == 0, "huge headers: {code}");
     // A PROPFIND body over the limit: 413.
-    let big = e.local("prop.xml");
-    std::fs::write(&big, "<a>".repeat(40_000)).unwrap();
+    let big = e.file("prop.xml", "<a>".repeat(40_000));
     let arg = format!("@{}", big.display());
     assert_eq!(
         e.curl(&["-X", "PROPFIND", "--data-binary", &arg, &e.url]).0,
         413
     );
     // A partial PUT (Content-Range) is refused and the file stays whole.
-    let whole = e.local("whole");
-    std::fs::write(&whole, data(100_000, 7)).unwrap();
+    let whole = e.file("whole", data(100_000, 7));
     let url = format!("{}/q/whole", e.url);
     assert_eq!(e.curl(&["-T", whole.to_str().unwrap(), &url]).0, 201);
-    let part = e.local("part");
-    std::fs::write(&part, b"0123456789").unwrap();
+    let part = e.file("part", b"0123456789");
     let (code, body) = e.curl(&[
         "-T",
         part.to_str().unwrap(),
@@ -164,29 +146,22 @@ fn a_stalled_upload_is_abandoned_with_408() {
 /// curl PUTs 100 kB with `Content-Length: 1000000` to `path`, then waits
 /// (at most `max_time` seconds); returns the status curl saw.
 fn short_put(e: &Env, path: &str, max_time: &str) -> String {
-    let f = e.local("short");
-    std::fs::write(&f, data(100_000, 3)).unwrap();
-    let o = e.run(
-        "curl",
-        &[
-            "-sS",
-            "--cacert",
-            e.ca.to_str().unwrap(),
-            "-o",
-            "/dev/null",
-            "-w",
-            "%{http_code}",
-            "-X",
-            "PUT",
-            "-H",
-            "Content-Length: 1000000",
-            "--data-binary",
-            &format!("@{}", f.display()),
-            "--max-time",
-            max_time,
-            &format!("{}{path}", e.url),
-        ],
-    );
+    let f = e.file("short", data(100_000, 3));
+    let o = e.curl_run(&[
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+        "-X",
+        "PUT",
+        "-H",
+        "Content-Length: 1000000",
+        "--data-binary",
+        &format!("@{}", f.display()),
+        "--max-time",
+        max_time,
+        &format!("{}{path}", e.url),
+    ]);
     String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
@@ -198,8 +173,7 @@ fn unavailable_files_say_when_to_retry() {
     let e = Env::start();
     let root = Env::root();
     let body = data(200_000, 9);
-    let src = e.local("src");
-    std::fs::write(&src, &body).unwrap();
+    let src = e.file("src", &body);
     let u = format!("{}/st/f", e.url);
     assert_eq!(e.curl(&["-T", src.to_str().unwrap(), &u]).0, 201);
     let core = e.core();
@@ -257,11 +231,7 @@ fn a_get_without_memory_is_told_to_come_back() {
     let (code, got) = e.curl(&[&u]);
     assert_eq!((code, got == big), (200, true));
     // Every part's bytes go back once sent.
-    let t = std::time::Instant::now();
-    while buffers.in_use() > 0 && t.elapsed() < std::time::Duration::from_secs(5) {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert_eq!(buffers.in_use(), 0);
+    assert_eq!(in_use_after(&buffers), 0);
 }
 
 /// A PUT's group buffer comes from the same budget: with none of it free,
@@ -275,8 +245,7 @@ fn a_put_without_memory_is_told_to_come_back() {
         c.buffers.wait_ms = Some(300);
     });
     let body = data(3 << 20, 8);
-    let src = e.local("up");
-    std::fs::write(&src, &body).unwrap();
+    let src = e.file("up", &body);
     let u = format!("{}/mem/up", e.url);
     let buffers = e.server.as_ref().unwrap().buffers.clone();
     let all =
@@ -298,11 +267,7 @@ fn a_put_without_memory_is_told_to_come_back() {
     assert_eq!(e.curl(&["-T", src.to_str().unwrap(), &u]).0, 201);
     let (code, got) = e.curl(&[&u]);
     assert_eq!((code, got == body), (200, true));
-    let t = std::time::Instant::now();
-    while buffers.in_use() > 0 && t.elapsed() < std::time::Duration::from_secs(5) {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert_eq!(buffers.in_use(), 0);
+    assert_eq!(in_use_after(&buffers), 0);
 }
 
 /// A file that cannot be read (three stripes of a RAIN 4+2 file gone):
@@ -326,8 +291,7 @@ fn an_unreadable_file_is_an_error_status_without_server_paths() {
         .await
         .expect("layout");
     });
-    let f = e.local("big");
-    std::fs::write(&f, data(6 << 20, 9)).unwrap();
+    let f = e.file("big", data(6 << 20, 9));
     let url = format!("{}/r/big", e.url);
     assert_eq!(e.curl(&["-T", f.to_str().unwrap(), &url]).0, 201);
     let fs_root = e.dir.path().join("data").join("fs");
@@ -405,4 +369,13 @@ fn an_unreadable_file_is_an_error_status_without_server_paths() {
         text.contains("Read-only") || text.contains("failure domains"),
         "{text}"
     );
+}
+
+/// What `buffers` still has in use once it reaches 0, or after 5 s.
+fn in_use_after(buffers: &tessera_core::Budget) -> u64 {
+    let t = std::time::Instant::now();
+    while buffers.in_use() > 0 && t.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    buffers.in_use()
 }

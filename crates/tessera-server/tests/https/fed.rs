@@ -8,23 +8,69 @@
 //! the probe interval.
 
 use crate::reference::Reference;
-use crate::{data, Env};
-use std::path::Path;
+use crate::{data, fed_endpoint, fed_site, fed_view, Env};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use tessera_fed::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
+use tessera_fed::{EndpointCfg, FedConfig, SiteCfg};
 
 /// Put `body` at `rel` under the reference's exported root (on its disk,
 /// as its own user).
 pub fn place(r: &Reference, rel: &str, body: &[u8]) {
-    let p = r.dir.join("data").join(rel.trim_start_matches('/'));
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(&p, body).unwrap();
-    let ok = std::process::Command::new("chown")
-        .args(["-R", "xrootd:xrootd"])
-        .arg(r.dir.join("data"))
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    crate::common::place_under(&r.dir, rel, body);
+}
+
+/// An https endpoint `name` at `site` serving the view `/fed` from `base`
+/// (a reference's URL) + `/fed`.
+pub fn https_ep(name: &str, site: &str, base: &str) -> EndpointCfg {
+    fed_endpoint(name, site, "https", format!("{base}/fed"))
+}
+
+/// Sites `a` and `b` (each a name and its clients' subnet) and https
+/// endpoints of the same names there, serving `/fed` of the references at
+/// `urls`.
+pub fn two_sites(a: [&str; 2], b: [&str; 2], urls: [&str; 2]) -> (Vec<SiteCfg>, Vec<EndpointCfg>) {
+    let sites = vec![fed_site(a[0], &[a[1]]), fed_site(b[0], &[b[1]])];
+    let endpoints = vec![https_ep("a", a[0], urls[0]), https_ep("b", b[0], urls[1])];
+    (sites, endpoints)
+}
+
+/// A server with federation `fed` that trusts `issuer` (see
+/// [`Env::trusting`]), and both CAs in one PEM file ([`cas_pem`]).
+pub fn federated(issuer: &Env, fed: FedConfig) -> (Env, PathBuf) {
+    let e = Env::trusting(issuer, move |c| c.federation = fed);
+    let cas = cas_pem(&e, issuer);
+    (e, cas)
+}
+
+/// A PROPFIND of `depth` from site a's client (127.0.0.2): (status, body).
+pub fn propfind(e: &Env, cas: &Path, url: &str, depth: &str) -> (u16, String) {
+    let depth = format!("Depth: {depth}");
+    let (code, _, xml) = get(e, cas, "127.0.0.2", url, &["-X", "PROPFIND", "-H", &depth]);
+    (code, String::from_utf8_lossy(&xml).into_owned())
+}
+
+/// The Metalink document of `url` as the client at `from` gets it:
+/// (status, document).
+pub fn metalink(e: &Env, cas: &Path, from: &str, url: &str) -> (u16, String) {
+    let accept = ["-H", "Accept: application/metalink4+xml"];
+    let (code, _, doc) = get(e, cas, from, url, &accept);
+    (code, String::from_utf8_lossy(&doc).into_owned())
+}
+
+/// Tesserad `e`'s metrics, as Prometheus scrapes them.
+pub fn metrics(e: &Env) -> String {
+    let m = e.server.as_ref().unwrap().metrics_addr;
+    let o = e.run("curl", &["-s", &format!("http://{m}/metrics")]);
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The value of the first line of the metrics `text` that starts with
+/// `name`.
+pub fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find(|l| l.starts_with(name))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{name} in the metrics: {text}"))
 }
 
 /// Both CAs (tesserad's and the sites', the issuer's) in one PEM file, as
@@ -98,35 +144,22 @@ fn a_view_sends_each_client_to_its_sites_replica() {
     place(&b, "/fed/d/x2", b"333");
     place(&b, "/fed/d/both", b"22");
     place(&b, "/fed/d/sub/y", b"4");
-    let site = |name: &str, ip: &str| SiteCfg {
-        name: name.into(),
-        subnets: vec![format!("{ip}/32")],
-        ..Default::default()
-    };
-    let ep = |name: &str, s: &str, r: &Reference| EndpointCfg {
-        name: name.into(),
-        site: s.into(),
-        kind: "https".into(),
-        url: format!("{}/fed", r.url),
-        ..Default::default()
-    };
+    let (sites, endpoints) = two_sites(
+        ["site-a", "127.0.0.2/32"],
+        ["site-b", "127.0.0.3/32"],
+        [&a.url, &b.url],
+    );
     let fed = FedConfig {
-        probe_interval: std::time::Duration::from_millis(300),
+        probe_interval: Duration::from_millis(300),
         probe_failures: 1,
-        timeout: std::time::Duration::from_millis(1000),
-        sites: vec![site("site-a", "127.0.0.2"), site("site-b", "127.0.0.3")],
-        endpoints: vec![ep("a", "site-a", &a), ep("b", "site-b", &b)],
-        views: vec![ViewCfg {
-            path: "/fed".into(),
-            endpoints: vec!["a".into(), "b".into()],
-            public: true,
-            write: "closest".into(),
-        }],
+        timeout: Duration::from_millis(1000),
+        sites,
+        endpoints,
+        views: vec![fed_view("/fed", &["a", "b"], true, "closest")],
         ..Default::default()
     };
-    let e = Env::trusting(&issuer, move |c| c.federation = fed);
     // curl trusts both CAs: tesserad's, and the sites' (the issuer's).
-    let cas = cas_pem(&e, &issuer);
+    let (e, cas) = federated(&issuer, fed);
     let url = |p: &str| format!("{}/fed{p}", e.url);
     // Each client to its own site, and the bytes through the redirect.
     for (from, want) in [("127.0.0.2", &a), ("127.0.0.3", &b)] {
@@ -137,14 +170,7 @@ fn a_view_sends_each_client_to_its_sites_replica() {
         assert!(code == 200 && got == body, "{from}: {code}");
     }
     // Metalink: every replica, the client's site first, with the size.
-    let (code, _, doc) = get(
-        &e,
-        &cas,
-        "127.0.0.3",
-        &url("/f"),
-        &["-H", "Accept: application/metalink4+xml"],
-    );
-    let doc = String::from_utf8_lossy(&doc).into_owned();
+    let (code, doc) = metalink(&e, &cas, "127.0.0.3", &url("/f"));
     assert_eq!(code, 200, "{doc}");
     let (pb, pa) = (
         doc.find(&format!("{}/fed/f", b.url)).expect("b listed"),
@@ -155,14 +181,7 @@ fn a_view_sends_each_client_to_its_sites_replica() {
     // Listings merged: the union of both sites' names (davix-ls and a
     // PROPFIND of depth 1 and 0).
     let capath = cas_dir(&e, &issuer);
-    let (code, _, xml) = get(
-        &e,
-        &cas,
-        "127.0.0.2",
-        &url("/d"),
-        &["-X", "PROPFIND", "-H", "Depth: 1"],
-    );
-    let xml = String::from_utf8_lossy(&xml).into_owned();
+    let (code, xml) = propfind(&e, &cas, &url("/d"), "1");
     assert_eq!(code, 207, "{xml}");
     assert!(
         xml.contains(
@@ -232,22 +251,8 @@ fn a_view_sends_each_client_to_its_sites_replica() {
             String::from_utf8_lossy(&rc.stderr)
         );
     }
-    let (code, _, xml) = get(
-        &e,
-        &cas,
-        "127.0.0.2",
-        &url("/d"),
-        &["-X", "PROPFIND", "-H", "Depth: 0"],
-    );
-    assert_eq!(
-        (
-            code,
-            String::from_utf8_lossy(&xml)
-                .matches("<D:response>")
-                .count()
-        ),
-        (207, 1)
-    );
+    let (code, xml) = propfind(&e, &cas, &url("/d"), "0");
+    assert_eq!((code, xml.matches("<D:response>").count()), (207, 1));
     let (code, _, _) = get(&e, &cas, "127.0.0.2", &url("/nodir/"), &["-X", "PROPFIND"]);
     assert_eq!(code, 404);
     let t = crate::tokens::token(&issuer, "storage.read:/elsewhere");
@@ -295,8 +300,7 @@ fn a_view_sends_each_client_to_its_sites_replica() {
     // the redirect for every request it makes.
     let py = std::env::var("TESSERA_UPROOT_PYTHON")
         .unwrap_or_else(|_| "/var/tmp/tessera-uproot-venv/bin/python".into());
-    let script = e.local("analysis.py");
-    std::fs::write(&script, UPROOT).unwrap();
+    let script = e.file("analysis.py", UPROOT);
     let local = e.local("t.root");
     let o = e
         .cmd(&py)
@@ -339,15 +343,8 @@ fn a_view_sends_each_client_to_its_sites_replica() {
         std::thread::sleep(Duration::from_millis(100));
     }
     // The metrics say so, and how lookups were answered.
-    let m = e.server.as_ref().unwrap().metrics_addr;
-    let o = e.run("curl", &["-s", &format!("http://{m}/metrics")]);
-    let text = String::from_utf8_lossy(&o.stdout).into_owned();
-    let value = |name: &str| -> f64 {
-        text.lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-            .unwrap_or_else(|| panic!("{name} in {text}"))
-    };
+    let text = metrics(&e);
+    let value = |name: &str| metric(&text, name);
     let up = "tessera_federation_endpoint_up{endpoint=";
     assert_eq!(value(&format!("{up}\"a\",site=\"site-a\"}}")), 0.0);
     assert_eq!(value(&format!("{up}\"b\",site=\"site-b\"}}")), 1.0);
@@ -389,43 +386,17 @@ fn metalink_clients_fail_over_to_the_next_replica() {
     let body = data(200_000, 27);
     place(&a, "/fed/f", &body);
     place(&b, "/fed/f", &body);
+    let (sites, endpoints) = two_sites(
+        ["here", "127.0.0.1/32"],
+        ["there", "127.0.0.9/32"],
+        [&a.url, &b.url],
+    );
     let fed = FedConfig {
         // Slow probes: the stopped site stays the first choice.
-        probe_interval: std::time::Duration::from_millis(600_000),
-        sites: vec![
-            SiteCfg {
-                name: "here".into(),
-                subnets: vec!["127.0.0.1/32".into()],
-                ..Default::default()
-            },
-            SiteCfg {
-                name: "there".into(),
-                subnets: vec!["127.0.0.9/32".into()],
-                ..Default::default()
-            },
-        ],
-        endpoints: vec![
-            EndpointCfg {
-                name: "a".into(),
-                site: "here".into(),
-                kind: "https".into(),
-                url: format!("{}/fed", a.url),
-                ..Default::default()
-            },
-            EndpointCfg {
-                name: "b".into(),
-                site: "there".into(),
-                kind: "https".into(),
-                url: format!("{}/fed", b.url),
-                ..Default::default()
-            },
-        ],
-        views: vec![ViewCfg {
-            path: "/fed".into(),
-            endpoints: vec!["a".into(), "b".into()],
-            public: true,
-            write: String::new(),
-        }],
+        probe_interval: Duration::from_millis(600_000),
+        sites,
+        endpoints,
+        views: vec![fed_view("/fed", &["a", "b"], true, "")],
         ..Default::default()
     };
     let e = Env::trusting(&issuer, move |c| c.federation = fed);
@@ -467,44 +438,23 @@ fn a_stuck_endpoint_delays_no_answer() {
     place(&a, "/fed/g", b"here too");
     // Connections complete in the backlog; nothing ever answers.
     let stuck = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let stuck_url = format!(
-        "https://localhost:{}/fed",
-        stuck.local_addr().unwrap().port()
-    );
-    let site = |name: &str, ip: &str| SiteCfg {
-        name: name.into(),
-        subnets: vec![format!("{ip}/32")],
-        ..Default::default()
-    };
+    let stuck_at = format!("https://localhost:{}", stuck.local_addr().unwrap().port());
     let fed = FedConfig {
-        probe_interval: std::time::Duration::from_millis(600_000),
-        timeout: std::time::Duration::from_millis(3000),
-        settle: std::time::Duration::from_millis(20),
-        sites: vec![site("site-a", "127.0.0.2"), site("slow", "127.0.0.3")],
-        endpoints: vec![
-            EndpointCfg {
-                name: "a".into(),
-                site: "site-a".into(),
-                url: format!("{}/fed", a.url),
-                ..Default::default()
-            },
-            EndpointCfg {
-                name: "stuck".into(),
-                site: "slow".into(),
-                url: stuck_url,
-                ..Default::default()
-            },
+        probe_interval: Duration::from_millis(600_000),
+        timeout: Duration::from_millis(3000),
+        settle: Duration::from_millis(20),
+        sites: vec![
+            fed_site("site-a", &["127.0.0.2/32"]),
+            fed_site("slow", &["127.0.0.3/32"]),
         ],
-        views: vec![ViewCfg {
-            path: "/fed".into(),
-            endpoints: vec!["a".into(), "stuck".into()],
-            public: true,
-            write: String::new(),
-        }],
+        endpoints: vec![
+            https_ep("a", "site-a", &a.url),
+            https_ep("stuck", "slow", &stuck_at),
+        ],
+        views: vec![fed_view("/fed", &["a", "stuck"], true, "")],
         ..Default::default()
     };
-    let e = Env::trusting(&issuer, move |c| c.federation = fed);
-    let cas = cas_pem(&e, &issuer);
+    let (e, cas) = federated(&issuer, fed);
     for (from, path) in [("127.0.0.2", "/fed/f"), ("127.0.0.1", "/fed/g")] {
         let t = Instant::now();
         let (code, to, _) = get(&e, &cas, from, &format!("{}{path}", e.url), &[]);
@@ -525,8 +475,7 @@ fn a_private_view_stays_private_under_per_site() {
     let a = Reference::start(&issuer);
     place(&a, "/priv/f", b"secret bytes");
     let fed = crate::private_view("/priv", format!("{}/priv", a.url), "127.0.0.2/32");
-    let e = Env::trusting(&issuer, move |c| c.federation = fed);
-    let cas = cas_pem(&e, &issuer);
+    let (e, cas) = federated(&issuer, fed);
     let auth = format!("Authorization: Bearer {}", e.token.as_ref().unwrap());
     for url in [format!("{}/priv", e.url), format!("{}/PerSite/a", e.url)] {
         let asks: [&[&str]; 5] = [

@@ -4,10 +4,10 @@
 //! address near Tsukuba and another near Hamburg; each client is sent to
 //! the site nearest to it, and the Metalink lists the nearest first.
 
-use crate::fed::{cas_pem, get, place};
+use crate::fed::{federated, get, https_ep, metalink, place};
 use crate::reference::Reference;
-use crate::{data, Env};
-use tessera_fed::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
+use crate::{data, fed_view, Env};
+use tessera_fed::{FedConfig, SiteCfg};
 
 const WRITE_DB: &str = r#"
 import sys
@@ -28,8 +28,7 @@ fn clients_go_to_the_nearest_site_by_geoip() {
     place(&b, "/fed/f", &body);
     let py = std::env::var("TESSERA_UPROOT_PYTHON")
         .unwrap_or_else(|_| "/var/tmp/tessera-uproot-venv/bin/python".into());
-    let script = issuer.local("geodb.py");
-    std::fs::write(&script, WRITE_DB).unwrap();
+    let script = issuer.file("geodb.py", WRITE_DB);
     let db = issuer.local("city.mmdb");
     let o = issuer
         .cmd(&py)
@@ -43,27 +42,15 @@ fn clients_go_to_the_nearest_site_by_geoip() {
         longitude: Some(lo),
         ..Default::default()
     };
-    let ep = |name: &str, s: &str, r: &Reference| EndpointCfg {
-        name: name.into(),
-        site: s.into(),
-        url: format!("{}/fed", r.url),
-        ..Default::default()
-    };
     let fed = FedConfig {
         probe_interval: std::time::Duration::from_millis(600_000),
         geoip_db: Some(db.clone()),
         sites: vec![site("desy", 53.57, 9.88), site("kek", 36.15, 140.1)],
-        endpoints: vec![ep("a", "desy", &a), ep("b", "kek", &b)],
-        views: vec![ViewCfg {
-            path: "/fed".into(),
-            endpoints: vec!["a".into(), "b".into()],
-            public: true,
-            write: String::new(),
-        }],
+        endpoints: vec![https_ep("a", "desy", &a.url), https_ep("b", "kek", &b.url)],
+        views: vec![fed_view("/fed", &["a", "b"], true, "")],
         ..Default::default()
     };
-    let e = Env::trusting(&issuer, move |c| c.federation = fed);
-    let cas = cas_pem(&e, &issuer);
+    let (e, cas) = federated(&issuer, fed);
     let url = format!("{}/fed/f", e.url);
     for (from, want) in [("127.0.0.5", &b), ("127.0.0.6", &a)] {
         let (code, to, _) = get(&e, &cas, from, &url, &[]);
@@ -71,14 +58,7 @@ fn clients_go_to_the_nearest_site_by_geoip() {
         let (code, _, got) = get(&e, &cas, from, &url, &["-L"]);
         assert!(code == 200 && got == body, "{from}: {code}");
     }
-    let (_, _, doc) = get(
-        &e,
-        &cas,
-        "127.0.0.6",
-        &url,
-        &["-H", "Accept: application/metalink4+xml"],
-    );
-    let doc = String::from_utf8_lossy(&doc).into_owned();
+    let (_, doc) = metalink(&e, &cas, "127.0.0.6", &url);
     let (pa, pb) = (
         doc.find(&format!("{}/fed/f", a.url)).expect("a listed"),
         doc.find(&format!("{}/fed/f", b.url)).expect("b listed"),

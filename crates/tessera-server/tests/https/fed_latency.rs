@@ -7,13 +7,13 @@
 //! succession load the near one until the far one is cheaper, and then
 //! some go there; the load is in the metrics.
 
-use crate::fed::{cas_pem, get, place};
+use crate::fed::{federated, get, https_ep, metric, metrics, place};
 use crate::reference::Reference;
-use crate::{data, Env};
+use crate::{data, fed_view, Env};
 use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-use tessera_fed::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
+use tessera_fed::{FedConfig, SiteCfg};
 
 /// The delay proxy in front of `to` (a reference's URL); stopped (by PID)
 /// on drop. `url` is the reference's URL through it.
@@ -59,12 +59,6 @@ fn clients_go_to_the_lowest_latency_site_until_it_is_loaded() {
     place(&near, "/fed/f", &body);
     place(&far, "/fed/f", &body);
     let (near_d, far_d) = (delayed(&near, 2.5), delayed(&far, 20.0));
-    let ep = |name: &str, site: &str, d: &Delayed| EndpointCfg {
-        name: name.into(),
-        site: site.into(),
-        url: format!("{}/fed", d.url),
-        ..Default::default()
-    };
     let site = |name: &str| SiteCfg {
         name: name.into(),
         ..Default::default()
@@ -73,17 +67,14 @@ fn clients_go_to_the_lowest_latency_site_until_it_is_loaded() {
         probe_interval: std::time::Duration::from_millis(200),
         load_capacity: 4,
         sites: vec![site("far"), site("near")],
-        endpoints: vec![ep("far", "far", &far_d), ep("near", "near", &near_d)],
-        views: vec![ViewCfg {
-            path: "/fed".into(),
-            endpoints: vec!["far".into(), "near".into()],
-            public: true,
-            write: String::new(),
-        }],
+        endpoints: vec![
+            https_ep("far", "far", &far_d.url),
+            https_ep("near", "near", &near_d.url),
+        ],
+        views: vec![fed_view("/fed", &["far", "near"], true, "")],
         ..Default::default()
     };
-    let e = Env::trusting(&issuer, move |c| c.federation = fed);
-    let cas = cas_pem(&e, &issuer);
+    let (e, cas) = federated(&issuer, fed);
     // A few probes of each: the first includes the TLS handshake.
     std::thread::sleep(Duration::from_millis(1500));
     let url = format!("{}/fed/f", e.url);
@@ -109,13 +100,9 @@ fn clients_go_to_the_lowest_latency_site_until_it_is_loaded() {
         }
     }
     assert!(n >= 20 && f >= 3, "near {n}, far {f}");
-    let m = e.server.as_ref().unwrap().metrics_addr;
-    let o = e.run("curl", &["-s", &format!("http://{m}/metrics")]);
-    let m = String::from_utf8_lossy(&o.stdout).into_owned();
-    let load = m
-        .lines()
-        .find(|l| l.starts_with("tessera_federation_endpoint_load{endpoint=\"near\""))
-        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .unwrap_or_else(|| panic!("no load of near in the metrics: {m}"));
+    let load = metric(
+        &metrics(&e),
+        "tessera_federation_endpoint_load{endpoint=\"near\"",
+    );
     assert!(load > 4.0, "near's load {load}");
 }

@@ -6,12 +6,12 @@
 //! client at the S3 site is sent to S3, writes go to S3 by the view's
 //! policy (a presigned PUT), and gfal-copy reads through the view.
 
-use crate::fed::{cas_dir, cas_pem, get, place};
+use crate::fed::{cas_dir, federated, get, https_ep, metalink, place, propfind};
 use crate::reference::Reference;
-use crate::{data, Env};
+use crate::{data, fed_endpoint, fed_site, fed_view, Env};
 use rusty_s3::{Bucket, Credentials, S3Action, UrlStyle};
 use std::time::Duration;
-use tessera_fed::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
+use tessera_fed::{EndpointCfg, FedConfig};
 
 /// The cluster's gateway: its URL, key files and keys.
 struct S3 {
@@ -103,42 +103,25 @@ fn an_s3_bucket_is_served_by_presigned_redirects() {
     s3.put(&issuer, "elsewhere/hidden", b"not under the prefix");
     place(&a, "/fed/f", &body);
     place(&a, "/fed/d/x1", b"1");
-    let site = |name: &str, ip: &str| SiteCfg {
-        name: name.into(),
-        subnets: vec![format!("{ip}/32")],
-        ..Default::default()
-    };
     let fed = FedConfig {
-        probe_interval: std::time::Duration::from_millis(300),
-        timeout: std::time::Duration::from_millis(2000),
-        sites: vec![site("site-a", "127.0.0.2"), site("cloud", "127.0.0.4")],
+        probe_interval: Duration::from_millis(300),
+        timeout: Duration::from_millis(2000),
+        sites: vec![
+            fed_site("site-a", &["127.0.0.2/32"]),
+            fed_site("cloud", &["127.0.0.4/32"]),
+        ],
         endpoints: vec![
+            https_ep("a", "site-a", &a.url),
             EndpointCfg {
-                name: "a".into(),
-                site: "site-a".into(),
-                url: format!("{}/fed", a.url),
-                ..Default::default()
-            },
-            EndpointCfg {
-                name: "s3".into(),
-                site: "cloud".into(),
-                kind: "s3".into(),
-                url: format!("{}/{name}/fed", s3.url),
                 access_key_file: Some(s3.key_file.clone().into()),
                 secret_key_file: Some(s3.secret_file.clone().into()),
-                ..Default::default()
+                ..fed_endpoint("s3", "cloud", "s3", format!("{}/{name}/fed", s3.url))
             },
         ],
-        views: vec![ViewCfg {
-            path: "/fed".into(),
-            endpoints: vec!["a".into(), "s3".into()],
-            public: true,
-            write: "s3".into(),
-        }],
+        views: vec![fed_view("/fed", &["a", "s3"], true, "s3")],
         ..Default::default()
     };
-    let e = Env::trusting(&issuer, move |c| c.federation = fed);
-    let cas = cas_pem(&e, &issuer);
+    let (e, cas) = federated(&issuer, fed);
     let url = |p: &str| format!("{}/fed{p}", e.url);
     let in_s3 = |p: &str| format!("{}/{name}/fed{p}?", s3.url);
     // The S3 site's client goes to the bucket, by a presigned URL that
@@ -162,28 +145,18 @@ fn an_s3_bucket_is_served_by_presigned_redirects() {
     assert_eq!(got, b"only in the bucket");
     let out = e.local("gfal.out");
     let capath = cas_dir(&e, &issuer);
-    let o = e
-        .cmd("gfal-copy")
-        .env("X509_CERT_DIR", &capath)
-        .args(["-f", &url("/only-s3"), &format!("file://{}", out.display())])
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "gfal-copy: {}",
-        String::from_utf8_lossy(&o.stderr)
+    crate::run_ok(
+        e.cmd("gfal-copy").env("X509_CERT_DIR", &capath).args([
+            "-f",
+            &url("/only-s3"),
+            &format!("file://{}", out.display()),
+        ]),
+        "gfal-copy",
     );
     assert_eq!(std::fs::read(&out).unwrap(), b"only in the bucket");
     // Listings: the site's names and the bucket's keys under the prefix,
     // a common prefix a directory; nothing outside the prefix.
-    let (code, _, xml) = get(
-        &e,
-        &cas,
-        "127.0.0.2",
-        &url("/d"),
-        &["-X", "PROPFIND", "-H", "Depth: 1"],
-    );
-    let xml = String::from_utf8_lossy(&xml).into_owned();
+    let (code, xml) = propfind(&e, &cas, &url("/d"), "1");
     assert_eq!(code, 207, "{xml}");
     for want in [
         "<D:href>/fed/d/x1</D:href>",
@@ -193,38 +166,18 @@ fn an_s3_bucket_is_served_by_presigned_redirects() {
     ] {
         assert!(xml.contains(want), "{want} in {xml}");
     }
-    let (code, _, xml) = get(
-        &e,
-        &cas,
-        "127.0.0.2",
-        &url("/"),
-        &["-X", "PROPFIND", "-H", "Depth: 1"],
-    );
-    let xml = String::from_utf8_lossy(&xml).into_owned();
+    let (code, xml) = propfind(&e, &cas, &url("/"), "1");
     assert!(
         code == 207 && xml.contains("/fed/only-s3<") && !xml.contains("hidden"),
         "{xml}"
     );
-    let (code, _, xml) = get(
-        &e,
-        &cas,
-        "127.0.0.2",
-        &url("/only-s3"),
-        &["-X", "PROPFIND", "-H", "Depth: 0"],
-    );
+    let (code, xml) = propfind(&e, &cas, &url("/only-s3"), "0");
     assert!(
-        code == 207 && String::from_utf8_lossy(&xml).contains("<D:getcontentlength>18<"),
+        code == 207 && xml.contains("<D:getcontentlength>18<"),
         "{code}"
     );
     // Metalink from the S3 site: the bucket first, the URL escaped.
-    let (code, _, doc) = get(
-        &e,
-        &cas,
-        "127.0.0.4",
-        &url("/f"),
-        &["-H", "Accept: application/metalink4+xml"],
-    );
-    let doc = String::from_utf8_lossy(&doc).into_owned();
+    let (code, doc) = metalink(&e, &cas, "127.0.0.4", &url("/f"));
     assert_eq!(code, 200, "{doc}");
     let (ps, pa) = (
         doc.find(&in_s3("/f")).expect("s3 listed"),
@@ -291,8 +244,7 @@ fn create_only_tokens_get_no_grant_to_replace(
 ) {
     let t = crate::tokens::token(issuer, "storage.create:/fed storage.read:/fed");
     let auth = format!("Authorization: Bearer {t}");
-    let up = e.local("create-only.bin");
-    std::fs::write(&up, b"first").unwrap();
+    let up = e.file("create-only.bin", b"first");
     let url = |p: &str| format!("{}/fed{p}", e.url);
     let put = |p: &str, extra: &[&str]| {
         let mut a = vec!["-T", up.to_str().unwrap(), "-H", &auth];

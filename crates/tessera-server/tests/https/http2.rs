@@ -8,8 +8,7 @@ use crate::{data, Env};
 fn curl_over_http2() {
     let e = Env::start_with(|c| c.https.http2 = true);
     let body = data(6_000_011, 2);
-    let f = e.local("f");
-    std::fs::write(&f, &body).unwrap();
+    let f = e.file("f", &body);
     let u = format!("{}/h2/f.bin", e.url);
     let version = |args: &[&str]| {
         let mut a = vec![

@@ -49,11 +49,7 @@ pub fn litmus(e: &Env, url: &str, suites: &str, user: &str, password: &str) -> S
         .env("TESTS", suites)
         .output()
         .expect("litmus (scripts/test installs it)");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = crate::common::all_output(&out);
     let debug = e.dir.path().join("debug.log");
     if let Ok(d) = std::fs::read_to_string(debug) {
         // Kept for a failure's message: the last exchanges.

@@ -58,8 +58,7 @@ fn a_proxy_gets_a_macaroon_no_wider_than_itself() {
     assert_eq!(c, 200, "{json}");
     let mac = macaroon_of(&json);
     let bearer = format!("Authorization: Bearer {mac}");
-    let f = e.local("m");
-    std::fs::write(&f, b"macaroon bytes").unwrap();
+    let f = e.file("m", b"macaroon bytes");
     let src = f.to_str().unwrap();
     // Within its caveats, as the account the proxy maps to (bin).
     assert_eq!(e.curl(&["-H", &bearer, "-T", src, &u("/bin/m")]).0, 201);
@@ -129,8 +128,7 @@ fn gfal_copy_with_a_proxy_only_pull_and_push() {
     own(&a, "/bin", 2);
     own(&b, "/bin", 2);
     let body: Vec<u8> = (0..2_000_003u32).map(|i| (i * 7 % 251) as u8).collect();
-    let f = a.local("src");
-    std::fs::write(&f, &body).unwrap();
+    let f = a.file("src", &body);
     let proxy = p.join("alice-voms.pem");
     let px = proxy.to_str().unwrap();
     let up = format!("{}/bin/src.bin", a.url);
@@ -149,32 +147,25 @@ fn gfal_copy_with_a_proxy_only_pull_and_push() {
             }
         }
     }
-    let gfal = |mode: &str, src: &str, dst: &str| {
-        let o = b
-            .cmd("gfal-copy")
-            .env("X509_CERT_DIR", &both)
-            .env("X509_USER_PROXY", &proxy)
-            .args(["--copy-mode", mode, "-K", "ADLER32", src, dst])
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "gfal-copy {mode}: {}\n{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
+    // A copy by `mode` from `src` to `path` at `to`: all the bytes there,
+    // owned by the account the proxy maps to.
+    let gfal = |mode: &str, src: &str, (to, path): (&Env, &str)| {
+        let dst = format!("{}{path}", to.url).replace("https://", "davs://");
+        crate::run_ok(
+            b.cmd("gfal-copy")
+                .env("X509_CERT_DIR", &both)
+                .env("X509_USER_PROXY", &proxy)
+                .args(["--copy-mode", mode, "-K", "ADLER32", src, &dst]),
+            &format!("gfal-copy {mode}"),
         );
+        let got = to
+            .rt
+            .block_on(to.core().stat(&Env::root(), Env::path(path)))
+            .unwrap();
+        assert_eq!((got.size, got.uid), (body.len() as u64, 2), "{mode}");
+        dst
     };
     let src = format!("{}/bin/src.bin", a.url).replace("https://", "davs://");
-    let dst = format!("{}/bin/pulled.bin", b.url).replace("https://", "davs://");
-    gfal("pull", &src, &dst);
-    let got =
-        b.rt.block_on(b.core().stat(&Env::root(), Env::path("/bin/pulled.bin")))
-            .unwrap();
-    assert_eq!((got.size, got.uid), (body.len() as u64, 2));
-    let back = format!("{}/bin/pushed.bin", a.url).replace("https://", "davs://");
-    gfal("push", &dst, &back);
-    let got =
-        a.rt.block_on(a.core().stat(&Env::root(), Env::path("/bin/pushed.bin")))
-            .unwrap();
-    assert_eq!((got.size, got.uid), (body.len() as u64, 2));
+    let dst = gfal("pull", &src, (&b, "/bin/pulled.bin"));
+    gfal("push", &dst, (&a, "/bin/pushed.bin"));
 }

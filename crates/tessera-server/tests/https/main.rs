@@ -25,15 +25,18 @@ mod webdav;
 mod x509;
 
 #[path = "../common/mod.rs"]
+#[macro_use]
 mod common;
 pub use common::{
-    adler32, data, evict_page_cache, first_fsid, pki, private_dir, private_view, reads_in_line,
-    reads_in_line_after, set_fs_status, take_pki, vo_group_dir,
+    adler32, assert_ran, data, evict_page_cache, fed_endpoint, fed_site, fed_view, first_fsid, pki,
+    private_dir, private_view, quota_dir, reads_in_line, reads_in_line_after, run_ok,
+    set_fs_status, take_pki, vo_group_dir,
 };
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
-use tessera_types::{Identity, NsPath};
+
+server_env!(Env);
 
 pub struct Env {
     pub dir: tempfile::TempDir,
@@ -102,20 +105,15 @@ impl Env {
         e
     }
 
-    pub fn core(&self) -> &tessera_core::Core {
-        self.server.as_ref().expect("running").core().expect("core")
-    }
-
-    pub fn root() -> Identity {
-        Identity::root("test")
-    }
-
-    pub fn path(p: &str) -> NsPath {
-        NsPath::parse(p).expect("path")
-    }
-
     pub fn local(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
+    }
+
+    /// A local file `name` holding `bytes`: its path.
+    pub fn file(&self, name: &str, bytes: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.local(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
     }
 
     pub fn cmd(&self, prog: &str) -> Command {
@@ -135,13 +133,7 @@ impl Env {
 
     pub fn ok(&self, prog: &str, args: &[&str]) -> String {
         let o = self.run(prog, args);
-        assert!(
-            o.status.success(),
-            "{prog} {args:?} failed ({:?}):\n{}\n{}",
-            o.status.code(),
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_ran(&o, &format!("{prog} {args:?}"));
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
@@ -165,6 +157,21 @@ impl Env {
         args.push(url);
         let (code, out) = self.curl(&args);
         (code, String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// curl (quiet, errors shown) with the dev CA and `args`: its output,
+    /// unchecked.
+    pub fn curl_run(&self, args: &[&str]) -> Output {
+        let mut a = vec!["-sS", "--cacert", self.ca.to_str().unwrap()];
+        a.extend_from_slice(args);
+        self.run("curl", &a)
+    }
+
+    /// The same, asserted to succeed (as [`Env::ok`]): its stdout.
+    pub fn curl_ok(&self, args: &[&str]) -> String {
+        let o = self.curl_run(args);
+        assert_ran(&o, &format!("curl {args:?}"));
+        String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
     /// curl with the dev CA; returns (status code, body).
@@ -203,13 +210,5 @@ pub fn root_issuer(iss: String) -> tessera_server::config::IssuerCfg {
         groups: Default::default(),
         may_create: true,
         local_users: false,
-    }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        if let Some(s) = self.server.take() {
-            let _ = self.rt.block_on(s.shutdown());
-        }
     }
 }

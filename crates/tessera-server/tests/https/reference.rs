@@ -6,7 +6,7 @@
 
 use crate::{data, Env};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Child;
 
 /// Debian's xrootd with XrdHttp and XrdHttpTPC; stopped (by PID) on drop.
 pub struct Reference {
@@ -29,14 +29,7 @@ fn free_port() -> u16 {
     crate::common::spare_ports::<1>()[0]
 }
 
-fn chown_xrootd(p: &Path) {
-    let ok = Command::new("chown")
-        .args(["-R", "xrootd:xrootd"])
-        .arg(p)
-        .status()
-        .expect("chown");
-    assert!(ok.success());
-}
+use crate::common::chown_xrootd;
 
 impl Reference {
     /// With tesserad's dev certificate and CA.
@@ -118,28 +111,7 @@ impl Reference {
             std::fs::Permissions::from_mode(0o400),
         )
         .unwrap();
-        // setpriv executes xrootd itself: the PID we hold is the server's.
-        let child = Command::new("setpriv")
-            .args([
-                "--reuid",
-                "xrootd",
-                "--regid",
-                "xrootd",
-                "--init-groups",
-                "--",
-                "env",
-                "-i",
-                "PATH=/usr/bin:/bin",
-            ])
-            .arg(format!("HOME={d}/home"))
-            .args(["xrootd", "-I", "v4", "-c"])
-            .arg(dir.join("xrd.cfg"))
-            .args(["-n", "ref", "-l"])
-            .arg(dir.join("xrootd.log"))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("xrootd");
+        let child = crate::common::spawn_xrootd(&dir, "ref");
         let r = Reference {
             child,
             url: format!("https://localhost:{hport}"),
@@ -180,9 +152,8 @@ fn gfal_copy(e: &Env, x: &Reference, mode: &str, src: &str, dst: &str) {
         .unwrap();
     assert!(
         o.status.success(),
-        "gfal-copy {mode} {src} {dst}: {}\n{}\nreference log:\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr),
+        "gfal-copy {mode} {src} {dst}: {}\nreference log:\n{}",
+        crate::common::out_err(&o),
         x.log_tail()
     );
 }
@@ -205,8 +176,7 @@ fn both() -> (Env, Reference, Env) {
 fn third_party_copies_with_debian_xrootd_both_ways() {
     let (e, x, _issuer) = both();
     let body = data(7_340_033, 12);
-    let f = e.local("src");
-    std::fs::write(&f, &body).unwrap();
+    let f = e.file("src", &body);
     let (code, _) = e.curl(&["-T", f.to_str().unwrap(), &format!("{}/ref/t.bin", x.url)]);
     assert!(
         (200..300).contains(&code),

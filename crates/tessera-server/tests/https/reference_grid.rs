@@ -83,8 +83,7 @@ fn gfal_copy_with_a_proxy_only_both_ways_with_the_reference() {
     let px = proxy.to_str().unwrap();
     crate::private_dir(&e.rt, e.core(), "/bin", 2);
     let body = crate::data(4_000_037, 36);
-    let f = e.local("src");
-    std::fs::write(&f, &body).unwrap();
+    let f = e.file("src", &body);
     let src = format!("{}/bin/src.bin", e.url);
     let (code, _) = e.curl(&["--cert", px, "--key", px, "-T", f.to_str().unwrap(), &src]);
     assert_eq!(code, 201);
@@ -99,9 +98,8 @@ fn gfal_copy_with_a_proxy_only_both_ways_with_the_reference() {
             .unwrap();
         assert!(
             o.status.success(),
-            "gfal-copy {mode} {from} {to}: {}\n{}\nreference log:\n{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr),
+            "gfal-copy {mode} {from} {to}: {}\nreference log:\n{}",
+            crate::common::out_err(&o),
             x.log_tail()
         );
     };
@@ -124,17 +122,12 @@ fn gfal_copy_with_a_proxy_only_both_ways_with_the_reference() {
     // gsi over root:// to both, with the same proxy.
     let tess = e.server.as_ref().unwrap().xrootd_addr.unwrap();
     for url in [format!("root://localhost:{}", tess.port()), x.root.clone()] {
-        let o = e
-            .cmd("xrdfs")
-            .env("X509_USER_PROXY", &proxy)
-            .env("XrdSecPROTOCOL", "gsi")
-            .args([url.as_str(), "ls", "/"])
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "xrdfs {url}: {}",
-            String::from_utf8_lossy(&o.stderr)
+        crate::run_ok(
+            e.cmd("xrdfs")
+                .env("X509_USER_PROXY", &proxy)
+                .env("XrdSecPROTOCOL", "gsi")
+                .args([url.as_str(), "ls", "/"]),
+            &format!("xrdfs {url}"),
         );
     }
 }
@@ -149,8 +142,7 @@ fn gfal_copy_with_a_proxy_only_both_ways_with_the_reference() {
 fn bad_certificates_side_by_side_with_the_reference() {
     let (e, x, p) = both_with_crl(2);
     crate::private_dir(&e.rt, e.core(), "/bin", 2);
-    let f = e.local("small");
-    std::fs::write(&f, b"side by side\n").unwrap();
+    let f = e.file("small", b"side by side\n");
     let tess_root = format!(
         "root://localhost:{}",
         e.server.as_ref().unwrap().xrootd_addr.unwrap().port()

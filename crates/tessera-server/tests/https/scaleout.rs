@@ -4,7 +4,6 @@
 //! a gateway refuses a bad capability and sends every other request back.
 
 use crate::{adler32, data, Env};
-use std::os::unix::fs::PermissionsExt;
 use std::sync::atomic::Ordering;
 use tessera_server::config::{Config, Role};
 
@@ -30,9 +29,7 @@ fn cluster() -> Cluster {
 /// A metadata service (with `change`) and two gateways.
 pub fn cluster_with(change: impl FnOnce(&mut Config)) -> Cluster {
     let dir = tempfile::tempdir().expect("tmp");
-    let secret = dir.path().join("cluster.secret");
-    std::fs::write(&secret, SECRET).unwrap();
-    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let secret = crate::common::cluster_secret(dir.path(), SECRET);
     let mgm = Env::start_with(|cfg| {
         cfg.role = Role::Mgm;
         cfg.cluster.secret_file = Some(secret.clone());
@@ -42,17 +39,10 @@ pub fn cluster_with(change: impl FnOnce(&mut Config)) -> Cluster {
     let dev = mgm.dir.path().join("data").join("dev");
     let mut gateways = Vec::new();
     for site in ["site-a", "site-b"] {
-        let mut cfg = Config {
-            role: Role::Gateway,
-            data_dir: dir.path().join(site),
-            ..Config::default()
-        };
-        cfg.listen.xrootd = Some(([127, 0, 0, 1], 0).into());
+        let mut cfg = crate::common::gateway_config(dir.path().join(site), &secret);
         cfg.listen.https = Some(([127, 0, 0, 1], 0).into());
         cfg.tls.cert = Some(dev.join("server.pem"));
         cfg.tls.key = Some(dev.join("server.key"));
-        cfg.listen.metrics = ([127, 0, 0, 1], 0).into();
-        cfg.cluster.secret_file = Some(secret.clone());
         cfg.cluster.mgm = Some(server.admin_addr.to_string());
         cfg.cluster.mgm_xrootd = Some(server.xrootd_addr.expect("xrootd").to_string());
         cfg.cluster.mgm_https = Some(format!("localhost:{}", mgm.addr.port()));
@@ -80,22 +70,15 @@ fn curl_follows_307s_to_both_gateways() {
     let c = cluster();
     let e = &c.mgm;
     // Without -L: the redirect itself, with a capability for a gateway.
-    let f = e.local("f");
-    std::fs::write(&f, data(1000, 1)).unwrap();
+    let f = e.file("f", data(1000, 1));
     let (code, _) = e.curl(&["-T", f.to_str().unwrap(), &format!("{}/so/peek", e.url)]);
     assert_eq!(code, 307);
-    let hdrs = e.run(
-        "curl",
-        &[
-            "-sS",
-            "-i",
-            "--cacert",
-            e.ca.to_str().unwrap(),
-            "-T",
-            f.to_str().unwrap(),
-            &format!("{}/so/peek", e.url),
-        ],
-    );
+    let hdrs = e.curl_run(&[
+        "-i",
+        "-T",
+        f.to_str().unwrap(),
+        &format!("{}/so/peek", e.url),
+    ]);
     let text = String::from_utf8_lossy(&hdrs.stdout).to_lowercase();
     let ports: Vec<String> = c
         .gateways
@@ -163,8 +146,7 @@ fn davix_and_gfal_follow_the_redirects() {
     let c = cluster();
     let e = &c.mgm;
     let body = data(5 << 20, 3);
-    let up = e.local("up");
-    std::fs::write(&up, &body).unwrap();
+    let up = e.file("up", &body);
     let url = format!("{}/tools/d", e.url);
     let capath = e.ca_dir.to_str().unwrap().to_string();
     e.ok(
@@ -198,8 +180,7 @@ fn gateways_check_capabilities_and_send_the_rest_back() {
     let c = cluster();
     let e = &c.mgm;
     let body = data(70_000, 9);
-    let up = e.local("up");
-    std::fs::write(&up, &body).unwrap();
+    let up = e.file("up", &body);
     let (code, _) = e.curl(&[
         "-L",
         "-T",
@@ -220,16 +201,7 @@ fn gateways_check_capabilities_and_send_the_rest_back() {
     // path with a forged one is 403 too, not a 400 telling paths apart.
     let (code, _) = e.curl(&[&format!("{gw}/cap/f%zz?tessera.cap=7b7d.00")]);
     assert_eq!(code, 403);
-    let hdrs = e.run(
-        "curl",
-        &[
-            "-sS",
-            "-i",
-            "--cacert",
-            e.ca.to_str().unwrap(),
-            &format!("{}/cap/f", e.url),
-        ],
-    );
+    let hdrs = e.curl_run(&["-i", &format!("{}/cap/f", e.url)]);
     let text = String::from_utf8_lossy(&hdrs.stdout).into_owned();
     let cap = text
         .split("tessera.cap=")
@@ -270,22 +242,9 @@ fn over_quota_through_a_gateway_is_507_and_leaves_nothing() {
     let c = cluster();
     let e = &c.mgm;
     let core = e.core();
-    e.rt.block_on(async {
-        core.mkdir(&Env::root(), Env::path("/q"), 0o777, false)
-            .await
-            .expect("mkdir");
-        core.quota_set(
-            &Env::root(),
-            Env::path("/q"),
-            tessera_core::QuotaTarget::project(),
-            Some(100_000),
-            None,
-        )
-        .await
-        .expect("quota");
-    });
-    let up = e.local("big");
-    std::fs::write(&up, data(300_000, 4)).unwrap();
+    let project = tessera_core::QuotaTarget::project();
+    crate::quota_dir(&e.rt, core, ("/q", 0o777), project, 100_000);
+    let up = e.file("big", data(300_000, 4));
     let (code, _) = e.curl(&[
         "-L",
         "-T",
@@ -317,8 +276,7 @@ fn certificates_reach_the_gateways_as_their_account_and_vo_group() {
     let small = e.local("small");
     let body = data(100_000, 9);
     std::fs::write(&small, &body).unwrap();
-    let big = e.local("big");
-    std::fs::write(&big, data(2 << 20, 10)).unwrap();
+    let big = e.file("big", data(2 << 20, 10));
     let u = |n: &str| format!("{}/higgs/{n}", e.url);
     // An upload with the proxy, following the 307 to a gateway.
     let put = |from: &std::path::Path, to: &str| {

@@ -32,8 +32,7 @@ fn bearer(t: &str) -> String {
 #[test]
 fn tokens_over_https() {
     let e = start();
-    let f = e.local("f");
-    std::fs::write(&f, data(100_000, 1)).unwrap();
+    let f = e.file("f", data(100_000, 1));
     let body = std::fs::read(&f).unwrap();
     let u = |p: &str| format!("{}{p}", e.url);
     // Anonymous: read and list yes, write no: asked to log in (401 with

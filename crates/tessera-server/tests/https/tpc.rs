@@ -32,8 +32,7 @@ fn both_cas(a: &Env, b: &Env) -> std::path::PathBuf {
 fn pull_with_curl_markers_and_failures() {
     let (a, b) = pair();
     let body = data(9_000_001, 4);
-    let f = a.local("src");
-    std::fs::write(&f, &body).unwrap();
+    let f = a.file("src", &body);
     let src = format!("{}/tpc/src.bin", a.url);
     assert_eq!(a.curl(&["-T", f.to_str().unwrap(), &src]).0, 201);
     // B has no /in/deeper yet: the pull makes the parents, as a PUT does.
@@ -55,18 +54,7 @@ fn pull_with_curl_markers_and_failures() {
     // The copy and its checksum are complete when success is reported.
     let (code, got) = b.curl(&[&dst]);
     assert!(code == 200 && got == body);
-    let o = b.ok(
-        "curl",
-        &[
-            "-sS",
-            "--cacert",
-            b.ca.to_str().unwrap(),
-            "-I",
-            "-H",
-            "Want-Digest: adler32",
-            &dst,
-        ],
-    );
+    let o = b.curl_ok(&["-I", "-H", "Want-Digest: adler32", &dst]);
     assert!(
         o.contains(&format!("digest: adler32={}", adler32(&body))),
         "{o}"
@@ -115,8 +103,7 @@ fn pull_with_curl_markers_and_failures() {
 fn gfal_copy_pull_between_two_servers() {
     let (a, b) = pair();
     let body = data(3_333_333, 5);
-    let f = a.local("src");
-    std::fs::write(&f, &body).unwrap();
+    let f = a.file("src", &body);
     let src = format!("{}/g/src.bin", a.url);
     assert_eq!(a.curl(&["-T", f.to_str().unwrap(), &src]).0, 201);
     assert_eq!(b.curl(&["-X", "MKCOL", &format!("{}/g", b.url)]).0, 201);
@@ -135,9 +122,8 @@ fn gfal_copy_pull_between_two_servers() {
         .collect();
     assert!(
         o.status.success(),
-        "gfal-copy pull: {}\n{}\nCA dir: {listing:?}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+        "gfal-copy pull: {}\nCA dir: {listing:?}",
+        crate::common::out_err(&o)
     );
     assert!(b.curl(&[&dst]).1 == body);
 }
@@ -150,8 +136,7 @@ fn push_with_curl_and_gfal_copy() {
     a.rt.block_on(a.core().mkdir(&Env::root(), Env::path("/p"), 0o777, false))
         .unwrap();
     let body = data(5_000_003, 6);
-    let f = b.local("src");
-    std::fs::write(&f, &body).unwrap();
+    let f = b.file("src", &body);
     // B holds the file and pushes it to A (B trusts A's CA).
     let src = format!("{}/p/src.bin", b.url);
     assert_eq!(b.curl(&["-T", f.to_str().unwrap(), &src]).0, 201);
@@ -175,18 +160,12 @@ fn push_with_curl_and_gfal_copy() {
     // gfal-copy in push mode.
     let both = both_cas(&a, &b);
     let dst2 = format!("{}/p/dst2.bin", a.url);
-    let o = b
-        .cmd("gfal-copy")
-        .env("X509_CERT_DIR", &both)
-        .env("BEARER_TOKEN", b.token.as_ref().unwrap())
-        .args(["--copy-mode", "push", "-K", "ADLER32", &src, &dst2])
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "gfal-copy push: {}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+    crate::run_ok(
+        b.cmd("gfal-copy")
+            .env("X509_CERT_DIR", &both)
+            .env("BEARER_TOKEN", b.token.as_ref().unwrap())
+            .args(["--copy-mode", "push", "-K", "ADLER32", &src, &dst2]),
+        "gfal-copy push",
     );
     assert!(a.curl(&[&dst2]).1 == body);
 }
@@ -195,8 +174,7 @@ fn push_with_curl_and_gfal_copy() {
 fn multi_stream_pull_reads_ranges_in_parallel() {
     let (a, b) = pair();
     let body = data(30_000_017, 8);
-    let f = a.local("src");
-    std::fs::write(&f, &body).unwrap();
+    let f = a.file("src", &body);
     let src = format!("{}/ms/src.bin", a.url);
     assert_eq!(a.curl(&["-T", f.to_str().unwrap(), &src]).0, 201);
     assert_eq!(b.curl(&["-X", "MKCOL", &format!("{}/ms", b.url)]).0, 201);
@@ -412,8 +390,7 @@ fn multi_stream_pull_holds_its_pieces_under_the_budget() {
         c.buffers.wait_ms = Some(300);
     });
     let body = data(30_000_017, 9);
-    let f = a.local("src");
-    std::fs::write(&f, &body).unwrap();
+    let f = a.file("src", &body);
     let src = format!("{}/mb/src.bin", a.url);
     assert_eq!(a.curl(&["-T", f.to_str().unwrap(), &src]).0, 201);
     assert_eq!(b.curl(&["-X", "MKCOL", &format!("{}/mb", b.url)]).0, 201);

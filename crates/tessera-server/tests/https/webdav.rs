@@ -22,8 +22,7 @@ fn validators(e: &Env, url: &str) -> (String, String) {
 #[test]
 fn conditional_requests_with_curl() {
     let e = Env::start();
-    let f = e.local("up");
-    std::fs::write(&f, b"first").unwrap();
+    let f = e.file("up", b"first");
     let u = format!("{}/cond/a.txt", e.url);
     assert_eq!(e.curl(&["-T", f.to_str().unwrap(), &u]).0, 201);
     let (tag, modified) = validators(&e, &u);
@@ -296,8 +295,7 @@ fn a_collection_delete_names_what_it_could_not_delete() {
         "Authorization: Bearer {}",
         crate::tokens::token(&e, "storage.read:/data storage.modify:/data")
     );
-    let f = e.local("up");
-    std::fs::write(&f, b"x").unwrap();
+    let f = e.file("up", b"x");
     let u = |p: &str| format!("{}{p}", e.url);
     let up = f.to_str().unwrap();
     assert_eq!(

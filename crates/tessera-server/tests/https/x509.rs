@@ -50,8 +50,7 @@ fn proxies_map_to_accounts_and_write_as_them() {
     let u = |path: &str| format!("{}{path}", e.url);
     private_dir(&e, "/daemon", 1);
     private_dir(&e, "/bin", 2);
-    let f = e.local("f");
-    std::fs::write(&f, b"grid bytes\n").unwrap();
+    let f = e.file("f", b"grid bytes\n");
     let src = f.to_str().unwrap();
 
     // Without a certificate: asked for credentials.
@@ -138,8 +137,7 @@ fn vo_groups_in_acls_and_other_clients() {
         .await
         .unwrap();
     });
-    let f = e.local("g");
-    std::fs::write(&f, vec![7u8; 100_000]).unwrap();
+    let f = e.file("g", vec![7u8; 100_000]);
     let src = f.to_str().unwrap();
     let url = format!("{}/higgs/", e.url);
     // alice's plain proxy (daemon, no VO groups) may not write there; with
@@ -156,47 +154,30 @@ fn vo_groups_in_acls_and_other_clients() {
     // davix and gfal2 with the proxy (X509_USER_PROXY, as jobs have it).
     let proxy = p.join("alice-voms.pem");
     let davs = url.replace("https://", "davs://");
-    let env = |c: &mut std::process::Command| {
+    let with_proxy = |prog: &str| {
+        let mut c = e.cmd(prog);
         c.env("X509_USER_PROXY", &proxy)
             .env("X509_CERT_DIR", &e.ca_dir)
             .env("X509_USER_CERT", &proxy)
             .env("X509_USER_KEY", &proxy);
+        c
     };
-    let put = e.local("put");
-    std::fs::write(&put, vec![9u8; 50_000]).unwrap();
-    let mut c = e.cmd("davix-put");
-    env(&mut c);
-    let o = c
-        .args([
-            "--capath",
-            e.ca_dir.to_str().unwrap(),
-            "--cert",
-            proxy.to_str().unwrap(),
-        ])
-        .arg(&put)
-        .arg(format!("{url}davix"))
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "davix-put: {}",
-        String::from_utf8_lossy(&o.stderr)
+    let put = e.file("put", vec![9u8; 50_000]);
+    let (ca_dir, cert) = (e.ca_dir.to_str().unwrap(), proxy.to_str().unwrap());
+    crate::run_ok(
+        with_proxy("davix-put")
+            .args(["--capath", ca_dir, "--cert", cert])
+            .arg(&put)
+            .arg(format!("{url}davix")),
+        "davix-put",
     );
-    let mut c = e.cmd("gfal-copy");
-    env(&mut c);
-    let o = c
-        .arg(format!("file://{}", put.display()))
-        .arg(format!("{davs}gfal"))
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "gfal-copy: {}",
-        String::from_utf8_lossy(&o.stderr)
+    crate::run_ok(
+        with_proxy("gfal-copy")
+            .arg(format!("file://{}", put.display()))
+            .arg(format!("{davs}gfal")),
+        "gfal-copy",
     );
-    let mut c = e.cmd("gfal-ls");
-    env(&mut c);
-    let o = c.arg(&davs).output().unwrap();
+    let o = with_proxy("gfal-ls").arg(&davs).output().unwrap();
     let ls = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success() && ls.contains("gfal") && ls.contains("davix"),
@@ -300,24 +281,10 @@ fn vo_groups_with_gids_own_files_and_their_group_quota() {
         c.x509.groups.insert("/cms/higgs".into(), 3001);
     });
     let core = e.core();
-    e.rt.block_on(async {
-        core.mkdir(&Env::root(), Env::path("/vq"), 0o777, false)
-            .await
-            .unwrap();
-        core.quota_set(
-            &Env::root(),
-            Env::path("/vq"),
-            tessera_core::QuotaTarget::group(3001),
-            Some(1 << 20),
-            None,
-        )
-        .await
-        .unwrap();
-    });
-    let small = e.local("small");
-    std::fs::write(&small, vec![1u8; 100_000]).unwrap();
-    let big = e.local("big");
-    std::fs::write(&big, vec![2u8; 2 << 20]).unwrap();
+    let higgs = tessera_core::QuotaTarget::group(3001);
+    crate::quota_dir(&e.rt, core, ("/vq", 0o777), higgs, 1 << 20);
+    let small = e.file("small", vec![1u8; 100_000]);
+    let big = e.file("big", vec![2u8; 2 << 20]);
     let u = |n: &str| format!("{}/vq/{n}", e.url);
     // The VOMS proxy's /cms/higgs has gid 3001: its files are that group's,
     // and the group's quota holds.

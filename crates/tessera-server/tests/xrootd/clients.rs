@@ -58,22 +58,7 @@ fn crc32c_end_to_end() {
     write_file(&src, &body);
     let url = format!("{}//crc/f", e.url);
     // xrdcp computes crc32c itself and compares with the server's.
-    e.ok(
-        "xrdcp",
-        &["--nopbar", "--cksum", "crc32c", src.to_str().unwrap(), &url],
-    );
-    let back = e.local("c.down");
-    e.ok(
-        "xrdcp",
-        &[
-            "--nopbar",
-            "--cksum",
-            "crc32c",
-            &url,
-            back.to_str().unwrap(),
-        ],
-    );
-    assert!(std::fs::read(&back).unwrap() == body);
+    checked_round_trip(&e, "crc32c", (&src, &body), &url, "c.down");
     let q = e.ok(
         "xrdfs",
         &[&e.url, "query", "checksum", "/crc/f?cks.type=crc32c"],
@@ -240,22 +225,7 @@ fn roots_with_the_dev_ca() {
     let body = data(3 << 20, 5);
     write_file(&f, &body);
     let url = format!("{}//tls/f", e.tls_url);
-    e.ok(
-        "xrdcp",
-        &["--nopbar", "--cksum", "adler32", f.to_str().unwrap(), &url],
-    );
-    let back = e.local("back");
-    e.ok(
-        "xrdcp",
-        &[
-            "--nopbar",
-            "--cksum",
-            "adler32",
-            &url,
-            back.to_str().unwrap(),
-        ],
-    );
-    assert!(std::fs::read(&back).unwrap() == body);
+    checked_round_trip(&e, "adler32", (&f, &body), &url, "back");
     let ls = e.ok("xrdfs", &[&e.tls_url, "ls", "-l", "/tls"]);
     assert!(ls.contains("/tls/f"), "{ls}");
     // Without the CA the client refuses the server.
@@ -373,4 +343,20 @@ fn downloads_of_files_in_memory_are_read_in_line() {
     down("read from the disk");
     down("in memory again");
     assert_eq!(reads_in_line_after(e.core(), "xroot", 2), 2);
+}
+
+/// `src` (holding `body`) up to `url` and back into the local file `back`,
+/// xrdcp checking checksum `kind` both ways: the bytes back are `body`.
+fn checked_round_trip(
+    e: &Env,
+    kind: &str,
+    (src, body): (&std::path::Path, &[u8]),
+    url: &str,
+    back: &str,
+) {
+    let cp = |from: &str, to: &str| e.ok("xrdcp", &["--nopbar", "--cksum", kind, from, to]);
+    cp(src.to_str().unwrap(), url);
+    let back = e.local(back);
+    cp(url, back.to_str().unwrap());
+    assert!(std::fs::read(&back).unwrap() == body);
 }

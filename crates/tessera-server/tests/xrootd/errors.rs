@@ -88,34 +88,15 @@ fn kxr_error_numbers() {
             &format!("{}//private/secret", e.url),
         ],
     );
-    e.rt.block_on(async {
+    for (p, mode) in [("/private", 0o700), ("/private/secret", 0o600)] {
         let a = SetAttr {
-            mode: Some(0o700),
+            mode: Some(mode),
             ..SetAttr::default()
         };
-        core.setattr(&root, Env::path("/private"), a)
-            .await
+        e.rt.block_on(core.setattr(&root, Env::path(p), a))
             .expect("chmod");
-        let a = SetAttr {
-            mode: Some(0o600),
-            ..SetAttr::default()
-        };
-        core.setattr(&root, Env::path("/private/secret"), a)
-            .await
-            .expect("chmod");
-        core.mkdir(&root, Env::path("/q"), 0o777, false)
-            .await
-            .expect("mkdir");
-        core.quota_set(
-            &root,
-            Env::path("/q"),
-            QuotaTarget::user(0),
-            Some(1 << 20),
-            None,
-        )
-        .await
-        .expect("quota");
-    });
+    }
+    crate::quota_dir(&e.rt, core, ("/q", 0o777), QuotaTarget::user(0), 1 << 20);
     assert_eq!(
         codes(&e, "notfound", false),
         [err::NOT_FOUND, err::NOT_FOUND]

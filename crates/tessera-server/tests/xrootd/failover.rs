@@ -115,15 +115,9 @@ for tried, want in (("localhost", "127.0.0.1"), ("127.0.0.1", "localhost")):
         f.close()
 print("ok")
 "#;
-    let out = Command::new("/usr/bin/python3")
-        .args(["-c", script, &url])
-        .output()
-        .expect("python3");
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    crate::run_ok(
+        Command::new("/usr/bin/python3").args(["-c", script, &url]),
+        "python3 (the tried= script)",
     );
     let src = e.local("src");
     std::fs::write(&src, &body).unwrap();

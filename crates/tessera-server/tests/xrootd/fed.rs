@@ -8,20 +8,12 @@
 //! interval; a file on no site is not found.
 
 use crate::update::Reference;
-use crate::Env;
+use crate::{fed_endpoint, fed_site, fed_view, Env};
 use std::time::{Duration, Instant};
-use tessera_fed::{EndpointCfg, FedConfig, SiteCfg, ViewCfg};
+use tessera_fed::FedConfig;
 
 fn place(r: &Reference, rel: &str, body: &[u8]) {
-    let p = r.dir.join("data").join(rel.trim_start_matches('/'));
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(&p, body).unwrap();
-    let ok = std::process::Command::new("chown")
-        .args(["-R", "xrootd:xrootd"])
-        .arg(r.dir.join("data"))
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    crate::common::place_under(&r.dir, rel, body);
 }
 
 #[test]
@@ -32,55 +24,25 @@ fn xrootd_clients_are_redirected_to_their_sites_replica() {
     let (pa, pb) = (a.port, b.port);
     let e = Env::start_with(move |c| {
         c.federation = FedConfig {
-            probe_interval: std::time::Duration::from_millis(300),
+            probe_interval: Duration::from_millis(300),
             probe_failures: 1,
-            timeout: std::time::Duration::from_millis(1000),
+            timeout: Duration::from_millis(1000),
             sites: vec![
-                SiteCfg {
-                    name: "a".into(),
-                    subnets: vec!["127.0.0.1/32".into()],
-                    ..Default::default()
-                },
-                SiteCfg {
-                    name: "b".into(),
-                    subnets: vec!["127.0.0.9/32".into()],
-                    ..Default::default()
-                },
+                fed_site("a", &["127.0.0.1/32"]),
+                fed_site("b", &["127.0.0.9/32"]),
             ],
             endpoints: vec![
-                EndpointCfg {
-                    name: "xa".into(),
-                    site: "a".into(),
-                    kind: "root".into(),
-                    url: format!("root://127.0.0.1:{pa}//fed"),
-                    ..Default::default()
-                },
-                EndpointCfg {
-                    name: "xb".into(),
-                    site: "b".into(),
-                    kind: "root".into(),
-                    url: format!("root://127.0.0.1:{pb}//fed"),
-                    ..Default::default()
-                },
+                fed_endpoint("xa", "a", "root", format!("root://127.0.0.1:{pa}//fed")),
+                fed_endpoint("xb", "b", "root", format!("root://127.0.0.1:{pb}//fed")),
             ],
-            views: vec![ViewCfg {
-                path: "/fed".into(),
-                endpoints: vec!["xa".into(), "xb".into()],
-                public: true,
-                write: "closest".into(),
-            }],
+            views: vec![fed_view("/fed", &["xa", "xb"], true, "closest")],
             ..Default::default()
         }
     });
     let url = format!("{}//fed/f", e.url);
     let fetch = || {
         let out = e.local("got");
-        let o = e.run("xrdcp", &["-f", "-s", &url, out.to_str().unwrap()]);
-        assert!(
-            o.status.success(),
-            "xrdcp: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        e.ok("xrdcp", &["-f", "-s", &url, out.to_str().unwrap()]);
         std::fs::read_to_string(&out).unwrap()
     };
     assert_eq!(fetch(), "the bytes at site a\n");
@@ -217,24 +179,14 @@ fn private_views_take_gsi_logins() {
     let e = Env::start_with(move |c| {
         crate::gsi::grid(c, &q);
         c.federation = FedConfig {
-            sites: vec![SiteCfg {
-                name: "a".into(),
-                subnets: vec!["127.0.0.0/8".into()],
-                ..Default::default()
-            }],
-            endpoints: vec![EndpointCfg {
-                name: "xa".into(),
-                site: "a".into(),
-                kind: "root".into(),
-                url: format!("root://127.0.0.1:{pa}//pv"),
-                ..Default::default()
-            }],
-            views: vec![ViewCfg {
-                path: "/pv".into(),
-                endpoints: vec!["xa".into()],
-                public: false,
-                write: String::new(),
-            }],
+            sites: vec![fed_site("a", &["127.0.0.0/8"])],
+            endpoints: vec![fed_endpoint(
+                "xa",
+                "a",
+                "root",
+                format!("root://127.0.0.1:{pa}//pv"),
+            )],
+            views: vec![fed_view("/pv", &["xa"], false, "")],
             ..Default::default()
         }
     });
@@ -246,12 +198,12 @@ fn private_views_take_gsi_logins() {
     assert!(no.contains("needs a token or a certificate"), "{no}");
     let no = e.fails("xrdfs", &[&root, "ls", "/pv"]);
     assert!(no.contains("needs a token or a certificate"), "{no}");
-    let o = crate::gsi::with(&e, &p, "alice-voms.pem", "xrdcp")
-        .env("XrdSecPROTOCOL", "gsi,unix")
-        .args(["-f", "-s", &url, out])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    crate::run_ok(
+        crate::gsi::with(&e, &p, "alice-voms.pem", "xrdcp")
+            .env("XrdSecPROTOCOL", "gsi,unix")
+            .args(["-f", "-s", &url, out]),
+        "xrdcp with alice's proxy",
+    );
     assert_eq!(std::fs::read(out).unwrap(), b"private bytes\n");
     let o = crate::gsi::with(&e, &p, "alice-voms.pem", "xrdfs")
         .args([&root, "ls", "/pv"])

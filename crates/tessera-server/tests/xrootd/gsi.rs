@@ -43,11 +43,7 @@ pub fn with(e: &Env, p: &Path, proxy: &str, prog: &str) -> Command {
 
 fn run(mut c: Command) -> (bool, String) {
     let o = c.output().unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let text = crate::common::all_output(&o);
     (o.status.success(), text)
 }
 

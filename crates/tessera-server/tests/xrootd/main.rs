@@ -19,15 +19,18 @@ mod update;
 mod uproot;
 
 #[path = "../common/mod.rs"]
+#[macro_use]
 mod common;
 pub use common::{
-    adler32, data, evict_page_cache, first_fsid, pki, private_dir, private_view, reads_in_line,
-    reads_in_line_after, set_fs_status, take_pki, vo_group_dir, Daemon,
+    adler32, assert_ran, data, evict_page_cache, fed_endpoint, fed_site, fed_view, first_fsid, pki,
+    private_dir, private_view, quota_dir, reads_in_line, reads_in_line_after, run_ok,
+    set_fs_status, take_pki, vo_group_dir, Daemon,
 };
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use tessera_types::{Identity, NsPath};
+
+server_env!(Env);
 
 pub struct Env {
     pub dir: tempfile::TempDir,
@@ -73,18 +76,6 @@ impl Env {
         }
     }
 
-    pub fn core(&self) -> &tessera_core::Core {
-        self.server.as_ref().expect("running").core().expect("core")
-    }
-
-    pub fn root() -> Identity {
-        Identity::root("test")
-    }
-
-    pub fn path(p: &str) -> NsPath {
-        NsPath::parse(p).expect("path")
-    }
-
     /// A client command with the environment every client here needs.
     pub fn cmd(&self, prog: &str) -> Command {
         let mut c = Command::new(prog);
@@ -103,13 +94,7 @@ impl Env {
     /// Run; expect success; stdout.
     pub fn ok(&self, prog: &str, args: &[&str]) -> String {
         let o = self.run(prog, args);
-        assert!(
-            o.status.success(),
-            "{prog} {args:?} failed ({:?}):\n{}\n{}",
-            o.status.code(),
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_ran(&o, &format!("{prog} {args:?}"));
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
@@ -117,11 +102,7 @@ impl Env {
     pub fn fails(&self, prog: &str, args: &[&str]) -> String {
         let o = self.run(prog, args);
         assert!(!o.status.success(), "{prog} {args:?} should have failed");
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
+        crate::common::all_output(&o)
     }
 
     pub fn local(&self, name: &str) -> PathBuf {
@@ -172,14 +153,6 @@ impl Env {
             .await
             .expect("layout");
         });
-    }
-}
-
-impl Drop for Env {
-    fn drop(&mut self) {
-        if let Some(s) = self.server.take() {
-            let _ = self.rt.block_on(s.shutdown());
-        }
     }
 }
 

@@ -3,7 +3,6 @@
 //! without a valid capability.
 
 use crate::{adler32, data, write_file, Env};
-use std::os::unix::fs::PermissionsExt;
 use std::sync::atomic::Ordering;
 use tessera_server::config::{Config, Role, UnixCfg};
 
@@ -22,9 +21,7 @@ fn cluster() -> Cluster {
 
 fn cluster_with(mgm_change: impl FnOnce(&mut Config)) -> Cluster {
     let dir = tempfile::tempdir().expect("tmp");
-    let secret = dir.path().join("cluster.secret");
-    std::fs::write(&secret, SECRET).unwrap();
-    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let secret = crate::common::cluster_secret(dir.path(), SECRET);
     let mgm = Env::start_with(|cfg| {
         cfg.role = Role::Mgm;
         cfg.cluster.secret_file = Some(secret.clone());
@@ -35,14 +32,7 @@ fn cluster_with(mgm_change: impl FnOnce(&mut Config)) -> Cluster {
     let mut gateway_dirs = Vec::new();
     for site in ["site-a", "site-b"] {
         gateway_dirs.push(dir.path().join(site));
-        let mut cfg = Config {
-            role: Role::Gateway,
-            data_dir: dir.path().join(site),
-            ..Config::default()
-        };
-        cfg.listen.xrootd = Some(([127, 0, 0, 1], 0).into());
-        cfg.listen.metrics = ([127, 0, 0, 1], 0).into();
-        cfg.cluster.secret_file = Some(secret.clone());
+        let mut cfg = crate::common::gateway_config(dir.path().join(site), &secret);
         // Site b's gateway names a node that is down first (a standby does
         // not listen there either, issue 35): it starts all the same.
         let first = if site == "site-b" { "127.0.0.1:1," } else { "" };
@@ -234,20 +224,8 @@ fn writes_of_a_silent_gateway_are_released() {
     let c = cluster_with(|cfg| cfg.cluster.write_lease_secs = 5);
     let e = &c.mgm;
     let core = e.core();
-    e.rt.block_on(async {
-        core.mkdir(&Env::root(), Env::path("/lease"), 0o755, false)
-            .await
-            .expect("mkdir");
-        core.quota_set(
-            &Env::root(),
-            Env::path("/lease"),
-            tessera_core::QuotaTarget::user(0),
-            Some(1 << 20),
-            None,
-        )
-        .await
-        .expect("quota");
-    });
+    let root = tessera_core::QuotaTarget::user(0);
+    crate::quota_dir(&e.rt, core, ("/lease", 0o755), root, 1 << 20);
     // A gateway that reserves the whole quota and is never heard from.
     let cap = Capability::write(
         &Env::path("/lease/ghost"),

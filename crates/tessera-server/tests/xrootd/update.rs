@@ -93,16 +93,11 @@ fn scenario(url: &str, path: &str, size: usize) -> serde_json::Value {
 }
 
 fn run(script: &str, url: &str, path: &str, size: usize) -> serde_json::Value {
-    let o = Command::new("/usr/bin/python3")
-        .args(["-c", script, url, path, &size.to_string()])
-        .env("XRD_REQUESTTIMEOUT", "60")
-        .output()
-        .expect("python3");
-    assert!(
-        o.status.success(),
-        "{url}: {}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
+    let o = crate::run_ok(
+        Command::new("/usr/bin/python3")
+            .args(["-c", script, url, path, &size.to_string()])
+            .env("XRD_REQUESTTIMEOUT", "60"),
+        &format!("python3 on {url}"),
     );
     serde_json::from_slice(&o.stdout).expect("json")
 }
@@ -145,31 +140,8 @@ impl Reference {
              all.pidpath {d}/run\nxrd.port {port}\nall.role server\n"
         );
         std::fs::write(dir.join("xrd.cfg"), cfg).unwrap();
-        let ok = Command::new("chown")
-            .args(["-R", "xrootd:xrootd"])
-            .arg(&dir)
-            .status()
-            .expect("chown");
-        assert!(ok.success());
-        let child = Command::new("setpriv")
-            .args([
-                "--reuid",
-                "xrootd",
-                "--regid",
-                "xrootd",
-                "--init-groups",
-                "--",
-            ])
-            .args(["env", "-i", "PATH=/usr/bin:/bin"])
-            .arg(format!("HOME={d}/home"))
-            .args(["xrootd", "-I", "v4", "-c"])
-            .arg(dir.join("xrd.cfg"))
-            .args(["-n", "upd", "-l"])
-            .arg(dir.join("xrootd.log"))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("xrootd");
+        crate::common::chown_xrootd(&dir);
+        let child = crate::common::spawn_xrootd(&dir, "upd");
         let r = Reference {
             child,
             url: format!("root://127.0.0.1:{port}/"),
@@ -245,14 +217,9 @@ assert st.ok and new == b"Z" * 4096, "the update is not there after its close"
 "#;
     let url = format!("{}//u/f", e.url);
     for mode in ["abandon", "close"] {
-        let o = Command::new("/usr/bin/python3")
-            .args(["-c", script, &url, mode])
-            .output()
-            .unwrap();
-        assert!(
-            o.status.success(),
-            "{mode}: {}",
-            String::from_utf8_lossy(&o.stderr)
+        crate::run_ok(
+            Command::new("/usr/bin/python3").args(["-c", script, &url, mode]),
+            mode,
         );
         let back = e.local(mode);
         e.ok("xrdcp", &["-s", "-f", &url, back.to_str().unwrap()]);
