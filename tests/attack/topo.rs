@@ -87,7 +87,7 @@ impl Topo {
                 g.cluster.site = site.into();
                 g.cluster.cap_ttl_secs = cfg.cluster.cap_ttl_secs;
                 g.xrootd = cfg.xrootd.clone();
-                g.https.body_timeout_s = cfg.https.body_timeout_s;
+                g.https.body_timeout = cfg.https.body_timeout;
                 g.buffers = cfg.buffers.clone();
                 let g = rt
                     .block_on(tessera_server::start(&g, String::new()))

@@ -15,7 +15,7 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 /// The deadline, in milliseconds, shared by every bounded backend of a
-/// process (the `[data] io_timeout_s` setting; changed at run time).
+/// process (the `[data] io_timeout` setting; changed at run time).
 pub type Deadline = Arc<AtomicU64>;
 
 /// A new deadline of `d`.

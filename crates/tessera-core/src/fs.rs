@@ -80,7 +80,7 @@ pub(crate) struct Filesystems {
     map: RwLock<HashMap<u32, Opened>>,
     clusters: std::sync::Mutex<HashMap<String, ClusterWatch>>,
     /// The deadline of every call to a remote backend (`[data]
-    /// io_timeout_s`), shared with their `Bounded` wrappers.
+    /// io_timeout`), shared with their `Bounded` wrappers.
     io_timeout: tessera_backend::Deadline,
 }
 

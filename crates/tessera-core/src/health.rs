@@ -253,7 +253,7 @@ impl Filesystems {
 
 impl crate::Core {
     /// The deadline of every call to a filesystem that can hang (CephFS,
-    /// FUSE, NFS), from now on (`[data] io_timeout_s`; 10 s until set).
+    /// FUSE, NFS), from now on (`[data] io_timeout`; 10 s until set).
     pub fn set_io_timeout(&self, d: Duration) {
         self.fs.set_io_timeout(d);
     }

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -119,25 +120,21 @@ pub struct Https {
     /// default: Debian's xrootd (XrdHttpTPC, libcurl 7.88) pushing a
     /// third-party copy over HTTP/2 sends an empty body.
     pub http2: bool,
-    /// Seconds a request body may bring no data before the upload is
-    /// abandoned (408, nothing left behind). Default 60.
+    /// How long a request body may bring no data before the upload is
+    /// abandoned (408, nothing left behind). Default "60s".
     #[serde(
-        rename = "body_timeout",
-        with = "crate::units::opt_secs",
-        default,
+        with = "crate::units::opt_duration",
         skip_serializing_if = "Option::is_none"
     )]
-    pub body_timeout_s: Option<u64>,
-    /// Seconds in which a client receiving a response must take at least
+    pub body_timeout: Option<Duration>,
+    /// The time in which a client receiving a response must take at least
     /// 1 MiB of it while it waits to be sent, else its connection (and the
-    /// response's memory) is given up. Default 60.
+    /// response's memory) is given up. Default "60s".
     #[serde(
-        rename = "send_timeout",
-        with = "crate::units::opt_secs",
-        default,
+        with = "crate::units::opt_duration",
         skip_serializing_if = "Option::is_none"
     )]
-    pub send_timeout_s: Option<u64>,
+    pub send_timeout: Option<Duration>,
     /// Remote endpoints a third-party copy may reach: networks (CIDR or
     /// an address) and host names (`*.example.org` for a domain). With
     /// entries, nothing else is reached; without, anything but loopback
@@ -153,15 +150,15 @@ pub struct Https {
 }
 
 impl Https {
-    pub fn send_timeout(&self) -> std::time::Duration {
-        self.send_timeout_s
-            .map(std::time::Duration::from_secs)
+    /// `send_timeout`, or its default.
+    pub fn send_timeout_or_default(&self) -> Duration {
+        self.send_timeout
             .unwrap_or(tessera_https::DEFAULT_BODY_TIMEOUT)
     }
 
-    pub fn body_timeout(&self) -> std::time::Duration {
-        self.body_timeout_s
-            .map(std::time::Duration::from_secs)
+    /// `body_timeout`, or its default.
+    pub fn body_timeout_or_default(&self) -> Duration {
+        self.body_timeout
             .unwrap_or(tessera_https::DEFAULT_BODY_TIMEOUT)
     }
 }
@@ -434,27 +431,23 @@ impl Config {
     /// `tesserad print-config` shows).
     pub fn effective(&self) -> Config {
         let mut c = self.clone();
-        let secs = |d: std::time::Duration| Some(d.as_secs());
         let x = &mut c.xrootd;
-        x.request_stall_s = x
-            .request_stall_s
-            .or(secs(tessera_xrootd::DEFAULT_REQUEST_STALL));
+        x.request_stall = x
+            .request_stall
+            .or(Some(tessera_xrootd::DEFAULT_REQUEST_STALL));
         x.max_in_flight = x
             .max_in_flight
             .or(Some(tessera_xrootd::DEFAULT_MAX_IN_FLIGHT));
-        x.body_timeout_s = x
-            .body_timeout_s
-            .or(secs(tessera_xrootd::DEFAULT_BODY_TIMEOUT));
-        x.idle_timeout_s = x
-            .idle_timeout_s
-            .or(secs(tessera_xrootd::DEFAULT_IDLE_TIMEOUT));
-        x.idle_open_timeout_s = x
-            .idle_open_timeout_s
-            .or(secs(tessera_xrootd::DEFAULT_IDLE_OPEN_TIMEOUT));
+        x.body_timeout = x
+            .body_timeout
+            .or(Some(tessera_xrootd::DEFAULT_BODY_TIMEOUT));
+        x.idle_timeout = x
+            .idle_timeout
+            .or(Some(tessera_xrootd::DEFAULT_IDLE_TIMEOUT));
+        let open = tessera_xrootd::DEFAULT_IDLE_OPEN_TIMEOUT;
+        x.idle_open_timeout = x.idle_open_timeout.or(Some(open));
         let h = &mut c.https;
-        h.body_timeout_s = h
-            .body_timeout_s
-            .or(secs(tessera_https::DEFAULT_BODY_TIMEOUT));
+        h.body_timeout = h.body_timeout.or(Some(tessera_https::DEFAULT_BODY_TIMEOUT));
         let budget = self.buffers.budget();
         let b = &mut c.buffers;
         b.max_mib = b.max_mib.or(Some(budget.total() >> 20));

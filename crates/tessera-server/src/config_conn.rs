@@ -2,6 +2,7 @@
 //! and held, and the memory request data may use.
 
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -26,46 +27,38 @@ pub struct Xrootd {
     pub unix: UnixCfg,
     /// Answered to `xrdfs query config sitename`.
     pub site: String,
-    /// Seconds a request that has begun to arrive, or a reply being sent
+    /// How long a request that has begun to arrive, or a reply being sent
     /// (1 MiB at a time), may stall before the connection is closed (its
-    /// open writes are aborted). Default 60.
+    /// open writes are aborted). Default "60s".
     #[serde(
-        rename = "request_stall",
-        with = "crate::units::opt_secs",
-        default,
+        with = "crate::units::opt_duration",
         skip_serializing_if = "Option::is_none"
     )]
-    pub request_stall_s: Option<u64>,
+    pub request_stall: Option<Duration>,
     /// Requests served at once per connection; beyond it the connection is
     /// not read until one finishes. Default 64.
     pub max_in_flight: Option<usize>,
-    /// Seconds a write's payload may bring no bytes once it has begun
+    /// How long a write's payload may bring no bytes once it has begun
     /// before the connection is given up, its files failed and what it
-    /// held given back (as HTTPS's 408). Default 60.
+    /// held given back (as HTTPS's 408). Default "60s".
     #[serde(
-        rename = "body_timeout",
-        with = "crate::units::opt_secs",
-        default,
+        with = "crate::units::opt_duration",
         skip_serializing_if = "Option::is_none"
     )]
-    pub body_timeout_s: Option<u64>,
-    /// Seconds a logged-in connection with no file open may wait between
-    /// requests before it is closed (`xrd.timeout idle`). Default 600.
+    pub body_timeout: Option<Duration>,
+    /// How long a logged-in connection with no file open may wait between
+    /// requests before it is closed (`xrd.timeout idle`). Default "10m".
     #[serde(
-        rename = "idle_timeout",
-        with = "crate::units::opt_secs",
-        default,
+        with = "crate::units::opt_duration",
         skip_serializing_if = "Option::is_none"
     )]
-    pub idle_timeout_s: Option<u64>,
-    /// The same with files open. Default 3600.
+    pub idle_timeout: Option<Duration>,
+    /// The same with files open. Default "1h".
     #[serde(
-        rename = "idle_open_timeout",
-        with = "crate::units::opt_secs",
-        default,
+        with = "crate::units::opt_duration",
         skip_serializing_if = "Option::is_none"
     )]
-    pub idle_open_timeout_s: Option<u64>,
+    pub idle_open_timeout: Option<Duration>,
 }
 
 impl Default for Xrootd {
@@ -73,11 +66,11 @@ impl Default for Xrootd {
         Xrootd {
             unix: UnixCfg::Anonymous,
             site: "tessera".into(),
-            request_stall_s: None,
+            request_stall: None,
             max_in_flight: None,
-            body_timeout_s: None,
-            idle_timeout_s: None,
-            idle_open_timeout_s: None,
+            body_timeout: None,
+            idle_timeout: None,
+            idle_open_timeout: None,
         }
     }
 }
@@ -89,23 +82,21 @@ impl Xrootd {
             .max(1)
     }
 
-    pub fn request_stall(&self) -> std::time::Duration {
-        self.request_stall_s
-            .map(std::time::Duration::from_secs)
+    pub fn request_stall_or_default(&self) -> Duration {
+        self.request_stall
             .unwrap_or(tessera_xrootd::DEFAULT_REQUEST_STALL)
     }
 
-    /// (body timeout, idle timeout, idle timeout with files open).
-    pub fn timeouts(&self) -> [std::time::Duration; 3] {
-        let secs = |v: Option<u64>, d: std::time::Duration| {
-            v.map(|s| std::time::Duration::from_secs(s.max(1)))
-                .unwrap_or(d)
-        };
+    /// (body timeout, idle timeout, idle timeout with files open), each at
+    /// least a second.
+    pub fn timeouts(&self) -> [Duration; 3] {
+        let at_least_1s =
+            |v: Option<Duration>, d: Duration| v.map_or(d, |v| v.max(Duration::from_secs(1)));
         [
-            secs(self.body_timeout_s, tessera_xrootd::DEFAULT_BODY_TIMEOUT),
-            secs(self.idle_timeout_s, tessera_xrootd::DEFAULT_IDLE_TIMEOUT),
-            secs(
-                self.idle_open_timeout_s,
+            at_least_1s(self.body_timeout, tessera_xrootd::DEFAULT_BODY_TIMEOUT),
+            at_least_1s(self.idle_timeout, tessera_xrootd::DEFAULT_IDLE_TIMEOUT),
+            at_least_1s(
+                self.idle_open_timeout,
                 tessera_xrootd::DEFAULT_IDLE_OPEN_TIMEOUT,
             ),
         ]

@@ -21,9 +21,9 @@ impl Default for Fsck {
     }
 }
 
-/// The filesystems' health: every `probe_interval_s` each one is probed (a
+/// The filesystems' health: every `probe_interval` each one is probed (a
 /// small stripe written and removed on a thread of its own); a probe that
-/// takes longer than `io_timeout_s` makes its filesystem `unresponsive`,
+/// takes longer than `io_timeout` makes its filesystem `unresponsive`,
 /// one that fails `degraded`; either way new stripes avoid it until a
 /// probe succeeds again. An I/O error on a write degrades at once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -32,7 +32,10 @@ fn old_keys_read_as_the_new_ones_and_defaults_print() {
     let a: Config = t.try_into().unwrap();
     let b: Config = toml::from_str(new).unwrap();
     assert_eq!(a, b);
-    assert_eq!(a.xrootd.idle_timeout_s, Some(120));
+    assert_eq!(
+        a.xrootd.idle_timeout,
+        Some(std::time::Duration::from_secs(120))
+    );
     assert_eq!(a.buffers.max_mib, Some(4096));
     assert_eq!(a.cluster.cap_ttl_secs, 30);
     // print-config: every default spelled out, in the readable form,

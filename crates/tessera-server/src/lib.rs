@@ -228,7 +228,7 @@ pub(crate) fn xrootd_config(
             config::UnixCfg::Owner => tessera_xrootd::UnixPolicy::Owner(owner_identity().uid),
         },
         site: cfg.xrootd.site.clone(),
-        request_stall: cfg.xrootd.request_stall(),
+        request_stall: cfg.xrootd.request_stall_or_default(),
         max_in_flight: cfg.xrootd.max_in_flight(),
         buffers,
         body_timeout,

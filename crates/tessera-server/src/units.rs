@@ -3,7 +3,7 @@
 //! one release: [`upgrade`] rewrites them to the readable keys
 //! (`tessera_types::units`) and says so.
 
-pub use tessera_types::units::{duration, opt_mib, opt_millis, opt_secs, secs};
+pub use tessera_types::units::{duration, opt_duration, opt_mib, opt_millis, secs};
 
 /// Old keys: (table, old key, new key, the unit its number was in).
 const RENAMED: &[(&str, &str, &str, &str)] = &[

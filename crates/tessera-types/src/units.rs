@@ -3,8 +3,8 @@
 //! `"512MiB"` (as TiKV's readable types). A plain number is still taken
 //! (seconds, MiB) but written back in the readable form. Serde helpers for
 //! `#[serde(with = ...)]`: [`duration`] and [`opt_duration`] for
-//! `std::time::Duration` fields; [`secs`], [`opt_secs`], [`opt_millis`]
-//! and [`opt_mib`] for the integer fields that predate them.
+//! `std::time::Duration` fields; [`secs`], [`opt_millis`] and [`opt_mib`]
+//! for the integer fields that predate them.
 
 use serde::{Deserialize, Deserializer, Serializer};
 
@@ -73,22 +73,6 @@ pub mod secs {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         Ok(millis_of(d, 1000)?.div_ceil(1000))
-    }
-}
-
-/// Whole seconds, optional (`None`: the built-in default).
-pub mod opt_secs {
-    use super::*;
-
-    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
-        match v {
-            Some(v) => super::secs::serialize(v, s),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-        super::secs::deserialize(d).map(Some)
     }
 }
 

@@ -125,7 +125,7 @@ fn a_client_that_vanishes_mid_upload_leaves_nothing() {
 /// its upload leaves nothing: no file, no stripes.
 #[test]
 fn a_stalled_upload_is_abandoned_with_408() {
-    let e = Env::start_with(|c| c.https.body_timeout_s = Some(2));
+    let e = Env::start_with(|c| c.https.body_timeout = Some(std::time::Duration::from_secs(2)));
     let t = std::time::Instant::now();
     assert_eq!(short_put(&e, "/v/stalled", "60"), "408");
     assert!(

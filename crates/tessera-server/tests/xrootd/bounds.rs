@@ -203,7 +203,7 @@ fn pipelined_reads_are_bounded_per_connection() {
 /// freed; other connections are served throughout.
 #[test]
 fn a_client_that_stops_reading_is_given_up() {
-    let e = Env::start_with(|c| c.xrootd.request_stall_s = Some(2));
+    let e = Env::start_with(|c| c.xrootd.request_stall = Some(std::time::Duration::from_secs(2)));
     big_file(&e);
     let mut raw = Raw::open(&e, "/p/big");
     raw.pipeline_reads(20);

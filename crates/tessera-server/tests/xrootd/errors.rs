@@ -172,7 +172,7 @@ fn malformed_requests_close_only_their_connection() {
 /// requests is kept.
 #[test]
 fn a_request_that_stalls_halfway_closes_its_connection() {
-    let e = Env::start_with(|c| c.xrootd.request_stall_s = Some(1));
+    let e = Env::start_with(|c| c.xrootd.request_stall = Some(std::time::Duration::from_secs(1)));
     let addr = e.url.trim_start_matches("root://").to_string();
     let connect = || {
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
