@@ -73,7 +73,11 @@ impl BufPool {
     pub fn put(&self, bufs: impl IntoIterator<Item = Vec<u8>>) {
         let now = Instant::now();
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        free.retain(|(at, _)| now.duration_since(*at) < self.age);
+        // Compared as instants (a put per read element: no duration
+        // arithmetic per idle buffer).
+        if let Some(cutoff) = now.checked_sub(self.age) {
+            free.retain(|(at, _)| *at > cutoff);
+        }
         let mut held: usize = free.iter().map(|(_, b)| b.capacity()).sum();
         for b in bufs {
             if held + b.capacity() <= self.max_bytes && free.len() < MAX_IDLE {
@@ -200,8 +204,28 @@ impl ReadData {
         self.copy_from(0, out)
     }
 
-    /// Copy the bytes from `at` (counted from the start of this read) into
-    /// `out`, as many as fit or are there; returns how many.
+    /// Append up to `len` bytes from `at` (counted from the start of this
+    /// read) to `out`, as many as are there, without first zeroing the
+    /// room for them; returns how many.
+    pub fn extend_into(&self, mut at: u64, len: usize, out: &mut Vec<u8>) -> usize {
+        let mut left = len;
+        for s in self.slices() {
+            if left == 0 {
+                break;
+            }
+            let n = s.len() as u64;
+            if at >= n {
+                at -= n;
+                continue;
+            }
+            let take = left.min((n - at) as usize);
+            out.extend_from_slice(&s[at as usize..at as usize + take]);
+            left -= take;
+            at = 0;
+        }
+        len - left
+    }
+
     pub fn copy_from(&self, mut at: u64, out: &mut [u8]) -> usize {
         let mut filled = 0;
         for s in self.slices() {

@@ -243,43 +243,38 @@ pub fn error_reply(stream: [u8; 2], e: &XrdError) -> Reply {
 /// A reply's bytes must move at least this much per `stall`.
 const PROGRESS: usize = 1 << 20;
 
+/// The reply (header and body) as vectored writes: one system call for a
+/// reply that fits the socket, where a header written on its own went out
+/// as a segment of its own (two sends, two wake-ups of the client).
 async fn write_one(w: &mut Sink, r: &Reply, stall: Duration) -> std::io::Result<()> {
     let len = r
         .counted
         .unwrap_or_else(|| r.body.iter().map(Piece::len).sum());
-    within(
-        stall,
-        w.write_all(&response_header(r.stream, r.status, len)),
-    )
-    .await?;
-    for p in &r.body {
+    let head = response_header(r.stream, r.status, len);
+    // The pages' CRCs, made before the slices that borrow them.
+    let crcs: Vec<Vec<[u8; 4]>> = r
+        .body
+        .iter()
+        .map(|p| match p {
+            Piece::Paged { crcs, .. } => crcs.iter().map(|c| c.to_be_bytes()).collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    let mut iov: Vec<IoSlice<'_>> = vec![IoSlice::new(&head)];
+    for (p, heads) in r.body.iter().zip(&crcs) {
         match p {
-            Piece::Bytes(b) => write_slice(w, b, stall).await?,
-            Piece::Data(d) => {
-                for s in d.slices() {
-                    write_slice(w, s, stall).await?;
-                }
-            }
-            Piece::Paged { data, crcs, first } => {
-                write_pages(w, data, crcs, *first, stall).await?;
-            }
+            Piece::Bytes(b) => iov.push(IoSlice::new(b)),
+            Piece::Data(d) => iov.extend(d.slices().map(IoSlice::new)),
+            Piece::Paged { data, first, .. } => paged(&mut iov, data, heads, *first),
         }
     }
-    Ok(())
+    write_all_vectored(w, &mut iov, stall).await
 }
 
-/// `data` in pages, each after its CRC (see [`Piece::Paged`]), with
-/// vectored writes straight from the stripe buffers (a page at a time
-/// through the connection's buffer cost a copy and two calls per 4 KiB).
-async fn write_pages(
-    w: &mut Sink,
-    data: &ReadData,
-    crcs: &[u32],
-    first: usize,
-    stall: Duration,
-) -> std::io::Result<()> {
-    let heads: Vec<[u8; 4]> = crcs.iter().map(|c| c.to_be_bytes()).collect();
-    let mut iov: Vec<IoSlice<'_>> = Vec::with_capacity(2 * heads.len() + 4);
+/// `data` in pages, each after its CRC (see [`Piece::Paged`]), straight
+/// from the stripe buffers (a page at a time through the connection's
+/// buffer cost a copy and two calls per 4 KiB).
+fn paged<'a>(iov: &mut Vec<IoSlice<'a>>, data: &'a ReadData, heads: &'a [[u8; 4]], first: usize) {
     let mut slices = data.slices();
     let mut cur: &[u8] = &[];
     for (i, h) in heads.iter().enumerate() {
@@ -298,11 +293,25 @@ async fn write_pages(
             want -= n;
         }
     }
-    let mut bufs = &mut iov[..];
+}
+
+/// Every byte of `iov`, at most IOV_MAX slices a call; each [`PROGRESS`]
+/// bytes must go within `stall` of the last.
+async fn write_all_vectored(
+    w: &mut Sink,
+    iov: &mut [IoSlice<'_>],
+    stall: Duration,
+) -> std::io::Result<()> {
+    let mut bufs = iov;
+    let mut deadline: Option<tokio::time::Instant> = None;
+    let mut moved = 0usize;
     while !bufs.is_empty() {
-        // At most IOV_MAX slices a call.
         let end = bufs.len().min(1024);
-        let n = in_time(stall, w.write_vectored(&bufs[..end]))
+        let limit = match deadline {
+            Some(d) => d.saturating_duration_since(tokio::time::Instant::now()),
+            None => stall,
+        };
+        let n = in_time(limit, w.write_vectored(&bufs[..end]))
             .await
             .ok_or_else(|| {
                 std::io::Error::new(
@@ -314,13 +323,12 @@ async fn write_pages(
             return Err(std::io::ErrorKind::WriteZero.into());
         }
         IoSlice::advance_slices(&mut bufs, n);
-    }
-    Ok(())
-}
-
-async fn write_slice(w: &mut Sink, s: &[u8], stall: Duration) -> std::io::Result<()> {
-    for chunk in s.chunks(PROGRESS) {
-        within(stall, w.write_all(chunk)).await?;
+        moved += n;
+        if !bufs.is_empty() && (moved >= PROGRESS || deadline.is_none()) {
+            // The next PROGRESS bytes are due `stall` from now.
+            moved %= PROGRESS;
+            deadline = Some(tokio::time::Instant::now() + stall);
+        }
     }
     Ok(())
 }
