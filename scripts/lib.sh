@@ -121,3 +121,34 @@ bench_fs() {
     echo "# data on /var/tmp's own file system"
   fi
 }
+
+# Benchmarks: the machine alone, for the bulk rows to read against. Sets
+# limit_send (seconds to send the page-cached file $1 over a loopback
+# socket: iperf3 -F, the kernel's copies and nothing else) and
+# limit_write (seconds to write $1's bytes into directory $2 and fsync
+# them: dd conv=fsync, the durable write every acknowledged upload is).
+# Best of ${repeat:-3}, in the network namespace the benchmark made.
+machine_limits() { # file dir
+  local f=$1 dir=$2 port=5299 out s w
+  limit_send="" limit_write=""
+  cat "$f" >/dev/null
+  for _ in $(seq "${repeat:-3}"); do
+    iperf3 -s -1 -B 127.0.0.1 -p "$port" >/dev/null 2>&1 &
+    local sp=$!
+    for _ in $(seq 50); do
+      out=$(iperf3 -c 127.0.0.1 -p "$port" -F "$f" -n "$(stat -c %s "$f")" -J 2>/dev/null) && break
+      sleep 0.1
+    done
+    wait "$sp" 2>/dev/null || true
+    s=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["end"]["sum_received"]["seconds"])' <<<"$out")
+    sync
+    local t0 t1
+    t0=$(date +%s.%N)
+    dd if="$f" of="$dir/limit.bin" bs=4M conv=fsync status=none
+    t1=$(date +%s.%N)
+    rm -f "$dir/limit.bin"
+    w=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+    limit_send=$(awk -v d="$s" -v b="$limit_send" 'BEGIN { print (b == "" || d < b) ? d : b }')
+    limit_write=$(awk -v d="$w" -v b="$limit_write" 'BEGIN { print (b == "" || d < b) ? d : b }')
+  done
+}
