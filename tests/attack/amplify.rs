@@ -11,7 +11,7 @@ use crate::raw::{handle, Raw, ERROR, OK};
 use crate::topo::{Shape, Topo, DEV_UID};
 use tessera_types::Identity;
 
-const KXR_READV: u16 = 3025;
+use tessera_xrdproto::req::READV as KXR_READV;
 
 fn readv(r: &mut Raw, fh: [u8; 4], elements: &[(u32, u64)]) -> crate::raw::Reply {
     let mut list = Vec::new();

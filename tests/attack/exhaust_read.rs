@@ -57,7 +57,7 @@ fn pipelined_reads_left_unread_hold_only_their_shares() {
             params[0..4].copy_from_slice(&fh);
             params[4..12].copy_from_slice(&((i % 8) * 8 * MIB).to_be_bytes());
             params[12..16].copy_from_slice(&(8 * MIB as u32).to_be_bytes());
-            r.send(3013, params, 0, &[]);
+            r.send(tessera_xrdproto::req::READ, params, 0, &[]);
         }
         readers.push(r);
     }

@@ -6,20 +6,16 @@
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::time::Duration;
+use tessera_xrdproto::{encode, open, req};
 
-pub const KXR_AUTH: u16 = 3000;
-pub const KXR_OPEN: u16 = 3010;
-pub const KXR_CLOSE: u16 = 3003;
-pub const KXR_PROTOCOL: u16 = 3006;
-pub const KXR_LOGIN: u16 = 3007;
-pub const KXR_WRITE: u16 = 3019;
-
-pub const OK: u16 = 0;
-pub const ERROR: u16 = 4003;
-pub const REDIRECT: u16 = 4004;
+pub use tessera_xrdproto::req::WRITE as KXR_WRITE;
+pub use tessera_xrdproto::status::{ERROR, OK, REDIRECT};
 
 /// kXR_new | kXR_open_updt (a new file, no mkpath, no async).
-pub const OPEN_NEW: u16 = 0x0008 | 0x0020;
+pub const OPEN_NEW: u16 = open::NEW | open::UPDATE;
+
+/// The stream id of the requests after login.
+const STREAM: [u8; 2] = [0, 1];
 
 pub struct Raw {
     pub s: TcpStream,
@@ -110,19 +106,12 @@ impl Raw {
 
     fn login_only(mut self, user: &str) -> Result<Raw, String> {
         let r = &mut self;
-        let mut login = [0u8; 24];
-        login[2..4].copy_from_slice(&KXR_LOGIN.to_be_bytes());
-        login[8..8 + user.len().min(8)].copy_from_slice(&user.as_bytes()[..user.len().min(8)]);
-        r.s.write_all(&login).unwrap();
+        r.s.write_all(&encode::login([0, 0], 0, user)).unwrap();
         let rep = r.reply();
         assert_eq!(rep.status, OK, "kXR_login: {}", rep.text());
         let cred = format!("unix\0{user}\0");
-        let mut auth = vec![0u8; 24];
-        auth[2..4].copy_from_slice(&KXR_AUTH.to_be_bytes());
-        auth[16..20].copy_from_slice(b"unix");
-        auth[20..24].copy_from_slice(&(cred.len() as i32).to_be_bytes());
-        auth.extend_from_slice(cred.as_bytes());
-        r.s.write_all(&auth).unwrap();
+        r.s.write_all(&encode::auth([0, 0], "unix", cred.as_bytes()))
+            .unwrap();
         let rep = r.reply();
         if rep.status != OK {
             return Err(format!("kXR_auth: {}", rep.text()));
@@ -154,6 +143,12 @@ impl Raw {
         })
     }
 
+    /// Send a whole request (header and payload) and read its reply.
+    pub fn exchange(&mut self, request: &[u8]) -> Reply {
+        self.s.write_all(request).unwrap();
+        self.reply()
+    }
+
     /// Send a request header (24 bytes: stream 1, `code`, `params` at
     /// bytes 4..20) with `payload`, and read its reply.
     pub fn call(&mut self, code: u16, params: [u8; 16], payload: &[u8]) -> Reply {
@@ -175,24 +170,16 @@ impl Raw {
 
     /// `kXR_open` of `path` (CGI included) with exactly `options`.
     pub fn open(&mut self, path: &str, options: u16, mode: u16) -> Reply {
-        let mut p = [0u8; 16];
-        p[0..2].copy_from_slice(&mode.to_be_bytes());
-        p[2..4].copy_from_slice(&options.to_be_bytes());
-        self.call(KXR_OPEN, p, path.as_bytes())
+        self.exchange(&encode::open(STREAM, path, mode, options))
     }
 
     /// `kXR_write` of `data` at `offset` on handle `fh`.
     pub fn write(&mut self, fh: [u8; 4], offset: u64, data: &[u8]) -> Reply {
-        let mut p = [0u8; 16];
-        p[0..4].copy_from_slice(&fh);
-        p[4..12].copy_from_slice(&offset.to_be_bytes());
-        self.call(KXR_WRITE, p, data)
+        self.exchange(&encode::write(STREAM, fh, offset, data))
     }
 
     pub fn close(&mut self, fh: [u8; 4]) -> Reply {
-        let mut p = [0u8; 16];
-        p[0..4].copy_from_slice(&fh);
-        self.call(KXR_CLOSE, p, &[])
+        self.exchange(&encode::close(STREAM, fh))
     }
 }
 
@@ -225,14 +212,15 @@ impl Raw {
 
 /// The client handshake and a `kXR_protocol` request.
 fn hello_bytes() -> Vec<u8> {
-    let mut m = Vec::new();
-    m.extend_from_slice(&[0u8; 12]);
-    m.extend_from_slice(&4i32.to_be_bytes());
-    m.extend_from_slice(&2012i32.to_be_bytes());
-    let mut proto = [0u8; 24];
-    proto[2..4].copy_from_slice(&KXR_PROTOCOL.to_be_bytes());
-    proto[4..8].copy_from_slice(&0x500i32.to_be_bytes());
-    m.extend_from_slice(&proto);
+    let mut m = encode::handshake();
+    // Protocol version 5.0, as the tests were written against.
+    let version = 0x500i32.to_be_bytes();
+    m.extend(encode::request(
+        [0, 0],
+        req::PROTOCOL,
+        &[(4, &version)],
+        &[],
+    ));
     m
 }
 

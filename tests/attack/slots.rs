@@ -11,8 +11,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-const KXR_STAT: u16 = 3017;
-const KXR_PING: u16 = 3011;
+use tessera_xrdproto::req::{PING as KXR_PING, STAT as KXR_STAT};
 
 /// Dev mode, but no one is the owner: this test runs as the server's
 /// user, whose loopback clients the dev mode would trust.

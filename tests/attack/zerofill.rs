@@ -9,7 +9,7 @@ use crate::proc::Proc;
 use crate::raw::{handle, Raw, ERROR, OK, OPEN_NEW};
 use std::time::{Duration, Instant};
 
-const KXR_TRUNCATE: u16 = 3028;
+use tessera_xrdproto::req::TRUNCATE as KXR_TRUNCATE;
 const UNSUPPORTED: i32 = 3013;
 const TIB: u64 = 1 << 40;
 

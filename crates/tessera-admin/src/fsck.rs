@@ -105,7 +105,7 @@ fn admin(who: &tessera_types::Identity) -> Result<(), Status> {
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, CoreError> + Send + 'static,
 ) -> Result<T, Status> {
-    tokio::task::spawn_blocking(f)
+    tessera_core::blocking(f)
         .await
         .map_err(|e| Status::internal(e.to_string()))?
         .map_err(err)

@@ -79,9 +79,7 @@ impl Core {
             return Ok(());
         }
         let (meta, p, w) = (std::sync::Arc::clone(&self.meta), path.clone(), who.clone());
-        let mut attrs = tokio::task::spawn_blocking(move || meta.xattr_list(&w, &p))
-            .await
-            .map_err(|e| CoreError::Task(e.to_string()))??;
+        let mut attrs = crate::blocking(move || meta.xattr_list(&w, &p)).await??;
         attrs.retain(|(n, _)| n != name);
         attrs.push((name.to_vec(), value.to_vec()));
         let (layout, space) = layout_from(&attrs).map_err(|e| {

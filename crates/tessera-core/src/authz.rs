@@ -49,8 +49,6 @@ impl Core {
         overwrite: bool,
     ) -> Result<(), CoreError> {
         let (core, who, path) = (self.clone(), who.clone(), path.clone());
-        tokio::task::spawn_blocking(move || core.authorize_write(&who, &path, overwrite))
-            .await
-            .map_err(|e| CoreError::Task(e.to_string()))?
+        crate::blocking(move || core.authorize_write(&who, &path, overwrite)).await?
     }
 }

@@ -146,7 +146,7 @@ impl Budget {
     /// The share of at most `bytes` that every holder called `key` (an
     /// identity) takes from, together, while any of them holds it.
     pub fn identity_share(&self, key: &str, bytes: u64) -> Share {
-        let mut m = self.identities.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = crate::lock(&self.identities);
         if let Some(sem) = m.get(key).and_then(Weak::upgrade) {
             let units = self.share(bytes).units;
             return Share { sem, units };

@@ -174,7 +174,7 @@ impl ConnLimits {
     pub fn admit(&self, ip: IpAddr) -> Result<ConnGuard, Refused> {
         let i = &self.inner;
         let ip = network(ip, i.v4_prefix, i.v6_prefix);
-        let mut m = i.per_address.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = crate::lock(&i.per_address);
         let refuse = |r: Refused| {
             i.refused.fetch_add(1, Ordering::Relaxed);
             Err(r)
@@ -243,11 +243,7 @@ impl Default for ConnLimits {
 
 impl Drop for ConnGuard {
     fn drop(&mut self) {
-        let mut m = self
-            .inner
-            .per_address
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let mut m = crate::lock(&self.inner.per_address);
         if let Some(n) = m.get_mut(&self.ip) {
             *n -= 1;
             if *n == 0 {

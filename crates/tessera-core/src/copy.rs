@@ -107,10 +107,7 @@ impl Core {
             }
             out.dirs += 1;
             let (core, w, s, d) = (self.clone(), who.clone(), src.clone(), dst.clone());
-            let attrs =
-                tokio::task::spawn_blocking(move || core.copy_user_attrs_blocking(&w, &s, &d))
-                    .await
-                    .map_err(|e| CoreError::Task(e.to_string()))?;
+            let attrs = crate::blocking(move || core.copy_user_attrs_blocking(&w, &s, &d)).await?;
             if let Err(e) = attrs {
                 out.failed.push((dst.clone(), e));
             }
@@ -139,9 +136,7 @@ impl Core {
                         continue;
                     }
                     let (core, w, d2) = (self.clone(), who.clone(), d.clone());
-                    let r = tokio::task::spawn_blocking(move || core.copy_file(&w, &s, &d2, false))
-                        .await
-                        .map_err(|e| CoreError::Task(e.to_string()))?;
+                    let r = crate::blocking(move || core.copy_file(&w, &s, &d2, false)).await?;
                     match r {
                         Ok(_) => out.files += 1,
                         Err(e) => out.failed.push((d, e)),

@@ -33,7 +33,7 @@ impl Opened {
     /// not usable for new stripes now).
     fn placement_capacity(&self) -> Option<Capacity> {
         let b = self.backend.as_ref().ok()?;
-        let mut c = self.capacity.lock().unwrap_or_else(|p| p.into_inner());
+        let mut c = crate::lock(&self.capacity);
         if let Some((at, cap)) = *c {
             if at.elapsed() < CAPACITY_TTL {
                 return cap;
@@ -185,7 +185,7 @@ impl Filesystems {
 
     /// The status of the cluster with `conf` (cached for `CLUSTER_TTL`).
     fn cluster(&self, conf: &str) -> Result<tessera_backend::ClusterStatus, String> {
-        let mut all = self.clusters.lock().unwrap_or_else(|p| p.into_inner());
+        let mut all = crate::lock(&self.clusters);
         let w = all.entry(conf.to_string()).or_default();
         if let Some((at, st)) = &w.last {
             if at.elapsed() < CLUSTER_TTL {
@@ -440,9 +440,7 @@ impl Core {
         }
         let core = self.clone();
         let r2 = rec.clone();
-        tokio::task::spawn_blocking(move || core.meta.fs_update(&r2))
-            .await
-            .map_err(|e| CoreError::Task(e.to_string()))??;
+        crate::blocking(move || core.meta.fs_update(&r2)).await??;
         if let Some(o) = self.fs.write().get_mut(&id) {
             o.rec = rec.clone();
         }
@@ -455,7 +453,7 @@ impl Core {
     pub async fn fs_rm(&self, who: &Identity, id: u32) -> Result<FsRecord, CoreError> {
         admin(who)?;
         let core = self.clone();
-        let rec = tokio::task::spawn_blocking(move || {
+        let rec = crate::blocking(move || {
             let rec = core
                 .fs
                 .record(id)
@@ -472,8 +470,7 @@ impl Core {
             }
             core.meta.fs_remove(id).map_err(CoreError::from)
         })
-        .await
-        .map_err(|e| CoreError::Task(e.to_string()))??;
+        .await??;
         self.fs.write().remove(&id);
         Ok(rec)
     }

@@ -89,9 +89,7 @@ impl Core {
     ) -> Result<FsRecord, CoreError> {
         crate::fs::admin(who)?;
         let core = self.clone();
-        let (rec, backend) = tokio::task::spawn_blocking(move || core.fs_add_blocking(rec, create))
-            .await
-            .map_err(|e| CoreError::Task(e.to_string()))??;
+        let (rec, backend) = crate::blocking(move || core.fs_add_blocking(rec, create)).await??;
         self.fs.insert(rec.clone(), backend);
         Ok(rec)
     }

@@ -68,10 +68,7 @@ pub(crate) struct HealthCell {
 
 impl HealthCell {
     pub(crate) fn get(&self) -> Health {
-        self.health
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        crate::lock(&self.health).clone()
     }
 
     pub(crate) fn usable(&self) -> bool {
@@ -95,7 +92,7 @@ impl HealthCell {
     }
 
     fn set(&self, state: HealthState, why: Option<String>) -> bool {
-        let mut h = self.health.lock().unwrap_or_else(|p| p.into_inner());
+        let mut h = crate::lock(&self.health);
         let changed = h.state != state;
         h.state = state;
         if changed || why.is_none() {
@@ -185,7 +182,7 @@ impl Filesystems {
                 continue;
             };
             {
-                let mut h = cell.health.lock().unwrap_or_else(|p| p.into_inner());
+                let mut h = crate::lock(&cell.health);
                 h.probe_latency = Some(took);
                 if let Ok(c) = &r {
                     h.capacity = Some(*c);

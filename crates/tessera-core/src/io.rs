@@ -477,9 +477,7 @@ impl Core {
             return Ok(i);
         }
         let (core, who, path) = (self.clone(), who.clone(), path.clone());
-        tokio::task::spawn_blocking(move || core.readable_file(&who, &path))
-            .await
-            .map_err(|e| CoreError::Task(e.to_string()))?
+        crate::blocking(move || core.readable_file(&who, &path)).await?
     }
 
     /// `readable_file` from memory only (see `MetaStore::stat_nowait`):

@@ -154,9 +154,7 @@ impl ReadSession {
             return Ok(Some(d));
         }
         let me = Arc::clone(self);
-        tokio::task::spawn_blocking(move || me.read(offset, len))
-            .await
-            .map_err(|e| CoreError::Task(e.to_string()))?
+        crate::blocking(move || me.read(offset, len)).await?
     }
 
     /// Stripes that failed during this session (degraded reads).

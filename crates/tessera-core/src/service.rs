@@ -98,10 +98,9 @@ impl Core {
     {
         let start = Instant::now();
         let meta = Arc::clone(&self.meta);
-        let res = match tokio::task::spawn_blocking(move || f(&meta)).await {
-            Ok(r) => r.map_err(CoreError::from),
-            Err(e) => Err(CoreError::Task(e.to_string())),
-        };
+        let res = crate::blocking(move || f(&meta))
+            .await
+            .and_then(|r| r.map_err(CoreError::from));
         self.finish(op, who, &path, start, &res);
         res
     }
@@ -128,10 +127,9 @@ impl Core {
             Err(e) => Err(CoreError::from(e)),
             Ok(None) => {
                 let (meta, p) = (Arc::clone(&self.meta), path.clone());
-                match tokio::task::spawn_blocking(move || from_storage(&meta, &p)).await {
-                    Ok(r) => r.map_err(CoreError::from),
-                    Err(e) => Err(CoreError::Task(e.to_string())),
-                }
+                crate::blocking(move || from_storage(&meta, &p))
+                    .await
+                    .and_then(|r| r.map_err(CoreError::from))
             }
         };
         let (status, errno) = crate::error::outcome(&res);
@@ -530,11 +528,10 @@ impl Core {
     /// Refresh the namespace and quota gauges (called on each scrape).
     pub async fn refresh_gauges(&self) -> Result<(), CoreError> {
         let meta = Arc::clone(&self.meta);
-        let (stats, nodes) = tokio::task::spawn_blocking(move || {
+        let (stats, nodes) = crate::blocking(move || {
             Ok::<_, MetaError>((meta.ns_stats()?, meta.quota_ls(&NsPath::root())?))
         })
-        .await
-        .map_err(|e| CoreError::Task(e.to_string()))??;
+        .await??;
         let m = &self.metrics;
         let mem = self.meta.memory();
         let kept = self.read_pool.kept_bytes() as u64;

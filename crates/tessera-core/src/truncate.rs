@@ -44,13 +44,12 @@ impl Core {
         let stop = Arc::new(AtomicBool::new(false));
         let _stop_on_drop = StopOnDrop(Arc::clone(&stop));
         let (core, who, path) = (self.clone(), who.clone(), path.clone());
-        tokio::task::spawn_blocking(move || {
+        crate::blocking(move || {
             let r = core.truncate_until(&who, &path, size, &stop);
             drop(lease);
             r
         })
-        .await
-        .map_err(|e| CoreError::Task(e.to_string()))?
+        .await?
     }
 
     /// Set a file's size (blocking): shorter keeps the first `size` bytes,

@@ -285,7 +285,7 @@ impl Update {
                 }
             }
         }
-        tokio::task::spawn_blocking(move || {
+        crate::blocking(move || {
             let mut pos = 0;
             while pos < self.size {
                 let n = CHUNK.min((self.size - pos) as usize);
@@ -295,7 +295,6 @@ impl Update {
             }
             self.ws.take().expect("open").close()
         })
-        .await
-        .map_err(|e| CoreError::Task(e.to_string()))?
+        .await?
     }
 }

@@ -174,12 +174,11 @@ impl<D: AsRef<[u8]> + Send + 'static> Upload<D> {
             Err(step) => step,
         };
         let state = Arc::clone(&self.state);
-        tokio::task::spawn_blocking(move || {
+        crate::blocking(move || {
             let done = lock(&state).run(step);
             finish(done, Ran::OnPool)
         })
         .await
-        .map_err(|e| CoreError::Task(e.to_string()))
     }
 
     /// Apply `step` and give its result.

@@ -73,11 +73,7 @@ impl BufPool {
     pub fn put(&self, bufs: impl IntoIterator<Item = Vec<u8>>) {
         let now = Instant::now();
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        // Compared as instants (a put per read element: no duration
-        // arithmetic per idle buffer).
-        if let Some(cutoff) = now.checked_sub(self.age) {
-            free.retain(|(at, _)| *at > cutoff);
-        }
+        self.prune(&mut free, now);
         let mut held: usize = free.iter().map(|(_, b)| b.capacity()).sum();
         for b in bufs {
             if held + b.capacity() <= self.max_bytes && free.len() < MAX_IDLE {
@@ -95,10 +91,17 @@ impl BufPool {
     /// Bytes held idle (for tests and metrics); what has been idle too
     /// long is freed first.
     pub fn idle_bytes(&self) -> usize {
-        let now = Instant::now();
         let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
-        free.retain(|(at, _)| now.duration_since(*at) < self.age);
+        self.prune(&mut free, Instant::now());
         free.iter().map(|(_, b)| b.capacity()).sum()
+    }
+
+    /// Frees what has been idle `age` or longer. Compared as instants (a
+    /// put per read element: no duration arithmetic per idle buffer).
+    fn prune(&self, free: &mut Vec<(Instant, Vec<u8>)>, now: Instant) {
+        if let Some(cutoff) = now.checked_sub(self.age) {
+            free.retain(|(at, _)| *at > cutoff);
+        }
     }
 }
 
@@ -204,43 +207,38 @@ impl ReadData {
         self.copy_from(0, out)
     }
 
+    /// The bytes from `at` (counted from the start of this read), up to
+    /// `len` of them, as slices of the buffers.
+    fn range(&self, mut at: u64, mut len: usize) -> impl Iterator<Item = &[u8]> + '_ {
+        self.slices().filter_map(move |s| {
+            let n = s.len() as u64;
+            if len == 0 || at >= n {
+                at = at.saturating_sub(n);
+                return None;
+            }
+            let take = len.min((n - at) as usize);
+            let part = &s[at as usize..at as usize + take];
+            (at, len) = (0, len - take);
+            Some(part)
+        })
+    }
+
     /// Append up to `len` bytes from `at` (counted from the start of this
     /// read) to `out`, as many as are there, without first zeroing the
     /// room for them; returns how many.
-    pub fn extend_into(&self, mut at: u64, len: usize, out: &mut Vec<u8>) -> usize {
-        let mut left = len;
-        for s in self.slices() {
-            if left == 0 {
-                break;
-            }
-            let n = s.len() as u64;
-            if at >= n {
-                at -= n;
-                continue;
-            }
-            let take = left.min((n - at) as usize);
-            out.extend_from_slice(&s[at as usize..at as usize + take]);
-            left -= take;
-            at = 0;
-        }
-        len - left
+    pub fn extend_into(&self, at: u64, len: usize, out: &mut Vec<u8>) -> usize {
+        let before = out.len();
+        self.range(at, len).for_each(|p| out.extend_from_slice(p));
+        out.len() - before
     }
 
-    pub fn copy_from(&self, mut at: u64, out: &mut [u8]) -> usize {
+    /// Copy the bytes from `at` (counted from the start of this read) into
+    /// `out`, as many as fit or are there; returns how many.
+    pub fn copy_from(&self, at: u64, out: &mut [u8]) -> usize {
         let mut filled = 0;
-        for s in self.slices() {
-            if filled == out.len() {
-                break;
-            }
-            let n = s.len() as u64;
-            if at >= n {
-                at -= n;
-                continue;
-            }
-            let take = (out.len() - filled).min((n - at) as usize);
-            out[filled..filled + take].copy_from_slice(&s[at as usize..at as usize + take]);
-            filled += take;
-            at = 0;
+        for p in self.range(at, out.len()) {
+            out[filled..filled + p.len()].copy_from_slice(p);
+            filled += p.len();
         }
         filled
     }

@@ -195,13 +195,13 @@ pub async fn serve(
                         Ok(Ok(s)) => {
                             conn.cert = auth::ClientCert::of(&cfg, s.get_ref().1);
                             let h2 = s.get_ref().1.alpn_protocol() == Some(b"h2");
-                            connection(TokioIo::new(s), core, cfg, (conn, h2), stop).await
+                            connection(TokioIo::new(s), core, cfg, conn, h2, stop).await
                         }
                         Ok(Err(e)) => Err(e.to_string()),
                         Err(_) => Err("TLS handshake timed out".into()),
                     }
                 }
-                None => connection(TokioIo::new(sock), core, cfg, (conn, false), stop).await,
+                None => connection(TokioIo::new(sock), core, cfg, conn, false, stop).await,
             };
             if let Err(e) = r {
                 tracing::debug!(%peer, error = %e, "https connection ended");
@@ -364,7 +364,8 @@ async fn connection<I>(
     io: I,
     core: Option<Core>,
     cfg: Arc<HttpsConfig>,
-    (conn, h2): (Conn, bool),
+    conn: Conn,
+    h2: bool,
     stop: watch::Receiver<bool>,
 ) -> Result<(), String>
 where

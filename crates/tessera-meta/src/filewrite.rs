@@ -13,7 +13,7 @@ use crate::read::{self, lookup, must_inode, resolve_parent};
 use crate::records::*;
 use crate::store::{now_ns, MetaStore};
 use crate::txn::{Cf, Txn};
-use crate::write::{acl_decision, alloc_ino, delete_entry, need, W, X};
+use crate::write::{acl_decision, alloc_ino, delete_charged, need, W, X};
 use std::sync::Arc;
 use tessera_types::{Identity, NsPath};
 
@@ -294,8 +294,7 @@ impl MetaStore {
             }
             match &replaced {
                 Some(old) => {
-                    let freed = delete_entry(&mut txn, dir.ino, old)?;
-                    deltas.charge(node, old.uid, old.gid, -freed, -1);
+                    delete_charged(&mut txn, &mut deltas, node, dir.ino, old)?;
                 }
                 None => dir.nchildren += 1,
             }

@@ -17,7 +17,7 @@ use crate::quota::{self, Deltas};
 use crate::read::{self, lookup, must_inode, resolve_parent};
 use crate::records::*;
 use crate::store::{now_ns, MetaStore};
-use crate::write::{delete_entry, drop_node_records, need, RenameFlags, W, X};
+use crate::write::{delete_charged, drop_node_records, need, RenameFlags, W, X};
 use tessera_types::{Identity, NsPath};
 
 impl MetaStore {
@@ -106,8 +106,7 @@ impl MetaStore {
             let mut ddir_children_delta: i64 = 1;
             if let Some(victim) = victim {
                 drop_node_records(self, &mut txn, &st, &victim)?;
-                let freed = delete_entry(&mut txn, ddir.ino, &victim)?;
-                deltas.charge(dnode, victim.uid, victim.gid, -freed, -1);
+                delete_charged(&mut txn, &mut deltas, dnode, ddir.ino, &victim)?;
                 ddir_children_delta = 0;
             }
             if snode != dnode {

@@ -127,7 +127,7 @@ pub(crate) fn alloc_ino(st: &mut WriterState) -> u64 {
 /// Remove `victim`'s entry, inode and attributes; returns the bytes it
 /// took in its owner's byte quota (its size and its user attributes),
 /// for the caller to release.
-pub(crate) fn delete_entry(
+fn delete_entry(
     txn: &mut Txn<'_>,
     parent: u64,
     victim: &Inode,
@@ -170,6 +170,20 @@ pub(crate) fn drop_node_records(
     Ok(())
 }
 
+/// Removes `victim`'s entry from directory `dir`, its bytes and inode
+/// taken off quota node `node`'s usage in `deltas`.
+pub(crate) fn delete_charged(
+    txn: &mut Txn<'_>,
+    deltas: &mut Deltas,
+    node: u64,
+    dir: u64,
+    victim: &Inode,
+) -> Result<(), MetaError> {
+    let freed = delete_entry(txn, dir, victim)?;
+    deltas.charge(node, victim.uid, victim.gid, -freed, -1);
+    Ok(())
+}
+
 /// Removes `victim`'s entry from `dir`, its quota charge with it.
 fn unlink_entry(
     txn: &mut Txn<'_>,
@@ -179,8 +193,7 @@ fn unlink_entry(
 ) -> Result<(), MetaError> {
     let node = quota::node_of_dir(&*txn, dir.ino)?;
     let mut deltas = Deltas::default();
-    let freed = delete_entry(txn, dir.ino, victim)?;
-    deltas.charge(node, victim.uid, victim.gid, -freed, -1);
+    delete_charged(txn, &mut deltas, node, dir.ino, victim)?;
     dir.nchildren = dir.nchildren.saturating_sub(1);
     dir.mtime_ns = now_ns();
     txn.put_inode(&dir);

@@ -21,12 +21,12 @@ pub enum Piece {
     Bytes(Vec<u8>),
     /// File bytes still in the stripe buffers (no copy).
     Data(ReadData),
-    /// File bytes as pgread sends them: each page's CRC-32C (big-endian)
-    /// before the page; the first page is `first` bytes (a read may start
-    /// inside a page), the last what is left.
+    /// File bytes as pgread sends them: each page's CRC-32C (big-endian,
+    /// as sent) before the page; the first page is `first` bytes (a read
+    /// may start inside a page), the last what is left.
     Paged {
         data: ReadData,
-        crcs: Vec<u32>,
+        crcs: Vec<[u8; 4]>,
         first: usize,
     },
 }
@@ -251,21 +251,12 @@ async fn write_one(w: &mut Sink, r: &Reply, stall: Duration) -> std::io::Result<
         .counted
         .unwrap_or_else(|| r.body.iter().map(Piece::len).sum());
     let head = response_header(r.stream, r.status, len);
-    // The pages' CRCs, made before the slices that borrow them.
-    let crcs: Vec<Vec<[u8; 4]>> = r
-        .body
-        .iter()
-        .map(|p| match p {
-            Piece::Paged { crcs, .. } => crcs.iter().map(|c| c.to_be_bytes()).collect(),
-            _ => Vec::new(),
-        })
-        .collect();
     let mut iov: Vec<IoSlice<'_>> = vec![IoSlice::new(&head)];
-    for (p, heads) in r.body.iter().zip(&crcs) {
+    for p in &r.body {
         match p {
             Piece::Bytes(b) => iov.push(IoSlice::new(b)),
             Piece::Data(d) => iov.extend(d.slices().map(IoSlice::new)),
-            Piece::Paged { data, first, .. } => paged(&mut iov, data, heads, *first),
+            Piece::Paged { data, crcs, first } => paged(&mut iov, data, crcs, *first),
         }
     }
     write_all_vectored(w, &mut iov, stall).await

@@ -96,7 +96,7 @@ fn pages(s: &Session, pos: u64, d: ReadData) -> Piece {
     let first = (PAGE - (pos % PAGE as u64) as usize).min(d.len());
     Piece::Paged {
         data: d,
-        crcs,
+        crcs: crcs.into_iter().map(u32::to_be_bytes).collect(),
         first,
     }
 }

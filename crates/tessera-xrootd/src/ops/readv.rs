@@ -37,9 +37,8 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], elements: Vec<Elemen
     let gap = |fh: &[u8; 4]| handle(fh).as_ref().map_or(0, Source::merge_gap);
     let mut part = Part::default();
     let runs = runs(&elements, gap);
-    let mut left: usize = runs.iter().map(|r| (r.end - r.start) as usize).sum();
     let last = runs.len().saturating_sub(1);
-    for (i, run) in runs.into_iter().enumerate() {
+    for (i, run) in runs.iter().enumerate() {
         let r = match handle(&run.fh) {
             Ok(r) => r,
             Err(e) => {
@@ -48,7 +47,13 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], elements: Vec<Elemen
             }
         };
         let span = (run.end - run.start) as usize;
-        if !part.lease(s, r.share(), span, left).await {
+        // What the part will read, leased at once when it needs more.
+        let ahead = if span > part.leased_left {
+            part_ahead(&runs[i..], &part)
+        } else {
+            0
+        };
+        if !part.lease(s, r.share(), span, ahead).await {
             out.error(stream, &read::no_memory()).await;
             return;
         }
@@ -59,7 +64,6 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], elements: Vec<Elemen
                 return;
             }
         };
-        left -= span;
         part.add(&elements[run.first..run.first + run.count], run.start, d);
         // A full part goes out now unless it is the last (the final
         // reply must carry elements: XrdCl fails an empty one).
@@ -106,17 +110,17 @@ struct Part {
 
 impl Part {
     /// Take `n` more bytes of the budget for this part, leasing ahead what
-    /// the part will hold (up to a part's worth, at most the `left` bytes
-    /// the request still reads), not one lease per run.
+    /// the part will still read (`ahead`: its coming runs), not one lease
+    /// per run.
     async fn lease(
         &mut self,
         s: &Session,
         id: &tessera_core::Share,
         n: usize,
-        left: usize,
+        ahead: usize,
     ) -> bool {
         if n > self.leased_left {
-            let ask = n.max(left.min(SEND_AT.saturating_sub(self.bytes)));
+            let ask = n.max(ahead);
             match read::lease(s, id, ask).await {
                 Some(l) => {
                     self.leases.push(l);
@@ -181,6 +185,23 @@ impl Part {
             std::mem::take(&mut self.leases),
         )
     }
+}
+
+/// The bytes `runs` (the coming ones, in order) will read into the part
+/// before it is sent (at [`SEND_AT`] bytes or [`SEND_AT_ELEMENTS`]
+/// elements), given what it holds.
+fn part_ahead(runs: &[Run], part: &Part) -> usize {
+    let (mut bytes, mut elements, mut ahead) = (part.bytes, part.elements, 0);
+    for r in runs {
+        if bytes >= SEND_AT || elements >= SEND_AT_ELEMENTS {
+            break;
+        }
+        let span = (r.end - r.start) as usize;
+        ahead += span;
+        bytes += 16 * r.count + span;
+        elements += r.count;
+    }
+    ahead
 }
 
 /// Elements shorter than this are read together with their neighbours.
