@@ -127,11 +127,7 @@ pub(crate) fn alloc_ino(st: &mut WriterState) -> u64 {
 /// Remove `victim`'s entry, inode and attributes; returns the bytes it
 /// took in its owner's byte quota (its size and its user attributes),
 /// for the caller to release.
-fn delete_entry(
-    txn: &mut Txn<'_>,
-    parent: u64,
-    victim: &Inode,
-) -> Result<i128, MetaError> {
+fn delete_entry(txn: &mut Txn<'_>, parent: u64, victim: &Inode) -> Result<i128, MetaError> {
     if victim.is_dir() {
         txn.note_dir_change();
     }
