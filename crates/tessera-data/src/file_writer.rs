@@ -94,31 +94,62 @@ impl FileWriter {
             LayoutKind::Rain => Some(Codec::new(layout.k as usize, layout.m as usize)?),
             _ => None,
         };
-        let mut stripes: Vec<Option<Box<dyn StripeWrite>>> = Vec::with_capacity(targets.len());
-        for (i, t) in targets.iter().enumerate() {
-            let Some((_, b)) = t else {
-                stripes.push(None);
-                continue;
-            };
-            // The header goes out with the first group (`flush_group`).
+        // The header goes out with the first group (`flush_group`).
+        let create = |i: usize, b: &Arc<dyn Backend>| {
             let name = StripeName::new(fid, i as u8);
-            let created = if new_file {
+            if new_file {
                 b.create_new(&name, write_id)
             } else {
                 b.create(&name, write_id)
-            };
-            match created {
-                Ok(w) => stripes.push(Some(w)),
-                Err(e) => {
-                    for w in stripes.into_iter().flatten() {
-                        w.abort();
-                    }
-                    return Err(DataError::Backend {
+            }
+        };
+        // On a backend that answers over the network (a CephFS create is
+        // a round trip to the MDS, several ms) the stripes are created at
+        // once, as they are written and sealed; local ones in turn (no
+        // thread to start for a create that takes microseconds).
+        let remote = targets.iter().flatten().filter(|(_, b)| b.remote()).count();
+        let created: Vec<Option<Result<Box<dyn StripeWrite>, _>>> = if remote == 0 {
+            let mut out = Vec::with_capacity(targets.len());
+            for (i, t) in targets.iter().enumerate() {
+                let r = t.as_ref().map(|(_, b)| create(i, b));
+                let failed = matches!(r, Some(Err(_)));
+                out.push(r);
+                if failed {
+                    break;
+                }
+            }
+            out
+        } else {
+            std::thread::scope(|s| {
+                let hs: Vec<_> = targets
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| t.as_ref().map(|(_, b)| s.spawn(move || create(i, b))))
+                    .collect();
+                hs.into_iter()
+                    .map(|h| h.map(|h| h.join().expect("stripe create thread")))
+                    .collect()
+            })
+        };
+        let mut stripes: Vec<Option<Box<dyn StripeWrite>>> = Vec::with_capacity(targets.len());
+        let mut first_err = None;
+        for (i, r) in created.into_iter().enumerate() {
+            match r {
+                Some(Ok(w)) => stripes.push(Some(w)),
+                None => stripes.push(None),
+                Some(Err(e)) => {
+                    first_err.get_or_insert(DataError::Backend {
                         index: i,
                         source: e,
                     });
                 }
             }
+        }
+        if let Some(e) = first_err {
+            for w in stripes.into_iter().flatten() {
+                w.abort();
+            }
+            return Err(e);
         }
         Ok(FileWriter {
             layout,
