@@ -2,6 +2,7 @@
 //! messages into core-service calls, and maps errors to gRPC codes (with
 //! the errno in the `tessera-errno` metadata key).
 
+mod access;
 mod auth;
 mod convert;
 mod fed;
@@ -14,6 +15,7 @@ pub use auth::AdminAuth;
 
 use std::sync::Arc;
 use tessera_core::Core;
+use tessera_proto::admin::v1::access_server::AccessServer;
 use tessera_proto::admin::v1::federation_server::FederationServer;
 use tessera_proto::admin::v1::fs_server::FsServer;
 use tessera_proto::admin::v1::fsck_server::FsckServer;
@@ -26,6 +28,7 @@ pub struct Services {
     pub quota: QuotaServer<quota::QuotaSvc>,
     pub fs: FsServer<fs::FsSvc>,
     pub fsck: FsckServer<fsck::FsckSvc>,
+    pub access: AccessServer<access::AccessSvc>,
     /// When the server federates (`[federation]`, or endpoints added at
     /// run time).
     pub federation: Option<FederationServer<fed::FedSvc>>,
@@ -52,6 +55,10 @@ pub fn services(
             auth: Arc::clone(&auth),
         }),
         fs: FsServer::new(fs::FsSvc {
+            core: core.clone(),
+            auth: Arc::clone(&auth),
+        }),
+        access: AccessServer::new(access::AccessSvc {
             core: core.clone(),
             auth: Arc::clone(&auth),
         }),

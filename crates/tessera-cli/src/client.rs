@@ -1,6 +1,7 @@
 //! Connection to the admin API: endpoint, credential, role, and the
 //! mapping of a failed call to the process exit status (the errno).
 
+use tessera_proto::admin::v1::access_client::AccessClient;
 use tessera_proto::admin::v1::federation_client::FederationClient;
 use tessera_proto::admin::v1::fs_client::FsClient;
 use tessera_proto::admin::v1::fsck_client::FsckClient;
@@ -17,6 +18,7 @@ pub type Quota = QuotaClient<InterceptedService<Channel, Intercept>>;
 pub type Fs = FsClient<InterceptedService<Channel, Intercept>>;
 pub type Fsck = FsckClient<InterceptedService<Channel, Intercept>>;
 pub type Fed = FederationClient<InterceptedService<Channel, Intercept>>;
+pub type Access = AccessClient<InterceptedService<Channel, Intercept>>;
 
 /// A failure with the errno to exit with.
 #[derive(Debug)]
@@ -64,6 +66,7 @@ pub struct Clients {
     pub fs: Fs,
     pub fsck: Fsck,
     pub fed: Fed,
+    pub access: Access,
 }
 
 /// A channel to one admin address.
@@ -134,6 +137,7 @@ pub async fn connect(addrs: &str, token: String, role: Option<String>) -> Result
         quota: QuotaClient::with_interceptor(channel.clone(), make()),
         fs: FsClient::with_interceptor(channel.clone(), make()),
         fsck: FsckClient::with_interceptor(channel.clone(), make()),
+        access: AccessClient::with_interceptor(channel.clone(), make()),
         fed: FederationClient::with_interceptor(channel, make()),
     })
 }

@@ -71,6 +71,9 @@ enum Cmd {
     /// Quotas: set, rm, rmnode, ls, show.
     #[command(subcommand)]
     Quota(cmd::quota::QuotaCmd),
+    /// Access rules: ban, allow, stall, redirect, ls, rm.
+    #[command(subcommand)]
+    Access(cmd::access::AccessCmd),
     /// Filesystems: add, ls, set, rm.
     #[command(subcommand)]
     Fs(cmd::fs::FsCmd),
@@ -212,6 +215,7 @@ async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {
         Cmd::Attr(a) => cmd::attr::run(&mut c, fmt, a).await,
         Cmd::Acl(a) => cmd::acl::run(&mut c, fmt, a).await,
         Cmd::Quota(q) => cmd::quota::run(&mut c, fmt, q).await,
+        Cmd::Access(a) => cmd::access::run(&mut c, fmt, a).await,
         Cmd::Ns(n) => cmd::ns::ns(&mut c, fmt, n).await,
         Cmd::Fs(f) => cmd::fs::fs(&mut c, fmt, f).await,
         Cmd::Space(s) => cmd::fs::space(&mut c, fmt, s).await,

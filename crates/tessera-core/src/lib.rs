@@ -26,6 +26,7 @@ mod pool;
 mod readsession;
 mod remote;
 mod repair;
+pub mod rules;
 mod scopes;
 mod service;
 mod sessionlog;

@@ -55,6 +55,8 @@ pub struct Core {
     pub(crate) read_threads: tessera_data::ReadThreads,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) access: Arc<AccessLog>,
+    /// The operator's access rules in force (`rules.rs`).
+    pub(crate) rules: Arc<crate::rules::RulesCell>,
 }
 
 impl Core {
@@ -65,6 +67,8 @@ impl Core {
         access: Arc<AccessLog>,
     ) -> Result<Core, CoreError> {
         let fs = Arc::new(Filesystems::load(&meta)?);
+        let rules = crate::rules::Rules::new(meta.access_list()?);
+        metrics.rules.rules.set(rules.len() as u64);
         Ok(Core {
             meta,
             fs,
@@ -72,6 +76,7 @@ impl Core {
             read_threads: tessera_data::ReadThreads::default(),
             metrics,
             access,
+            rules: Arc::new(crate::rules::RulesCell::new(rules)),
         })
     }
 

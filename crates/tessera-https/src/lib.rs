@@ -405,6 +405,9 @@ async fn answer(ctx: &Ctx, req: crate::Req) -> Response<Body> {
     if ops::whoami::asks(&req) {
         return ops::whoami::answer(ctx);
     }
+    if let Some(r) = ops::rules::turned_away(ctx, &req) {
+        return r;
+    }
     match scaleout::mgm_redirect(ctx, &req).await {
         Ok(Some(r)) => return r,
         Ok(None) => {}

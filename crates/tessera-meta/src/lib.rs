@@ -7,6 +7,7 @@
 //! parallel straight against RocksDB. The key layout and record formats are
 //! specified in `docs/meta-schema.md`.
 
+mod access;
 pub mod acl;
 mod damage;
 mod dircache;
@@ -27,6 +28,7 @@ mod txn;
 mod write;
 mod xattr;
 
+pub use access::AccessRule;
 pub use damage::DamageRecord;
 pub use error::MetaError;
 pub use filewrite::{CommitWrite, Overwrite};

@@ -8,6 +8,7 @@ mod datametrics;
 mod fedmetrics;
 mod hametrics;
 mod metrics;
+mod rulemetrics;
 
 pub use access::{AccessLog, AccessRecord};
 pub use audit::{AuditLog, AuditRecord};
@@ -15,3 +16,4 @@ pub use datametrics::{DataMetrics, FsLabels};
 pub use fedmetrics::{EndpointLabels, FedMetrics};
 pub use hametrics::HaMetrics;
 pub use metrics::{Metrics, OpLabels, PartLabels, ProtocolLabels, QuotaLabels, ResultLabels};
+pub use rulemetrics::{RuleLabels, RuleMetrics};

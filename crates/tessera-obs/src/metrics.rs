@@ -111,6 +111,8 @@ pub struct Metrics {
     pub fed: crate::FedMetrics,
     /// Metadata high availability.
     pub ha: crate::HaMetrics,
+    /// The operator's access rules.
+    pub rules: crate::RuleMetrics,
 }
 
 impl Metrics {
@@ -262,6 +264,7 @@ impl Metrics {
         let data = crate::DataMetrics::register(&mut r);
         let fed = crate::FedMetrics::register(&mut r);
         let ha = crate::HaMetrics::register(&mut r);
+        let rules = crate::RuleMetrics::register(&mut r);
         let build = Family::<Vec<(String, String)>, Gauge>::default();
         build
             .get_or_create(&vec![("version".to_string(), version.to_string())])
@@ -295,6 +298,7 @@ impl Metrics {
             data,
             fed,
             ha,
+            rules,
         }
     }
 

@@ -336,6 +336,7 @@ fn admin_api(
             .add_service(svc.quota)
             .add_service(svc.fs)
             .add_service(svc.fsck)
+            .add_service(svc.access)
             .add_optional_service(svc.federation)
             .add_optional_service(cluster)
             .serve_with_incoming_shutdown(incoming, async move {

@@ -1,5 +1,6 @@
 //! One module per command group.
 
+pub mod access;
 pub mod acl;
 pub mod attr;
 pub mod fed;

@@ -3,6 +3,7 @@
 //! `xrootd-client` and `python3-xrootd` packages (`scripts/test` installs
 //! them); without them these tests fail with a clear message.
 
+mod access;
 mod bounds;
 mod clients;
 mod dashboards;

@@ -20,6 +20,7 @@ pub mod query;
 pub mod read;
 pub mod readv;
 pub mod rm;
+mod rules;
 pub mod stat;
 pub mod truncate;
 pub mod update;
@@ -236,6 +237,10 @@ async fn serve_as(s: &Arc<Session>, who: &Arc<Identity>, out: &Out, st: [u8; 2],
             out.close_now();
             return;
         }
+    }
+    // The operator's access rules (bans, allow lists, redirects, stalls).
+    if rules::turned_away(s, who, out, st, &r).await {
+        return;
     }
     // A path under a federated view goes to one of its endpoints.
     let viewed = match &r {

@@ -1,0 +1,384 @@
+//! The operator's access rules (EOS `access`), decided once for every
+//! front-end: before a request touches the namespace, the front-end asks
+//! [`Core::admit`] and writes the answer in its protocol (`kXR_wait` /
+//! `kXR_redirect`, 503 with `Retry-After` / 307).
+//!
+//! - **ban** (user, group, host or subnet, token issuer or subject, VOMS
+//!   FQAN, or `all`): the client is told to wait, never dropped, so jobs
+//!   back off and come back once the ban is lifted;
+//! - **allow**: once a kind of subject has an allow rule, only what one of
+//!   them names passes (the others wait);
+//! - **redirect**: requests (all, or only writes; everywhere or under a
+//!   path) go to another `host:port`, for a maintenance window;
+//! - **stall**: the same requests are told to wait.
+//!
+//! Bans and allow lists come first, then redirects, then stalls; within
+//! each, the lowest rule id. A rule past its expiry does nothing. The
+//! rules live in the namespace (`tessera_meta::AccessRule`); this keeps a
+//! parsed copy, replaced when they change through this node and re-read
+//! every few seconds (another node of the same store may change them).
+
+use crate::CoreError;
+use ipnet::IpNet;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+pub use tessera_meta::AccessRule;
+use tessera_types::{Identity, NsPath};
+
+/// How often the rules are read again from the store.
+const RELOAD_EVERY: Duration = Duration::from_secs(5);
+/// The wait a ban or stall says when its rule names none.
+pub const DEFAULT_WAIT_SECS: u32 = 60;
+
+/// What a request is, for the rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// Reads, stats, listings.
+    Read,
+    /// Anything that changes the namespace or a file.
+    Write,
+}
+
+/// The rules' answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Admit {
+    Go,
+    /// Ask again in `secs` (ban, allow list, stall).
+    Wait {
+        secs: u32,
+        why: String,
+        action: &'static str,
+    },
+    /// Send the request to `to` (`host:port`).
+    Redirect {
+        to: String,
+        why: String,
+    },
+}
+
+/// Who a rule names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Subject {
+    All,
+    User(String),
+    Group(String),
+    Host(IpNet),
+    Issuer(String),
+    Sub(String),
+    Fqan(String),
+}
+
+impl Subject {
+    fn parse(s: &str) -> Result<Subject, String> {
+        if s == "all" {
+            return Ok(Subject::All);
+        }
+        let (kind, v) = s
+            .split_once(':')
+            .filter(|(_, v)| !v.is_empty())
+            .ok_or_else(|| format!("subject {s:?}: expected KIND:VALUE or all"))?;
+        let v = v.to_string();
+        Ok(match kind {
+            "user" => Subject::User(v),
+            "group" => Subject::Group(v),
+            "host" => Subject::Host(match v.parse::<IpNet>() {
+                Ok(n) => n,
+                Err(_) => IpNet::from(
+                    v.parse::<IpAddr>()
+                        .map_err(|_| format!("host {v:?}: not an address or a subnet"))?,
+                ),
+            }),
+            "issuer" => Subject::Issuer(v),
+            "subject" => Subject::Sub(v),
+            "fqan" if v.starts_with('/') => Subject::Fqan(v),
+            _ => {
+                return Err(format!(
+                "subject {s:?}: the kinds are user, group, host, issuer, subject, fqan (/vo/...)"
+            ))
+            }
+        })
+    }
+
+    /// The kind, for allow lists (one list per kind).
+    fn kind(&self) -> u8 {
+        match self {
+            Subject::All => 0,
+            Subject::User(_) => 1,
+            Subject::Group(_) => 2,
+            Subject::Host(_) => 3,
+            Subject::Issuer(_) => 4,
+            Subject::Sub(_) => 5,
+            Subject::Fqan(_) => 6,
+        }
+    }
+
+    fn matches(&self, who: &Identity, peer: IpAddr) -> bool {
+        match self {
+            Subject::All => true,
+            Subject::User(u) => &who.name == u,
+            Subject::Group(g) => who.group_names.iter().any(|n| n == g),
+            Subject::Host(net) => net.contains(&peer.to_canonical()),
+            Subject::Issuer(i) => who.token.as_ref().is_some_and(|t| &t.issuer == i),
+            Subject::Sub(s) => who.token.as_ref().is_some_and(|t| &t.subject == s),
+            // `/cms` names every FQAN of the VO; `/cms/higgs` its group.
+            Subject::Fqan(f) => who.x509.as_ref().is_some_and(|x| {
+                x.fqans.iter().any(|q| {
+                    q.strip_prefix(f.as_str())
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+                })
+            }),
+        }
+    }
+}
+
+/// One rule, parsed.
+struct Rule {
+    rule: AccessRule,
+    subject: Subject,
+    path: Option<NsPath>,
+}
+
+impl Rule {
+    fn parse(rule: AccessRule) -> Result<Rule, String> {
+        let subject = Subject::parse(&rule.subject)?;
+        let path = if rule.path.is_empty() {
+            None
+        } else {
+            Some(NsPath::parse(&rule.path).map_err(|e| format!("path {:?}: {e}", rule.path))?)
+        };
+        match rule.action.as_str() {
+            "ban" | "allow" | "stall" => {}
+            "redirect" if !rule.target.is_empty() => {}
+            "redirect" => return Err("a redirect needs a target (host:port)".into()),
+            a => {
+                return Err(format!(
+                    "action {a:?}: the actions are ban, allow, stall, redirect"
+                ))
+            }
+        }
+        Ok(Rule {
+            rule,
+            subject,
+            path,
+        })
+    }
+
+    /// Whether the rule covers `op` on `path` at `now` (its subject aside).
+    fn covers(&self, op: Op, path: Option<&NsPath>, now: u64) -> bool {
+        let live = self.rule.expires_at == 0 || now < self.rule.expires_at;
+        let op_ok = !self.rule.writes_only || op == Op::Write;
+        let path_ok = match (&self.path, path) {
+            (None, _) => true,
+            (Some(p), Some(q)) => q.starts_with(p),
+            (Some(_), None) => false,
+        };
+        live && op_ok && path_ok
+    }
+
+    fn wait(&self) -> u32 {
+        match self.rule.wait_secs {
+            0 => DEFAULT_WAIT_SECS,
+            s => s,
+        }
+    }
+}
+
+/// The rules in force, parsed.
+#[derive(Default)]
+pub struct Rules {
+    rules: Vec<Rule>,
+}
+
+impl Rules {
+    /// Parse `rules` (a rule that does not parse is skipped and logged:
+    /// the store only holds rules that parsed when they were added).
+    pub fn new(rules: Vec<AccessRule>) -> Rules {
+        let rules = rules
+            .into_iter()
+            .filter_map(|r| {
+                let id = r.id;
+                Rule::parse(r)
+                    .map_err(|e| tracing::warn!(rule = id, "access rule skipped: {e}"))
+                    .ok()
+            })
+            .collect();
+        Rules { rules }
+    }
+
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// The answer for `who` from `peer` doing `op` on `path` at `now`
+    /// (Unix seconds).
+    pub fn admit(
+        &self,
+        who: &Identity,
+        peer: IpAddr,
+        op: Op,
+        path: Option<&NsPath>,
+        now: u64,
+    ) -> Admit {
+        let of = |action: &'static str| {
+            self.rules
+                .iter()
+                .filter(move |r| r.rule.action == action && r.covers(op, path, now))
+        };
+        if let Some(r) = of("ban").find(|r| r.subject.matches(who, peer)) {
+            return Admit::Wait {
+                secs: r.wait(),
+                why: format!("banned by access rule {} ({})", r.rule.id, r.rule.subject),
+                action: "ban",
+            };
+        }
+        // An allow list per kind of subject: once one exists, only what it
+        // names passes.
+        let mut kinds: Vec<u8> = of("allow").map(|r| r.subject.kind()).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        for k in kinds {
+            let list = || of("allow").filter(|r| r.subject.kind() == k);
+            if !list().any(|r| r.subject.matches(who, peer)) {
+                let first = list().next().expect("the kind has a rule");
+                return Admit::Wait {
+                    secs: first.wait(),
+                    why: format!(
+                        "not in the allow list of access rule {} ({} ...)",
+                        first.rule.id, first.rule.subject
+                    ),
+                    action: "allow",
+                };
+            }
+        }
+        if let Some(r) = of("redirect").find(|r| r.subject.matches(who, peer)) {
+            return Admit::Redirect {
+                to: r.rule.target.clone(),
+                why: format!("redirected by access rule {}", r.rule.id),
+            };
+        }
+        if let Some(r) = of("stall").find(|r| r.subject.matches(who, peer)) {
+            return Admit::Wait {
+                secs: r.wait(),
+                why: format!("stalled by access rule {}", r.rule.id),
+                action: "stall",
+            };
+        }
+        Admit::Go
+    }
+}
+
+/// The parsed rules a core serves with, and when they were read.
+pub(crate) struct RulesCell {
+    now: Mutex<(Arc<Rules>, Instant)>,
+}
+
+impl RulesCell {
+    pub(crate) fn new(rules: Rules) -> RulesCell {
+        RulesCell {
+            now: Mutex::new((Arc::new(rules), Instant::now())),
+        }
+    }
+
+    fn set(&self, rules: Rules) {
+        *crate::lock(&self.now) = (Arc::new(rules), Instant::now());
+    }
+}
+
+/// Now, in Unix seconds (rules' `set_at` and expiry).
+pub fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Check a rule before it is stored (the admin API's `add`).
+pub fn check(rule: &AccessRule) -> Result<(), CoreError> {
+    Rule::parse(rule.clone())
+        .map(drop)
+        .map_err(CoreError::Invalid)
+}
+
+impl crate::Core {
+    /// The access rules' answer for `who` from `peer` doing `op` on
+    /// `path` (`None`: not about a path), counted and logged when it is
+    /// not `Go`. Rules are re-read from the store every few seconds.
+    pub fn admit(&self, who: &Identity, peer: IpAddr, op: Op, path: Option<&NsPath>) -> Admit {
+        let (rules, read) = {
+            let g = crate::lock(&self.rules.now);
+            (Arc::clone(&g.0), g.1)
+        };
+        let rules = if read.elapsed() >= RELOAD_EVERY {
+            self.reload_rules().unwrap_or(rules)
+        } else {
+            rules
+        };
+        if rules.is_empty() {
+            return Admit::Go;
+        }
+        let a = rules.admit(who, peer, op, path, unix_now());
+        let action = match &a {
+            Admit::Go => return a,
+            Admit::Wait { action, .. } => *action,
+            Admit::Redirect { .. } => "redirect",
+        };
+        self.metrics.rules.refused(action, who.protocol);
+        let why = match &a {
+            Admit::Wait { why, .. } | Admit::Redirect { why, .. } => why.as_str(),
+            Admit::Go => "",
+        };
+        tracing::info!(user = %who.name, uid = who.uid, %peer, protocol = who.protocol,
+            path = %path.map(|p| p.display()).unwrap_or_default(), "{why}");
+        a
+    }
+
+    /// Read the rules from the store again (after a change, or when the
+    /// copy is older than a few seconds).
+    pub fn reload_rules(&self) -> Option<Arc<Rules>> {
+        match self.meta.access_list() {
+            Ok(list) => {
+                let rules = Rules::new(list);
+                self.metrics.rules.rules.set(rules.len() as u64);
+                self.rules.set(rules);
+                Some(Arc::clone(&crate::lock(&self.rules.now).0))
+            }
+            Err(e) => {
+                tracing::warn!("access rules not read again: {e}");
+                // Try again at the next period, not on every request.
+                let old = Arc::clone(&crate::lock(&self.rules.now).0);
+                *crate::lock(&self.rules.now) = (Arc::clone(&old), Instant::now());
+                None
+            }
+        }
+    }
+
+    /// Every rule, as stored.
+    pub async fn access_rules(&self) -> Result<Vec<AccessRule>, CoreError> {
+        let meta = Arc::clone(&self.meta);
+        crate::blocking(move || Ok(meta.access_list()?)).await?
+    }
+
+    /// Store a new rule (checked first) and put it in force here.
+    pub async fn add_access_rule(&self, rule: AccessRule) -> Result<AccessRule, CoreError> {
+        check(&rule)?;
+        let meta = Arc::clone(&self.meta);
+        let r = crate::blocking(move || Ok::<_, CoreError>(meta.access_add(rule)?)).await??;
+        self.reload_rules();
+        Ok(r)
+    }
+
+    /// Remove rule `id` and take it out of force here.
+    pub async fn remove_access_rule(&self, id: u64) -> Result<AccessRule, CoreError> {
+        let meta = Arc::clone(&self.meta);
+        let r = crate::blocking(move || Ok::<_, CoreError>(meta.access_remove(id)?)).await??;
+        self.reload_rules();
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,47 @@
+//! The operator's access rules in HTTP's words: what `Core::admit`
+//! decides before a request touches the namespace, written as 503 with
+//! `Retry-After` (bans, allow lists, stalls) or a 307 to the rule's host
+//! (its port, or the one the client used here).
+
+use crate::{path, Ctx};
+use hyper::Response;
+use tessera_core::rules::{Admit, Op};
+
+/// The answer to `req` if a rule turns it away.
+pub fn turned_away(ctx: &Ctx, req: &crate::Req) -> Option<Response<crate::Body>> {
+    let op = match req.method().as_str() {
+        "GET" | "HEAD" | "PROPFIND" | "OPTIONS" => Op::Read,
+        _ => Op::Write,
+    };
+    let p = path::decode(req.uri().path()).ok();
+    match ctx.core.admit(&ctx.who, ctx.peer.ip(), op, p.as_ref()) {
+        Admit::Go => None,
+        Admit::Wait { secs, why, .. } => Some(super::get::retry_after(secs, &why)),
+        Admit::Redirect { to, .. } => {
+            let to = if to.contains(':') {
+                to
+            } else {
+                let port = req
+                    .headers()
+                    .get(hyper::header::HOST)
+                    .and_then(|h| h.to_str().ok())
+                    .and_then(|h| h.rsplit_once(':'))
+                    .map_or("443", |(_, p)| p)
+                    .to_string();
+                format!("{to}:{port}")
+            };
+            let q = req
+                .uri()
+                .query()
+                .map(|q| format!("?{q}"))
+                .unwrap_or_default();
+            let mut r = Response::new(crate::Body::Empty);
+            *r.status_mut() = hyper::StatusCode::TEMPORARY_REDIRECT;
+            let location = format!("https://{to}{}{q}", req.uri().path());
+            if let Ok(v) = hyper::header::HeaderValue::from_str(&location) {
+                r.headers_mut().insert(hyper::header::LOCATION, v);
+            }
+            Some(r)
+        }
+    }
+}

@@ -1,0 +1,242 @@
+//! The operator's access rules (issue 39) with the real clients and the
+//! real CLI against `tesserad serve --dev`: a banned client is told to
+//! wait (xrdcp waits and gets its file once the ban is lifted; curl sees
+//! 503 with `Retry-After`), writes under a path stalled while reads go,
+//! a path redirected to another server (xrdcp follows it; curl gets the
+//! 307), every refusal counted in the metrics.
+
+use crate::{assert_ran, data, run_ok, Daemon};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn daemon(dir: &Path) -> Daemon {
+    let overlay = dir.join("overlay.toml");
+    std::fs::write(&overlay, "[https]\nanonymous = \"owner\"\n").unwrap();
+    let dev_config = std::ffi::OsStr::new("--dev-config");
+    Daemon::dev(&dir.join("data"), &[dev_config, overlay.as_os_str()])
+}
+
+/// `tessera --admin ADDR --token-file TOKEN ARGS`, which must succeed:
+/// its standard output.
+fn cli(d: &Daemon, dir: &Path, args: &[&str]) -> String {
+    let o = run_ok(
+        Command::new(crate::common::workspace_bin("tessera"))
+            .args(["--admin", &d.field("admin="), "--token-file"])
+            .arg(dir.join("data/dev/admin.token"))
+            .args(args),
+        &format!("tessera {args:?}"),
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// `curl -s -i` of `url` (extra arguments first): status line and headers.
+fn curl_head(dir: &Path, extra: &[&str], url: &str) -> String {
+    let o = Command::new("curl")
+        // No `Expect: 100-continue` (its interim answer would come first).
+        .args(["-sS", "-i", "-o", "-", "-H", "Expect:", "--cacert"])
+        .arg(dir.join("data/dev/ca.pem"))
+        .args(extra)
+        .arg(url)
+        .output()
+        .expect("curl");
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    text.split("\r\n\r\n").next().unwrap_or("").to_string()
+}
+
+fn metric(d: &Daemon, line_start: &str) -> f64 {
+    let o = Command::new("curl")
+        .args(["-s", &format!("http://{}/metrics", d.field("metrics="))])
+        .output()
+        .expect("curl");
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find(|l| l.starts_with(line_start))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+fn xrdcp(args: &[&str]) -> Command {
+    let mut c = Command::new("xrdcp");
+    c.arg("--nopbar").args(args);
+    c
+}
+
+#[test]
+fn a_banned_client_waits_and_gets_its_file_once_the_ban_is_lifted() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = daemon(dir.path());
+    let (xr, https) = (d.field("xrootd="), d.field("https="));
+    let body = data(300_000, 39);
+    let src = dir.path().join("src");
+    std::fs::write(&src, &body).unwrap();
+    let url = format!("root://{xr}//data/f");
+    run_ok(xrdcp(&[src.to_str().unwrap(), &url]).arg("-p"), "xrdcp up");
+
+    let added = cli(
+        &d,
+        dir.path(),
+        &[
+            "access",
+            "ban",
+            "host:127.0.0.0/8",
+            "--wait",
+            "2s",
+            "--comment",
+            "test",
+        ],
+    );
+    assert!(
+        added.contains("ban") && added.contains("host:127.0.0.0/8"),
+        "{added}"
+    );
+    let listed = cli(&d, dir.path(), &["access", "ls", "--json"]);
+    assert!(
+        listed.contains("\"setby\"") && listed.contains("\"test\""),
+        "{listed}"
+    );
+    let id: u64 = cli(&d, dir.path(), &["-m", "access", "ls"])
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("id="))
+        .expect("an id")
+        .parse()
+        .unwrap();
+
+    // HTTPS: a 503 saying when to come back.
+    let head = curl_head(dir.path(), &[], &format!("https://{https}/data/f"));
+    assert!(
+        head.starts_with("HTTP/1.1 503") || head.starts_with("HTTP/2 503"),
+        "{head}"
+    );
+    assert!(
+        head.to_ascii_lowercase().contains("retry-after: 2"),
+        "{head}"
+    );
+
+    // XRootD: xrdcp is told to wait, waits, and reads once unbanned.
+    let out = dir.path().join("out");
+    let t = Instant::now();
+    let mut cp = xrdcp(&["-f", &url, out.to_str().unwrap()]).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(3500));
+    assert!(cp.try_wait().unwrap().is_none(), "xrdcp waits while banned");
+    let removed = cli(&d, dir.path(), &["access", "rm", &id.to_string()]);
+    assert!(removed.contains("removed"), "{removed}");
+    assert!(cp.wait().unwrap().success(), "xrdcp once unbanned");
+    assert!(t.elapsed() >= Duration::from_secs(3));
+    assert_eq!(std::fs::read(&out).unwrap(), body);
+    assert!(
+        metric(
+            &d,
+            "tessera_access_refused_total{action=\"ban\",protocol=\"xroot\"}"
+        ) >= 1.0
+    );
+    assert!(
+        metric(
+            &d,
+            "tessera_access_refused_total{action=\"ban\",protocol=\"https\"}"
+        ) >= 1.0
+    );
+    assert_eq!(
+        cli(&d, dir.path(), &["access", "ls"]).trim(),
+        "no access rules"
+    );
+}
+
+#[test]
+fn stalls_take_writes_under_a_path_and_redirects_send_clients_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = daemon(dir.path());
+    let other_dir = tempfile::tempdir().unwrap();
+    let other = daemon(other_dir.path());
+    let (xr, https) = (d.field("xrootd="), d.field("https="));
+    let body = data(50_000, 7);
+    let src = dir.path().join("src");
+    std::fs::write(&src, &body).unwrap();
+    for (server, path) in [(&xr, "/maint/old"), (&other.field("xrootd="), "/moved/f")] {
+        run_ok(
+            xrdcp(&[src.to_str().unwrap(), &format!("root://{server}/{path}")]).arg("-p"),
+            "xrdcp up",
+        );
+    }
+    // Writes under /maint wait; reads there and writes elsewhere go.
+    cli(
+        &d,
+        dir.path(),
+        &[
+            "access", "stall", "--writes", "--path", "/maint", "--wait", "7s",
+        ],
+    );
+    let put = curl_head(
+        dir.path(),
+        &["-T", src.to_str().unwrap()],
+        &format!("https://{https}/maint/new"),
+    );
+    assert!(
+        put.contains(" 503") && put.to_ascii_lowercase().contains("retry-after: 7"),
+        "{put}"
+    );
+    let get = curl_head(dir.path(), &[], &format!("https://{https}/maint/old"));
+    assert!(get.contains(" 200"), "{get}");
+    let elsewhere = curl_head(
+        dir.path(),
+        &["-T", src.to_str().unwrap()],
+        &format!("https://{https}/data/new"),
+    );
+    assert!(elsewhere.contains(" 201"), "{elsewhere}");
+    let rm = Command::new("xrdfs")
+        .args([&format!("root://{xr}"), "rm", "/maint/old"])
+        .env("XRD_REQUESTTIMEOUT", "3")
+        .output()
+        .unwrap();
+    assert!(
+        !rm.status.success(),
+        "the rm waits past the client's own timeout"
+    );
+    let out = dir.path().join("old");
+    assert_ran(
+        &xrdcp(&[&format!("root://{xr}//maint/old"), out.to_str().unwrap()])
+            .output()
+            .unwrap(),
+        "xrdcp read under a stalled path",
+    );
+    assert!(
+        metric(
+            &d,
+            "tessera_access_refused_total{action=\"stall\",protocol=\"https\"}"
+        ) >= 1.0
+    );
+
+    // /moved goes to the other server: xrdcp follows; curl gets the 307.
+    let to = other.field("xrootd=");
+    cli(
+        &d,
+        dir.path(),
+        &["access", "redirect", "--path", "/moved", "--to", &to],
+    );
+    let moved = dir.path().join("moved");
+    run_ok(
+        &mut xrdcp(&[&format!("root://{xr}//moved/f"), moved.to_str().unwrap()]),
+        "xrdcp through the redirect",
+    );
+    assert_eq!(std::fs::read(&moved).unwrap(), body);
+    let head = curl_head(dir.path(), &[], &format!("https://{https}/moved/f"));
+    assert!(head.contains(" 307"), "{head}");
+    assert!(head.contains(&format!("https://{to}/moved/f")), "{head}");
+    // Bad rules are refused with the reason, nothing stored.
+    let bad = Command::new(crate::common::workspace_bin("tessera"))
+        .args(["--admin", &d.field("admin="), "--token-file"])
+        .arg(dir.path().join("data/dev/admin.token"))
+        .args(["access", "ban", "users:alice"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("kinds are"),
+        "{:?}",
+        bad
+    );
+    assert_eq!(
+        cli(&d, dir.path(), &["-m", "access", "ls"]).lines().count(),
+        2
+    );
+}
