@@ -38,6 +38,9 @@ fn to_pb(r: AccessRule) -> pb::AccessRule {
         set_at: r.set_at,
         expires_at: r.expires_at,
         comment: r.comment,
+        ops: r.ops,
+        rate: r.rate_milli as f64 / 1000.0,
+        burst: r.burst,
     }
 }
 
@@ -61,6 +64,9 @@ impl Access for AccessSvc {
                 set_at: tessera_core::rules::unix_now(),
                 expires_at: r.expires_at,
                 comment: r.comment,
+                ops: r.ops,
+                rate_milli: (r.rate.max(0.0) * 1000.0).round() as u64,
+                burst: r.burst,
             };
             let stored = self.core.add_access_rule(rule).await.map_err(err)?;
             Ok(Response::new(to_pb(stored)))

@@ -10,16 +10,23 @@
 //!   them names passes (the others wait);
 //! - **redirect**: requests (all, or only writes; everywhere or under a
 //!   path) go to another `host:port`, for a maintenance window;
-//! - **stall**: the same requests are told to wait.
+//! - **stall**: the same requests are told to wait;
+//! - **limit**: a rate (token bucket with a burst) per user, group or
+//!   application, or for everyone, on a class of requests (`limits.rs`);
+//!   over it, the client is told to wait until a token is there.
 //!
-//! Bans and allow lists come first, then redirects, then stalls; within
+//! Bans and allow lists come first, then redirects, then stalls, then
+//! limits (a request turned away takes no token); within
 //! each, the lowest rule id. A rule past its expiry does nothing. The
 //! rules live in the namespace (`tessera_meta::AccessRule`); this keeps a
 //! parsed copy, replaced when they change through this node and re-read
 //! every few seconds (another node of the same store may change them).
 
+mod limits;
+
 use crate::CoreError;
 use ipnet::IpNet;
+use limits::{class_covers, keys as limit_keys, Buckets, Counted};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -31,13 +38,31 @@ const RELOAD_EVERY: Duration = Duration::from_secs(5);
 /// The wait a ban or stall says when its rule names none.
 pub const DEFAULT_WAIT_SECS: u32 = 60;
 
-/// What a request is, for the rules.
+/// What a request is, for the rules and the limits' classes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Op {
-    /// Reads, stats, listings.
-    Read,
-    /// Anything that changes the namespace or a file.
-    Write,
+    /// Opening a file to read it (a GET).
+    OpenRead,
+    /// Opening a file to write it (a PUT).
+    OpenWrite,
+    /// A stat, a checksum, a locate (a HEAD).
+    Stat,
+    /// A directory listing.
+    List,
+    /// Removing a file or a directory.
+    Delete,
+    /// A third-party copy.
+    Tpc,
+    /// Any other change: mkdir, rename, chmod, truncate, attributes.
+    Change,
+}
+
+impl Op {
+    /// Whether `--writes` rules see it (a third-party copy counts: it
+    /// writes on one side).
+    pub fn writes(self) -> bool {
+        matches!(self, Op::OpenWrite | Op::Delete | Op::Tpc | Op::Change)
+    }
 }
 
 /// The rules' answer.
@@ -137,18 +162,46 @@ struct Rule {
     rule: AccessRule,
     subject: Subject,
     path: Option<NsPath>,
+    /// A limit's buckets: whom they count, rate per second, burst.
+    limit: Option<(Counted, f64, f64)>,
 }
 
 impl Rule {
     fn parse(rule: AccessRule) -> Result<Rule, String> {
-        let subject = Subject::parse(&rule.subject)?;
+        let limit = match rule.action.as_str() {
+            "limit" => {
+                let counted = Counted::parse(&rule.subject).ok_or_else(|| {
+                    format!(
+                        "limit subject {:?}: user:NAME|*, group:NAME|*, app:NAME|* or all",
+                        rule.subject
+                    )
+                })?;
+                if class_covers(&rule.ops, Op::Stat).is_none() {
+                    return Err(format!(
+                        "ops {:?}: open-read, open-write, stat, list, delete, tpc or all",
+                        rule.ops
+                    ));
+                }
+                if rule.rate_milli == 0 {
+                    return Err("a limit needs a rate above 0".into());
+                }
+                let rate = rule.rate_milli as f64 / 1000.0;
+                let burst = f64::from(rule.burst).max(1.0);
+                Some((counted, rate, burst))
+            }
+            _ => None,
+        };
+        let subject = match limit {
+            Some(_) => Subject::All,
+            None => Subject::parse(&rule.subject)?,
+        };
         let path = if rule.path.is_empty() {
             None
         } else {
             Some(NsPath::parse(&rule.path).map_err(|e| format!("path {:?}: {e}", rule.path))?)
         };
         match rule.action.as_str() {
-            "ban" | "allow" | "stall" => {}
+            "ban" | "allow" | "stall" | "limit" => {}
             "redirect" if !rule.target.is_empty() => {}
             "redirect" => return Err("a redirect needs a target (host:port)".into()),
             a => {
@@ -161,19 +214,37 @@ impl Rule {
             rule,
             subject,
             path,
+            limit,
         })
     }
 
     /// Whether the rule covers `op` on `path` at `now` (its subject aside).
     fn covers(&self, op: Op, path: Option<&NsPath>, now: u64) -> bool {
         let live = self.rule.expires_at == 0 || now < self.rule.expires_at;
-        let op_ok = !self.rule.writes_only || op == Op::Write;
+        let op_ok = (!self.rule.writes_only || op.writes())
+            && (self.limit.is_none() || class_covers(&self.rule.ops, op) == Some(true));
         let path_ok = match (&self.path, path) {
             (None, _) => true,
             (Some(p), Some(q)) => q.starts_with(p),
             (Some(_), None) => false,
         };
         live && op_ok && path_ok
+    }
+
+    /// The wait `buckets` say for `who` from `app` (none: a token taken
+    /// from each bucket counted).
+    fn limited(
+        &self,
+        who: &Identity,
+        app: &str,
+        buckets: &mut Buckets,
+        at: Instant,
+    ) -> Option<u32> {
+        let (counted, rate, burst) = self.limit.as_ref()?;
+        limit_keys(counted, who, app)
+            .iter()
+            .filter_map(|k| buckets.take(self.rule.id, k, *rate, *burst, at))
+            .max()
     }
 
     fn wait(&self) -> u32 {
@@ -228,6 +299,7 @@ impl Rules {
             self.rules
                 .iter()
                 .filter(move |r| r.rule.action == action && r.covers(op, path, now))
+                .filter(|r| r.limit.is_none())
         };
         if let Some(r) = of("ban").find(|r| r.subject.matches(who, peer)) {
             return Admit::Wait {
@@ -270,17 +342,54 @@ impl Rules {
         }
         Admit::Go
     }
+
+    /// After `admit` said go: the first limit covering the request whose
+    /// bucket is empty says how long to wait.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn limited(
+        &self,
+        who: &Identity,
+        op: Op,
+        path: Option<&NsPath>,
+        app: &str,
+        now: u64,
+        buckets: &mut Buckets,
+        at: Instant,
+    ) -> Admit {
+        for r in self
+            .rules
+            .iter()
+            .filter(|r| r.limit.is_some() && r.covers(op, path, now))
+        {
+            if let Some(secs) = r.limited(who, app, buckets, at) {
+                return Admit::Wait {
+                    secs,
+                    why: format!(
+                        "over the rate of access rule {} ({} {} per second)",
+                        r.rule.id,
+                        r.rule.ops,
+                        r.rule.rate_milli as f64 / 1000.0
+                    ),
+                    action: "limit",
+                };
+            }
+        }
+        Admit::Go
+    }
 }
 
 /// The parsed rules a core serves with, and when they were read.
 pub(crate) struct RulesCell {
     now: Mutex<(Arc<Rules>, Instant)>,
+    /// The limits' buckets (kept across reloads: by rule id).
+    buckets: Mutex<Buckets>,
 }
 
 impl RulesCell {
     pub(crate) fn new(rules: Rules) -> RulesCell {
         RulesCell {
             now: Mutex::new((Arc::new(rules), Instant::now())),
+            buckets: Mutex::new(Buckets::default()),
         }
     }
 
@@ -307,7 +416,16 @@ impl crate::Core {
     /// The access rules' answer for `who` from `peer` doing `op` on
     /// `path` (`None`: not about a path), counted and logged when it is
     /// not `Go`. Rules are re-read from the store every few seconds.
-    pub fn admit(&self, who: &Identity, peer: IpAddr, op: Op, path: Option<&NsPath>) -> Admit {
+    /// `app`: the client's application (XRootD's `xrd.appname`, the
+    /// User-Agent's product), for the limits that count by it.
+    pub fn admit(
+        &self,
+        who: &Identity,
+        peer: IpAddr,
+        op: Op,
+        path: Option<&NsPath>,
+        app: &str,
+    ) -> Admit {
         let (rules, read) = {
             let g = crate::lock(&self.rules.now);
             (Arc::clone(&g.0), g.1)
@@ -320,7 +438,12 @@ impl crate::Core {
         if rules.is_empty() {
             return Admit::Go;
         }
-        let a = rules.admit(who, peer, op, path, unix_now());
+        let now = unix_now();
+        let mut a = rules.admit(who, peer, op, path, now);
+        if a == Admit::Go {
+            let mut b = crate::lock(&self.rules.buckets);
+            a = rules.limited(who, op, path, app, now, &mut b, Instant::now());
+        }
         let action = match &a {
             Admit::Go => return a,
             Admit::Wait { action, .. } => *action,

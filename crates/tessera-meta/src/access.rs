@@ -37,6 +37,13 @@ pub struct AccessRule {
     /// When it stops applying (Unix seconds; 0: never).
     pub expires_at: u64,
     pub comment: String,
+    /// A limit's class of requests: `open-read`, `open-write`, `stat`,
+    /// `list`, `delete`, `tpc` or `all`.
+    pub ops: String,
+    /// A limit's rate, in thousandths of a request per second, and its
+    /// burst (requests).
+    pub rate_milli: u64,
+    pub burst: u32,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -61,6 +68,12 @@ struct RuleV1 {
     expires_at: u64,
     #[prost(string, tag = "10")]
     comment: String,
+    #[prost(string, tag = "11")]
+    ops: String,
+    #[prost(uint64, tag = "12")]
+    rate_milli: u64,
+    #[prost(uint32, tag = "13")]
+    burst: u32,
 }
 
 fn encode(r: &AccessRule) -> Vec<u8> {
@@ -75,6 +88,9 @@ fn encode(r: &AccessRule) -> Vec<u8> {
         set_at: r.set_at,
         expires_at: r.expires_at,
         comment: r.comment.clone(),
+        ops: r.ops.clone(),
+        rate_milli: r.rate_milli,
+        burst: r.burst,
     };
     let mut out = vec![RULE_V1];
     m.encode(&mut out).expect("Vec has room");
@@ -107,6 +123,9 @@ fn decode(id: u64, raw: &[u8]) -> Result<AccessRule, MetaError> {
         set_at: m.set_at,
         expires_at: m.expires_at,
         comment: m.comment,
+        ops: m.ops,
+        rate_milli: m.rate_milli,
+        burst: m.burst,
     })
 }
 

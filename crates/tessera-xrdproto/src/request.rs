@@ -83,6 +83,9 @@ pub enum Request {
     Protocol,
     Login {
         user: String,
+        /// `xrd.appname` of the login's CGI (XrdCl sends the program's
+        /// name: `xrdcp`, `xrdfs`, `python3`), empty without one.
+        app: String,
     },
     Auth {
         credtype: String,
@@ -160,6 +163,21 @@ fn no_path(p: &[u8]) -> bool {
 }
 
 /// Text of a NUL-padded header field.
+/// `xrd.appname` from a login's CGI (`xrd.cc=..&xrd.appname=xrdcp&..`),
+/// at most 64 characters of `[A-Za-z0-9._-]`.
+fn login_app(p: &[u8]) -> String {
+    let text = String::from_utf8_lossy(p);
+    text.split('&')
+        .find_map(|kv| kv.strip_prefix("xrd.appname="))
+        .map(|v| {
+            v.chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || "._-".contains(*c))
+                .take(64)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn field(b: &[u8]) -> String {
     String::from_utf8_lossy(b)
         .trim_end_matches('\0')
@@ -210,6 +228,7 @@ pub fn decode(h: &Header, p: Vec<u8>) -> Result<Request, DecodeError> {
         req::PROTOCOL => Request::Protocol,
         req::LOGIN => Request::Login {
             user: field(h.at(8, 8)),
+            app: login_app(&p),
         },
         req::AUTH => Request::Auth {
             credtype: field(h.at(16, 4)),
@@ -440,10 +459,15 @@ mod tests {
         let (h, _) = back(e::protocol([0, 1], true));
         assert!(Protocol::decode(&h).want_tls);
         assert!(!Protocol::decode(&back(e::protocol([0, 1], false)).0).want_tls);
-        let Request::Login { user } = back(e::login([0, 2], 7, "tessfed")).1 else {
+        let Request::Login { user, app } = back(e::login([0, 2], 7, "tessfed")).1 else {
             panic!("login")
         };
-        assert_eq!(user, "tessfed");
+        assert_eq!((user.as_str(), app.as_str()), ("tessfed", ""));
+        assert_eq!(
+            login_app(b"xrd.cc=us&xrd.appname=xrdcp&xrd.info=x"),
+            "xrdcp"
+        );
+        assert_eq!(login_app(b"xrd.appname=a b<script>"), "a");
         let Request::Auth { credtype, cred } = back(e::auth([0, 3], "unix", b"unix\0u\0g\0")).1
         else {
             panic!("auth")

@@ -81,6 +81,8 @@ pub struct Session {
     born: std::time::Instant,
     /// A gsi handshake between its two messages, and how many were begun.
     gsi: Mutex<(Option<tessera_gsi::Pending>, u32)>,
+    /// The client's application (`xrd.appname` at login), for limits.
+    app: std::sync::OnceLock<String>,
 }
 
 impl Session {
@@ -107,6 +109,7 @@ impl Session {
             worked: std::sync::atomic::AtomicU64::new(0),
             born: std::time::Instant::now(),
             gsi: Mutex::new((None, 0)),
+            app: std::sync::OnceLock::new(),
             logged_in: RwLock::new(false),
             handles: Mutex::new(HashMap::new()),
             next: AtomicU32::new(1),
@@ -162,6 +165,15 @@ impl Session {
 
     pub fn put_gsi(&self, p: Option<tessera_gsi::Pending>) {
         tessera_core::lock(&self.gsi).0 = p;
+    }
+
+    /// The application the client named at login (empty if none).
+    pub fn app(&self) -> &str {
+        self.app.get().map_or("", String::as_str)
+    }
+
+    pub fn set_app(&self, app: String) {
+        let _ = self.app.set(app);
     }
 
     pub fn set_who(&self, who: Identity) {

@@ -63,6 +63,27 @@ pub enum AccessCmd {
         #[command(flatten)]
         scope: Scope,
     },
+    /// At most RATE requests per second of a class (--ops), with a burst,
+    /// for SUBJECT: user:NAME, group:NAME, app:NAME (an XRootD appname or
+    /// a User-Agent product), user:*, group:*, app:* (a bucket each), or
+    /// all (one for everyone). Over it, the client is told to wait.
+    Limit {
+        subject: String,
+        /// open-read, open-write, stat, list, delete, tpc or all.
+        #[arg(long)]
+        ops: String,
+        /// Requests per second (0.5, 100, ...).
+        #[arg(long)]
+        rate: f64,
+        /// Requests allowed at once after a quiet spell (default: two
+        /// seconds' worth: clients told to wait come back after whole
+        /// seconds, a little late, and a burst of one second's would
+        /// lose what the bucket gained meanwhile).
+        #[arg(long)]
+        burst: Option<u32>,
+        #[command(flatten)]
+        scope: Scope,
+    },
     /// Every rule, with who set it and when.
     Ls,
     /// Remove rule ID.
@@ -123,10 +144,14 @@ fn records(rules: &[pb::AccessRule]) -> (Vec<Rec>, String) {
                 .s("setby", r.set_by.clone())
                 .n("setat", r.set_at)
                 .n("expires", r.expires_at)
-                .s("comment", r.comment.clone()),
+                .s("comment", r.comment.clone())
+                .s("ops", r.ops.clone())
+                .s("rate", r.rate.to_string())
+                .n("burst", r.burst),
         );
         let wait = match (r.action.as_str(), r.wait_secs) {
             ("redirect", _) => "-".to_string(),
+            ("limit", _) => format!("{} {}/s burst {}", r.ops, r.rate, r.burst),
             (_, 0) => "60s".into(),
             (_, s) => show_millis(u64::from(s) * 1000),
         };
@@ -197,6 +222,18 @@ pub async fn run(c: &mut Clients, fmt: Format, a: AccessCmd) -> Result<(), Failu
             wait,
             scope,
         } => rule("stall", subject, wait.as_deref(), scope)?,
+        AccessCmd::Limit {
+            subject,
+            ops,
+            rate,
+            burst,
+            scope,
+        } => pb::AccessRule {
+            ops,
+            rate,
+            burst: burst.unwrap_or((2.0 * rate).ceil().max(1.0) as u32),
+            ..rule("limit", subject, None, scope)?
+        },
         AccessCmd::Redirect { subject, to, scope } => pb::AccessRule {
             target: to,
             ..rule("redirect", subject, None, scope)?

@@ -66,7 +66,7 @@ fn bans_name_users_groups_hosts_tokens_and_fqans() {
         let mut r = rule(1, "ban", subject);
         r.wait_secs = 30;
         let rules = Rules::new(vec![r]);
-        let a = rules.admit(who, *peer, Op::Read, Some(&p("/x")), 100);
+        let a = rules.admit(who, *peer, Op::OpenRead, Some(&p("/x")), 100);
         if *banned {
             assert!(
                 matches!(&a, Admit::Wait { secs: 30, action: "ban", why } if why.contains("rule 1")),
@@ -84,8 +84,8 @@ fn allow_lists_stalls_redirects_paths_writes_and_expiry() {
     let bob = user("bob", &[]);
     // An allow list of users: only alice passes; no wait given: the default.
     let rules = Rules::new(vec![rule(1, "allow", "user:alice")]);
-    assert_eq!(rules.admit(&alice, AWAY, Op::Read, None, 0), Admit::Go);
-    let a = rules.admit(&bob, AWAY, Op::Read, None, 0);
+    assert_eq!(rules.admit(&alice, AWAY, Op::OpenRead, None, 0), Admit::Go);
+    let a = rules.admit(&bob, AWAY, Op::OpenRead, None, 0);
     assert_eq!(action(&a), "allow");
     assert!(matches!(
         a,
@@ -99,7 +99,10 @@ fn allow_lists_stalls_redirects_paths_writes_and_expiry() {
         rule(1, "allow", "user:alice"),
         rule(2, "ban", "group:atlas"),
     ]);
-    assert_eq!(action(&rules.admit(&alice, AWAY, Op::Read, None, 0)), "ban");
+    assert_eq!(
+        action(&rules.admit(&alice, AWAY, Op::OpenRead, None, 0)),
+        "ban"
+    );
     // Writes under /atlas stalled; reads and other paths go.
     let mut stall = rule(3, "stall", "all");
     stall.path = "/atlas".into();
@@ -110,18 +113,18 @@ fn allow_lists_stalls_redirects_paths_writes_and_expiry() {
     redirect.target = "other.example:1094".into();
     let rules = Rules::new(vec![stall, redirect]);
     let w = |op, path: &str| rules.admit(&bob, AWAY, op, Some(&p(path)), 0);
-    assert_eq!(action(&w(Op::Write, "/atlas/f")), "stall");
-    assert_eq!(w(Op::Read, "/atlas/f"), Admit::Go);
-    assert_eq!(w(Op::Write, "/atlasx/f"), Admit::Go, "whole components");
+    assert_eq!(action(&w(Op::OpenWrite, "/atlas/f")), "stall");
+    assert_eq!(w(Op::OpenRead, "/atlas/f"), Admit::Go);
+    assert_eq!(w(Op::OpenWrite, "/atlasx/f"), Admit::Go, "whole components");
     assert_eq!(
-        w(Op::Read, "/cms/f"),
+        w(Op::OpenRead, "/cms/f"),
         Admit::Redirect {
             to: "other.example:1094".into(),
             why: "redirected by access rule 4".into()
         }
     );
     assert_eq!(
-        rules.admit(&bob, AWAY, Op::Read, None, 0),
+        rules.admit(&bob, AWAY, Op::OpenRead, None, 0),
         Admit::Go,
         "no path"
     );
@@ -129,8 +132,11 @@ fn allow_lists_stalls_redirects_paths_writes_and_expiry() {
     let mut ban = rule(5, "ban", "user:bob");
     ban.expires_at = 50;
     let rules = Rules::new(vec![ban]);
-    assert_eq!(action(&rules.admit(&bob, AWAY, Op::Read, None, 49)), "ban");
-    assert_eq!(rules.admit(&bob, AWAY, Op::Read, None, 50), Admit::Go);
+    assert_eq!(
+        action(&rules.admit(&bob, AWAY, Op::OpenRead, None, 49)),
+        "ban"
+    );
+    assert_eq!(rules.admit(&bob, AWAY, Op::OpenRead, None, 50), Admit::Go);
 }
 
 #[test]

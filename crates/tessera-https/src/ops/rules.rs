@@ -9,12 +9,34 @@ use tessera_core::rules::{Admit, Op};
 
 /// The answer to `req` if a rule turns it away.
 pub fn turned_away(ctx: &Ctx, req: &crate::Req) -> Option<Response<crate::Body>> {
+    let h = req.headers();
     let op = match req.method().as_str() {
-        "GET" | "HEAD" | "PROPFIND" | "OPTIONS" => Op::Read,
-        _ => Op::Write,
+        "GET" => Op::OpenRead,
+        "HEAD" | "OPTIONS" => Op::Stat,
+        "PROPFIND" => Op::List,
+        "PUT" => Op::OpenWrite,
+        "DELETE" => Op::Delete,
+        "COPY" if h.contains_key("source") || !h.contains_key("destination") => Op::Tpc,
+        "COPY"
+            if crate::ops::copy::local_destination(
+                h,
+                req.uri(),
+                crate::ops::header(h, "destination").unwrap_or(""),
+            )
+            .is_none() =>
+        {
+            Op::Tpc
+        }
+        _ => Op::Change,
     };
+    // The application: the User-Agent's product (`curl/8.1` -> `curl`).
+    let app = h
+        .get(hyper::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ua| ua.split(['/', ' ']).next())
+        .unwrap_or("");
     let p = path::decode(req.uri().path()).ok();
-    match ctx.core.admit(&ctx.who, ctx.peer.ip(), op, p.as_ref()) {
+    match ctx.core.admit(&ctx.who, ctx.peer.ip(), op, p.as_ref(), app) {
         Admit::Go => None,
         Admit::Wait { secs, why, .. } => Some(super::get::retry_after(secs, &why)),
         Admit::Redirect { to, .. } => {

@@ -3,7 +3,8 @@
 //! wait (xrdcp waits and gets its file once the ban is lifted; curl sees
 //! 503 with `Retry-After`), writes under a path stalled while reads go,
 //! a path redirected to another server (xrdcp follows it; curl gets the
-//! 307), every refusal counted in the metrics.
+//! 307), a rate limit held by eight parallel clients, every refusal
+//! counted in the metrics.
 
 use crate::{assert_ran, data, run_ok, Daemon};
 use std::path::Path;
@@ -239,4 +240,130 @@ fn stalls_take_writes_under_a_path_and_redirects_send_clients_elsewhere() {
         cli(&d, dir.path(), &["-m", "access", "ls"]).lines().count(),
         2
     );
+}
+
+/// Eight clients opening a file as fast as they can, each in a thread of
+/// the Python bindings (XrdCl waits out each `kXR_wait` and sends the
+/// open again): "opens N last_s", the time of the last open done (the
+/// clients wait whole seconds, so the deadline falls in a wait).
+const OPENER: &str = r#"
+import sys, threading, time
+from XRootD import client
+from XRootD.client.flags import OpenFlags
+url, secs = sys.argv[1], float(sys.argv[2])
+done = [0] * 8
+last = [0.0] * 8
+start = time.monotonic()
+def run(i):
+    while time.monotonic() - start < secs:
+        f = client.File()
+        st, _ = f.open(url, OpenFlags.READ)
+        assert st.ok, st
+        f.close()
+        done[i] += 1
+        last[i] = time.monotonic() - start
+ts = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+print("opens", sum(done), max(last))
+"#;
+
+#[test]
+fn a_rate_limit_on_opens_holds_with_eight_parallel_clients() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = daemon(dir.path());
+    let xr = d.field("xrootd=");
+    let src = dir.path().join("src");
+    std::fs::write(&src, data(4096, 3)).unwrap();
+    let url = format!("root://{xr}//lim/f");
+    run_ok(xrdcp(&[src.to_str().unwrap(), &url]).arg("-p"), "xrdcp up");
+    // Bad limits are refused.
+    for bad in [
+        &[
+            "access",
+            "limit",
+            "host:1.2.3.4",
+            "--ops",
+            "stat",
+            "--rate",
+            "5",
+        ][..],
+        &["access", "limit", "all", "--ops", "opens", "--rate", "5"],
+        &["access", "limit", "all", "--ops", "stat", "--rate", "0"],
+    ] {
+        let o = Command::new(crate::common::workspace_bin("tessera"))
+            .args(["--admin", &d.field("admin="), "--token-file"])
+            .arg(dir.path().join("data/dev/admin.token"))
+            .args(bad)
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{bad:?}");
+    }
+    let rate = 20.0;
+    // The default burst: two seconds' worth (40).
+    let set = [
+        "-m",
+        "access",
+        "limit",
+        "app:*",
+        "--ops",
+        "open-read",
+        "--rate",
+        "20",
+    ];
+    let listed = cli(&d, dir.path(), &set);
+    assert!(listed.contains("burst=40"), "{listed}");
+    let script = dir.path().join("opener.py");
+    std::fs::write(&script, OPENER).unwrap();
+    // Long enough that the last cycle of waits (about a second of the
+    // rate) is within the 10 %.
+    let secs = 15.0;
+    let o = run_ok(
+        Command::new("/usr/bin/python3")
+            .arg(&script)
+            .arg(&url)
+            .arg(secs.to_string()),
+        "eight openers",
+    );
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let mut w = out.split_whitespace().skip(1);
+    let opens: f64 = w.next().unwrap().parse().unwrap();
+    let elapsed: f64 = w.next().unwrap().parse().unwrap();
+    // The burst at the start, then the rate until the last open.
+    let measured = (opens - 40.0) / elapsed;
+    eprintln!("{opens} opens, the last at {elapsed:.1} s: {measured:.1}/s after the burst");
+    assert!(elapsed > secs - 2.0, "{out}");
+    assert!(
+        (measured - rate).abs() <= 0.1 * rate,
+        "{opens} opens in {elapsed:.1} s: {measured:.1}/s against {rate}/s"
+    );
+    assert!(
+        metric(
+            &d,
+            "tessera_access_refused_total{action=\"limit\",protocol=\"xroot\"}"
+        ) >= 1.0
+    );
+    // curl's HEADs (stats) counted by its User-Agent product: the second
+    // of two is told to wait; xrdfs (another application) is not.
+    cli(
+        &d,
+        dir.path(),
+        &[
+            "access", "limit", "app:curl", "--ops", "stat", "--rate", "0.2", "--burst", "1",
+        ],
+    );
+    let https = d.field("https=");
+    let head = |_: u8| curl_head(dir.path(), &["-I"], &format!("https://{https}/lim/f"));
+    assert!(head(1).contains(" 200"));
+    let second = head(2);
+    assert!(
+        second.contains(" 503") && second.to_ascii_lowercase().contains("retry-after: 5"),
+        "{second}"
+    );
+    // Other classes and other applications are not counted.
+    let stat = Command::new("xrdfs")
+        .args([&format!("root://{xr}"), "stat", "/lim/f"])
+        .output()
+        .unwrap();
+    assert_ran(&stat, "xrdfs stat beside the limit");
 }

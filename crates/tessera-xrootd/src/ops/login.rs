@@ -23,10 +23,12 @@ pub fn protocol(s: &Session) -> Result<Vec<u8>, XrdError> {
 
 /// Reply: a 16-byte session id, then the security protocols we accept
 /// (`unix`; tokens come with the authorization layer).
-pub fn login(s: &Session, name: &str) -> Result<Vec<u8>, XrdError> {
+pub fn login(s: &Session, name: &str, app: String) -> Result<Vec<u8>, XrdError> {
     if !s.login() {
         return Err(XrdError::new(err::INVALID_REQUEST, "already logged in"));
     }
+    // The application the client names (`xrd.appname`), for rate limits.
+    s.set_app(app);
     // The login user name is only a hint until `kXR_auth` proves more.
     tracing::debug!(user = %name, peer = %s.peer, tls = s.tls, "xroot login");
     let mut b: Vec<u8> = rand::random::<[u8; 16]>().to_vec();

@@ -12,23 +12,22 @@ use crate::session::Session;
 use tessera_core::rules::{Admit, Op};
 use tessera_types::{Identity, NsPath};
 
-/// What the rules see of `r`: reading or writing, and the path.
+/// What the rules see of `r`: its class, and the path.
 fn scope(r: &Request) -> Option<(Op, Option<&NsPath>)> {
     Some(match r {
-        Request::Open(o) if o.writes() => (Op::Write, Some(&o.target.path)),
-        Request::Open(o) => (Op::Read, Some(&o.target.path)),
+        Request::Open(o) if o.writes() => (Op::OpenWrite, Some(&o.target.path)),
+        Request::Open(o) => (Op::OpenRead, Some(&o.target.path)),
         Request::Stat(request::Stat::Path(t))
-        | Request::Dirlist { target: t, .. }
         | Request::Query(Query::Checksum(t))
-        | Request::Locate(Some(t)) => (Op::Read, Some(&t.path)),
-        Request::Statx(ts) => (Op::Read, ts.iter().flatten().map(|t| &t.path).next()),
-        Request::Stat(request::Stat::Vfs) | Request::Locate(None) => (Op::Read, None),
+        | Request::Locate(Some(t)) => (Op::Stat, Some(&t.path)),
+        Request::Dirlist { target: t, .. } => (Op::List, Some(&t.path)),
+        Request::Statx(ts) => (Op::Stat, ts.iter().flatten().map(|t| &t.path).next()),
+        Request::Stat(request::Stat::Vfs) | Request::Locate(None) => (Op::Stat, None),
+        Request::Rm(t) | Request::Rmdir(t) => (Op::Delete, Some(&t.path)),
         Request::Truncate(request::Truncate::Path(t, _))
         | Request::Mkdir { target: t, .. }
         | Request::Chmod { target: t, .. }
-        | Request::Rm(t)
-        | Request::Rmdir(t)
-        | Request::Mv { src: t, .. } => (Op::Write, Some(&t.path)),
+        | Request::Mv { src: t, .. } => (Op::Change, Some(&t.path)),
         _ => return None,
     })
 }
@@ -39,7 +38,7 @@ pub async fn turned_away(s: &Session, who: &Identity, out: &Out, st: [u8; 2], r:
     let (Some((op, path)), Ok(core)) = (scope(r), s.core()) else {
         return false;
     };
-    match core.admit(who, s.peer.ip(), op, path) {
+    match core.admit(who, s.peer.ip(), op, path, s.app()) {
         Admit::Go => false,
         Admit::Wait { secs, why, .. } => {
             out.wait(st, secs, &why).await;
