@@ -258,50 +258,68 @@ impl Rule {
 /// The rules in force, parsed.
 #[derive(Default)]
 pub struct Rules {
-    rules: Vec<Rule>,
+    /// By action (each in id order), so that a request walks only the
+    /// rules that can answer it at each step.
+    bans: Vec<Rule>,
+    allows: Vec<Rule>,
+    redirects: Vec<Rule>,
+    stalls: Vec<Rule>,
+    limits: Vec<Rule>,
 }
 
 impl Rules {
     /// Parse `rules` (a rule that does not parse is skipped and logged:
     /// the store only holds rules that parsed when they were added).
     pub fn new(rules: Vec<AccessRule>) -> Rules {
-        let rules = rules
-            .into_iter()
-            .filter_map(|r| {
-                let id = r.id;
-                Rule::parse(r)
-                    .map_err(|e| tracing::warn!(rule = id, "access rule skipped: {e}"))
-                    .ok()
-            })
-            .collect();
-        Rules { rules }
+        let mut out = Rules::default();
+        for r in rules {
+            let id = r.id;
+            let r = match Rule::parse(r) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!(rule = id, "access rule skipped: {e}");
+                    continue;
+                }
+            };
+            match r.rule.action.as_str() {
+                "ban" => out.bans.push(r),
+                "allow" => out.allows.push(r),
+                "redirect" => out.redirects.push(r),
+                "stall" => out.stalls.push(r),
+                _ => out.limits.push(r),
+            }
+        }
+        out
     }
 
     pub fn len(&self) -> usize {
-        self.rules.len()
+        self.bans.len()
+            + self.allows.len()
+            + self.redirects.len()
+            + self.stalls.len()
+            + self.limits.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
+        self.len() == 0
     }
 
     /// The answer for `who` from `peer` doing `op` on `path` at `now`
     /// (Unix seconds).
-    pub fn admit(
-        &self,
-        who: &Identity,
+    pub fn admit<'a>(
+        &'a self,
+        who: &'a Identity,
         peer: IpAddr,
         op: Op,
-        path: Option<&NsPath>,
+        path: Option<&'a NsPath>,
         now: u64,
     ) -> Admit {
-        let of = |action: &'static str| {
-            self.rules
-                .iter()
-                .filter(move |r| r.rule.action == action && r.covers(op, path, now))
-                .filter(|r| r.limit.is_none())
+        // The subject first: the cheap test, and most rules name someone.
+        let first = |list: &'a [Rule]| {
+            list.iter()
+                .find(move |r| r.subject.matches(who, peer) && r.covers(op, path, now))
         };
-        if let Some(r) = of("ban").find(|r| r.subject.matches(who, peer)) {
+        if let Some(r) = first(&self.bans) {
             return Admit::Wait {
                 secs: r.wait(),
                 why: format!("banned by access rule {} ({})", r.rule.id, r.rule.subject),
@@ -310,11 +328,12 @@ impl Rules {
         }
         // An allow list per kind of subject: once one exists, only what it
         // names passes.
-        let mut kinds: Vec<u8> = of("allow").map(|r| r.subject.kind()).collect();
+        let allows = || self.allows.iter().filter(|r| r.covers(op, path, now));
+        let mut kinds: Vec<u8> = allows().map(|r| r.subject.kind()).collect();
         kinds.sort_unstable();
         kinds.dedup();
         for k in kinds {
-            let list = || of("allow").filter(|r| r.subject.kind() == k);
+            let list = || allows().filter(|r| r.subject.kind() == k);
             if !list().any(|r| r.subject.matches(who, peer)) {
                 let first = list().next().expect("the kind has a rule");
                 return Admit::Wait {
@@ -327,13 +346,13 @@ impl Rules {
                 };
             }
         }
-        if let Some(r) = of("redirect").find(|r| r.subject.matches(who, peer)) {
+        if let Some(r) = first(&self.redirects) {
             return Admit::Redirect {
                 to: r.rule.target.clone(),
                 why: format!("redirected by access rule {}", r.rule.id),
             };
         }
-        if let Some(r) = of("stall").find(|r| r.subject.matches(who, peer)) {
+        if let Some(r) = first(&self.stalls) {
             return Admit::Wait {
                 secs: r.wait(),
                 why: format!("stalled by access rule {}", r.rule.id),
@@ -356,11 +375,7 @@ impl Rules {
         buckets: &mut Buckets,
         at: Instant,
     ) -> Admit {
-        for r in self
-            .rules
-            .iter()
-            .filter(|r| r.limit.is_some() && r.covers(op, path, now))
-        {
+        for r in self.limits.iter().filter(|r| r.covers(op, path, now)) {
             if let Some(secs) = r.limited(who, app, buckets, at) {
                 return Admit::Wait {
                     secs,
