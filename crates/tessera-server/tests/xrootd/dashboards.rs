@@ -103,6 +103,21 @@ fn dashboards_and_alerts_use_only_exported_metrics() {
     let dr = core.drain(fsid).expect("drain");
     assert!(dr.stripes_moved >= 1, "{dr:?}");
     e.fails("xrdfs", &[&e.url, "stat", "/nonexistent"]);
+    // An access rule turning a request away (the refusals' counter).
+    let ban = tessera_core::rules::AccessRule {
+        action: "ban".into(),
+        subject: "user:dashboards".into(),
+        ..Default::default()
+    };
+    e.rt.block_on(core.add_access_rule(ban)).expect("rule");
+    let who = tessera_types::Identity::user(4242, 4242, "dashboards", "xroot");
+    let peer = std::net::IpAddr::from([127, 0, 0, 1]);
+    let stat = tessera_core::rules::Op::Stat;
+    let a = core.admit(&who, peer, stat, None, "");
+    assert!(
+        matches!(a, tessera_core::rules::Admit::Wait { .. }),
+        "{a:?}"
+    );
     let addr = e.server.as_ref().unwrap().metrics_addr;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let missing = loop {
