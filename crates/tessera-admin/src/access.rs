@@ -18,11 +18,7 @@ pub struct AccessSvc {
 }
 
 fn admin_only(who: &Identity) -> Result<(), Status> {
-    if who.is_root() {
-        Ok(())
-    } else {
-        Err(Status::permission_denied("access rules are for admins"))
-    }
+    crate::auth::admin_only(who, "access rules are for admins")
 }
 
 fn to_pb(r: AccessRule) -> pb::AccessRule {

@@ -114,6 +114,15 @@ impl AdminAuth {
     }
 }
 
+/// Refuse `who` unless root (`message`: what the refusal says).
+pub fn admin_only(who: &Identity, message: &'static str) -> Result<(), Status> {
+    if who.is_root() {
+        Ok(())
+    } else {
+        Err(Status::permission_denied(message))
+    }
+}
+
 /// The `authorization: Bearer …` value of a call.
 fn bearer<T>(req: &Request<T>) -> Result<&str, Status> {
     req.metadata()

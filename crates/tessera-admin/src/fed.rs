@@ -117,13 +117,10 @@ fn ensure_site(c: &mut FedConfig, name: &str) {
 
 impl FedSvc {
     fn root(&self, who: &tessera_types::Identity) -> Result<(), Status> {
-        if who.is_root() {
-            Ok(())
-        } else {
-            Err(Status::permission_denied(
-                "changing the federation needs the admin credential as root",
-            ))
-        }
+        crate::auth::admin_only(
+            who,
+            "changing the federation needs the admin credential as root",
+        )
     }
 
     fn shown(&self, name: &str) -> Result<Response<pb::FedEndpoint>, Status> {

@@ -95,11 +95,7 @@ fn report_pb(r: &FsckReport) -> pb::FsckResponse {
 }
 
 fn admin(who: &tessera_types::Identity) -> Result<(), Status> {
-    if who.is_root() {
-        Ok(())
-    } else {
-        Err(Status::permission_denied("fsck is for admins"))
-    }
+    crate::auth::admin_only(who, "fsck is for admins")
 }
 
 async fn blocking<T: Send + 'static>(

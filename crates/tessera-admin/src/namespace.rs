@@ -258,9 +258,7 @@ impl Namespace for NamespaceSvc {
 
     async fn check(&self, req: Request<pb::Empty>) -> Result<Response<pb::CheckResponse>, Status> {
         let who = self.auth.identity(&req)?;
-        if !who.is_root() {
-            return Err(Status::permission_denied("check is for admins"));
-        }
+        crate::auth::admin_only(&who, "check is for admins")?;
         let rep = self.core.check(&who).await.map_err(err)?;
         Ok(Response::new(pb::CheckResponse {
             directories: rep.dirs,

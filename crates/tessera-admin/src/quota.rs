@@ -16,11 +16,7 @@ pub struct QuotaSvc {
 }
 
 fn admin_only(who: &Identity) -> Result<(), Status> {
-    if who.is_root() {
-        Ok(())
-    } else {
-        Err(Status::permission_denied("quota changes are for admins"))
-    }
+    crate::auth::admin_only(who, "quota changes are for admins")
 }
 
 #[tonic::async_trait]

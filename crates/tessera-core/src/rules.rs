@@ -26,7 +26,7 @@ mod limits;
 
 use crate::CoreError;
 use ipnet::IpNet;
-use limits::{class_covers, keys as limit_keys, Buckets, Counted};
+use limits::{class_covers, Buckets, Counted};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -241,7 +241,8 @@ impl Rule {
         at: Instant,
     ) -> Option<u32> {
         let (counted, rate, burst) = self.limit.as_ref()?;
-        limit_keys(counted, who, app)
+        counted
+            .keys(who, app)
             .iter()
             .filter_map(|k| buckets.take(self.rule.id, k, *rate, *burst, at))
             .max()
@@ -408,8 +409,20 @@ impl RulesCell {
         }
     }
 
-    fn set(&self, rules: Rules) {
-        *crate::lock(&self.now) = (Arc::new(rules), Instant::now());
+    fn set(&self, rules: Arc<Rules>) {
+        *crate::lock(&self.now) = (rules, Instant::now());
+    }
+
+    /// The rules in force, and whether this caller is the one to read
+    /// them again (their copy is older than [`RELOAD_EVERY`]: the first to
+    /// see that claims the reload, the others go on with the copy).
+    fn current(&self) -> (Arc<Rules>, bool) {
+        let mut g = crate::lock(&self.now);
+        let stale = g.1.elapsed() >= RELOAD_EVERY;
+        if stale {
+            g.1 = Instant::now();
+        }
+        (Arc::clone(&g.0), stale)
     }
 }
 
@@ -441,11 +454,8 @@ impl crate::Core {
         path: Option<&NsPath>,
         app: &str,
     ) -> Admit {
-        let (rules, read) = {
-            let g = crate::lock(&self.rules.now);
-            (Arc::clone(&g.0), g.1)
-        };
-        let rules = if read.elapsed() >= RELOAD_EVERY {
+        let (rules, stale) = self.rules.current();
+        let rules = if stale {
             self.reload_rules().unwrap_or(rules)
         } else {
             rules
@@ -479,16 +489,15 @@ impl crate::Core {
     pub fn reload_rules(&self) -> Option<Arc<Rules>> {
         match self.meta.access_list() {
             Ok(list) => {
-                let rules = Rules::new(list);
+                let rules = Arc::new(Rules::new(list));
                 self.metrics.rules.rules.set(rules.len() as u64);
-                self.rules.set(rules);
-                Some(Arc::clone(&crate::lock(&self.rules.now).0))
+                self.rules.set(Arc::clone(&rules));
+                Some(rules)
             }
             Err(e) => {
+                // The copy in force stays; tried again at the next period
+                // (`current` has put it off).
                 tracing::warn!("access rules not read again: {e}");
-                // Try again at the next period, not on every request.
-                let old = Arc::clone(&crate::lock(&self.rules.now).0);
-                *crate::lock(&self.rules.now) = (Arc::clone(&old), Instant::now());
                 None
             }
         }

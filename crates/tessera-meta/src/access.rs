@@ -196,14 +196,6 @@ impl MetaStore {
         self.write_synced(b)?;
         Ok(r)
     }
-
-    fn write_synced(&self, b: rocksdb::WriteBatch) -> Result<(), MetaError> {
-        let mut wo = rocksdb::WriteOptions::default();
-        wo.set_sync(true);
-        self.may_change()?;
-        self.db.write_opt(b, &wo)?;
-        self.may_change()
-    }
 }
 
 #[cfg(test)]

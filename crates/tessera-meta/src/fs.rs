@@ -189,11 +189,7 @@ impl MetaStore {
         let mut b = rocksdb::WriteBatch::default();
         b.put_cf(h, NEXT_ID_KEY, (r.id + 1).max(next).to_be_bytes());
         b.put_cf(h, r.id.to_be_bytes(), encode(&r));
-        let mut wo = rocksdb::WriteOptions::default();
-        wo.set_sync(true);
-        self.may_change()?;
-        self.db.write_opt(b, &wo)?;
-        self.may_change()?;
+        self.write_synced(b)?;
         Ok(r)
     }
 
@@ -229,11 +225,9 @@ impl MetaStore {
             )));
         }
         let h = self.db.cf_handle(CF_FS).expect("cf exists");
-        let mut wo = rocksdb::WriteOptions::default();
-        wo.set_sync(true);
-        self.may_change()?;
-        self.db.delete_cf_opt(h, id.to_be_bytes(), &wo)?;
-        self.may_change()?;
+        let mut b = rocksdb::WriteBatch::default();
+        b.delete_cf(h, id.to_be_bytes());
+        self.write_synced(b)?;
         Ok(r)
     }
 
@@ -242,19 +236,15 @@ impl MetaStore {
     pub fn fs_forget(&self, id: u32) -> Result<(), MetaError> {
         let _st = self.lock();
         let h = self.db.cf_handle(CF_FS).expect("cf exists");
-        let mut wo = rocksdb::WriteOptions::default();
-        wo.set_sync(true);
-        self.may_change()?;
-        self.db.delete_cf_opt(h, id.to_be_bytes(), &wo)?;
-        self.may_change()
+        let mut b = rocksdb::WriteBatch::default();
+        b.delete_cf(h, id.to_be_bytes());
+        self.write_synced(b)
     }
 
     fn fs_put(&self, r: &FsRecord) -> Result<(), MetaError> {
         let h = self.db.cf_handle(CF_FS).expect("cf exists");
-        let mut wo = rocksdb::WriteOptions::default();
-        wo.set_sync(true);
-        self.may_change()?;
-        self.db.put_cf_opt(h, r.id.to_be_bytes(), encode(r), &wo)?;
-        self.may_change()
+        let mut b = rocksdb::WriteBatch::default();
+        b.put_cf(h, r.id.to_be_bytes(), encode(r));
+        self.write_synced(b)
     }
 }

@@ -344,6 +344,17 @@ impl MetaStore {
         self.may_change()
     }
 
+    /// Write `b` synced, behind the HA gate (checked before and after:
+    /// a node fenced meanwhile reports it). For the registries (access
+    /// rules, filesystems), whose changes are rare and must last.
+    pub(crate) fn write_synced(&self, b: rocksdb::WriteBatch) -> Result<(), MetaError> {
+        let mut wo = rocksdb::WriteOptions::default();
+        wo.set_sync(true);
+        self.may_change()?;
+        self.db.write_opt(b, &wo)?;
+        self.may_change()
+    }
+
     /// The gate's answer (see [`Gate`]).
     pub(crate) fn may_change(&self) -> Result<(), MetaError> {
         match &self.opts.gate {

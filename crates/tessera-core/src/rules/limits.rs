@@ -49,7 +49,7 @@ impl Counted {
 
     /// The buckets of this limit a request of `who` from `app` counts in
     /// (none: the limit is not about it).
-    fn keys(&self, who: &Identity, app: &str) -> Vec<String> {
+    pub(crate) fn keys(&self, who: &Identity, app: &str) -> Vec<String> {
         match self {
             Counted::All => vec![String::new()],
             Counted::EachUser => vec![who.name.clone()],
@@ -103,7 +103,7 @@ impl Buckets {
         now: Instant,
     ) -> Option<u32> {
         if self.map.len() >= MAX_BUCKETS {
-            self.prune(now, rate);
+            self.prune(now);
         }
         let b = self.map.entry((id, key.to_string())).or_insert(Bucket {
             tokens: burst,
@@ -121,8 +121,9 @@ impl Buckets {
     }
 
     /// Drop the buckets idle for a minute (they would be full again at
-    /// any rate of at least one per minute), or half of them.
-    fn prune(&mut self, now: Instant, _rate: f64) {
+    /// any rate of at least one per minute), then half of the rest if
+    /// that was not enough.
+    fn prune(&mut self, now: Instant) {
         self.map
             .retain(|_, b| now.saturating_duration_since(b.at).as_secs() < 60);
         if self.map.len() >= MAX_BUCKETS {
@@ -132,11 +133,6 @@ impl Buckets {
             }
         }
     }
-}
-
-/// The keys a limit counts `who` from `app` in.
-pub(crate) fn keys(counted: &Counted, who: &Identity, app: &str) -> Vec<String> {
-    counted.keys(who, app)
 }
 
 #[cfg(test)]
@@ -169,7 +165,7 @@ mod tests {
     fn subjects_and_classes() {
         let mut alice = Identity::user(1, 1, "alice", "xroot");
         alice.group_names = vec!["atlas".into(), "users".into()];
-        let k = |s: &str, app: &str| keys(&Counted::parse(s).unwrap(), &alice, app);
+        let k = |s: &str, app: &str| Counted::parse(s).unwrap().keys(&alice, app);
         assert_eq!(k("all", "xrdcp"), vec![""]);
         assert_eq!(k("user:*", "xrdcp"), vec!["alice"]);
         assert_eq!(k("user:alice", "xrdcp"), vec![""]);

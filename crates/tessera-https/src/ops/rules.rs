@@ -16,16 +16,16 @@ pub fn turned_away(ctx: &Ctx, req: &crate::Req) -> Option<Response<crate::Body>>
         "PROPFIND" => Op::List,
         "PUT" => Op::OpenWrite,
         "DELETE" => Op::Delete,
-        "COPY" if h.contains_key("source") || !h.contains_key("destination") => Op::Tpc,
-        "COPY"
-            if crate::ops::copy::local_destination(
-                h,
-                req.uri(),
-                crate::ops::header(h, "destination").unwrap_or(""),
-            )
-            .is_none() =>
-        {
-            Op::Tpc
+        // A COPY inside this namespace changes it; one to or from
+        // another server is a third-party copy.
+        "COPY" => {
+            let dest = crate::ops::header(h, "destination");
+            let local = dest.and_then(|d| crate::ops::copy::local_destination(h, req.uri(), d));
+            if !h.contains_key("source") && local.is_some() {
+                Op::Change
+            } else {
+                Op::Tpc
+            }
         }
         _ => Op::Change,
     };
