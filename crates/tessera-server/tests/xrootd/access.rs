@@ -114,6 +114,21 @@ fn a_banned_client_waits_and_gets_its_file_once_the_ban_is_lifted() {
         "{head}"
     );
 
+    // Every request about the namespace or the server waits, queries too
+    // (past the client's own timeout here).
+    for args in [
+        &["stat", "/data/f"][..],
+        &["query", "config", "version"],
+        &["ls", "/data"],
+    ] {
+        let o = Command::new("xrdfs")
+            .arg(format!("root://{xr}"))
+            .args(args)
+            .env("XRD_REQUESTTIMEOUT", "1")
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "xrdfs {args:?} while banned");
+    }
     // XRootD: xrdcp is told to wait, waits, and reads once unbanned.
     let out = dir.path().join("out");
     let t = Instant::now();

@@ -22,7 +22,11 @@ fn scope(r: &Request) -> Option<(Op, Option<&NsPath>)> {
         | Request::Locate(Some(t)) => (Op::Stat, Some(&t.path)),
         Request::Dirlist { target: t, .. } => (Op::List, Some(&t.path)),
         Request::Statx(ts) => (Op::Stat, ts.iter().flatten().map(|t| &t.path).next()),
-        Request::Stat(request::Stat::Vfs) | Request::Locate(None) => (Op::Stat, None),
+        // The rest of kXR_query (config, stats, space) as a stat: a
+        // banned client is told to wait for those too.
+        Request::Stat(request::Stat::Vfs) | Request::Locate(None) | Request::Query(_) => {
+            (Op::Stat, None)
+        }
         Request::Rm(t) | Request::Rmdir(t) => (Op::Delete, Some(&t.path)),
         Request::Truncate(request::Truncate::Path(t, _))
         | Request::Mkdir { target: t, .. }
