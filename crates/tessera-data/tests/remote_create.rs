@@ -62,10 +62,9 @@ impl Backend for Remote {
     }
 }
 
-fn remotes(
-    dir: &std::path::Path,
-    failing: Option<usize>,
-) -> (Vec<(u32, Arc<dyn Backend>)>, Arc<AtomicUsize>) {
+type Targets = Vec<(u32, Arc<dyn Backend>)>;
+
+fn remotes(dir: &std::path::Path, failing: Option<usize>) -> (Targets, Arc<AtomicUsize>) {
     let (creating, most) = (Arc::default(), Arc::new(AtomicUsize::new(0)));
     let t = (0..6)
         .map(|i| {
