@@ -10,6 +10,7 @@ mod fs;
 mod fsck;
 mod namespace;
 mod quota;
+mod recycle;
 
 pub use auth::AdminAuth;
 
@@ -21,6 +22,7 @@ use tessera_proto::admin::v1::fs_server::FsServer;
 use tessera_proto::admin::v1::fsck_server::FsckServer;
 use tessera_proto::admin::v1::namespace_server::NamespaceServer;
 use tessera_proto::admin::v1::quota_server::QuotaServer;
+use tessera_proto::admin::v1::recycle_server::RecycleServer;
 
 /// The admin services, ready to be added to a tonic server.
 pub struct Services {
@@ -29,6 +31,7 @@ pub struct Services {
     pub fs: FsServer<fs::FsSvc>,
     pub fsck: FsckServer<fsck::FsckSvc>,
     pub access: AccessServer<access::AccessSvc>,
+    pub recycle: RecycleServer<recycle::RecycleSvc>,
     /// When the server federates (`[federation]`, or endpoints added at
     /// run time).
     pub federation: Option<FederationServer<fed::FedSvc>>,
@@ -59,6 +62,10 @@ pub fn services(
             auth: Arc::clone(&auth),
         }),
         access: AccessServer::new(access::AccessSvc {
+            core: core.clone(),
+            auth: Arc::clone(&auth),
+        }),
+        recycle: RecycleServer::new(recycle::RecycleSvc {
             core: core.clone(),
             auth: Arc::clone(&auth),
         }),

@@ -116,6 +116,7 @@ impl Namespace for NamespaceSvc {
             Ok(Response::new(pb::RemoveResponse {
                 files: rep.files,
                 directories: rep.dirs,
+                recycled: rep.recycled,
             }))
         }
         .await;

@@ -7,6 +7,7 @@ use tessera_proto::admin::v1::fs_client::FsClient;
 use tessera_proto::admin::v1::fsck_client::FsckClient;
 use tessera_proto::admin::v1::namespace_client::NamespaceClient;
 use tessera_proto::admin::v1::quota_client::QuotaClient;
+use tessera_proto::admin::v1::recycle_client::RecycleClient;
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
@@ -19,6 +20,7 @@ pub type Fs = FsClient<InterceptedService<Channel, Intercept>>;
 pub type Fsck = FsckClient<InterceptedService<Channel, Intercept>>;
 pub type Fed = FederationClient<InterceptedService<Channel, Intercept>>;
 pub type Access = AccessClient<InterceptedService<Channel, Intercept>>;
+pub type Recycle = RecycleClient<InterceptedService<Channel, Intercept>>;
 
 /// A failure with the errno to exit with.
 #[derive(Debug)]
@@ -67,6 +69,7 @@ pub struct Clients {
     pub fsck: Fsck,
     pub fed: Fed,
     pub access: Access,
+    pub recycle: Recycle,
 }
 
 /// A channel to one admin address.
@@ -138,6 +141,7 @@ pub async fn connect(addrs: &str, token: String, role: Option<String>) -> Result
         fs: FsClient::with_interceptor(channel.clone(), make()),
         fsck: FsckClient::with_interceptor(channel.clone(), make()),
         access: AccessClient::with_interceptor(channel.clone(), make()),
+        recycle: RecycleClient::with_interceptor(channel.clone(), make()),
         fed: FederationClient::with_interceptor(channel, make()),
     })
 }

@@ -71,9 +71,12 @@ enum Cmd {
     /// Quotas: set, rm, rmnode, ls, show.
     #[command(subcommand)]
     Quota(cmd::quota::QuotaCmd),
-    /// Access rules: ban, allow, stall, redirect, ls, rm.
+    /// Access rules: ban, allow, stall, redirect, limit, ls, rm.
     #[command(subcommand)]
     Access(cmd::access::AccessCmd),
+    /// Recycle bins: ls, restore, purge, bins, config.
+    #[command(subcommand)]
+    Recycle(cmd::recycle::RecycleCmd),
     /// Filesystems: add, ls, set, rm.
     #[command(subcommand)]
     Fs(cmd::fs::FsCmd),
@@ -216,6 +219,7 @@ async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {
         Cmd::Acl(a) => cmd::acl::run(&mut c, fmt, a).await,
         Cmd::Quota(q) => cmd::quota::run(&mut c, fmt, q).await,
         Cmd::Access(a) => cmd::access::run(&mut c, fmt, a).await,
+        Cmd::Recycle(r) => cmd::recycle::run(&mut c, fmt, r).await,
         Cmd::Ns(n) => cmd::ns::ns(&mut c, fmt, n).await,
         Cmd::Fs(f) => cmd::fs::fs(&mut c, fmt, f).await,
         Cmd::Space(s) => cmd::fs::space(&mut c, fmt, s).await,

@@ -24,6 +24,7 @@ pub mod peer;
 mod plan;
 mod pool;
 mod readsession;
+mod recycle;
 mod remote;
 mod repair;
 pub mod rules;
@@ -51,9 +52,10 @@ pub use ledger::Ledger;
 pub use plan::Found;
 pub use pool::{blocking, lock};
 pub use readsession::ReadSession;
+pub use recycle::{BinSettings, Purged};
 pub use remote::RemotePolicy;
 pub use repair::{RepairPlan, RepairReport, ORPHAN_GRACE};
-pub use service::{Core, RemoveReport, Unlogged};
+pub use service::{Core, Unlogged};
 pub use sessionlog::SessionLog;
 pub use stall::{ReadOpen, Stall, STALL_ATTR};
 pub use standby::{ActiveNode, Advert, MgmAddr};
@@ -64,7 +66,8 @@ pub use tessera_meta::{
     CheckReport, Checksum, CommitWrite, EntryKind, Inode, MetaOptions, MetaStore, NsStats,
     QuotaEntry, QuotaKind, QuotaNodeReport, QuotaTarget, RenameFlags, Reservation, SetAttr,
 };
-pub use tree::TreeRemoval;
+pub use tessera_meta::{RecycleBin, RecycleEntry, Restored};
+pub use tree::{RemoveReport, TreeRemoval};
 pub use truncate::REWRITE_MEMORY;
 pub use update::{Update, MAX_PATCH_BYTES};
 pub use upload::{Done, Holds, Ran, Step, Upload};

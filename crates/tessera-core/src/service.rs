@@ -10,13 +10,6 @@ use tessera_meta::*;
 use tessera_obs::{AccessLog, AccessRecord, Metrics, QuotaLabels};
 use tessera_types::{Identity, NsPath};
 
-/// What a (recursive) remove did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct RemoveReport {
-    pub files: u64,
-    pub dirs: u64,
-}
-
 /// A request answered but not yet logged: its access-log record and
 /// metrics are made when this is dropped (its duration runs until then).
 pub struct Unlogged<'a> {
@@ -57,6 +50,8 @@ pub struct Core {
     pub(crate) access: Arc<AccessLog>,
     /// The operator's access rules in force (`rules.rs`).
     pub(crate) rules: Arc<crate::rules::RulesCell>,
+    /// Wakes the background purge of the recycle bins (`recycle.rs`).
+    pub(crate) recycle_kick: Arc<tokio::sync::Notify>,
 }
 
 impl Core {
@@ -77,6 +72,7 @@ impl Core {
             metrics,
             access,
             rules: Arc::new(crate::rules::RulesCell::new(rules)),
+            recycle_kick: Arc::new(tokio::sync::Notify::new()),
         })
     }
 
@@ -261,33 +257,31 @@ impl Core {
     }
 
     /// Remove a file, an empty directory, or with `recursive` a whole tree
-    /// (depth first; stops at the first error, leaving the rest).
+    /// (into the recycle bin that covers it, whole when it can; else depth
+    /// first, stopping at the first error and leaving the rest).
     pub async fn remove(
         &self,
         who: &Identity,
         path: NsPath,
         recursive: bool,
-    ) -> Result<RemoveReport, CoreError> {
+    ) -> Result<crate::RemoveReport, CoreError> {
         let w = who.clone();
-        let fs = Arc::clone(&self.fs);
+        let (fs, kick) = (Arc::clone(&self.fs), self.recycle_kick());
+        let metrics = Arc::clone(&self.metrics);
         self.run("rm", who, path.display(), move |m| {
-            let mut rep = RemoveReport::default();
             crate::scopes::modify(&w, &path)?;
-            let top = m.stat(&w, &path)?;
-            if !top.is_dir() {
-                let gone = m.unlink(&path, &w)?;
-                crate::ledger::drop_stripes_of(&fs, &gone);
-                rep.files += 1;
-                return Ok(rep);
-            }
-            if recursive {
-                let mut out = crate::TreeRemoval::default();
-                crate::tree::sweep(m, &fs, &path, &w, &mut out, false)?;
-                rep = out.removed;
-            }
-            m.rmdir(&path, &w)?;
-            rep.dirs += 1;
-            Ok(rep)
+            let mut out = crate::TreeRemoval::default();
+            let mut d = crate::tree::Deleter {
+                m,
+                fs: &fs,
+                who: &w,
+                out: &mut out,
+                keep_going: false,
+                kick: &kick,
+                metrics: &metrics,
+            };
+            d.delete(&path, recursive)?;
+            Ok(out.removed)
         })
         .await
     }

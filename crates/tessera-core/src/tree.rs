@@ -5,11 +5,19 @@
 //! Each entry goes in its own namespace transaction (its quota with it).
 
 use crate::fs::Filesystems;
-use crate::service::RemoveReport;
 use crate::{Core, CoreError};
 use std::sync::Arc;
-use tessera_meta::{MetaError, MetaStore};
+use tessera_meta::{MetaError, MetaStore, Removal};
 use tessera_types::{ErrorKind, Identity, NsPath};
+
+/// What a (recursive) remove did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RemoveReport {
+    pub files: u64,
+    pub dirs: u64,
+    /// Entries that went into a recycle bin (a whole tree is one).
+    pub recycled: u64,
+}
 
 /// What a removal that goes on past failures did.
 #[derive(Debug, Default)]
@@ -39,31 +47,33 @@ impl Core {
         }
     }
 
-    /// Remove `path`: a file, or a directory with everything under it.
-    /// Goes on past entries that cannot be removed (permissions, ACLs) and
-    /// names them in `failed`; a directory left non-empty by them stays
-    /// without being named. `Err` only when nothing could be tried (the
-    /// path is missing, the token does not cover it).
+    /// Remove `path`: a file, or a directory with everything under it
+    /// (into the recycle bin that covers it, as one entry when it can go
+    /// whole). Goes on past entries that cannot be removed (permissions,
+    /// ACLs) and names them in `failed`; a directory left non-empty by
+    /// them stays without being named. `Err` only when nothing could be
+    /// tried (the path is missing, the token does not cover it).
     pub async fn remove_all(&self, who: &Identity, path: NsPath) -> Result<TreeRemoval, CoreError> {
         let w = who.clone();
-        let fs = Arc::clone(&self.fs);
+        let (fs, kick) = (Arc::clone(&self.fs), self.recycle_kick());
+        let metrics = Arc::clone(&self.metrics);
         let desc = path.display();
         self.run("rm", who, desc, move |m| {
             crate::scopes::modify(&w, &path)?;
-            let top = m.stat(&w, &path)?;
             let mut out = TreeRemoval::default();
-            if !top.is_dir() {
-                let gone = m.unlink(&path, &w)?;
-                crate::ledger::drop_stripes_of(&fs, &gone);
-                out.removed.files += 1;
-                return Ok(out);
-            }
-            if sweep(m, &fs, &path, &w, &mut out, true)? {
-                match m.rmdir(&path, &w) {
-                    Ok(_) => out.removed.dirs += 1,
-                    Err(e) if out.removed.files + out.removed.dirs == 0 => return Err(e),
-                    Err(e) => out.failed.push((path.clone(), e.into())),
-                }
+            let mut d = Deleter {
+                m,
+                fs: &fs,
+                who: &w,
+                out: &mut out,
+                keep_going: true,
+                kick: &kick,
+                metrics: &metrics,
+            };
+            match d.delete(&path, true) {
+                Ok(_) => {}
+                Err(e) if out.removed.files + out.removed.dirs == 0 => return Err(e),
+                Err(e) => out.failed.push((path.clone(), e.into())),
             }
             Ok(out)
         })
@@ -71,55 +81,98 @@ impl Core {
     }
 }
 
-/// Remove what is under `dir`, depth first; whether all of it went. With
-/// `keep_going` what cannot be removed is named in `out.failed` and the
-/// walk goes on; without, the first failure ends it (the rest stays).
-pub(crate) fn sweep(
-    m: &MetaStore,
-    fs: &Filesystems,
-    dir: &NsPath,
-    who: &Identity,
-    out: &mut TreeRemoval,
-    keep_going: bool,
-) -> Result<bool, MetaError> {
-    let mut clean = true;
-    let mut after: Option<Vec<u8>> = None;
-    loop {
-        let page = match m.list(who, dir, after.as_deref(), 512) {
-            Ok(p) => p,
-            Err(e) if !keep_going => return Err(e),
-            Err(e) => {
-                out.failed.push((dir.clone(), e.into()));
-                return Ok(false);
-            }
-        };
-        let Some(last) = page.last() else {
-            return Ok(clean);
-        };
-        let next = last.name.clone();
-        for child in page {
-            let p = dir.join(&child.name)?;
-            let r = if child.is_dir() {
-                if !sweep(m, fs, &p, who, out, keep_going)? {
-                    clean = false;
-                    continue;
+/// One removal's walk: what it removed and, going on past failures
+/// (`keep_going`), what stayed.
+pub(crate) struct Deleter<'a> {
+    pub m: &'a MetaStore,
+    pub fs: &'a Filesystems,
+    pub who: &'a Identity,
+    pub out: &'a mut TreeRemoval,
+    pub keep_going: bool,
+    /// Wakes the purge when a bin passed its volume cap.
+    pub kick: &'a tokio::sync::Notify,
+    pub metrics: &'a tessera_obs::Metrics,
+}
+
+impl Deleter<'_> {
+    /// Delete `path` (with `tree`, everything under it): into its bin or
+    /// for good, whole when it can, else what is under it first. Whether
+    /// it went.
+    pub(crate) fn delete(&mut self, path: &NsPath, tree: bool) -> Result<bool, MetaError> {
+        match self.m.remove_entry(path, self.who, tree)? {
+            Removal::Gone(i) => self.gone(&i),
+            Removal::Binned { entry, over_cap } => self.binned(&entry, over_cap),
+            Removal::NotWhole(_) => {
+                if !self.sweep(path)? {
+                    return Ok(false);
                 }
-                m.rmdir(&p, who).map(|_| out.removed.dirs += 1)
-            } else {
-                m.unlink(&p, who).map(|gone| {
-                    crate::ledger::drop_stripes_of(fs, &gone);
-                    out.removed.files += 1;
-                })
-            };
-            match r {
-                Ok(()) => {}
-                Err(e) if !keep_going => return Err(e),
-                Err(e) => {
-                    clean = false;
-                    out.failed.push((p, e.into()));
+                match self.m.remove_entry(path, self.who, false)? {
+                    Removal::Gone(i) => self.gone(&i),
+                    Removal::Binned { entry, over_cap } => self.binned(&entry, over_cap),
+                    Removal::NotWhole(why) => {
+                        return Err(MetaError::NotEmpty(format!("{}: {why}", path.display())))
+                    }
                 }
             }
         }
-        after = Some(next);
+        Ok(true)
+    }
+
+    fn gone(&mut self, i: &tessera_meta::Inode) {
+        if i.is_dir() {
+            self.out.removed.dirs += 1;
+        } else {
+            crate::ledger::drop_stripes_of(self.fs, i);
+            self.out.removed.files += 1;
+        }
+    }
+
+    fn binned(&mut self, e: &tessera_meta::RecycleEntry, over_cap: bool) {
+        if e.kind == tessera_meta::EntryKind::Directory {
+            self.out.removed.dirs += 1;
+        } else {
+            self.out.removed.files += 1;
+        }
+        self.out.removed.recycled += 1;
+        self.metrics.recycle.moved.inc();
+        if over_cap {
+            self.kick.notify_one();
+        }
+    }
+
+    /// Remove what is under `dir`, depth first; whether all of it went.
+    /// With `keep_going` what cannot be removed is named in `out.failed`
+    /// and the walk goes on; without, the first failure ends it (the rest
+    /// stays).
+    fn sweep(&mut self, dir: &NsPath) -> Result<bool, MetaError> {
+        let mut clean = true;
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let page = match self.m.list(self.who, dir, after.as_deref(), 512) {
+                Ok(p) => p,
+                Err(e) if !self.keep_going => return Err(e),
+                Err(e) => {
+                    self.out.failed.push((dir.clone(), e.into()));
+                    return Ok(false);
+                }
+            };
+            let Some(last) = page.last() else {
+                return Ok(clean);
+            };
+            let next = last.name.clone();
+            for child in page {
+                let p = dir.join(&child.name)?;
+                match self.delete(&p, true) {
+                    Ok(true) => {}
+                    Ok(false) => clean = false,
+                    Err(e) if !self.keep_going => return Err(e),
+                    Err(e) => {
+                        clean = false;
+                        self.out.failed.push((p, e.into()));
+                    }
+                }
+            }
+            after = Some(next);
+        }
     }
 }

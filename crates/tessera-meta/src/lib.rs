@@ -22,6 +22,7 @@ mod read;
 mod readcache;
 mod records;
 mod recount;
+mod recycle;
 mod rename;
 mod store;
 mod txn;
@@ -36,6 +37,7 @@ pub use fs::{FsConfigStatus, FsRecord};
 pub use quota::{QuotaEntry, QuotaKind, QuotaNodeReport, QuotaTarget, Reservation};
 pub use records::{Checksum, EntryKind, Inode};
 pub use recount::{CheckReport, QuotaUsage};
+pub use recycle::{PurgeStep, RecycleBin, RecycleEntry, Removal, Restored, RECYCLE_ATTR};
 pub use store::{Durability, Gate, MetaMemory, MetaOptions, MetaStore, NsStats, ROOT_INO};
 pub use write::{may, RenameFlags, SetAttr};
 

@@ -109,7 +109,9 @@ impl MetaStore {
                 ));
             }
         }
-        // Orphans: inodes not reachable from the root.
+        // Recycle bins hold trees that are reachable through them.
+        self.check_bins(&g, &mut seen, &mut rep)?;
+        // Orphans: inodes not reachable from the root or a bin.
         let hi = self.db.cf_handle(CF_INODE).expect("cf exists");
         let mut total = 0u64;
         for item in self.db.iterator_cf(hi, rocksdb::IteratorMode::Start) {

@@ -355,6 +355,12 @@ impl MetaStore {
         self.may_change()
     }
 
+    /// Whether this node may change the namespace now (background work
+    /// asks before it starts).
+    pub fn may_write(&self) -> Result<(), MetaError> {
+        self.may_change()
+    }
+
     /// The gate's answer (see [`Gate`]).
     pub(crate) fn may_change(&self) -> Result<(), MetaError> {
         match &self.opts.gate {

@@ -16,6 +16,8 @@ pub(crate) enum Cf {
     Dentry,
     Xattr,
     Quota,
+    /// The default column family (settings, access rules, recycle bins).
+    Meta,
 }
 
 impl Cf {
@@ -25,6 +27,7 @@ impl Cf {
             Cf::Dentry => CF_DENTRY,
             Cf::Xattr => CF_XATTR,
             Cf::Quota => CF_QUOTA,
+            Cf::Meta => CF_META,
         }
     }
 }

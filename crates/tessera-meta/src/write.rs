@@ -181,7 +181,7 @@ pub(crate) fn delete_charged(
 }
 
 /// Removes `victim`'s entry from `dir`, its quota charge with it.
-fn unlink_entry(
+pub(crate) fn unlink_entry(
     txn: &mut Txn<'_>,
     st: &WriterState,
     mut dir: Inode,

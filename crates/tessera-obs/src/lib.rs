@@ -8,6 +8,7 @@ mod datametrics;
 mod fedmetrics;
 mod hametrics;
 mod metrics;
+mod recyclemetrics;
 mod rulemetrics;
 
 pub use access::{AccessLog, AccessRecord};
@@ -16,4 +17,5 @@ pub use datametrics::{DataMetrics, FsLabels};
 pub use fedmetrics::{EndpointLabels, FedMetrics};
 pub use hametrics::HaMetrics;
 pub use metrics::{Metrics, OpLabels, PartLabels, ProtocolLabels, QuotaLabels, ResultLabels};
+pub use recyclemetrics::{BinLabels, RecycleMetrics};
 pub use rulemetrics::{RuleLabels, RuleMetrics};

@@ -113,6 +113,8 @@ pub struct Metrics {
     pub ha: crate::HaMetrics,
     /// The operator's access rules.
     pub rules: crate::RuleMetrics,
+    /// The recycle bins.
+    pub recycle: crate::RecycleMetrics,
 }
 
 impl Metrics {
@@ -265,6 +267,7 @@ impl Metrics {
         let fed = crate::FedMetrics::register(&mut r);
         let ha = crate::HaMetrics::register(&mut r);
         let rules = crate::RuleMetrics::register(&mut r);
+        let recycle = crate::RecycleMetrics::register(&mut r);
         let build = Family::<Vec<(String, String)>, Gauge>::default();
         build
             .get_or_create(&vec![("version".to_string(), version.to_string())])
@@ -299,6 +302,7 @@ impl Metrics {
             fed,
             ha,
             rules,
+            recycle,
         }
     }
 

@@ -45,7 +45,7 @@ pub enum DurabilityCfg {
 }
 
 pub use crate::config_conn::{Buffers, UnixCfg, Xrootd};
-pub use crate::config_data::{Data, Fsck, Server};
+pub use crate::config_data::{Data, Fsck, Recycle, Server};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -63,6 +63,7 @@ pub struct Config {
     pub buffers: Buffers,
     pub cluster: Cluster,
     pub fsck: Fsck,
+    pub recycle: Recycle,
     pub data: Data,
     pub server: Server,
     pub auth: Auth,
@@ -364,6 +365,7 @@ impl Default for Config {
             buffers: Buffers::default(),
             cluster: Cluster::default(),
             fsck: Fsck::default(),
+            recycle: Recycle::default(),
             data: Data::default(),
             server: Server::default(),
             auth: Auth::default(),

@@ -1,5 +1,6 @@
-//! The `[fsck]`, `[data]` and `[server]` sections: background repair, how
-//! the filesystems' health is watched, and how the process stops.
+//! The `[fsck]`, `[recycle]`, `[data]` and `[server]` sections: background
+//! repair and purge, how the filesystems' health is watched, and how the
+//! process stops.
 
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +18,29 @@ impl Default for Fsck {
     fn default() -> Self {
         Fsck {
             repair_interval_secs: 60,
+        }
+    }
+}
+
+/// The background purge of the recycle bins: every `purge_interval`,
+/// entries past their bin's lifetime and, in a bin past its volume cap,
+/// the oldest go, at most `purge_budget` inodes a round (a bin past its
+/// cap wakes it at once).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Recycle {
+    /// 0 turns the background purge off (`tessera recycle purge` still
+    /// works).
+    #[serde(rename = "purge_interval", with = "crate::units::secs")]
+    pub purge_interval_secs: u64,
+    pub purge_budget: u64,
+}
+
+impl Default for Recycle {
+    fn default() -> Self {
+        Recycle {
+            purge_interval_secs: 60,
+            purge_budget: 100_000,
         }
     }
 }

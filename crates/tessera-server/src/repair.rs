@@ -1,7 +1,7 @@
 //! Background upkeep: the repair (every interval, the files that reads
 //! found damaged, kept in the namespace store, are checked block by block
-//! and their broken stripes rebuilt: `Core::repair_damaged`) and the
-//! filesystems' health probes.
+//! and their broken stripes rebuilt: `Core::repair_damaged`), the purge of
+//! the recycle bins and the filesystems' health probes.
 
 use std::time::Duration;
 use tessera_core::Core;
@@ -30,6 +30,44 @@ pub async fn run(core: Core, every: Duration, mut stop: watch::Receiver<bool>) {
             }
             Ok(Err(e)) => tracing::warn!("background repair: {e}"),
             Err(e) => tracing::warn!("background repair stopped: {e}"),
+        }
+    }
+}
+
+/// Purge the recycle bins every `every` (or when a bin passes its volume
+/// cap), at most `budget` inodes a round.
+pub async fn purge(core: Core, every: Duration, budget: usize, mut stop: watch::Receiver<bool>) {
+    let kick = core.recycle_kick();
+    let mut again = false;
+    loop {
+        // A round that left work goes on after a breath, not a whole interval.
+        let wait = if again {
+            Duration::from_millis(100)
+        } else {
+            every
+        };
+        tokio::select! {
+            _ = stop.changed() => return,
+            _ = tokio::time::sleep(wait) => {}
+            _ = kick.notified() => {}
+        }
+        again = false;
+        let c = core.clone();
+        match tokio::task::spawn_blocking(move || c.recycle_purge_round(budget)).await {
+            Ok(Ok(p)) if p.entries > 0 || p.left > 0 => {
+                again = p.left > 0;
+                tracing::info!(
+                    entries = p.entries,
+                    bytes = p.bytes,
+                    inodes = p.inodes,
+                    left = p.left,
+                    "recycle bins purged"
+                )
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) if e.kind() == tessera_types::ErrorKind::Unavailable => {}
+            Ok(Err(e)) => tracing::warn!("recycle purge: {e}"),
+            Err(e) => tracing::warn!("recycle purge stopped: {e}"),
         }
     }
 }

@@ -337,6 +337,7 @@ fn admin_api(
             .add_service(svc.fs)
             .add_service(svc.fsck)
             .add_service(svc.access)
+            .add_service(svc.recycle)
             .add_optional_service(svc.federation)
             .add_optional_service(cluster)
             .serve_with_incoming_shutdown(incoming, async move {
@@ -349,7 +350,8 @@ fn admin_api(
     }))
 }
 
-/// Background repair, filesystem probes and the write-lease sweeper.
+/// Background repair, the recycle bins' purge, filesystem probes and the
+/// write-lease sweeper.
 fn background(
     cfg: &Config,
     core: &Core,
@@ -361,6 +363,14 @@ fn background(
         tasks.push(tokio::spawn(repair::run(
             core.clone(),
             std::time::Duration::from_secs(cfg.fsck.repair_interval_secs),
+            stop.clone(),
+        )));
+    }
+    if cfg.recycle.purge_interval_secs > 0 {
+        tasks.push(tokio::spawn(repair::purge(
+            core.clone(),
+            std::time::Duration::from_secs(cfg.recycle.purge_interval_secs),
+            cfg.recycle.purge_budget as usize,
             stop.clone(),
         )));
     }

@@ -9,4 +9,5 @@ pub mod fsck;
 pub mod ns;
 pub mod passwd;
 pub mod quota;
+pub mod recycle;
 pub mod token;

@@ -261,8 +261,18 @@ pub async fn rm(c: &mut Clients, fmt: Format, a: RmArgs) -> Result<(), Failure> 
     let rec = Rec::new()
         .s("path", a.path)
         .n("files", r.files)
-        .n("directories", r.directories);
-    done(fmt, rec, String::new());
+        .n("directories", r.directories)
+        .n("recycled", r.recycled);
+    let human = if r.recycled > 0 {
+        format!(
+            "into the recycle bin ({} entr{}): tessera recycle ls",
+            r.recycled,
+            if r.recycled == 1 { "y" } else { "ies" }
+        )
+    } else {
+        String::new()
+    };
+    done(fmt, rec, human);
     Ok(())
 }
 
