@@ -14,6 +14,7 @@ mod fed;
 mod gsi;
 mod pgrw;
 mod python;
+mod recycle;
 mod scaleout;
 mod tokens;
 mod update;
