@@ -74,15 +74,21 @@ impl Core {
             if !dir.is_dir() {
                 return Err(MetaError::NotADirectory(s.dir.display()));
             }
-            let bin = m.recycle_set_bin(&w, &name, s.lifetime_secs, s.max_bytes)?;
             if s.enabled {
+                let bin = m.recycle_set_bin(&w, &name, s.lifetime_secs, s.max_bytes)?;
                 m.xattr_set(&s.dir, &w, RECYCLE_ATTR, name.as_bytes())?;
-            } else {
-                match m.xattr_rm(&s.dir, &w, RECYCLE_ATTR) {
-                    Err(MetaError::NotFound(_)) | Ok(()) => {}
-                    Err(e) => return Err(e),
-                }
+                return Ok(bin);
             }
+            // Off: the bin keeps its settings and what it holds.
+            match m.xattr_rm(&s.dir, &w, RECYCLE_ATTR) {
+                Err(MetaError::NotFound(_)) | Ok(()) => {}
+                Err(e) => return Err(e),
+            }
+            let bin = m.recycle_bins()?.into_iter().find(|b| b.name == name);
+            let bin = bin.unwrap_or(RecycleBin {
+                name,
+                ..RecycleBin::default()
+            });
             Ok(bin)
         })
         .await

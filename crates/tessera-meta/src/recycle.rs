@@ -12,7 +12,8 @@
 //! `recycle/bin/<name>` the bin's settings and account,
 //! `recycle/e/<id u64 BE>` one entry (the id is its top inode's number),
 //! `recycle/t/<name> 0x00 <deleted ns u64 BE> <id u64 BE>` the bin's
-//! entries oldest first (empty value).
+//! entries oldest first, `recycle/u/<uid u32 BE> <id u64 BE>` each owner's
+//! entries (empty values).
 
 mod check;
 mod moves;
@@ -37,6 +38,7 @@ pub const RECYCLE_ATTR: &[u8] = b"sys.recycle";
 const BIN_PREFIX: &[u8] = b"recycle/bin/";
 const ENTRY_PREFIX: &[u8] = b"recycle/e/";
 const TIME_PREFIX: &[u8] = b"recycle/t/";
+const OWNER_PREFIX: &[u8] = b"recycle/u/";
 const BIN_V1: u8 = 1;
 const ENTRY_V1: u8 = 1;
 /// A bin nobody configured keeps entries this long (30 days, EOS's
@@ -214,6 +216,10 @@ fn decode_entry(id: u64, raw: &[u8]) -> Result<RecycleEntry, MetaError> {
     })
 }
 
+fn owner_key(uid: u32, id: u64) -> Vec<u8> {
+    [OWNER_PREFIX, &uid.to_be_bytes()[..], &id.to_be_bytes()[..]].concat()
+}
+
 fn bin_key(name: &str) -> Vec<u8> {
     [BIN_PREFIX, name.as_bytes()].concat()
 }
@@ -299,11 +305,13 @@ pub(crate) fn account(
 pub(crate) fn put_entry(txn: &mut Txn<'_>, e: &RecycleEntry) {
     txn.put(Cf::Meta, &entry_key(e.id), encode_entry(e));
     txn.put(Cf::Meta, &time_key(&e.bin, e.deleted_ns, e.id), Vec::new());
+    txn.put(Cf::Meta, &owner_key(e.uid, e.id), Vec::new());
 }
 
 pub(crate) fn drop_entry(txn: &mut Txn<'_>, e: &RecycleEntry) {
     txn.delete(Cf::Meta, &entry_key(e.id));
     txn.delete(Cf::Meta, &time_key(&e.bin, e.deleted_ns, e.id));
+    txn.delete(Cf::Meta, &owner_key(e.uid, e.id));
 }
 
 /// Who may restore or purge an entry: its owner and root.
@@ -344,8 +352,14 @@ impl MetaStore {
                 "only an admin lists everyone's recycle bin entries".into(),
             ));
         }
-        let start = entry_key(after.saturating_add(1));
         let h = self.db.cf_handle(CF_META).expect("cf exists");
+        // Everyone's: the entries in id order; one owner's: their index.
+        let (prefix, start) = if all {
+            (ENTRY_PREFIX.to_vec(), entry_key(after.saturating_add(1)))
+        } else {
+            let p = [OWNER_PREFIX, &who.uid.to_be_bytes()[..]].concat();
+            (p, owner_key(who.uid, after.saturating_add(1)))
+        };
         let it = self.db.iterator_cf(
             h,
             rocksdb::IteratorMode::From(&start, rocksdb::Direction::Forward),
@@ -353,16 +367,22 @@ impl MetaStore {
         let mut out = Vec::new();
         for item in it {
             let (k, v) = item?;
-            let Some(id) = k.strip_prefix(ENTRY_PREFIX) else {
+            let Some(id) = k.strip_prefix(&prefix[..]) else {
                 break;
             };
             let id = u64::from_be_bytes(
                 id.try_into()
                     .map_err(|_| corrupt("recycle entry key", "length"))?,
             );
-            let e = decode_entry(id, &v)?;
-            let mine = all || e.uid == who.uid;
-            if mine && bin.is_none_or(|b| b == e.bin) {
+            let e = if all {
+                decode_entry(id, &v)?
+            } else {
+                match self.db.get_cf(h, entry_key(id))? {
+                    Some(raw) => decode_entry(id, &raw)?,
+                    None => return Err(corrupt(format!("recycle entry {id}"), "indexed, missing")),
+                }
+            };
+            if bin.is_none_or(|b| b == e.bin) {
                 out.push(e);
                 if out.len() >= limit {
                     break;

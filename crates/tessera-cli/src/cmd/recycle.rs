@@ -58,10 +58,12 @@ pub enum RecycleCmd {
         /// default 30d).
         #[arg(long, default_value = "30d")]
         lifetime: String,
-        /// The bin's volume cap (1T, 500G; 0: none); past it the oldest
-        /// entries go first.
-        #[arg(long, default_value = "0")]
-        size: String,
+        /// The bin's volume cap (1T, 500G), required: what is deleted
+        /// leaves its owners' quota for the bin's account, so without a
+        /// cap ("0", allowed when asked for) deleted data is bounded by
+        /// the lifetime alone. Past it the oldest entries go first.
+        #[arg(long, required_unless_present = "off")]
+        size: Option<String>,
         /// The bin's name (default: DIR; several directories may share
         /// one, a project's).
         #[arg(long)]
@@ -282,7 +284,8 @@ pub async fn run(c: &mut Clients, fmt: Format, cmd: RecycleCmd) -> Result<(), Fa
                     dir: dir.into_bytes(),
                     name: name.unwrap_or_default(),
                     lifetime_secs: secs(&lifetime)?,
-                    max_bytes: parse_size(&size).map_err(|e| Failure::new(22, e.to_string()))?,
+                    max_bytes: parse_size(size.as_deref().unwrap_or("0"))
+                        .map_err(|e| Failure::new(22, e.to_string()))?,
                     disable: off,
                 })
                 .await?

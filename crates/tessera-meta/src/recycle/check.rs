@@ -3,7 +3,7 @@
 //! recount equals what the entry says, and each bin's account equals the
 //! sum of its entries.
 
-use super::{decode_entry, time_key, ENTRY_PREFIX};
+use super::{decode_entry, owner_key, time_key, ENTRY_PREFIX};
 use crate::error::{corrupt, MetaError};
 use crate::keys::CF_META;
 use crate::read::{self, Get};
@@ -29,14 +29,11 @@ impl MetaStore {
             );
             let e = decode_entry(id, &v)?;
             let h = self.db.cf_handle(CF_META).expect("cf exists");
-            if self
-                .db
-                .get_cf(h, time_key(&e.bin, e.deleted_ns, id))?
-                .is_none()
-            {
-                rep.problems.push(format!(
-                    "recycle entry {id} missing from its bin's time index"
-                ));
+            let by_time = self.db.get_cf(h, time_key(&e.bin, e.deleted_ns, id))?;
+            let by_owner = self.db.get_cf(h, owner_key(e.uid, id))?;
+            if by_time.is_none() || by_owner.is_none() {
+                rep.problems
+                    .push(format!("recycle entry {id} missing from an index"));
             }
             let (bytes, inodes) = self.walk_binned(g, id, seen, rep)?;
             if (bytes, inodes) != (e.bytes, e.inodes) {

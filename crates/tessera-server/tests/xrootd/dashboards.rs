@@ -1,7 +1,8 @@
 //! The shipped Grafana dashboard (`deploy/grafana/tessera.json`) and
 //! Prometheus alerts (`deploy/prometheus/alerts.yml`) only use metrics a
 //! running server exports: after some real traffic (xrdcp up and down, a
-//! quota limit, a degraded read, fsck, a drain), every `tessera_*` name in
+//! quota limit, a degraded read, fsck, a drain, an access rule, a recycle
+//! bin), every `tessera_*` name in
 //! their expressions has a series on `/metrics`.
 
 use crate::{data, write_file, Env};
@@ -118,6 +119,19 @@ fn dashboards_and_alerts_use_only_exported_metrics() {
         matches!(a, tessera_core::rules::Admit::Wait { .. }),
         "{a:?}"
     );
+    // A recycle bin holding a deleted file (its gauges set by a purge
+    // round).
+    let bin = tessera_core::BinSettings {
+        dir: Env::path("/"),
+        name: Some("dashboards".into()),
+        lifetime_secs: 3600,
+        max_bytes: 1 << 30,
+        enabled: true,
+    };
+    e.rt.block_on(core.recycle_config(&Env::root(), bin))
+        .expect("bin");
+    e.ok("xrdfs", &[&e.url, "rm", "/plain"]);
+    core.recycle_purge_round(100).expect("purge round");
     let addr = e.server.as_ref().unwrap().metrics_addr;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let missing = loop {

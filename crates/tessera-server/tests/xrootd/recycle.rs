@@ -146,7 +146,15 @@ fn setup(d: &Daemon, dir: &Path, lifetime: &str) {
     cli(
         d,
         dir,
-        &["recycle", "config", "/data/proj", "--lifetime", lifetime],
+        &[
+            "recycle",
+            "config",
+            "/data/proj",
+            "--lifetime",
+            lifetime,
+            "--size",
+            "1G",
+        ],
     );
 }
 
@@ -294,7 +302,15 @@ fn the_bin_is_purged_by_volume_oldest_first_and_by_age() {
     cli(
         &d,
         dir.path(),
-        &["recycle", "config", "/data/proj", "--size", "5000"],
+        &[
+            "recycle",
+            "config",
+            "/data/proj",
+            "--lifetime",
+            "30d",
+            "--size",
+            "5000",
+        ],
     );
     let f = dir.path().join("f");
     std::fs::write(&f, data(2000, 7)).unwrap();
@@ -399,7 +415,15 @@ fn kill_9_during_deletes_into_the_bin_and_during_a_purge_loses_nothing() {
     cli(
         &d,
         dir.path(),
-        &["recycle", "config", "/data/proj", "--lifetime", "1s"],
+        &[
+            "recycle",
+            "config",
+            "/data/proj",
+            "--lifetime",
+            "1s",
+            "--size",
+            "1G",
+        ],
     );
     wait_for("the purge under way", || {
         let ls = cli(&d, dir.path(), &["-m", "recycle", "ls", "--all"]);
