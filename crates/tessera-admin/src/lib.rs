@@ -11,6 +11,7 @@ mod fsck;
 mod namespace;
 mod quota;
 mod recycle;
+mod versions;
 
 pub use auth::AdminAuth;
 
@@ -23,6 +24,7 @@ use tessera_proto::admin::v1::fsck_server::FsckServer;
 use tessera_proto::admin::v1::namespace_server::NamespaceServer;
 use tessera_proto::admin::v1::quota_server::QuotaServer;
 use tessera_proto::admin::v1::recycle_server::RecycleServer;
+use tessera_proto::admin::v1::versions_server::VersionsServer;
 
 /// The admin services, ready to be added to a tonic server.
 pub struct Services {
@@ -32,6 +34,7 @@ pub struct Services {
     pub fsck: FsckServer<fsck::FsckSvc>,
     pub access: AccessServer<access::AccessSvc>,
     pub recycle: RecycleServer<recycle::RecycleSvc>,
+    pub versions: VersionsServer<versions::VersionsSvc>,
     /// When the server federates (`[federation]`, or endpoints added at
     /// run time).
     pub federation: Option<FederationServer<fed::FedSvc>>,
@@ -62,6 +65,10 @@ pub fn services(
             auth: Arc::clone(&auth),
         }),
         access: AccessServer::new(access::AccessSvc {
+            core: core.clone(),
+            auth: Arc::clone(&auth),
+        }),
+        versions: VersionsServer::new(versions::VersionsSvc {
             core: core.clone(),
             auth: Arc::clone(&auth),
         }),

@@ -8,6 +8,7 @@ use tessera_proto::admin::v1::fsck_client::FsckClient;
 use tessera_proto::admin::v1::namespace_client::NamespaceClient;
 use tessera_proto::admin::v1::quota_client::QuotaClient;
 use tessera_proto::admin::v1::recycle_client::RecycleClient;
+use tessera_proto::admin::v1::versions_client::VersionsClient;
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
@@ -21,6 +22,7 @@ pub type Fsck = FsckClient<InterceptedService<Channel, Intercept>>;
 pub type Fed = FederationClient<InterceptedService<Channel, Intercept>>;
 pub type Access = AccessClient<InterceptedService<Channel, Intercept>>;
 pub type Recycle = RecycleClient<InterceptedService<Channel, Intercept>>;
+pub type Versions = VersionsClient<InterceptedService<Channel, Intercept>>;
 
 /// A failure with the errno to exit with.
 #[derive(Debug)]
@@ -70,6 +72,7 @@ pub struct Clients {
     pub fed: Fed,
     pub access: Access,
     pub recycle: Recycle,
+    pub versions: Versions,
 }
 
 /// A channel to one admin address.
@@ -142,6 +145,7 @@ pub async fn connect(addrs: &str, token: String, role: Option<String>) -> Result
         fsck: FsckClient::with_interceptor(channel.clone(), make()),
         access: AccessClient::with_interceptor(channel.clone(), make()),
         recycle: RecycleClient::with_interceptor(channel.clone(), make()),
+        versions: VersionsClient::with_interceptor(channel.clone(), make()),
         fed: FederationClient::with_interceptor(channel, make()),
     })
 }

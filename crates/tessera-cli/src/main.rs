@@ -74,6 +74,10 @@ enum Cmd {
     /// Access rules: ban, allow, stall, redirect, limit, ls, rm.
     #[command(subcommand)]
     Access(cmd::access::AccessCmd),
+    /// File versions (sys.versioning): versions, restore-version,
+    /// purge-versions.
+    #[command(subcommand)]
+    File(cmd::file::FileCmd),
     /// Recycle bins: ls, restore, purge, bins, config.
     #[command(subcommand)]
     Recycle(cmd::recycle::RecycleCmd),
@@ -220,6 +224,7 @@ async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {
         Cmd::Quota(q) => cmd::quota::run(&mut c, fmt, q).await,
         Cmd::Access(a) => cmd::access::run(&mut c, fmt, a).await,
         Cmd::Recycle(r) => cmd::recycle::run(&mut c, fmt, r).await,
+        Cmd::File(f) => cmd::file::run(&mut c, fmt, f).await,
         Cmd::Ns(n) => cmd::ns::ns(&mut c, fmt, n).await,
         Cmd::Fs(f) => cmd::fs::fs(&mut c, fmt, f).await,
         Cmd::Space(s) => cmd::fs::space(&mut c, fmt, s).await,

@@ -67,9 +67,9 @@ impl Ledger for LocalLedger {
     }
 
     fn commit(&self, id: u64, c: CommitWrite) -> Result<Inode, CoreError> {
-        let (inode, replaced) = self.meta.commit_write(id, c)?;
-        if let Some(old) = replaced {
-            drop_stripes_of(&self.fs, &old);
+        let (inode, dropped) = self.meta.commit_write(id, c)?;
+        for old in &dropped {
+            drop_stripes_of(&self.fs, old);
         }
         Ok(inode)
     }

@@ -37,6 +37,7 @@ mod tree;
 mod truncate;
 mod update;
 mod upload;
+mod versions;
 pub mod zerofill;
 
 pub use accept::Acceptor;

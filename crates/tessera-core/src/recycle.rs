@@ -137,7 +137,7 @@ impl Core {
                 };
                 crate::scopes::create(&w, &target)?;
                 let r = m.recycle_restore(&w, id, to.as_ref(), force)?;
-                if let Some(old) = &r.replaced {
+                for old in &r.replaced {
                     crate::ledger::drop_stripes_of(&fs, old);
                 }
                 Ok(r)

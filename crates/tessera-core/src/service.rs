@@ -294,6 +294,7 @@ impl Core {
         flags: RenameFlags,
     ) -> Result<Inode, CoreError> {
         let w = who.clone();
+        let fs = Arc::clone(&self.fs);
         let desc = format!("{src} -> {dst}");
         self.run("mv", who, desc, move |m| {
             // Renaming within create scopes is allowed; replacing an
@@ -306,14 +307,19 @@ impl Core {
             let flags = RenameFlags {
                 no_replace: flags.no_replace || scoped,
             };
-            m.rename(&src, &dst, &w, flags).map_err(|e| match e {
-                MetaError::AlreadyExists(_) if scoped => MetaError::PermissionDenied(format!(
-                    "the token of {} may not replace {}",
-                    w.name,
-                    dst.display()
-                )),
-                e => e,
-            })
+            let moved =
+                m.rename_dropping(&src, &dst, &w, flags)
+                    .map_err(|e| match e {
+                        MetaError::AlreadyExists(_) if scoped => MetaError::PermissionDenied(
+                            format!("the token of {} may not replace {}", w.name, dst.display()),
+                        ),
+                        e => e,
+                    })?;
+            // A replaced file that went for good (not kept as a version).
+            for old in &moved.1 {
+                crate::ledger::drop_stripes_of(&fs, old);
+            }
+            Ok(moved.0)
         })
         .await
     }

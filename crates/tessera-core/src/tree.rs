@@ -100,14 +100,14 @@ impl Deleter<'_> {
     /// it went.
     pub(crate) fn delete(&mut self, path: &NsPath, tree: bool) -> Result<bool, MetaError> {
         match self.m.remove_entry(path, self.who, tree)? {
-            Removal::Gone(i) => self.gone(&i),
+            Removal::Gone(i, versions) => self.gone(&i, &versions),
             Removal::Binned { entry, over_cap } => self.binned(&entry, over_cap),
             Removal::NotWhole(_) => {
                 if !self.sweep(path)? {
                     return Ok(false);
                 }
                 match self.m.remove_entry(path, self.who, false)? {
-                    Removal::Gone(i) => self.gone(&i),
+                    Removal::Gone(i, versions) => self.gone(&i, &versions),
                     Removal::Binned { entry, over_cap } => self.binned(&entry, over_cap),
                     Removal::NotWhole(why) => {
                         return Err(MetaError::NotEmpty(format!("{}: {why}", path.display())))
@@ -118,7 +118,10 @@ impl Deleter<'_> {
         Ok(true)
     }
 
-    fn gone(&mut self, i: &tessera_meta::Inode) {
+    fn gone(&mut self, i: &tessera_meta::Inode, versions: &[tessera_meta::Inode]) {
+        for v in versions {
+            crate::ledger::drop_stripes_of(self.fs, v);
+        }
         if i.is_dir() {
             self.out.removed.dirs += 1;
         } else {

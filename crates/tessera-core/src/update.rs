@@ -59,9 +59,9 @@ impl Ledger for UpdateLedger {
     }
 
     fn commit(&self, id: u64, c: CommitWrite) -> Result<Inode, CoreError> {
-        let (inode, replaced) = self.meta.commit_update(id, c, self.old)?;
-        if let Some(old) = replaced {
-            drop_stripes_of(&self.fs, &old);
+        let (inode, dropped) = self.meta.commit_update(id, c, self.old)?;
+        for old in &dropped {
+            drop_stripes_of(&self.fs, old);
         }
         Ok(inode)
     }

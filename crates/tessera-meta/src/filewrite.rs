@@ -13,7 +13,7 @@ use crate::read::{self, lookup, must_inode, resolve_parent};
 use crate::records::*;
 use crate::store::{now_ns, MetaStore};
 use crate::txn::{Cf, Txn};
-use crate::write::{acl_decision, alloc_ino, delete_charged, need, W, X};
+use crate::write::{acl_decision, alloc_ino, need, W, X};
 use std::sync::Arc;
 use tessera_types::{Identity, NsPath};
 
@@ -223,13 +223,12 @@ impl MetaStore {
     /// Make a written file visible: one atomic step that decides again
     /// whether the writer may create or replace what is there now, adds
     /// (or replaces) the entry, records size/checksum/layout and settles
-    /// the reservation. Returns the new inode and the one it replaced, if
-    /// any. A refusal releases the reservation and changes nothing.
-    pub fn commit_write(
-        &self,
-        id: u64,
-        c: CommitWrite,
-    ) -> Result<(Inode, Option<Inode>), MetaError> {
+    /// the reservation. Returns the new inode and the files that went for
+    /// good (the one it replaced and its versions, or, in a directory that
+    /// keeps versions, the oldest beyond the number kept) for the data
+    /// layer to remove their stripes. A refusal releases the reservation
+    /// and changes nothing.
+    pub fn commit_write(&self, id: u64, c: CommitWrite) -> Result<(Inode, Vec<Inode>), MetaError> {
         self.commit_as(id, c, None)
     }
 
@@ -243,7 +242,7 @@ impl MetaStore {
         id: u64,
         c: CommitWrite,
         old: u64,
-    ) -> Result<(Inode, Option<Inode>), MetaError> {
+    ) -> Result<(Inode, Vec<Inode>), MetaError> {
         self.commit_as(id, c, Some(old))
     }
 
@@ -252,7 +251,7 @@ impl MetaStore {
         id: u64,
         c: CommitWrite,
         update_of: Option<u64>,
-    ) -> Result<(Inode, Option<Inode>), MetaError> {
+    ) -> Result<(Inode, Vec<Inode>), MetaError> {
         let (seq, out) = {
             let mut st = self.lock();
             let Some(r) = quota::release(&mut st, id) else {
@@ -292,9 +291,30 @@ impl MetaStore {
                     }
                 }
             }
-            match &replaced {
+            let mut dropped = Vec::new();
+            match replaced {
                 Some(old) => {
-                    delete_charged(&mut txn, &mut deltas, node, dir.ino, old)?;
+                    let keep = crate::versions::keep_of(&txn, dir.ino)?;
+                    if keep > 0 {
+                        // Kept as the new file's newest version (still
+                        // charged); the oldest beyond `keep` go.
+                        dropped = crate::versions::keep_replaced(
+                            &mut txn,
+                            &mut deltas,
+                            node,
+                            &old,
+                            r.ino,
+                            keep,
+                        )?;
+                    } else {
+                        dropped = crate::versions::delete_file_charged(
+                            &mut txn,
+                            &mut deltas,
+                            node,
+                            dir.ino,
+                            &old,
+                        )?;
+                    }
                 }
                 None => dir.nchildren += 1,
             }
@@ -321,7 +341,7 @@ impl MetaStore {
             txn.put_inode(&file);
             txn.put_dentry(dir.ino, &r.name, EntryKind::File, file.ino);
             deltas.apply(&mut txn, &st, true)?;
-            (self.commit(txn, &st)?, (file, replaced))
+            (self.commit(txn, &st)?, (file, dropped))
         };
         self.finish(seq)?;
         Ok(out)

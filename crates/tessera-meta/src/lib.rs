@@ -18,6 +18,7 @@ mod keys;
 mod migrate;
 mod perm;
 mod quota;
+mod quotaset;
 mod read;
 mod readcache;
 mod records;
@@ -26,6 +27,7 @@ mod recycle;
 mod rename;
 mod store;
 mod txn;
+mod versions;
 mod write;
 mod xattr;
 
@@ -39,6 +41,7 @@ pub use records::{Checksum, EntryKind, Inode};
 pub use recount::{CheckReport, QuotaUsage};
 pub use recycle::{PurgeStep, RecycleBin, RecycleEntry, Removal, Restored, RECYCLE_ATTR};
 pub use store::{Durability, Gate, MetaMemory, MetaOptions, MetaStore, NsStats, ROOT_INO};
+pub use versions::{MAX_VERSIONS, VERSIONING_ATTR};
 pub use write::{may, RenameFlags, SetAttr};
 
 /// Extended attributes of one entry: (name, value) in name order.

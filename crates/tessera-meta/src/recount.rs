@@ -99,6 +99,20 @@ impl MetaStore {
                     } else {
                         rep.files += 1;
                         rep.bytes += child.size;
+                        // Versions count in the node of their file.
+                        self.versions_walk(
+                            &g,
+                            child.ino,
+                            &mut seen,
+                            &mut rep.problems,
+                            |v, charged| {
+                                for t in QuotaTarget::for_owner(v.uid, v.gid) {
+                                    let e = expected.entry((node, t)).or_default();
+                                    e.bytes += charged;
+                                    e.inodes += 1;
+                                }
+                            },
+                        )?;
                     }
                 }
             }
@@ -111,6 +125,7 @@ impl MetaStore {
         }
         // Recycle bins hold trees that are reachable through them.
         self.check_bins(&g, &mut seen, &mut rep)?;
+        self.check_version_owners(&seen, &mut rep.problems)?;
         // Orphans: inodes not reachable from the root or a bin.
         let hi = self.db.cf_handle(CF_INODE).expect("cf exists");
         let mut total = 0u64;

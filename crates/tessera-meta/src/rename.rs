@@ -17,12 +17,11 @@ use crate::quota::{self, Deltas};
 use crate::read::{self, lookup, must_inode, resolve_parent};
 use crate::records::*;
 use crate::store::{now_ns, MetaStore};
-use crate::write::{delete_charged, drop_node_records, need, RenameFlags, W, X};
+use crate::write::{drop_node_records, need, RenameFlags, W, X};
 use tessera_types::{Identity, NsPath};
 
 impl MetaStore {
     /// Atomic rename with POSIX replacement rules. Returns the moved inode.
-    // long-fn: POSIX rename's cases in one transaction, each check reading what the one before it resolved.
     pub fn rename(
         &self,
         src: &NsPath,
@@ -30,6 +29,21 @@ impl MetaStore {
         who: &Identity,
         flags: RenameFlags,
     ) -> Result<Inode, MetaError> {
+        self.rename_dropping(src, dst, who, flags).map(|(i, _)| i)
+    }
+
+    /// [`MetaStore::rename`], with the files a replaced destination took
+    /// away for good (it and its versions; none when the destination
+    /// directory keeps versions and it became one): the data layer
+    /// removes their stripes.
+    // long-fn: POSIX rename's cases in one transaction, each check reading what the one before it resolved.
+    pub fn rename_dropping(
+        &self,
+        src: &NsPath,
+        dst: &NsPath,
+        who: &Identity,
+        flags: RenameFlags,
+    ) -> Result<(Inode, Vec<Inode>), MetaError> {
         let (seq, out) = {
             let st = self.lock();
             let mut txn = self.txn();
@@ -59,7 +73,7 @@ impl MetaStore {
             }
             let mut moving = must_inode(&txn, sino)?;
             if target.is_some_and(|(_, dino)| dino == sino) {
-                return Ok(moving);
+                return Ok((moving, Vec::new()));
             }
             let what = "remove entries here";
             need(&txn, who, sdir.ino, &sdir, W | X, Action::Delete, what)?;
@@ -104,9 +118,32 @@ impl MetaStore {
             let dnode = quota::node_of_dir(&txn, ddir.ino)?;
             let mut deltas = Deltas::default();
             let mut ddir_children_delta: i64 = 1;
+            let mut dropped = Vec::new();
             if let Some(victim) = victim {
-                drop_node_records(self, &mut txn, &st, &victim)?;
-                delete_charged(&mut txn, &mut deltas, dnode, ddir.ino, &victim)?;
+                let keep = match victim.is_dir() || moving.is_dir() {
+                    true => 0,
+                    false => crate::versions::keep_of(&txn, ddir.ino)?,
+                };
+                if keep > 0 {
+                    // The file it replaces becomes its newest version.
+                    dropped = crate::versions::keep_replaced(
+                        &mut txn,
+                        &mut deltas,
+                        dnode,
+                        &victim,
+                        moving.ino,
+                        keep,
+                    )?;
+                } else {
+                    drop_node_records(self, &mut txn, &st, &victim)?;
+                    dropped = crate::versions::delete_file_charged(
+                        &mut txn,
+                        &mut deltas,
+                        dnode,
+                        ddir.ino,
+                        &victim,
+                    )?;
+                }
                 ddir_children_delta = 0;
             }
             if snode != dnode {
@@ -114,9 +151,21 @@ impl MetaStore {
                 let i = 1i128;
                 deltas.charge(snode, moving.uid, moving.gid, -b, -i);
                 deltas.charge(dnode, moving.uid, moving.gid, b, i);
-                if moving.is_dir() && !moving.quota_node {
-                    let usage =
-                        quota::subtree_usage(self, moving.ino, self.opts.max_reaccount_entries)?;
+                let usage = if moving.is_dir() && !moving.quota_node {
+                    crate::quotaset::subtree_usage(
+                        self,
+                        moving.ino,
+                        self.opts.max_reaccount_entries,
+                    )?
+                } else {
+                    // A file's versions move with it.
+                    let mut u = quota::OwnerUsage::new();
+                    if !moving.is_dir() {
+                        crate::versions::add_usage(&txn, moving.ino, &mut u)?;
+                    }
+                    u
+                };
+                {
                     for ((uid, gid), (b, i)) in usage {
                         deltas.charge(snode, uid, gid, -(b as i128), -(i as i128));
                         deltas.charge(dnode, uid, gid, b as i128, i as i128);
@@ -144,7 +193,7 @@ impl MetaStore {
             d.mtime_ns = now;
             txn.put_inode(&d);
             deltas.apply(&mut txn, &st, true)?;
-            (self.commit(txn, &st)?, moving)
+            (self.commit(txn, &st)?, (moving, dropped))
         };
         self.finish(seq)?;
         Ok(out)

@@ -62,7 +62,7 @@ pub(crate) fn acl_decision(
 /// none, EACCES without the right to remove entries in the directory,
 /// EPERM for another user's entry in a sticky directory, then EISDIR or
 /// ENOTDIR when it is of the other kind.
-fn removable(
+pub(crate) fn removable(
     txn: &Txn<'_>,
     who: &Identity,
     path: &NsPath,
@@ -167,7 +167,8 @@ pub(crate) fn drop_node_records(
 }
 
 /// Removes `victim`'s entry from directory `dir`, its bytes and inode
-/// taken off quota node `node`'s usage in `deltas`.
+/// taken off quota node `node`'s usage in `deltas` (a file's versions are
+/// `versions::delete_file_charged`'s).
 pub(crate) fn delete_charged(
     txn: &mut Txn<'_>,
     deltas: &mut Deltas,
@@ -180,7 +181,8 @@ pub(crate) fn delete_charged(
     Ok(())
 }
 
-/// Removes `victim`'s entry from `dir`, its quota charge with it.
+/// Removes `victim`'s entry from `dir`, its quota charge with it (a
+/// file's versions first: `versions::drop_charged`).
 pub(crate) fn unlink_entry(
     txn: &mut Txn<'_>,
     st: &WriterState,
@@ -320,19 +322,6 @@ impl MetaStore {
             }
             deltas.apply(&mut txn, &st, true)?;
             (self.commit(txn, &st)?, cur)
-        };
-        self.finish(seq)?;
-        Ok(out)
-    }
-
-    /// Remove a file; returns its inode (the data layer removes its stripes).
-    pub fn unlink(&self, path: &NsPath, who: &Identity) -> Result<Inode, MetaError> {
-        let (seq, out) = {
-            let st = self.lock();
-            let mut txn = self.txn();
-            let (dir, victim) = removable(&txn, who, path, EntryKind::File)?;
-            unlink_entry(&mut txn, &st, dir, &victim)?;
-            (self.commit(txn, &st)?, victim)
         };
         self.finish(seq)?;
         Ok(out)

@@ -515,7 +515,10 @@ fn an_update_keeps_owner_mode_and_attributes_and_loses_to_a_replace() {
         ..Default::default()
     };
     let (new, replaced) = m.commit_update(u.id, commit, old.ino).expect("update");
-    assert_eq!(replaced.map(|i| i.ino), Some(old.ino));
+    assert_eq!(
+        replaced.iter().map(|i| i.ino).collect::<Vec<_>>(),
+        [old.ino]
+    );
     assert_ne!(new.ino, old.ino);
     assert_eq!(
         (new.uid, new.gid, new.mode & 0o7777, new.size),

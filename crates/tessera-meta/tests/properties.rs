@@ -39,6 +39,16 @@ enum Op {
     RmNode(Vec<u8>),
     /// Set (`Some(len)`) or remove user attribute `user.<n % 3>`.
     Xattr(Vec<u8>, u8, u8, Option<u16>),
+    /// `sys.versioning = n % 3` (0: removed) and a recycle bin on or off.
+    Policy(Vec<u8>, u8, bool),
+    /// A delete as one of the users (a tree with the flag): into a bin or
+    /// for good.
+    Remove(Vec<u8>, u8, bool),
+    /// The n-th bin entry: restored (forced with the flag) or purged a
+    /// step of two inodes.
+    Binned(u8, u8, bool),
+    /// Restore the n-th version of a file, or purge down to one.
+    Version(Vec<u8>, u8, u8, bool),
     Reopen,
 }
 
@@ -58,6 +68,10 @@ fn arb_op() -> impl Strategy<Value = Op> {
         2 => (proptest::collection::vec(0u8..2, 0..3), any::<u8>(), 0u64..20000, 0u64..20).prop_map(|(p, t, b, i)| Op::Quota(p, t, b, i)),
         1 => arb_path().prop_map(Op::RmNode),
         2 => (arb_path(), any::<u8>(), any::<u8>(), proptest::option::of(0u16..3000)).prop_map(|(p, u, n, l)| Op::Xattr(p, u, n, l)),
+        1 => (arb_path(), any::<u8>(), any::<bool>()).prop_map(|(p, n, b)| Op::Policy(p, n, b)),
+        2 => (arb_path(), any::<u8>(), any::<bool>()).prop_map(|(p, u, t)| Op::Remove(p, u, t)),
+        2 => (any::<u8>(), any::<u8>(), any::<bool>()).prop_map(|(n, u, f)| Op::Binned(n, u, f)),
+        1 => (arb_path(), any::<u8>(), any::<u8>(), any::<bool>()).prop_map(|(p, u, n, r)| Op::Version(p, u, n, r)),
         1 => Just(Op::Reopen),
     ]
 }
@@ -147,6 +161,39 @@ fn apply(m: &MetaStore, op: &Op) -> Result<(), MetaError> {
                     &vec![b'x'; *l as usize],
                 ),
                 None => m.xattr_rm(&path_of(p), &who(*u), name.as_bytes()),
+            }
+        }
+        Op::Policy(p, n, bin) => {
+            let r = Identity::root("prop");
+            let keep = n % 3;
+            let v = match keep {
+                0 => m.xattr_rm(&path_of(p), &r, VERSIONING_ATTR),
+                k => m.xattr_set(&path_of(p), &r, VERSIONING_ATTR, k.to_string().as_bytes()),
+            };
+            let b = match bin {
+                true => m.xattr_set(&path_of(p), &r, RECYCLE_ATTR, b"bin"),
+                false => m.xattr_rm(&path_of(p), &r, RECYCLE_ATTR),
+            };
+            v.and(b)
+        }
+        Op::Remove(p, u, tree) => m.remove_entry(&path_of(p), &who(*u), *tree).map(|_| ()),
+        Op::Binned(n, u, force) => {
+            let all = m.recycle_list(&Identity::root("prop"), None, true, 0, 100)?;
+            let Some(e) = all.get(*n as usize % all.len().max(1)) else {
+                return Ok(());
+            };
+            if *u % 2 == 0 {
+                m.recycle_purge_step(&who(*u), e.id, 2).map(|_| ())
+            } else {
+                m.recycle_restore(&who(*u), e.id, None, *force).map(|_| ())
+            }
+        }
+        Op::Version(p, u, n, restore) => {
+            let vs = m.versions(&who(*u), &path_of(p))?;
+            match (restore, vs.get(*n as usize % vs.len().max(1))) {
+                (true, Some(v)) => m.restore_version(&who(*u), &path_of(p), v.ino).map(|_| ()),
+                (false, _) => m.purge_versions(&who(*u), &path_of(p), 1).map(|_| ()),
+                (true, None) => Ok(()),
             }
         }
         Op::Reopen => Ok(()),

@@ -6,7 +6,7 @@
 mod common;
 use common::*;
 use tessera_meta::*;
-use tessera_types::ErrorKind;
+use tessera_types::{ErrorKind, Identity};
 
 fn alice_used(m: &MetaStore, at: &str) -> (u64, u64) {
     let show = m.quota_show(&root(), &p(at), 1000, 100).expect("show");
@@ -87,7 +87,10 @@ fn a_tree_moves_whole_and_comes_back_with_its_quota() {
         ErrorKind::AlreadyExists,
     );
     let back = m.recycle_restore(&alice, e.id, None, true).expect("forced");
-    assert!(back.replaced.is_none(), "the replaced file went to the bin");
+    assert!(
+        back.replaced.is_empty(),
+        "the replaced file went to the bin"
+    );
     assert_eq!(m.stat(&alice, &p("/proj/t/u/c")).expect("back").size, 300);
     assert_eq!(alice_used(&m, "/proj"), (650, 6));
     let bins = m.recycle_bins().expect("bins");
@@ -134,7 +137,7 @@ fn no_bin_no_move_and_a_tree_alice_cannot_fully_remove_goes_in_pieces() {
         .remove_entry(&p("/plain/x"), &alice, false)
         .expect("no bin");
     assert!(
-        matches!(gone, Removal::Gone(ref i) if i.size == 1),
+        matches!(gone, Removal::Gone(ref i, _) if i.size == 1),
         "{gone:?}"
     );
     m.mkdir(&p("/plain/d/e"), &alice, 0o755, true)
@@ -205,10 +208,111 @@ fn purge_goes_a_piece_at_a_time_and_by_age_and_volume() {
             ErrorKind::Busy,
         );
     }
-    assert_eq!(files, 0, "no file here has a layout (stripes)");
+    assert_eq!(files, 3, "every purged file handed back for its stripes");
     refused(m.recycle_entry(&alice, t.id), "gone", ErrorKind::NotFound);
     let bin = &m.recycle_bins().expect("bins")[0];
     assert_eq!((bin.used_bytes, bin.used_inodes, bin.entries), (50, 1, 1));
     assert!(m.recycle_due(now, 10).expect("due").is_empty());
+    assert_clean(&m);
+}
+
+fn overwrite(m: &MetaStore, path: &str, who: &Identity, size: u64) -> (Inode, Vec<Inode>) {
+    let r = m
+        .begin_write(&p(path), who, 0o644, true, size)
+        .expect("begin");
+    m.commit_write(
+        r.id,
+        CommitWrite {
+            size,
+            ..Default::default()
+        },
+    )
+    .expect("commit")
+}
+
+#[test]
+fn versions_keep_the_last_n_count_in_quota_and_follow_their_file() {
+    let (_d, m) = project();
+    let (alice, r) = (alice(), root());
+    m.xattr_set(&p("/proj"), &r, VERSIONING_ATTR, b"3")
+        .expect("versioning");
+    let before = alice_used(&m, "/proj");
+    // Five overwrites of a 50-byte file: sizes 1..5; the last 3 replaced
+    // ones stay.
+    let mut dropped = 0;
+    for size in 1..=5 {
+        dropped += overwrite(&m, "/proj/f", &alice, size).1.len();
+        assert_clean(&m);
+    }
+    let vs = m.versions(&alice, &p("/proj/f")).expect("versions");
+    assert_eq!(
+        vs.iter().map(|v| v.size).collect::<Vec<_>>(),
+        [2, 3, 4],
+        "oldest first"
+    );
+    assert_eq!(dropped, 2, "the original (50 bytes) and size 1 went");
+    assert_eq!(
+        m.list(&alice, &p("/proj"), None, 100).expect("ls").len(),
+        2,
+        "no version listed"
+    );
+    // Versions count: 50 → 5 current + 2 + 3 + 4 versions, 3 more inodes.
+    assert_eq!(
+        alice_used(&m, "/proj"),
+        (before.0 - 50 + 5 + 9, before.1 + 3)
+    );
+    // Restore the size-3 one: the current (5) becomes a version.
+    m.restore_version(&alice, &p("/proj/f"), vs[1].ino)
+        .expect("restore");
+    assert_eq!(m.stat(&alice, &p("/proj/f")).expect("stat").size, 3);
+    let sizes: Vec<u64> = m
+        .versions(&alice, &p("/proj/f"))
+        .unwrap()
+        .iter()
+        .map(|v| v.size)
+        .collect();
+    assert_eq!(sizes, [2, 4, 5]);
+    refused(
+        m.restore_version(&bob(), &p("/proj/f"), vs[0].ino),
+        "bob",
+        ErrorKind::PermissionDenied,
+    );
+    assert_clean(&m);
+    // A rename takes them along; a delete into the bin too, and back.
+    m.rename(&p("/proj/f"), &p("/proj/g"), &alice, RenameFlags::default())
+        .expect("mv");
+    assert_eq!(m.versions(&alice, &p("/proj/g")).unwrap().len(), 3);
+    let e = moved(m.remove_entry(&p("/proj/g"), &alice, false));
+    assert_eq!((e.bytes, e.inodes), (3 + 2 + 4 + 5, 4));
+    assert_clean(&m);
+    m.recycle_restore(&alice, e.id, None, false)
+        .expect("restore");
+    assert_eq!(m.versions(&alice, &p("/proj/g")).unwrap().len(), 3);
+    assert_clean(&m);
+    // A rename over it: the file it replaces becomes its newest version
+    // (and the oldest beyond three goes).
+    write(&m, "/proj/h", &alice, 6).expect("h");
+    m.rename(&p("/proj/h"), &p("/proj/g"), &alice, RenameFlags::default())
+        .expect("mv over");
+    let sizes: Vec<u64> = m
+        .versions(&alice, &p("/proj/g"))
+        .unwrap()
+        .iter()
+        .map(|v| v.size)
+        .collect();
+    assert_eq!(sizes, [4, 5, 3], "by inode: the restored 3 is the newest");
+    assert_clean(&m);
+    // Purge down to one; then a delete for good takes the rest.
+    assert_eq!(
+        m.purge_versions(&alice, &p("/proj/g"), 1)
+            .expect("purge")
+            .len(),
+        2
+    );
+    m.xattr_rm(&p("/proj"), &r, RECYCLE_ATTR).expect("no bin");
+    match m.remove_entry(&p("/proj/g"), &alice, false).expect("rm") {
+        Removal::Gone(_, versions) => assert_eq!(versions.len(), 1),
+        other => panic!("{other:?}"),
+    }
     assert_clean(&m);
 }

@@ -338,6 +338,7 @@ fn admin_api(
             .add_service(svc.fsck)
             .add_service(svc.access)
             .add_service(svc.recycle)
+            .add_service(svc.versions)
             .add_optional_service(svc.federation)
             .add_optional_service(cluster)
             .serve_with_incoming_shutdown(incoming, async move {

@@ -4,6 +4,7 @@ pub mod access;
 pub mod acl;
 pub mod attr;
 pub mod fed;
+pub mod file;
 pub mod fs;
 pub mod fsck;
 pub mod ns;

@@ -80,6 +80,11 @@ impl MetaStore {
         seen.insert(top);
         let mut bytes = t.size + read::charged_xattr_bytes(&self.db, top)?;
         let mut inodes = 1;
+        if !t.is_dir() {
+            let (b, i) = self.versions_seen(g, top, seen, &mut rep.problems)?;
+            bytes += b;
+            inodes += i;
+        }
         let mut stack = if t.is_dir() { vec![t] } else { vec![] };
         while let Some(d) = stack.pop() {
             let mut count = 0;
@@ -101,6 +106,10 @@ impl MetaStore {
                     inodes += 1;
                     if c.is_dir() {
                         stack.push(c);
+                    } else {
+                        let (b, i) = self.versions_seen(g, c.ino, seen, &mut rep.problems)?;
+                        bytes += b;
+                        inodes += i;
                     }
                 }
             }

@@ -17,9 +17,9 @@ use tessera_types::{Identity, NsPath};
 /// What a delete did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Removal {
-    /// Removed for good (no bin covers it): the data layer removes a
-    /// file's stripes.
-    Gone(Inode),
+    /// Removed for good (no bin covers it), with a file's versions: the
+    /// data layer removes their stripes.
+    Gone(Inode, Vec<Inode>),
     /// Moved into a bin; with whether the bin is now past its volume cap
     /// (the purge should run).
     Binned { entry: RecycleEntry, over_cap: bool },
@@ -43,6 +43,7 @@ fn whole_tree(
     let own = top.size + txn.committed_xattr_bytes(top.ino)?;
     usage.insert((top.uid, top.gid), (own, 1));
     if !top.is_dir() {
+        crate::versions::add_usage(txn, top.ino, &mut usage)?;
         return Ok(Ok(usage));
     }
     let cap = store.opts.max_reaccount_entries;
@@ -83,6 +84,8 @@ fn whole_tree(
                 e.1 += 1;
                 if c.is_dir() {
                     stack.push(c);
+                } else {
+                    crate::versions::add_usage(txn, c.ino, &mut usage)?;
                 }
             }
         }
@@ -199,8 +202,9 @@ impl MetaStore {
                 None if full => Removal::NotWhole("no recycle bin covers it".into()),
                 None => {
                     drop_node_records(self, &mut txn, &st, &victim)?;
+                    let versions = crate::versions::drop_charged(&mut txn, &st, dir.ino, &victim)?;
                     unlink_entry(&mut txn, &st, dir, &victim)?;
-                    Removal::Gone(victim)
+                    Removal::Gone(victim, versions)
                 }
             };
             if let Removal::NotWhole(_) = out {

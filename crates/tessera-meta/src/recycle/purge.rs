@@ -94,9 +94,17 @@ impl MetaStore {
             for v in &victims {
                 step.bytes += forget(&mut txn, v, v.ino == id)?;
                 step.inodes += 1;
-                if !v.is_dir() && !v.layout.is_empty() {
-                    step.files.push(v.clone());
+                if v.is_dir() {
+                    continue;
                 }
+                // A file's versions go with it (its record counted them).
+                let mut none = crate::quota::Deltas::default();
+                for old in crate::versions::drop_all(&mut txn, &mut none, 0, v.ino)? {
+                    step.bytes += old.size + txn.committed_xattr_bytes(old.ino)?;
+                    step.inodes += 1;
+                    step.files.push(old);
+                }
+                step.files.push(v.clone());
             }
             let (b, i) = (step.bytes as i128, step.inodes as i128);
             if done {

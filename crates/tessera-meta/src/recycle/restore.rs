@@ -10,7 +10,7 @@ use crate::read::{self, lookup, must_inode, resolve_parent};
 use crate::records::Inode;
 use crate::store::{now_ns, MetaStore};
 use crate::txn::Txn;
-use crate::write::{delete_charged, need, W, X};
+use crate::write::{need, W, X};
 use tessera_types::{Identity, NsPath};
 
 /// What a restore did.
@@ -21,7 +21,7 @@ pub struct Restored {
     pub path: NsPath,
     /// A file a forced restore replaced and removed for good (no bin
     /// covers it): the data layer removes its stripes.
-    pub replaced: Option<Inode>,
+    pub replaced: Vec<Inode>,
 }
 
 /// Usage of a binned tree per owner, the top included (no checks: it was
@@ -32,6 +32,9 @@ fn binned_usage(txn: &Txn<'_>, top: &Inode) -> Result<OwnerUsage, MetaError> {
         (top.uid, top.gid),
         (top.size + txn.committed_xattr_bytes(top.ino)?, 1),
     );
+    if !top.is_dir() {
+        crate::versions::add_usage(txn, top.ino, &mut usage)?;
+    }
     let mut stack = if top.is_dir() { vec![top.ino] } else { vec![] };
     while let Some(d) = stack.pop() {
         let mut after: Option<Vec<u8>> = None;
@@ -45,6 +48,8 @@ fn binned_usage(txn: &Txn<'_>, top: &Inode) -> Result<OwnerUsage, MetaError> {
                 e.1 += 1;
                 if c.is_dir() {
                     stack.push(c.ino);
+                } else {
+                    crate::versions::add_usage(txn, c.ino, &mut usage)?;
                 }
             }
         }
@@ -100,7 +105,7 @@ impl MetaStore {
                 Action::Write,
                 "create entries here",
             )?;
-            let mut replaced = None;
+            let mut replaced = Vec::new();
             if let Some((_, ino)) = lookup(&txn, ddir.ino, dname)? {
                 if !force {
                     return Err(MetaError::AlreadyExists(format!(
@@ -165,7 +170,8 @@ impl MetaStore {
     }
 
     /// A forced restore's target goes: into its bin when one covers it,
-    /// else for good (the inode given back for its stripes).
+    /// else for good (a file's inode and its versions' given back for
+    /// their stripes).
     fn replace(
         &self,
         txn: &mut Txn<'_>,
@@ -173,20 +179,20 @@ impl MetaStore {
         who: &Identity,
         (mut dir, old): (Inode, Inode),
         target: &NsPath,
-    ) -> Result<Option<Inode>, MetaError> {
+    ) -> Result<Vec<Inode>, MetaError> {
         if let Some(bin) = bin_of(&*txn, dir.ino)? {
             if let Removal::Binned { .. } =
                 move_into(self, txn, st, who, (dir.clone(), old.clone()), target, &bin)?
             {
-                return Ok(None);
+                return Ok(Vec::new());
             }
         }
         let node = quota::node_of_dir(&*txn, dir.ino)?;
         let mut deltas = Deltas::default();
-        delete_charged(txn, &mut deltas, node, dir.ino, &old)?;
+        let gone = crate::versions::delete_file_charged(txn, &mut deltas, node, dir.ino, &old)?;
         dir.nchildren = dir.nchildren.saturating_sub(1);
         txn.put_inode(&dir);
         deltas.apply(txn, st, false)?;
-        Ok((!old.is_dir()).then_some(old))
+        Ok(gone)
     }
 }

@@ -439,3 +439,105 @@ fn kill_9_during_deletes_into_the_bin_and_during_a_purge_loses_nothing() {
     assert_clean(&d, dir.path());
     assert_eq!(project(&d, dir.path()), (0, 0));
 }
+
+/// The sizes of `/data/proj/f`'s versions, oldest first, and their ids.
+fn versions(d: &Daemon, dir: &Path) -> Vec<(u64, u64)> {
+    cli(d, dir, &["-m", "file", "versions", "/data/proj/f"])
+        .lines()
+        .map(|l| (field(l, "size"), field(l, "id")))
+        .collect()
+}
+
+#[test]
+fn five_overwrites_with_three_versions_keep_three_and_one_comes_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = daemon(dir.path());
+    let (xr, https) = (d.field("xrootd="), d.field("https="));
+    setup(&d, dir.path(), "30d");
+    cli(
+        &d,
+        dir.path(),
+        &["attr", "set", "sys.versioning=3", "/data/proj"],
+    );
+    let bodies: Vec<Vec<u8>> = (0..6).map(|i| data(10_000 + i * 1000, i as u64)).collect();
+    let url = format!("root://{xr}//data/proj/f");
+    for (i, b) in bodies.iter().enumerate() {
+        let src = dir.path().join(format!("b{i}"));
+        std::fs::write(&src, b).unwrap();
+        if i < 4 {
+            // The first write, then three overwrites with xrdcp -f ...
+            run_ok(
+                Command::new("xrdcp")
+                    .args(["--nopbar", "-f"])
+                    .arg(&src)
+                    .arg(&url),
+                "xrdcp -f",
+            );
+        } else {
+            // ... and two with a WebDAV PUT.
+            let o = Command::new("curl")
+                .args([
+                    "-sS",
+                    "-o",
+                    "/dev/null",
+                    "-w",
+                    "%{http_code}",
+                    "-H",
+                    "Expect:",
+                    "-T",
+                ])
+                .arg(&src)
+                .arg("--cacert")
+                .arg(dir.path().join("data/dev/ca.pem"))
+                .arg(format!("https://{https}/data/proj/f"))
+                .output()
+                .unwrap();
+            assert_eq!(String::from_utf8_lossy(&o.stdout), "204", "PUT over");
+        }
+    }
+    let vs = versions(&d, dir.path());
+    let sizes: Vec<u64> = vs.iter().map(|v| v.0).collect();
+    assert_eq!(
+        sizes,
+        [12_000, 13_000, 14_000],
+        "the three newest replaced, oldest first"
+    );
+    // Clients see the current file only.
+    let ls = run_ok(Command::new("xrdfs").args([&xr, "ls", "/data/proj"]), "ls");
+    assert_eq!(String::from_utf8_lossy(&ls.stdout).trim(), "/data/proj/f");
+    // Versions count in the quota: the file and its three versions.
+    assert_eq!(project(&d, dir.path()), (15_000 + 39_000, 4));
+    assert_clean(&d, dir.path());
+    // Version 13,000 back: it is what clients read now.
+    cli(
+        &d,
+        dir.path(),
+        &[
+            "file",
+            "restore-version",
+            "/data/proj/f",
+            &vs[1].1.to_string(),
+        ],
+    );
+    let back = dir.path().join("back");
+    run_ok(
+        Command::new("xrdcp")
+            .args(["--nopbar", "-f", &url])
+            .arg(&back),
+        "xrdcp down",
+    );
+    assert_eq!(std::fs::read(&back).unwrap(), bodies[3]);
+    let sizes: Vec<u64> = versions(&d, dir.path()).iter().map(|v| v.0).collect();
+    assert_eq!(sizes, [12_000, 14_000, 15_000]);
+    // Purged down to one; the dropped versions' stripes are gone too.
+    cli(
+        &d,
+        dir.path(),
+        &["file", "purge-versions", "/data/proj/f", "--keep", "1"],
+    );
+    assert_eq!(versions(&d, dir.path()).len(), 1);
+    assert_eq!(project(&d, dir.path()), (13_000 + 15_000, 2));
+    assert_clean(&d, dir.path());
+    let fsck = cli(&d, dir.path(), &["-m", "fsck", "report"]);
+    assert!(fsck.contains("tag=orphans_n count=0"), "{fsck}");
+}
