@@ -4,6 +4,7 @@
 
 mod access;
 mod auth;
+mod balance;
 mod convert;
 mod fed;
 mod fs;
@@ -18,6 +19,7 @@ pub use auth::AdminAuth;
 use std::sync::Arc;
 use tessera_core::Core;
 use tessera_proto::admin::v1::access_server::AccessServer;
+use tessera_proto::admin::v1::balance_server::BalanceServer;
 use tessera_proto::admin::v1::federation_server::FederationServer;
 use tessera_proto::admin::v1::fs_server::FsServer;
 use tessera_proto::admin::v1::fsck_server::FsckServer;
@@ -35,6 +37,7 @@ pub struct Services {
     pub access: AccessServer<access::AccessSvc>,
     pub recycle: RecycleServer<recycle::RecycleSvc>,
     pub versions: VersionsServer<versions::VersionsSvc>,
+    pub balance: BalanceServer<balance::BalanceSvc>,
     /// When the server federates (`[federation]`, or endpoints added at
     /// run time).
     pub federation: Option<FederationServer<fed::FedSvc>>,
@@ -65,6 +68,10 @@ pub fn services(
             auth: Arc::clone(&auth),
         }),
         access: AccessServer::new(access::AccessSvc {
+            core: core.clone(),
+            auth: Arc::clone(&auth),
+        }),
+        balance: BalanceServer::new(balance::BalanceSvc {
             core: core.clone(),
             auth: Arc::clone(&auth),
         }),

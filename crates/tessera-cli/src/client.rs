@@ -2,6 +2,7 @@
 //! mapping of a failed call to the process exit status (the errno).
 
 use tessera_proto::admin::v1::access_client::AccessClient;
+use tessera_proto::admin::v1::balance_client::BalanceClient;
 use tessera_proto::admin::v1::federation_client::FederationClient;
 use tessera_proto::admin::v1::fs_client::FsClient;
 use tessera_proto::admin::v1::fsck_client::FsckClient;
@@ -23,6 +24,7 @@ pub type Fed = FederationClient<InterceptedService<Channel, Intercept>>;
 pub type Access = AccessClient<InterceptedService<Channel, Intercept>>;
 pub type Recycle = RecycleClient<InterceptedService<Channel, Intercept>>;
 pub type Versions = VersionsClient<InterceptedService<Channel, Intercept>>;
+pub type Balance = BalanceClient<InterceptedService<Channel, Intercept>>;
 
 /// A failure with the errno to exit with.
 #[derive(Debug)]
@@ -73,6 +75,7 @@ pub struct Clients {
     pub access: Access,
     pub recycle: Recycle,
     pub versions: Versions,
+    pub balance: Balance,
 }
 
 /// A channel to one admin address.
@@ -146,6 +149,7 @@ pub async fn connect(addrs: &str, token: String, role: Option<String>) -> Result
         access: AccessClient::with_interceptor(channel.clone(), make()),
         recycle: RecycleClient::with_interceptor(channel.clone(), make()),
         versions: VersionsClient::with_interceptor(channel.clone(), make()),
+        balance: BalanceClient::with_interceptor(channel.clone(), make()),
         fed: FederationClient::with_interceptor(channel, make()),
     })
 }

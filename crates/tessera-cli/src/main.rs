@@ -74,6 +74,9 @@ enum Cmd {
     /// Access rules: ban, allow, stall, redirect, limit, ls, rm.
     #[command(subcommand)]
     Access(cmd::access::AccessCmd),
+    /// The balancer: start, stop, status.
+    #[command(subcommand)]
+    Balance(cmd::balance::BalanceCmd),
     /// File versions (sys.versioning): versions, restore-version,
     /// purge-versions.
     #[command(subcommand)]
@@ -225,6 +228,7 @@ async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {
         Cmd::Access(a) => cmd::access::run(&mut c, fmt, a).await,
         Cmd::Recycle(r) => cmd::recycle::run(&mut c, fmt, r).await,
         Cmd::File(f) => cmd::file::run(&mut c, fmt, f).await,
+        Cmd::Balance(b) => cmd::balance::run(&mut c, fmt, b).await,
         Cmd::Ns(n) => cmd::ns::ns(&mut c, fmt, n).await,
         Cmd::Fs(f) => cmd::fs::fs(&mut c, fmt, f).await,
         Cmd::Space(s) => cmd::fs::space(&mut c, fmt, s).await,

@@ -91,6 +91,8 @@ impl Core {
         let core = self.clone();
         let (rec, backend) = crate::blocking(move || core.fs_add_blocking(rec, create)).await??;
         self.fs.insert(rec.clone(), backend);
+        // A new filesystem: the balancer may have work.
+        self.balance_kick();
         Ok(rec)
     }
 

@@ -9,6 +9,7 @@
 mod accept;
 mod attrs;
 mod authz;
+mod balance;
 mod budget;
 mod conns;
 mod copy;
@@ -41,6 +42,7 @@ mod versions;
 pub mod zerofill;
 
 pub use accept::Acceptor;
+pub use balance::{BalanceRound, BalanceStatus};
 pub use budget::{Budget, Lease, Share, DEFAULT_BUDGET_BYTES, DEFAULT_BUDGET_WAIT, MIN_SHARE};
 pub use conns::{default_limits, ConnGuard, ConnLimits, ConnMark, Refused};
 pub use copy::{stored_checksums, TreeCopy};
@@ -63,11 +65,11 @@ pub use standby::{ActiveNode, Advert, MgmAddr};
 pub use tessera_data::StripeState;
 pub use tessera_data::{BufPool, Layout, Placement, ReadData, ReadEvent};
 pub use tessera_meta::{may, FsConfigStatus, FsRecord, Overwrite};
+pub use tessera_meta::{BalanceRecord, RecycleBin, RecycleEntry, Restored};
 pub use tessera_meta::{
     CheckReport, Checksum, CommitWrite, EntryKind, Inode, MetaOptions, MetaStore, NsStats,
     QuotaEntry, QuotaKind, QuotaNodeReport, QuotaTarget, RenameFlags, Reservation, SetAttr,
 };
-pub use tessera_meta::{RecycleBin, RecycleEntry, Restored};
 pub use tree::{RemoveReport, TreeRemoval};
 pub use truncate::REWRITE_MEMORY;
 pub use update::{Update, MAX_PATCH_BYTES};

@@ -202,6 +202,28 @@ impl Core {
         p: &Placement,
         moves: &[(usize, u32, Arc<dyn Backend>)],
     ) -> Result<(), CoreError> {
+        self.rebuild_file_as(f, p, moves, false)
+    }
+
+    /// [`Core::rebuild_file`], the old copies left in place: the
+    /// balancer removes them after its grace period (readers that opened
+    /// the file before the move).
+    pub(crate) fn rebuild_file_keeping_old(
+        &self,
+        f: &Inode,
+        p: &Placement,
+        moves: &[(usize, u32, Arc<dyn Backend>)],
+    ) -> Result<(), CoreError> {
+        self.rebuild_file_as(f, p, moves, true)
+    }
+
+    fn rebuild_file_as(
+        &self,
+        f: &Inode,
+        p: &Placement,
+        moves: &[(usize, u32, Arc<dyn Backend>)],
+        keep_old: bool,
+    ) -> Result<(), CoreError> {
         let sources: Vec<_> = p.fsids.iter().map(|id| self.fs.backend(*id)).collect();
         // A write id no real write uses (the top bit is set), new for
         // every attempt: what a crashed attempt left behind never blocks
@@ -222,13 +244,21 @@ impl Core {
                 )));
             }
         }
-        self.meta.set_layout(f.ino, &f.layout, newp.encode())?;
+        if let Err(e) = self.meta.set_layout(f.ino, &f.layout, newp.encode()) {
+            // Changed or removed meanwhile: the new copies are nobody's.
+            for (i, id, b) in moves {
+                if *id != p.fsids[*i] {
+                    let _ = b.remove(&StripeName::new(f.ino, *i as u8), None);
+                }
+            }
+            return Err(e.into());
+        }
         let d = &self.metrics.data;
         d.repair_stripes.inc_by(moves.len() as u64);
         d.repair_bytes.inc_by(f.size);
         for (i, id, _) in moves {
             let old = p.fsids[*i];
-            if *id != old {
+            if *id != old && !keep_old {
                 if let Some(b) = self.fs.backend(old) {
                     let _ = b.remove(&StripeName::new(f.ino, *i as u8), None);
                 }

@@ -50,8 +50,9 @@ pub struct Core {
     pub(crate) access: Arc<AccessLog>,
     /// The operator's access rules in force (`rules.rs`).
     pub(crate) rules: Arc<crate::rules::RulesCell>,
-    /// Wakes the background purge of the recycle bins (`recycle.rs`).
+    /// Wake the recycle bins' purge (`recycle.rs`); the balancer's state.
     pub(crate) recycle_kick: Arc<tokio::sync::Notify>,
+    pub(crate) balancer: Arc<crate::balance::Balancer>,
 }
 
 impl Core {
@@ -73,6 +74,7 @@ impl Core {
             access,
             rules: Arc::new(crate::rules::RulesCell::new(rules)),
             recycle_kick: Arc::new(tokio::sync::Notify::new()),
+            balancer: Arc::default(),
         })
     }
 
@@ -252,36 +254,6 @@ impl Core {
         self.run("touch", who, path.display(), move |m| {
             crate::scopes::create(&w, &path)?;
             m.create(&path, &w, mode)
-        })
-        .await
-    }
-
-    /// Remove a file, an empty directory, or with `recursive` a whole tree
-    /// (into the recycle bin that covers it, whole when it can; else depth
-    /// first, stopping at the first error and leaving the rest).
-    pub async fn remove(
-        &self,
-        who: &Identity,
-        path: NsPath,
-        recursive: bool,
-    ) -> Result<crate::RemoveReport, CoreError> {
-        let w = who.clone();
-        let (fs, kick) = (Arc::clone(&self.fs), self.recycle_kick());
-        let metrics = Arc::clone(&self.metrics);
-        self.run("rm", who, path.display(), move |m| {
-            crate::scopes::modify(&w, &path)?;
-            let mut out = crate::TreeRemoval::default();
-            let mut d = crate::tree::Deleter {
-                m,
-                fs: &fs,
-                who: &w,
-                out: &mut out,
-                keep_going: false,
-                kick: &kick,
-                metrics: &metrics,
-            };
-            d.delete(&path, recursive)?;
-            Ok(out.removed)
         })
         .await
     }

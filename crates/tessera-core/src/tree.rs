@@ -47,6 +47,36 @@ impl Core {
         }
     }
 
+    /// Remove a file, an empty directory, or with `recursive` a whole tree
+    /// (into the recycle bin that covers it, whole when it can; else depth
+    /// first, stopping at the first error and leaving the rest).
+    pub async fn remove(
+        &self,
+        who: &Identity,
+        path: NsPath,
+        recursive: bool,
+    ) -> Result<crate::RemoveReport, CoreError> {
+        let w = who.clone();
+        let (fs, kick) = (Arc::clone(&self.fs), self.recycle_kick());
+        let metrics = Arc::clone(&self.metrics);
+        self.run("rm", who, path.display(), move |m| {
+            crate::scopes::modify(&w, &path)?;
+            let mut out = crate::TreeRemoval::default();
+            let mut d = crate::tree::Deleter {
+                m,
+                fs: &fs,
+                who: &w,
+                out: &mut out,
+                keep_going: false,
+                kick: &kick,
+                metrics: &metrics,
+            };
+            d.delete(&path, recursive)?;
+            Ok(out.removed)
+        })
+        .await
+    }
+
     /// Remove `path`: a file, or a directory with everything under it
     /// (into the recycle bin that covers it, as one entry when it can go
     /// whole). Goes on past entries that cannot be removed (permissions,

@@ -9,6 +9,7 @@
 
 mod access;
 pub mod acl;
+mod balance;
 mod damage;
 mod dircache;
 mod error;
@@ -32,6 +33,7 @@ mod write;
 mod xattr;
 
 pub use access::AccessRule;
+pub use balance::BalanceRecord;
 pub use damage::DamageRecord;
 pub use error::MetaError;
 pub use filewrite::{CommitWrite, Overwrite};

@@ -4,6 +4,7 @@
 
 mod access;
 mod audit;
+mod balancemetrics;
 mod datametrics;
 mod fedmetrics;
 mod hametrics;
@@ -13,6 +14,7 @@ mod rulemetrics;
 
 pub use access::{AccessLog, AccessRecord};
 pub use audit::{AuditLog, AuditRecord};
+pub use balancemetrics::BalanceMetrics;
 pub use datametrics::{DataMetrics, FsLabels};
 pub use fedmetrics::{EndpointLabels, FedMetrics};
 pub use hametrics::HaMetrics;

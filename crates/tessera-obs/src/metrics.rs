@@ -115,6 +115,8 @@ pub struct Metrics {
     pub rules: crate::RuleMetrics,
     /// The recycle bins.
     pub recycle: crate::RecycleMetrics,
+    /// The balancer.
+    pub balance: crate::BalanceMetrics,
 }
 
 impl Metrics {
@@ -268,6 +270,7 @@ impl Metrics {
         let ha = crate::HaMetrics::register(&mut r);
         let rules = crate::RuleMetrics::register(&mut r);
         let recycle = crate::RecycleMetrics::register(&mut r);
+        let balance = crate::BalanceMetrics::register(&mut r);
         let build = Family::<Vec<(String, String)>, Gauge>::default();
         build
             .get_or_create(&vec![("version".to_string(), version.to_string())])
@@ -303,6 +306,7 @@ impl Metrics {
             ha,
             rules,
             recycle,
+            balance,
         }
     }
 

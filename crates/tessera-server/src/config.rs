@@ -45,7 +45,7 @@ pub enum DurabilityCfg {
 }
 
 pub use crate::config_conn::{Buffers, UnixCfg, Xrootd};
-pub use crate::config_data::{Data, Fsck, Recycle, Server};
+pub use crate::config_data::{Balance, Data, Fsck, Recycle, Server};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -64,6 +64,7 @@ pub struct Config {
     pub cluster: Cluster,
     pub fsck: Fsck,
     pub recycle: Recycle,
+    pub balance: Balance,
     pub data: Data,
     pub server: Server,
     pub auth: Auth,
@@ -366,6 +367,7 @@ impl Default for Config {
             cluster: Cluster::default(),
             fsck: Fsck::default(),
             recycle: Recycle::default(),
+            balance: Balance::default(),
             data: Data::default(),
             server: Server::default(),
             auth: Auth::default(),

@@ -45,6 +45,23 @@ impl Default for Recycle {
     }
 }
 
+/// The balancer's rounds (what it does and how fast is `tessera balance
+/// start`'s, kept in the namespace).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Balance {
+    /// How often the fill levels are looked at (a filesystem added wakes
+    /// it at once); 0 turns the background balancer off.
+    #[serde(rename = "interval", with = "crate::units::secs")]
+    pub interval_secs: u64,
+}
+
+impl Default for Balance {
+    fn default() -> Self {
+        Balance { interval_secs: 60 }
+    }
+}
+
 /// The filesystems' health: every `probe_interval` each one is probed (a
 /// small stripe written and removed on a thread of its own); a probe that
 /// takes longer than `io_timeout` makes its filesystem `unresponsive`,

@@ -1,7 +1,7 @@
 //! Background upkeep: the repair (every interval, the files that reads
 //! found damaged, kept in the namespace store, are checked block by block
 //! and their broken stripes rebuilt: `Core::repair_damaged`), the purge of
-//! the recycle bins and the filesystems' health probes.
+//! the recycle bins, the balancer and the filesystems' health probes.
 
 use std::time::Duration;
 use tessera_core::Core;
@@ -69,6 +69,48 @@ pub async fn purge(core: Core, every: Duration, budget: usize, mut stop: watch::
             Ok(Err(e)) => tracing::warn!("recycle purge: {e}"),
             Err(e) => tracing::warn!("recycle purge stopped: {e}"),
         }
+    }
+}
+
+/// A balancer round every `every`, at once when woken (a filesystem
+/// added, `tessera balance start`), and again soon after a round that
+/// moved something.
+pub async fn balance(core: Core, every: Duration, mut stop: watch::Receiver<bool>) {
+    let mut again = false;
+    loop {
+        let wait = if again {
+            Duration::from_millis(200)
+        } else {
+            every
+        };
+        tokio::select! {
+            _ = stop.changed() => return,
+            _ = tokio::time::sleep(wait) => {}
+            _ = core.balance_woken() => {}
+        }
+        let c = core.clone();
+        again = match tokio::task::spawn_blocking(move || c.balance_round()).await {
+            Ok(Ok(r)) => {
+                if r.moved > 0 || r.failed > 0 {
+                    tracing::info!(
+                        moved = r.moved,
+                        bytes = r.bytes,
+                        failed = r.failed,
+                        "balancer round"
+                    );
+                }
+                r.moved > 0
+            }
+            Ok(Err(e)) if e.kind() == tessera_types::ErrorKind::Unavailable => false,
+            Ok(Err(e)) => {
+                tracing::warn!("balancer: {e}");
+                false
+            }
+            Err(e) => {
+                tracing::warn!("balancer stopped: {e}");
+                return;
+            }
+        };
     }
 }
 

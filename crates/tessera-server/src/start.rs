@@ -339,6 +339,7 @@ fn admin_api(
             .add_service(svc.access)
             .add_service(svc.recycle)
             .add_service(svc.versions)
+            .add_service(svc.balance)
             .add_optional_service(svc.federation)
             .add_optional_service(cluster)
             .serve_with_incoming_shutdown(incoming, async move {
@@ -372,6 +373,13 @@ fn background(
             core.clone(),
             std::time::Duration::from_secs(cfg.recycle.purge_interval_secs),
             cfg.recycle.purge_budget as usize,
+            stop.clone(),
+        )));
+    }
+    if cfg.balance.interval_secs > 0 {
+        tasks.push(tokio::spawn(repair::balance(
+            core.clone(),
+            std::time::Duration::from_secs(cfg.balance.interval_secs),
             stop.clone(),
         )));
     }

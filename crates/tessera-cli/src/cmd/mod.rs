@@ -3,6 +3,7 @@
 pub mod access;
 pub mod acl;
 pub mod attr;
+pub mod balance;
 pub mod fed;
 pub mod file;
 pub mod fs;

@@ -4,6 +4,7 @@
 //! them); without them these tests fail with a clear message.
 
 mod access;
+mod balance;
 mod bounds;
 mod clients;
 mod dashboards;
