@@ -54,6 +54,10 @@ pub(crate) struct Balancer {
     /// Old copies of moved stripes: when they were replaced, where, and
     /// their bytes (counted as gone when fill levels are planned).
     deferred: Mutex<Vec<(Instant, u32, StripeName, u64)>>,
+    /// Held shared by every stripe move (balancer, drain, repair) from its
+    /// copy to its commit, and alone by the removal of an old copy: a
+    /// copy moved back meanwhile is seen as the file's and kept.
+    pub(crate) moves: std::sync::RwLock<()>,
 }
 
 impl Balancer {
@@ -152,6 +156,16 @@ impl Core {
             due.into_iter().map(|(_, id, n, _)| (id, n)).collect()
         };
         for (id, name) in due {
+            // Moved back meanwhile (a drain, another round): the copy
+            // there is the file's own again.
+            let _alone = self
+                .balancer
+                .moves
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
+            if self.references(id, &name) {
+                continue;
+            }
             if let Some(b) = self.fs.backend(id) {
                 if let Err(e) = b.remove(&name, None) {
                     tracing::warn!(

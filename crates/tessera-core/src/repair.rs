@@ -224,6 +224,12 @@ impl Core {
         moves: &[(usize, u32, Arc<dyn Backend>)],
         keep_old: bool,
     ) -> Result<(), CoreError> {
+        // No old copy is removed while this move runs (`balance.rs`).
+        let _moving = self
+            .balancer
+            .moves
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
         let sources: Vec<_> = p.fsids.iter().map(|id| self.fs.backend(*id)).collect();
         // A write id no real write uses (the top bit is set), new for
         // every attempt: what a crashed attempt left behind never blocks
@@ -402,7 +408,9 @@ impl Core {
         Ok(crate::fsck::files_in(&self.damage_all()?))
     }
 
-    fn references(&self, fsid: u32, name: &StripeName) -> bool {
+    /// Whether the file of stripe `name` places it on filesystem `fsid`
+    /// now (a stat error counts as no).
+    pub(crate) fn references(&self, fsid: u32, name: &StripeName) -> bool {
         let Ok(f) = self.meta.stat_ino(name.fid) else {
             return false;
         };
