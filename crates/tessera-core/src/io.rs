@@ -408,6 +408,7 @@ impl DataPath {
             read_bytes: AtomicU64::new(0),
             reads_in_line: AtomicU64::new(0),
             failed: std::sync::OnceLock::new(),
+            pace: std::sync::OnceLock::new(),
         })
     }
 }

@@ -22,6 +22,8 @@ pub struct ReadSession {
     pub(crate) reads_in_line: AtomicU64,
     /// The first error a read met (the session's logged outcome).
     pub(crate) failed: std::sync::OnceLock<tessera_types::ErrorKind>,
+    /// I/O shaping and the bytes counted per application (`shaping.rs`).
+    pub(crate) pace: std::sync::OnceLock<crate::Pace>,
 }
 
 impl Drop for ReadSession {
@@ -142,14 +144,25 @@ impl ReadSession {
         Some(d)
     }
 
+    /// Pace and count this session's reads (set once, when it opens:
+    /// [`crate::Core::pace`]).
+    pub fn pace_with(&self, p: crate::Pace) {
+        let _ = self.pace.set(p);
+    }
+
     /// Read up to `len` bytes at `offset` from async code, the one rule
     /// for every front-end: copied right here when memory holds them
     /// ([`ReadSession::read_cached`]), else read on the blocking pool.
+    /// Paced first, when shaped (nothing is held while it waits).
     pub async fn fetch(
         self: &Arc<Self>,
         offset: u64,
         len: usize,
     ) -> Result<Option<ReadData>, CoreError> {
+        if let Some(p) = self.pace.get() {
+            p.bytes(len.min(self.size().saturating_sub(offset) as usize))
+                .await;
+        }
         if let Some(d) = self.read_cached(offset, len) {
             return Ok(Some(d));
         }

@@ -26,7 +26,8 @@ mod limits;
 
 use crate::CoreError;
 use ipnet::IpNet;
-use limits::{class_covers, Buckets, Counted};
+use limits::{class_covers, Buckets};
+pub(crate) use limits::{Counted, Shape};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -169,6 +170,21 @@ struct Rule {
 impl Rule {
     fn parse(rule: AccessRule) -> Result<Rule, String> {
         let limit = match rule.action.as_str() {
+            "shape" => {
+                let counted = Counted::parse(&rule.subject).ok_or_else(|| {
+                    format!(
+                        "shape subject {:?}: user:NAME|*, group:NAME|*, app:NAME|* or all",
+                        rule.subject
+                    )
+                })?;
+                if !matches!(rule.ops.as_str(), "read" | "write" | "all" | "") {
+                    return Err(format!("ops {:?}: read, write or all", rule.ops));
+                }
+                if rule.rate_milli < 1000 {
+                    return Err("a shape needs a rate of at least 1 byte per second".into());
+                }
+                Some((counted, rule.rate_milli as f64 / 1000.0, 0.0))
+            }
             "limit" => {
                 let counted = Counted::parse(&rule.subject).ok_or_else(|| {
                     format!(
@@ -201,12 +217,12 @@ impl Rule {
             Some(NsPath::parse(&rule.path).map_err(|e| format!("path {:?}: {e}", rule.path))?)
         };
         match rule.action.as_str() {
-            "ban" | "allow" | "stall" | "limit" => {}
+            "ban" | "allow" | "stall" | "limit" | "shape" => {}
             "redirect" if !rule.target.is_empty() => {}
             "redirect" => return Err("a redirect needs a target (host:port)".into()),
             a => {
                 return Err(format!(
-                    "action {a:?}: the actions are ban, allow, stall, redirect"
+                    "action {a:?}: the actions are ban, allow, stall, redirect, limit, shape"
                 ))
             }
         }
@@ -266,6 +282,8 @@ pub struct Rules {
     redirects: Vec<Rule>,
     stalls: Vec<Rule>,
     limits: Vec<Rule>,
+    /// I/O shaping (`shaping.rs`): not asked per request.
+    shapes: Vec<Shape>,
 }
 
 impl Rules {
@@ -287,6 +305,20 @@ impl Rules {
                 "allow" => out.allows.push(r),
                 "redirect" => out.redirects.push(r),
                 "stall" => out.stalls.push(r),
+                "shape" => {
+                    if let Some((counted, rate, _)) = r.limit {
+                        out.shapes.push(Shape {
+                            id: r.rule.id,
+                            counted,
+                            writes: match r.rule.ops.as_str() {
+                                "read" => Some(false),
+                                "write" => Some(true),
+                                _ => None,
+                            },
+                            rate,
+                        });
+                    }
+                }
                 _ => out.limits.push(r),
             }
         }
@@ -299,6 +331,12 @@ impl Rules {
             + self.redirects.len()
             + self.stalls.len()
             + self.limits.len()
+            + self.shapes.len()
+    }
+
+    /// The I/O shaping rules.
+    pub(crate) fn shapes(&self) -> &[Shape] {
+        &self.shapes
     }
 
     pub fn is_empty(&self) -> bool {
@@ -416,7 +454,7 @@ impl RulesCell {
     /// The rules in force, and whether this caller is the one to read
     /// them again (their copy is older than [`RELOAD_EVERY`]: the first to
     /// see that claims the reload, the others go on with the copy).
-    fn current(&self) -> (Arc<Rules>, bool) {
+    pub(crate) fn current(&self) -> (Arc<Rules>, bool) {
         let mut g = crate::lock(&self.now);
         let stale = g.1.elapsed() >= RELOAD_EVERY;
         if stale {

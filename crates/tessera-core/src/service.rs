@@ -53,6 +53,7 @@ pub struct Core {
     /// Wake the recycle bins' purge (`recycle.rs`); the balancer's state.
     pub(crate) recycle_kick: Arc<tokio::sync::Notify>,
     pub(crate) balancer: Arc<crate::balance::Balancer>,
+    pub(crate) shaper: Arc<crate::shaping::Shaper>,
 }
 
 impl Core {
@@ -75,6 +76,7 @@ impl Core {
             rules: Arc::new(crate::rules::RulesCell::new(rules)),
             recycle_kick: Arc::new(tokio::sync::Notify::new()),
             balancer: Arc::default(),
+            shaper: Arc::default(),
         })
     }
 

@@ -80,6 +80,8 @@ pub struct Holds {
 pub struct Upload<D> {
     state: Arc<Mutex<State<D>>>,
     budget: Budget,
+    /// I/O shaping and the bytes counted per application (`shaping.rs`).
+    pace: std::sync::OnceLock<crate::Pace>,
 }
 
 /// Bytes written over streamed ones an upload may hold until its close.
@@ -154,13 +156,38 @@ impl<D: AsRef<[u8]> + Send + 'static> Upload<D> {
                 failed: None,
             })),
             budget,
+            pace: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Pace and count this upload's writes (set once, when it opens:
+    /// [`crate::Core::pace`]).
+    pub fn pace_with(&self, p: crate::Pace) {
+        let _ = self.pace.set(p);
     }
 
     /// Apply `step`; `finish` is given its result on the thread that did
     /// the work, told which that was, and its answer returned (`Err` only
     /// when the pool's task itself died).
     pub async fn apply<R: Send + 'static>(
+        &self,
+        step: Step<D>,
+        finish: impl FnOnce(Done, Ran) -> R + Send + 'static,
+    ) -> Result<R, CoreError> {
+        let n = match &step {
+            Step::Write { data, .. } => data.as_ref().len(),
+            _ => 0,
+        };
+        let r = self.apply_now(step, finish).await;
+        // Paced after the bytes went in: the caller reads nothing more
+        // from its client meanwhile, holding no buffer.
+        if let (Some(p), true) = (self.pace.get(), n > 0) {
+            p.bytes(n).await;
+        }
+        r
+    }
+
+    async fn apply_now<R: Send + 'static>(
         &self,
         step: Step<D>,
         finish: impl FnOnce(Done, Ran) -> R + Send + 'static,

@@ -191,7 +191,10 @@ async fn gateway_data(
                 .buffers
                 .for_identity(&holder.limit_key())
                 .with_share(share);
-            let inode = put::receive(ws, req.into_body(), cfg.body_timeout, &budget).await?;
+            // A gateway has no rules: it counts the bytes, the metadata
+            // service shapes nothing here.
+            let pace = tessera_core::Pace::default();
+            let inode = put::receive(ws, req.into_body(), cfg.body_timeout, &budget, pace).await?;
             put::created(&inode, true)
         }
     };

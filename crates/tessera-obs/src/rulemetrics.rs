@@ -16,7 +16,29 @@ pub struct RuleLabels {
     pub protocol: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct IoLabels {
+    /// `read` or `write`.
+    pub direction: String,
+    /// The client's application (XRootD's `xrd.appname`, the
+    /// User-Agent's product; `-` when none, `other` past 32 names).
+    pub app: String,
+}
+
+/// One series of `tessera_io_bytes_total`, kept by a session.
+#[derive(Clone, Debug)]
+pub struct IoCounter(Counter);
+
+impl IoCounter {
+    pub fn add(&self, n: u64) {
+        self.0.inc_by(n);
+    }
+}
+
 pub struct RuleMetrics {
+    /// Bytes of file data read and written, by application (`rate()` of
+    /// it: the moving average I/O shaping rules act on).
+    pub io_bytes: Family<IoLabels, Counter>,
     /// Requests answered with a wait or a redirect by an access rule.
     pub refused: Family<RuleLabels, Counter>,
     /// Access rules in force (set when they change).
@@ -26,6 +48,7 @@ pub struct RuleMetrics {
 impl RuleMetrics {
     pub fn register(r: &mut Registry) -> RuleMetrics {
         let m = RuleMetrics {
+            io_bytes: Family::default(),
             refused: Family::default(),
             rules: Gauge::default(),
         };
@@ -35,11 +58,28 @@ impl RuleMetrics {
             m.refused.clone(),
         );
         r.register(
+            "io_bytes",
+            "Bytes of file data read and written, by direction and application (I/O shaping rules act on its rate)",
+            m.io_bytes.clone(),
+        );
+        r.register(
             "access_rules",
             "Access rules in force (tessera access ls)",
             m.rules.clone(),
         );
         m
+    }
+
+    /// The counter of `direction` bytes of application `app`.
+    pub fn io_counter(&self, direction: &str, app: &str) -> IoCounter {
+        IoCounter(
+            self.io_bytes
+                .get_or_create(&IoLabels {
+                    direction: direction.to_string(),
+                    app: app.to_string(),
+                })
+                .clone(),
+        )
     }
 
     /// Count one request turned away by a rule of `action`.

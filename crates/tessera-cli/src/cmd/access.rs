@@ -84,6 +84,20 @@ pub enum AccessCmd {
         #[command(flatten)]
         scope: Scope,
     },
+    /// Bandwidth: at most RATE bytes per second (100M, 2G) of reads,
+    /// writes or both (--ops) for SUBJECT: user:NAME, group:NAME,
+    /// app:NAME, user:*, group:*, app:* (each its own), or all (together).
+    /// Transfers are slowed (paced), never refused.
+    Shape {
+        subject: String,
+        /// read, write or all.
+        #[arg(long, default_value = "all")]
+        ops: String,
+        #[arg(long)]
+        rate: String,
+        #[command(flatten)]
+        scope: Scope,
+    },
     /// Every rule, with who set it and when.
     Ls,
     /// Remove rule ID.
@@ -152,6 +166,7 @@ fn records(rules: &[pb::AccessRule]) -> (Vec<Rec>, String) {
         let wait = match (r.action.as_str(), r.wait_secs) {
             ("redirect", _) => "-".to_string(),
             ("limit", _) => format!("{} {}/s burst {}", r.ops, r.rate, r.burst),
+            ("shape", _) => format!("{} {}/s", r.ops, tessera_types::format_size(r.rate as u64)),
             (_, 0) => "60s".into(),
             (_, s) => show_millis(u64::from(s) * 1000),
         };
@@ -233,6 +248,17 @@ pub async fn run(c: &mut Clients, fmt: Format, a: AccessCmd) -> Result<(), Failu
             rate,
             burst: burst.unwrap_or((2.0 * rate).ceil().max(1.0) as u32),
             ..rule("limit", subject, None, scope)?
+        },
+        AccessCmd::Shape {
+            subject,
+            ops,
+            rate,
+            scope,
+        } => pb::AccessRule {
+            ops,
+            rate: tessera_types::parse_size(&rate).map_err(|e| Failure::new(22, e.to_string()))?
+                as f64,
+            ..rule("shape", subject, None, scope)?
         },
         AccessCmd::Redirect { subject, to, scope } => pb::AccessRule {
             target: to,

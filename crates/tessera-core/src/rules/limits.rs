@@ -15,9 +15,20 @@ use tessera_types::Identity;
 /// are dropped first.
 const MAX_BUCKETS: usize = 100_000;
 
+/// A shaping rule, parsed: whom it counts, which direction, bytes per
+/// second.
+#[derive(Debug, Clone)]
+pub(crate) struct Shape {
+    pub id: u64,
+    pub counted: Counted,
+    /// `Some(true)`: writes, `Some(false)`: reads, `None`: both.
+    pub writes: Option<bool>,
+    pub rate: f64,
+}
+
 /// Whom a limit counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Counted {
+pub enum Counted {
     /// `all`: one bucket for every client.
     All,
     /// `user:*`: a bucket per user; `user:NAME`: that user's.

@@ -45,7 +45,11 @@ pub async fn get(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
         }
     };
     let (rs, whole) = match opened {
-        Ok(Ok(o)) => o,
+        Ok(Ok(o)) => {
+            let app = super::rules::app_of(req.headers());
+            o.0.pace_with(ctx.core.pace(&ctx.who, app, false));
+            o
+        }
         Ok(Err(st)) => return Ok(stalled(&st)),
         Err(e) if e.kind() == tessera_types::ErrorKind::IsADirectory => {
             return listing(ctx, &p, head).await

@@ -56,7 +56,10 @@ pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
     let existed = current.is_some();
     // The upload's memory counts against its identity's share too.
     let budget = ctx.reply_budget();
-    let inode = receive(ws, req.into_body(), ctx.cfg.body_timeout, &budget)
+    let pace = ctx
+        .core
+        .pace(&ctx.who, super::rules::app_of(req.headers()), true);
+    let inode = receive(ws, req.into_body(), ctx.cfg.body_timeout, &budget, pace)
         .await
         .map_err(refused)?;
     Ok(created(&inode, !existed))
@@ -98,8 +101,10 @@ pub async fn receive(
     mut body: crate::ReqBody,
     idle: std::time::Duration,
     budget: &Budget,
+    pace: tessera_core::Pace,
 ) -> Result<tessera_core::Inode, HttpError> {
     let up: Upload<Bytes> = Upload::new(ws, budget.clone(), None);
+    up.pace_with(pace);
     loop {
         let Ok(next) = tokio::time::timeout(idle, body.frame()).await else {
             return Err(HttpError::new(

@@ -7,6 +7,16 @@ use crate::{path, Ctx};
 use hyper::Response;
 use tessera_core::rules::{Admit, Op};
 
+/// The application of a request: the User-Agent's product (`curl/8.1`
+/// -> `curl`), at most 64 bytes (a limit per application keeps a bucket
+/// per name: a client must not make them large).
+pub fn app_of(h: &hyper::HeaderMap) -> &str {
+    h.get(hyper::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ua| ua.split(['/', ' ']).next())
+        .map_or("", |p| &p[..p.len().min(64)])
+}
+
 /// The answer to `req` if a rule turns it away.
 pub fn turned_away(ctx: &Ctx, req: &crate::Req) -> Option<Response<crate::Body>> {
     let h = req.headers();
@@ -29,14 +39,7 @@ pub fn turned_away(ctx: &Ctx, req: &crate::Req) -> Option<Response<crate::Body>>
         }
         _ => Op::Change,
     };
-    // The application: the User-Agent's product (`curl/8.1` -> `curl`),
-    // at most 64 bytes (a limit per application keeps a bucket per name:
-    // a client must not make them large).
-    let app = h
-        .get(hyper::header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|ua| ua.split(['/', ' ']).next())
-        .map_or("", |p| &p[..p.len().min(64)]);
+    let app = app_of(h);
     let p = path::decode(req.uri().path()).ok();
     match ctx.core.admit(&ctx.who, ctx.peer.ip(), op, p.as_ref(), app) {
         Admit::Go => None,

@@ -17,6 +17,7 @@ mod pgrw;
 mod python;
 mod recycle;
 mod scaleout;
+mod shaping;
 mod tokens;
 mod update;
 mod uproot;

@@ -86,6 +86,7 @@ pub async fn open(
             }
         };
         let stat = stat_string(rs.inode(), &who, &s.cfg.names);
+        rs.pace_with(core.pace(&who, s.app(), false));
         let fh = s.add(Handle::Read(Arc::new(OpenRead {
             rs: Arc::new(rs),
             path: t.path.clone(),

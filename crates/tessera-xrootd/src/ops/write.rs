@@ -190,7 +190,12 @@ pub fn register(
         .buffers
         .for_identity(&who.limit_key())
         .with_share(&s.share);
-    let ops = spawn_writer(ws, out.clone(), held, budget, &s.cfg.stats);
+    // I/O shaping where the rules are (a data gateway has none).
+    let pace = s
+        .core()
+        .map(|c| c.pace(who, s.app(), true))
+        .unwrap_or_default();
+    let ops = spawn_writer(ws, out.clone(), held, budget, &s.cfg.stats, pace);
     let fh = s.add(Handle::Write(Arc::new(OpenWrite { ops, path, share })))?;
     Ok((fh, stat))
 }
@@ -205,6 +210,7 @@ pub fn spawn_writer(
     conn_held: Arc<AtomicUsize>,
     budget: Budget,
     stats: &Arc<crate::Stats>,
+    pace: tessera_core::Pace,
 ) -> mpsc::Sender<WriteOp> {
     let (tx, rx) = mpsc::channel(QUEUE);
     let holds = Holds {
@@ -213,6 +219,7 @@ pub fn spawn_writer(
         shared: conn_held,
     };
     let up = Upload::new(ws, budget, Some(holds));
+    up.pace_with(pace);
     tokio::spawn(run(up, rx, out, Arc::clone(stats)));
     tx
 }

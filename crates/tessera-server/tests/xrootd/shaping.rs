@@ -1,0 +1,164 @@
+//! I/O shaping (issue 39) with the real clients: two applications
+//! reading the same file at once under `tessera access shape` rules of 8
+//! and 4 MB/s each get their share within 15 % (xrdcp with XRD_APPNAME,
+//! which XRootD's login carries as `xrd.appname`); a shaped upload and a
+//! shaped curl GET (its User-Agent's product) likewise; the bytes are
+//! counted per application in `tessera_io_bytes_total`.
+
+use crate::{data, run_ok, Daemon};
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+fn daemon(dir: &Path) -> Daemon {
+    let overlay = dir.join("overlay.toml");
+    std::fs::write(&overlay, "[https]\nanonymous = \"owner\"\n").unwrap();
+    let dev_config = std::ffi::OsStr::new("--dev-config");
+    Daemon::dev(&dir.join("data"), &[dev_config, overlay.as_os_str()])
+}
+
+fn cli(d: &Daemon, dir: &Path, args: &[&str]) -> String {
+    let o = run_ok(
+        Command::new(crate::common::workspace_bin("tessera"))
+            .args(["--admin", &d.field("admin="), "--token-file"])
+            .arg(dir.join("data/dev/admin.token"))
+            .args(args),
+        &format!("tessera {args:?}"),
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn xrdcp(app: &str, args: &[&str]) -> Command {
+    let mut c = Command::new("xrdcp");
+    c.env("XRD_APPNAME", app).arg("--nopbar").args(args);
+    c
+}
+
+/// Bytes per second of `bytes` in `secs`, against `want`: within 15 %.
+#[track_caller]
+fn near(what: &str, bytes: usize, secs: f64, want: f64) {
+    let got = bytes as f64 / secs;
+    assert!(
+        (got / want - 1.0).abs() <= 0.15,
+        "{what}: {got:.0} B/s for a share of {want:.0}"
+    );
+}
+
+fn metric(d: &Daemon, line_start: &str) -> f64 {
+    let o = Command::new("curl")
+        .args(["-s", &format!("http://{}/metrics", d.field("metrics="))])
+        .output()
+        .expect("curl");
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find(|l| l.starts_with(line_start))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[test]
+fn two_applications_get_their_shares_and_shaped_transfers_keep_their_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = daemon(dir.path());
+    let (xr, https) = (d.field("xrootd="), d.field("https="));
+    let body = data(24 << 20, 39);
+    let src = dir.path().join("src");
+    std::fs::write(&src, &body).unwrap();
+    let url = format!("root://{xr}//data/f");
+    run_ok(
+        &mut xrdcp("setup", &[src.to_str().unwrap(), &url]),
+        "xrdcp up",
+    );
+    cli(
+        &d,
+        dir.path(),
+        &[
+            "access",
+            "shape",
+            "app:alpha",
+            "--ops",
+            "read",
+            "--rate",
+            "8M",
+        ],
+    );
+    cli(
+        &d,
+        dir.path(),
+        &[
+            "access", "shape", "app:beta", "--ops", "read", "--rate", "4M",
+        ],
+    );
+    cli(
+        &d,
+        dir.path(),
+        &[
+            "access",
+            "shape",
+            "app:gamma",
+            "--ops",
+            "write",
+            "--rate",
+            "5M",
+        ],
+    );
+    cli(
+        &d,
+        dir.path(),
+        &[
+            "access", "shape", "app:curl", "--ops", "read", "--rate", "6M",
+        ],
+    );
+    let ls = cli(&d, dir.path(), &["access", "ls"]);
+    assert!(ls.contains("read 8.00 MB/s"), "{ls}");
+    // Both at once: each its own share.
+    let run = |app: &'static str| {
+        let (url, out) = (url.clone(), dir.path().join(app));
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            run_ok(&mut xrdcp(app, &["-f", &url, out.to_str().unwrap()]), app);
+            (t.elapsed().as_secs_f64(), std::fs::read(out).unwrap())
+        })
+    };
+    let (a, b) = (run("alpha"), run("beta"));
+    let (ta, got_a) = a.join().unwrap();
+    let (tb, got_b) = b.join().unwrap();
+    assert!(got_a == body && got_b == body, "the bytes are the file's");
+    near("alpha", body.len(), ta, 8e6);
+    near("beta", body.len(), tb, 4e6);
+    // A shaped upload (24 MiB at 5 MB/s) and a shaped curl GET.
+    let t = Instant::now();
+    let up = format!("root://{xr}//data/up");
+    run_ok(
+        &mut xrdcp("gamma", &[src.to_str().unwrap(), &up]),
+        "gamma up",
+    );
+    near("gamma's upload", body.len(), t.elapsed().as_secs_f64(), 5e6);
+    let t = Instant::now();
+    let o = Command::new("curl")
+        .args([
+            "-sS",
+            "-o",
+            "/dev/null",
+            "-w",
+            "%{size_download}",
+            "--cacert",
+        ])
+        .arg(dir.path().join("data/dev/ca.pem"))
+        .arg(format!("https://{https}/data/f"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout), body.len().to_string());
+    near("curl's GET", body.len(), t.elapsed().as_secs_f64(), 6e6);
+    // Counted per application.
+    let alpha = metric(
+        &d,
+        "tessera_io_bytes_total{direction=\"read\",app=\"alpha\"}",
+    );
+    assert!(alpha >= body.len() as f64, "alpha's bytes counted: {alpha}");
+    let gamma = metric(
+        &d,
+        "tessera_io_bytes_total{direction=\"write\",app=\"gamma\"}",
+    );
+    assert!(gamma >= body.len() as f64, "gamma's bytes counted: {gamma}");
+}
