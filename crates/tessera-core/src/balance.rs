@@ -58,12 +58,32 @@ pub(crate) struct Balancer {
     /// copy to its commit, and alone by the removal of an old copy: a
     /// copy moved back meanwhile is seen as the file's and kept.
     pub(crate) moves: std::sync::RwLock<()>,
+    /// Files a move (balancer, drain, repair) is working on: one at a
+    /// time per file, so that one move's clean-up never meets another's
+    /// copy.
+    in_flight: Mutex<std::collections::HashSet<u64>>,
+}
+
+/// A file's move under way; ends when dropped.
+pub(crate) struct Moving<'a>(&'a Balancer, u64);
+
+impl Drop for Moving<'_> {
+    fn drop(&mut self) {
+        crate::lock(&self.0.in_flight).remove(&self.1);
+    }
 }
 
 impl Balancer {
     /// Keep the old copy of a moved stripe until the grace period ends.
     fn defer(&self, fsid: u32, name: StripeName, bytes: u64) {
         crate::lock(&self.deferred).push((Instant::now(), fsid, name, bytes));
+    }
+
+    /// Claim file `fid` for a move (`None`: another one is under way).
+    pub(crate) fn claim(&self, fid: u64) -> Option<Moving<'_>> {
+        crate::lock(&self.in_flight)
+            .insert(fid)
+            .then_some(Moving(self, fid))
     }
 
     /// Bytes of old copies waiting on filesystem `fsid`.
@@ -294,7 +314,13 @@ impl Core {
                 if p.fsids.get(index) != Some(&src) {
                     continue;
                 }
-                let Some(ti) = target(fills, si, &p, index, s.bytes) else {
+                // The other stripes' failure domains, from the records
+                // (a stripe on a read-only or unhealthy one counts too).
+                let domains: Vec<String> = (p.fsids.iter().enumerate())
+                    .filter(|(i, _)| *i != index)
+                    .filter_map(|(_, id)| self.fs.record(*id).map(|r| r.domain))
+                    .collect();
+                let Some(ti) = target(fills, si, (&p, index), &domains, s.bytes) else {
                     continue;
                 };
                 fills[si].used = fills[si].used.saturating_sub(s.bytes);
@@ -340,8 +366,12 @@ impl Core {
                             if s.rate_bytes > 0 {
                                 let due =
                                     Duration::from_secs_f64(done as f64 / s.rate_bytes as f64);
-                                if let Some(wait) = due.checked_sub(started.elapsed()) {
-                                    std::thread::sleep(wait);
+                                // In short naps: a stop ends the wait.
+                                while let Some(w) = due.checked_sub(started.elapsed()) {
+                                    if self.balancer.stop.load(Ordering::Relaxed) {
+                                        break;
+                                    }
+                                    std::thread::sleep(w.min(Duration::from_millis(200)));
                                 }
                             }
                         }
@@ -366,7 +396,13 @@ impl Core {
 /// The emptiest filesystem stripe `index` of `p` may move to from
 /// `fills[src]`: another failure domain than the file's other stripes,
 /// and emptier after the move than the source is.
-fn target(fills: &[Fill], src: usize, p: &Placement, index: usize, bytes: u64) -> Option<usize> {
+fn target(
+    fills: &[Fill],
+    src: usize,
+    (p, index): (&Placement, usize),
+    domains: &[String],
+    bytes: u64,
+) -> Option<usize> {
     let others: Vec<u32> = p
         .fsids
         .iter()
@@ -374,18 +410,11 @@ fn target(fills: &[Fill], src: usize, p: &Placement, index: usize, bytes: u64) -
         .filter(|(i, _)| *i != index)
         .map(|(_, id)| *id)
         .collect();
-    let domains: Vec<&str> = fills
-        .iter()
-        .filter(|f| others.contains(&f.id))
-        .map(|f| f.domain.as_str())
-        .collect();
     let after_src = fills[src].used.saturating_sub(bytes) as f64 / fills[src].total as f64;
     fills
         .iter()
         .enumerate()
-        .filter(|(i, f)| {
-            *i != src && !others.contains(&f.id) && !domains.contains(&f.domain.as_str())
-        })
+        .filter(|(i, f)| *i != src && !others.contains(&f.id) && !domains.contains(&f.domain))
         .filter(|(_, f)| (f.used + bytes) as f64 / (f.total as f64) < after_src)
         .min_by(|a, b| a.1.ratio().total_cmp(&b.1.ratio()))
         .map(|(i, _)| i)

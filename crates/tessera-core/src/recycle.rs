@@ -109,7 +109,16 @@ impl Core {
             "recycle-ls",
             who,
             bin.clone().unwrap_or_default(),
-            move |m| m.recycle_list(&w, bin.as_deref(), all, after, limit.clamp(1, 10_000)),
+            move |m| {
+                let limit = limit.clamp(1, 10_000);
+                let mut es = m.recycle_list(&w, bin.as_deref(), all, after, limit)?;
+                // A token sees the entries of the paths it may read.
+                es.retain(|e| {
+                    NsPath::parse(e.path.as_bytes())
+                        .is_ok_and(|p| crate::scopes::read(&w, &p).is_ok())
+                });
+                Ok(es)
+            },
         )
         .await
     }
@@ -131,11 +140,15 @@ impl Core {
             .unwrap_or_else(|| id.to_string());
         let r = self
             .run("recycle-restore", who, desc, move |m| {
-                let target = match &to {
-                    Some(t) => t.clone(),
-                    None => NsPath::parse(m.recycle_entry(&w, id)?.path.as_bytes())?,
-                };
+                // A token reads what it restores (where it was) and
+                // creates where it goes (replacing there: modifies).
+                let was = NsPath::parse(m.recycle_entry(&w, id)?.path.as_bytes())?;
+                crate::scopes::read(&w, &was)?;
+                let target = to.clone().unwrap_or(was);
                 crate::scopes::create(&w, &target)?;
+                if force {
+                    crate::scopes::modify(&w, &target)?;
+                }
                 let r = m.recycle_restore(&w, id, to.as_ref(), force)?;
                 for old in &r.replaced {
                     crate::ledger::drop_stripes_of(&fs, old);

@@ -224,12 +224,19 @@ impl Core {
         moves: &[(usize, u32, Arc<dyn Backend>)],
         keep_old: bool,
     ) -> Result<(), CoreError> {
-        // No old copy is removed while this move runs (`balance.rs`).
+        // No old copy is removed while this move runs, and no other move
+        // of this file runs (`balance.rs`).
         let _moving = self
             .balancer
             .moves
             .read()
             .unwrap_or_else(|e| e.into_inner());
+        let Some(_mine) = self.balancer.claim(f.ino) else {
+            return Err(CoreError::from(tessera_meta::MetaError::Busy(format!(
+                "another move of file {} is under way",
+                f.ino
+            ))));
+        };
         let sources: Vec<_> = p.fsids.iter().map(|id| self.fs.backend(*id)).collect();
         // A write id no real write uses (the top bit is set), new for
         // every attempt: what a crashed attempt left behind never blocks
@@ -251,10 +258,13 @@ impl Core {
             }
         }
         if let Err(e) = self.meta.set_layout(f.ino, &f.layout, newp.encode()) {
-            // Changed or removed meanwhile: the new copies are nobody's.
+            // Changed or removed meanwhile: the new copies are nobody's,
+            // unless the file's placement names that very place now (an
+            // earlier move of it went there: the copy is its own).
             for (i, id, b) in moves {
-                if *id != p.fsids[*i] {
-                    let _ = b.remove(&StripeName::new(f.ino, *i as u8), None);
+                let name = StripeName::new(f.ino, *i as u8);
+                if *id != p.fsids[*i] && !self.references(*id, &name) {
+                    let _ = b.remove(&name, None);
                 }
             }
             return Err(e.into());

@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tessera_types::Identity;
 
-/// Buckets kept at most (rules × the keys they count).
+/// Buckets past which idle ones are dropped (rules × the keys they
+/// count).
 const MAX_BUCKETS: usize = 10_000;
 /// Application names the byte counters keep apart; the rest count as
 /// `other` (a client names its application: it must not grow the series).
@@ -65,14 +66,26 @@ pub struct Pace {
 }
 
 impl Pace {
-    /// Count `n` bytes and wait as long as the buckets say.
+    /// Count `n` bytes and wait as long as the buckets say: taken a
+    /// slice at a time (a tenth of a second's worth of the slowest
+    /// bucket, at least 64 KiB), so that no request leaves a debt larger
+    /// than a slice behind, even one abandoned while it waits.
     pub async fn bytes(&self, n: usize) {
         if let Some(c) = &self.counter {
             c.add(n as u64);
         }
-        let wait = self.buckets.iter().map(|b| b.take(n)).max();
-        if let Some(w) = wait.filter(|w| !w.is_zero()) {
-            tokio::time::sleep(w).await;
+        let Some(slowest) = self.buckets.iter().map(|b| b.rate).reduce(f64::min) else {
+            return;
+        };
+        let slice = ((slowest / 10.0) as usize).max(64 << 10);
+        let mut left = n;
+        while left > 0 {
+            let take = left.min(slice);
+            left -= take;
+            let wait = self.buckets.iter().map(|b| b.take(take)).max();
+            if let Some(w) = wait.filter(|w| !w.is_zero()) {
+                tokio::time::sleep(w).await;
+            }
         }
     }
 
@@ -98,7 +111,14 @@ impl crate::Core {
                     let k = (s.id, key);
                     if let Some(b) = all.get(&k) {
                         buckets.push(Arc::clone(b));
-                    } else if all.len() < MAX_BUCKETS {
+                    } else {
+                        if all.len() >= MAX_BUCKETS {
+                            // Buckets no session holds go (idle ones:
+                            // each session holds its own): the map stays
+                            // as large as the sessions open, never fails
+                            // open.
+                            all.retain(|_, b| Arc::strong_count(b) > 1);
+                        }
                         let b = Arc::new(ByteBucket::new(s.rate));
                         all.insert(k, Arc::clone(&b));
                         buckets.push(b);

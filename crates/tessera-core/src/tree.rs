@@ -68,6 +68,7 @@ impl Core {
                 who: &w,
                 out: &mut out,
                 keep_going: false,
+                whole: true,
                 kick: &kick,
                 metrics: &metrics,
             };
@@ -97,6 +98,7 @@ impl Core {
                 who: &w,
                 out: &mut out,
                 keep_going: true,
+                whole: true,
                 kick: &kick,
                 metrics: &metrics,
             };
@@ -119,6 +121,8 @@ pub(crate) struct Deleter<'a> {
     pub who: &'a Identity,
     pub out: &'a mut TreeRemoval,
     pub keep_going: bool,
+    /// Whether a tree may still go into a bin as one entry.
+    pub whole: bool,
     /// Wakes the purge when a bin passed its volume cap.
     pub kick: &'a tokio::sync::Notify,
     pub metrics: &'a tessera_obs::Metrics,
@@ -129,10 +133,13 @@ impl Deleter<'_> {
     /// for good, whole when it can, else what is under it first. Whether
     /// it went.
     pub(crate) fn delete(&mut self, path: &NsPath, tree: bool) -> Result<bool, MetaError> {
-        match self.m.remove_entry(path, self.who, tree)? {
+        match self.m.remove_entry_as(path, self.who, tree, self.whole)? {
             Removal::Gone(i, versions) => self.gone(&i, &versions),
             Removal::Binned { entry, over_cap } => self.binned(&entry, over_cap),
             Removal::NotWhole(_) => {
+                // Below a tree that could not go whole, entry by entry:
+                // no subtree is walked again under the writer lock.
+                self.whole = false;
                 if !self.sweep(path)? {
                     return Ok(false);
                 }

@@ -319,9 +319,11 @@ pub(crate) fn owner_or_root(who: &Identity, e: &RecycleEntry) -> Result<(), Meta
     if who.is_root() || who.uid == e.uid {
         return Ok(());
     }
-    Err(MetaError::NotPermitted(format!(
-        "recycle bin entry {} ({}) belongs to uid {}; only its owner or an admin may restore or purge it",
-        e.id, e.path, e.uid
+    // Said as if there were none: ids are inode numbers, and another
+    // owner's entry must not tell its path or owner.
+    Err(MetaError::NotFound(format!(
+        "recycle bin entry {} (none of yours)",
+        e.id
     )))
 }
 
@@ -423,7 +425,8 @@ impl MetaStore {
             let st = self.lock();
             let mut txn = self.txn();
             let mut b = account(&mut txn, &name, 0, 0, 0)?;
-            b.lifetime_secs = lifetime_secs;
+            // At most a century (a larger one would wrap in nanoseconds).
+            b.lifetime_secs = lifetime_secs.min(100 * 365 * 86_400);
             b.max_bytes = max_bytes;
             b.set_by = who.name.clone();
             b.set_at = crate::store::now_ns().max(0) as u64 / 1_000_000_000;

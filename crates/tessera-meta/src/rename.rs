@@ -117,6 +117,34 @@ impl MetaStore {
             let snode = quota::node_of_dir(&txn, sdir.ino)?;
             let dnode = quota::node_of_dir(&txn, ddir.ino)?;
             let mut deltas = Deltas::default();
+            // Before the replaced file's versions are merged in: this
+            // reads the moving file's versions as committed.
+            if snode != dnode {
+                let b = moving.size as i128 + txn.committed_xattr_bytes(moving.ino)? as i128;
+                let i = 1i128;
+                deltas.charge(snode, moving.uid, moving.gid, -b, -i);
+                deltas.charge(dnode, moving.uid, moving.gid, b, i);
+                let usage = if moving.is_dir() && !moving.quota_node {
+                    crate::quotaset::subtree_usage(
+                        self,
+                        moving.ino,
+                        self.opts.max_reaccount_entries,
+                    )?
+                } else {
+                    // A file's versions move with it.
+                    let mut u = quota::OwnerUsage::new();
+                    if !moving.is_dir() {
+                        crate::versions::add_usage(&txn, moving.ino, &mut u)?;
+                    }
+                    u
+                };
+                {
+                    for ((uid, gid), (b, i)) in usage {
+                        deltas.charge(snode, uid, gid, -(b as i128), -(i as i128));
+                        deltas.charge(dnode, uid, gid, b as i128, i as i128);
+                    }
+                }
+            }
             let mut ddir_children_delta: i64 = 1;
             let mut dropped = Vec::new();
             if let Some(victim) = victim {
@@ -145,32 +173,6 @@ impl MetaStore {
                     )?;
                 }
                 ddir_children_delta = 0;
-            }
-            if snode != dnode {
-                let b = moving.size as i128 + txn.committed_xattr_bytes(moving.ino)? as i128;
-                let i = 1i128;
-                deltas.charge(snode, moving.uid, moving.gid, -b, -i);
-                deltas.charge(dnode, moving.uid, moving.gid, b, i);
-                let usage = if moving.is_dir() && !moving.quota_node {
-                    crate::quotaset::subtree_usage(
-                        self,
-                        moving.ino,
-                        self.opts.max_reaccount_entries,
-                    )?
-                } else {
-                    // A file's versions move with it.
-                    let mut u = quota::OwnerUsage::new();
-                    if !moving.is_dir() {
-                        crate::versions::add_usage(&txn, moving.ino, &mut u)?;
-                    }
-                    u
-                };
-                {
-                    for ((uid, gid), (b, i)) in usage {
-                        deltas.charge(snode, uid, gid, -(b as i128), -(i as i128));
-                        deltas.charge(dnode, uid, gid, b as i128, i as i128);
-                    }
-                }
             }
             let now = now_ns();
             if skind == EntryKind::Directory {

@@ -240,6 +240,13 @@ impl MetaStore {
         if cur.is_dir() {
             return Err(MetaError::IsADirectory(path.display()));
         }
+        if !crate::may(who, &cur, 4) {
+            return Err(MetaError::PermissionDenied(format!(
+                "{} may not read {} (nor its versions)",
+                who.name,
+                path.display()
+            )));
+        }
         let g = self.reader();
         version_list(&self.db, cur.ino)?
             .into_iter()

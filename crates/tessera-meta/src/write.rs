@@ -290,7 +290,9 @@ impl MetaStore {
                             Some(a) => a.clone(),
                             None => read::xattrs_of(&self.db, cur.ino)?
                                 .into_iter()
-                                .filter(|(n, _)| n.starts_with(b"sys."))
+                                // `sys.recycle` is not inherited: its nearest ancestor
+                                // counts, so that turning a bin off turns it off below.
+                                .filter(|(n, _)| n.starts_with(b"sys.") && n != b"sys.recycle")
                                 .collect(),
                         };
                         let node = quota::node_of_dir(&txn, cur.ino)?;

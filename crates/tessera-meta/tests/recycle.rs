@@ -74,11 +74,13 @@ fn a_tree_moves_whole_and_comes_back_with_its_quota() {
         "all",
         ErrorKind::NotPermitted,
     );
-    refused(
-        m.recycle_restore(&bob(), e.id, None, false),
-        "bob",
-        ErrorKind::NotPermitted,
-    );
+    // Another owner's entry is as if there were none (no path, no owner
+    // told).
+    let e2 = m
+        .recycle_restore(&bob(), e.id, None, false)
+        .expect_err("bob");
+    assert_eq!(e2.kind(), ErrorKind::NotFound);
+    assert!(!e2.to_string().contains("/proj"), "{e2}");
     // A new entry at the old name: restore refuses unless forced.
     write(&m, "/proj/t", &alice, 7).expect("new t");
     refused(
@@ -164,6 +166,18 @@ fn no_bin_no_move_and_a_tree_alice_cannot_fully_remove_goes_in_pieces() {
     let r2 = m.remove_entry(&p("/b/t"), &alice, true).expect("asked");
     assert!(matches!(r2, Removal::NotWhole(_)), "{r2:?}");
     assert!(m.stat(&alice, &p("/b/t/bobs")).is_ok(), "nothing moved");
+    // Subdirectories made later do not copy the bin's attribute: turning
+    // it off at the top turns it off below.
+    m.mkdir(&p("/b/later"), &alice, 0o755, false)
+        .expect("mkdir");
+    write(&m, "/b/later/x", &alice, 3).expect("x");
+    let attrs = m.xattr_list(&r, &p("/b/later")).expect("attrs");
+    assert!(attrs.iter().all(|(n, _)| n != RECYCLE_ATTR), "{attrs:?}");
+    m.xattr_rm(&p("/b"), &r, RECYCLE_ATTR).expect("off");
+    let gone = m.remove_entry(&p("/b/later/x"), &alice, false).expect("rm");
+    assert!(matches!(gone, Removal::Gone(..)), "{gone:?}");
+    m.xattr_set(&p("/b"), &r, RECYCLE_ATTR, b"bee")
+        .expect("on again");
     // A non-recursive delete of a non-empty directory is refused.
     refused(
         m.remove_entry(&p("/b/t"), &alice, false),

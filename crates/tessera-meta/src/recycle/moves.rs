@@ -14,6 +14,9 @@ use crate::write::{drop_node_records, need, unlink_entry, W, X};
 use std::collections::HashSet;
 use tessera_types::{Identity, NsPath};
 
+/// Entries a tree may have to go into a bin as one entry.
+pub const WHOLE_TREE_MAX: u64 = 200_000;
+
 /// What a delete did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Removal {
@@ -46,7 +49,9 @@ fn whole_tree(
         crate::versions::add_usage(txn, top.ino, &mut usage)?;
         return Ok(Ok(usage));
     }
-    let cap = store.opts.max_reaccount_entries;
+    // Walked under the writer lock: a tree larger than this goes entry
+    // by entry instead.
+    let cap = store.opts.max_reaccount_entries.min(WHOLE_TREE_MAX);
     let mut dirs: HashSet<u64> = HashSet::new();
     let mut stack = vec![top.clone()];
     let mut seen = 0u64;
@@ -174,6 +179,19 @@ impl MetaStore {
         who: &Identity,
         tree: bool,
     ) -> Result<Removal, MetaError> {
+        self.remove_entry_as(path, who, tree, true)
+    }
+
+    /// [`MetaStore::remove_entry`]; without `whole`, a directory that is
+    /// not empty is `NotWhole` at once (no walk: a caller that found its
+    /// top not whole goes entry by entry below it).
+    pub fn remove_entry_as(
+        &self,
+        path: &NsPath,
+        who: &Identity,
+        tree: bool,
+        whole: bool,
+    ) -> Result<Removal, MetaError> {
         let (seq, out) = {
             let st = self.lock();
             let mut txn = self.txn();
@@ -198,6 +216,7 @@ impl MetaStore {
                 Ok(()) => {}
             }
             let out = match bin_of(&txn, dir.ino)? {
+                Some(_) if full && !whole => Removal::NotWhole("below a tree that was not".into()),
                 Some(bin) => move_into(self, &mut txn, &st, who, (dir, victim), path, &bin)?,
                 None if full => Removal::NotWhole("no recycle bin covers it".into()),
                 None => {

@@ -28,6 +28,7 @@ fn collect(
     txn: &Txn<'_>,
     d: &Inode,
     out: &mut Vec<Inode>,
+    cost: &mut usize,
     budget: usize,
 ) -> Result<bool, MetaError> {
     if d.is_dir() {
@@ -37,15 +38,23 @@ fn collect(
             let Some(last) = page.last() else { break };
             after = Some(last.name.clone());
             for c in page {
-                if out.len() >= budget || !collect(txn, &c, out, budget)? {
+                if *cost >= budget || !collect(txn, &c, out, cost, budget)? {
                     return Ok(false);
                 }
             }
         }
     }
-    if out.len() >= budget {
+    // A file costs its versions too (they go with it); the first entry of
+    // a step always goes, so every step makes progress.
+    let mine = if d.is_dir() {
+        1
+    } else {
+        1 + crate::versions::version_list(txn.db_ref(), d.ino)?.len()
+    };
+    if !out.is_empty() && *cost + mine > budget {
         return Ok(false);
     }
+    *cost += mine;
     out.push(d.clone());
     Ok(true)
 }
@@ -86,7 +95,7 @@ impl MetaStore {
             owner_or_root(who, &entry)?;
             let top = read::must_inode(&txn, id)?;
             let mut victims = Vec::new();
-            let done = collect(&txn, &top, &mut victims, budget.max(1))?;
+            let done = collect(&txn, &top, &mut victims, &mut 0, budget.max(1))?;
             let mut step = PurgeStep {
                 done,
                 ..PurgeStep::default()
@@ -152,8 +161,11 @@ impl MetaStore {
                 };
                 let (ns, id) = (u64::from_be_bytes(ns) as i64, u64::from_be_bytes(id));
                 let expired = bin.lifetime_secs > 0
-                    && ns.saturating_add((bin.lifetime_secs as i64).saturating_mul(1_000_000_000))
-                        <= now_ns;
+                    && ns.saturating_add(
+                        i64::try_from(bin.lifetime_secs)
+                            .unwrap_or(i64::MAX)
+                            .saturating_mul(1_000_000_000),
+                    ) <= now_ns;
                 let over = bin.max_bytes > 0 && left > bin.max_bytes;
                 if !expired && !over {
                     break;
