@@ -37,6 +37,7 @@ fn bin_pb(b: RecycleBin) -> pb::RecycleBin {
         name: b.name,
         lifetime_secs: b.lifetime_secs,
         max_bytes: b.max_bytes,
+        max_inodes: b.max_inodes,
         used_bytes: b.used_bytes,
         used_inodes: b.used_inodes,
         entries: b.entries,
@@ -128,8 +129,8 @@ impl Recycle for RecycleSvc {
         let r = req.into_inner();
         let target = String::from_utf8_lossy(&r.dir).into_owned();
         let args = format!(
-            "name={:?} lifetime={} max_bytes={} disable={}",
-            r.name, r.lifetime_secs, r.max_bytes, r.disable
+            "name={:?} lifetime={} max_bytes={} max_inodes={} disable={}",
+            r.name, r.lifetime_secs, r.max_bytes, r.max_inodes, r.disable
         );
         let res = async {
             let s = BinSettings {
@@ -137,6 +138,7 @@ impl Recycle for RecycleSvc {
                 name: (!r.name.is_empty()).then_some(r.name),
                 lifetime_secs: r.lifetime_secs,
                 max_bytes: r.max_bytes,
+                max_inodes: r.max_inodes,
                 enabled: !r.disable,
             };
             let b = self.core.recycle_config(&who, s).await.map_err(err)?;

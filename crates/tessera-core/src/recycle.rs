@@ -30,6 +30,7 @@ pub struct BinSettings {
     pub name: Option<String>,
     pub lifetime_secs: u64,
     pub max_bytes: u64,
+    pub max_inodes: u64,
     /// `false`: deletes under `dir` no longer go to the bin (what it
     /// holds stays until purged).
     pub enabled: bool,
@@ -75,7 +76,8 @@ impl Core {
                 return Err(MetaError::NotADirectory(s.dir.display()));
             }
             if s.enabled {
-                let bin = m.recycle_set_bin(&w, &name, s.lifetime_secs, s.max_bytes)?;
+                let caps = (s.max_bytes, s.max_inodes);
+                let bin = m.recycle_set_bin(&w, &name, s.lifetime_secs, caps)?;
                 m.xattr_set(&s.dir, &w, RECYCLE_ATTR, name.as_bytes())?;
                 return Ok(bin);
             }

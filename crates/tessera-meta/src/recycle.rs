@@ -55,11 +55,22 @@ pub struct RecycleBin {
     /// The bin's volume cap in bytes (0: none); past it the oldest
     /// entries are purged first.
     pub max_bytes: u64,
+    /// Its cap on inodes (0: none): deleted empty files cost no bytes
+    /// but must not pile up either.
+    pub max_inodes: u64,
     pub used_bytes: u64,
     pub used_inodes: u64,
     pub entries: u64,
     pub set_by: String,
     pub set_at: u64,
+}
+
+impl RecycleBin {
+    /// Whether holding `bytes` and `inodes` is past either cap.
+    pub fn over_cap(&self, bytes: u64, inodes: u64) -> bool {
+        (self.max_bytes > 0 && bytes > self.max_bytes)
+            || (self.max_inodes > 0 && inodes > self.max_inodes)
+    }
 }
 
 /// One deleted file or tree in a bin.
@@ -102,6 +113,8 @@ struct BinV1 {
     set_by: String,
     #[prost(uint64, tag = "7")]
     set_at: u64,
+    #[prost(uint64, tag = "8")]
+    max_inodes: u64,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -152,6 +165,7 @@ fn encode_bin(b: &RecycleBin) -> Vec<u8> {
         BinV1 {
             lifetime_secs: b.lifetime_secs,
             max_bytes: b.max_bytes,
+            max_inodes: b.max_inodes,
             used_bytes: b.used_bytes,
             used_inodes: b.used_inodes,
             entries: b.entries,
@@ -168,6 +182,7 @@ fn decode_bin(name: &str, raw: &[u8]) -> Result<RecycleBin, MetaError> {
         name: name.to_string(),
         lifetime_secs: m.lifetime_secs,
         max_bytes: m.max_bytes,
+        max_inodes: m.max_inodes,
         used_bytes: m.used_bytes,
         used_inodes: m.used_inodes,
         entries: m.entries,
@@ -406,14 +421,14 @@ impl MetaStore {
         Ok(e)
     }
 
-    /// Set bin `name`'s lifetime and volume cap (root only), keeping its
+    /// Set bin `name`'s lifetime and caps (bytes, inodes; root only), keeping its
     /// account; the bin is made when missing.
     pub fn recycle_set_bin(
         &self,
         who: &Identity,
         name: &str,
         lifetime_secs: u64,
-        max_bytes: u64,
+        (max_bytes, max_inodes): (u64, u64),
     ) -> Result<RecycleBin, MetaError> {
         if !who.is_root() {
             return Err(MetaError::NotPermitted(
@@ -428,6 +443,7 @@ impl MetaStore {
             // At most a century (a larger one would wrap in nanoseconds).
             b.lifetime_secs = lifetime_secs.min(100 * 365 * 86_400);
             b.max_bytes = max_bytes;
+            b.max_inodes = max_inodes;
             b.set_by = who.name.clone();
             b.set_at = crate::store::now_ns().max(0) as u64 / 1_000_000_000;
             txn.put(Cf::Meta, &bin_key(&name), encode_bin(&b));

@@ -203,7 +203,8 @@ fn purge_goes_a_piece_at_a_time_and_by_age_and_volume() {
     );
     // A volume cap of 100 bytes: the oldest (600 bytes) goes first, and
     // then 50 fit.
-    m.recycle_set_bin(&root(), "/proj", 0, 100).expect("set");
+    m.recycle_set_bin(&root(), "/proj", 0, (100, 0))
+        .expect("set");
     assert_eq!(m.recycle_due(now, 10).expect("due"), vec![t.id]);
     let mut files = 0;
     loop {

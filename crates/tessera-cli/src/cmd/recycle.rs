@@ -64,6 +64,10 @@ pub enum RecycleCmd {
         /// the lifetime alone. Past it the oldest entries go first.
         #[arg(long, required_unless_present = "off")]
         size: Option<String>,
+        /// The bin's cap on inodes (deleted files and directories; 0 or
+        /// unset: none): deleted empty files cost no bytes.
+        #[arg(long, default_value_t = 0)]
+        inodes: u64,
         /// The bin's name (default: DIR; several directories may share
         /// one, a project's).
         #[arg(long)]
@@ -131,6 +135,7 @@ fn bin_recs(bins: &[pb::RecycleBin]) -> (Vec<Rec>, String) {
                 .n("bytes", b.used_bytes)
                 .n("inodes", b.used_inodes)
                 .n("maxbytes", b.max_bytes)
+                .n("maxinodes", b.max_inodes)
                 .n("lifetime", b.lifetime_secs)
                 .s("setby", b.set_by.clone())
                 .n("setat", b.set_at),
@@ -275,6 +280,7 @@ pub async fn run(c: &mut Clients, fmt: Format, cmd: RecycleCmd) -> Result<(), Fa
             dir,
             lifetime,
             size,
+            inodes,
             name,
             off,
         } => {
@@ -287,6 +293,7 @@ pub async fn run(c: &mut Clients, fmt: Format, cmd: RecycleCmd) -> Result<(), Fa
                     max_bytes: parse_size(size.as_deref().unwrap_or("0"))
                         .map_err(|e| Failure::new(22, e.to_string()))?,
                     disable: off,
+                    max_inodes: inodes,
                 })
                 .await?
                 .into_inner();

@@ -161,7 +161,7 @@ pub(crate) fn move_into(
     deltas.apply(txn, st, false)?;
     Ok(Removal::Binned {
         entry,
-        over_cap: b.max_bytes > 0 && b.used_bytes > b.max_bytes,
+        over_cap: b.over_cap(b.used_bytes, b.used_inodes),
     })
 }
 
@@ -215,16 +215,30 @@ impl MetaStore {
                 Ok(()) if full && !tree => return Err(MetaError::NotEmpty(path.display())),
                 Ok(()) => {}
             }
-            let out = match bin_of(&txn, dir.ino)? {
+            let bin = bin_of(&txn, dir.ino)?;
+            let moved = match &bin {
                 Some(_) if full && !whole => Removal::NotWhole("below a tree that was not".into()),
-                Some(bin) => move_into(self, &mut txn, &st, who, (dir, victim), path, &bin)?,
-                None if full => Removal::NotWhole("no recycle bin covers it".into()),
-                None => {
+                Some(bin) => move_into(
+                    self,
+                    &mut txn,
+                    &st,
+                    who,
+                    (dir.clone(), victim.clone()),
+                    path,
+                    bin,
+                )?,
+                None => Removal::NotWhole("no recycle bin covers it".into()),
+            };
+            let out = match moved {
+                // An empty directory that cannot go to the bin (a quota
+                // node) goes for good (its quota settings with it).
+                Removal::NotWhole(_) if !full => {
                     drop_node_records(self, &mut txn, &st, &victim)?;
                     let versions = crate::versions::drop_charged(&mut txn, &st, dir.ino, &victim)?;
                     unlink_entry(&mut txn, &st, dir, &victim)?;
                     Removal::Gone(victim, versions)
                 }
+                out => out,
             };
             if let Removal::NotWhole(_) = out {
                 return Ok(out);

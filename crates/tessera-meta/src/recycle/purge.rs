@@ -132,23 +132,21 @@ impl MetaStore {
         Ok(out)
     }
 
-    /// Entries due for purge at `now_ns`, oldest first, up to `limit`:
-    /// those past their bin's lifetime, then, in a bin past its volume
-    /// cap, the oldest others until what stays fits.
+    /// Entries due for purge at `now_ns`, oldest first, up to `limit` of
+    /// each bin: those past their bin's lifetime, then, in a bin past a
+    /// cap (bytes or inodes), the oldest others until what stays fits.
     pub fn recycle_due(&self, now_ns: i64, limit: usize) -> Result<Vec<u64>, MetaError> {
         let mut due = Vec::new();
         for bin in self.recycle_bins()? {
             let start = [TIME_PREFIX, bin.name.as_bytes(), &[0]].concat();
-            let mut left = bin.used_bytes;
+            let (mut left, mut left_inodes) = (bin.used_bytes, bin.used_inodes);
+            let mut taken = 0;
             let h = self.db.cf_handle(crate::keys::CF_META).expect("cf exists");
             let it = self.db.iterator_cf(
                 h,
                 rocksdb::IteratorMode::From(&start, rocksdb::Direction::Forward),
             );
             for item in it {
-                if due.len() >= limit {
-                    return Ok(due);
-                }
                 let (k, _) = item?;
                 let Some(rest) = k.strip_prefix(&start[..]) else {
                     break;
@@ -166,12 +164,19 @@ impl MetaStore {
                             .unwrap_or(i64::MAX)
                             .saturating_mul(1_000_000_000),
                     ) <= now_ns;
-                let over = bin.max_bytes > 0 && left > bin.max_bytes;
-                if !expired && !over {
+                if !expired && !bin.over_cap(left, left_inodes) {
                     break;
                 }
-                left = left.saturating_sub(self.recycle_entry(&Identity::root("purge"), id)?.bytes);
+                let e = self.recycle_entry(&Identity::root("purge"), id)?;
+                left = left.saturating_sub(e.bytes);
+                left_inodes = left_inodes.saturating_sub(e.inodes);
                 due.push(id);
+                taken += 1;
+                // Every bin gets its turn: one bin's backlog does not
+                // starve another past its cap.
+                if taken >= limit {
+                    break;
+                }
             }
         }
         Ok(due)

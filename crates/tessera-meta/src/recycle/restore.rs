@@ -189,6 +189,7 @@ impl MetaStore {
         }
         let node = quota::node_of_dir(&*txn, dir.ino)?;
         let mut deltas = Deltas::default();
+        crate::write::drop_node_records(self, txn, st, &old)?;
         let gone = crate::versions::delete_file_charged(txn, &mut deltas, node, dir.ino, &old)?;
         dir.nchildren = dir.nchildren.saturating_sub(1);
         txn.put_inode(&dir);

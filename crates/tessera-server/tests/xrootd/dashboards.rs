@@ -126,6 +126,7 @@ fn dashboards_and_alerts_use_only_exported_metrics() {
         name: Some("dashboards".into()),
         lifetime_secs: 3600,
         max_bytes: 1 << 30,
+        max_inodes: 0,
         enabled: true,
     };
     e.rt.block_on(core.recycle_config(&Env::root(), bin))
