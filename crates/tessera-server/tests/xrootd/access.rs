@@ -1,7 +1,7 @@
 //! The operator's access rules (issue 39) with the real clients and the
 //! real CLI against `tesserad serve --dev`: a banned client is told to
 //! wait (xrdcp waits and gets its file once the ban is lifted; curl sees
-//! 503 with `Retry-After`), writes under a path stalled while reads go,
+//! 503 with `Retry-After`, davix-get the 503), writes under a path stalled while reads go,
 //! a path redirected to another server (xrdcp follows it; curl gets the
 //! 307), a rate limit held by eight parallel clients, every refusal
 //! counted in the metrics.
@@ -113,6 +113,22 @@ fn a_banned_client_waits_and_gets_its_file_once_the_ban_is_lifted() {
         head.to_ascii_lowercase().contains("retry-after: 2"),
         "{head}"
     );
+    // davix is told the same (it tries three times, then says so).
+    let davix = |out: &Path| {
+        Command::new("davix-get")
+            .arg("-k")
+            .arg(format!("https://{https}/data/f"))
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let dv = davix(&dir.path().join("dv-banned"));
+    assert!(!dv.status.success(), "davix-get while banned");
+    assert!(
+        String::from_utf8_lossy(&dv.stderr).contains("503"),
+        "{}",
+        String::from_utf8_lossy(&dv.stderr)
+    );
 
     // Every request about the namespace or the server waits, queries too
     // (past the client's own timeout here).
@@ -140,6 +156,9 @@ fn a_banned_client_waits_and_gets_its_file_once_the_ban_is_lifted() {
     assert!(cp.wait().unwrap().success(), "xrdcp once unbanned");
     assert!(t.elapsed() >= Duration::from_secs(3));
     assert_eq!(std::fs::read(&out).unwrap(), body);
+    let dv_out = dir.path().join("dv-after");
+    assert!(davix(&dv_out).status.success(), "davix-get once unbanned");
+    assert_eq!(std::fs::read(&dv_out).unwrap(), body);
     assert!(
         metric(
             &d,
