@@ -6,30 +6,16 @@
 //! 307), a rate limit held by eight parallel clients, every refusal
 //! counted in the metrics.
 
+use crate::devd::{cli, metric};
 use crate::{assert_ran, data, run_ok, Daemon};
+
+fn daemon(dir: &Path) -> Daemon {
+    crate::devd::daemon(dir, "[https]\nanonymous = \"owner\"\n")
+}
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn daemon(dir: &Path) -> Daemon {
-    let overlay = dir.join("overlay.toml");
-    std::fs::write(&overlay, "[https]\nanonymous = \"owner\"\n").unwrap();
-    let dev_config = std::ffi::OsStr::new("--dev-config");
-    Daemon::dev(&dir.join("data"), &[dev_config, overlay.as_os_str()])
-}
-
-/// `tessera --admin ADDR --token-file TOKEN ARGS`, which must succeed:
-/// its standard output.
-fn cli(d: &Daemon, dir: &Path, args: &[&str]) -> String {
-    let o = run_ok(
-        Command::new(crate::common::workspace_bin("tessera"))
-            .args(["--admin", &d.field("admin="), "--token-file"])
-            .arg(dir.join("data/dev/admin.token"))
-            .args(args),
-        &format!("tessera {args:?}"),
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 /// `curl -s -i` of `url` (extra arguments first): status line and headers.
 fn curl_head(dir: &Path, extra: &[&str], url: &str) -> String {
@@ -43,18 +29,6 @@ fn curl_head(dir: &Path, extra: &[&str], url: &str) -> String {
         .expect("curl");
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
     text.split("\r\n\r\n").next().unwrap_or("").to_string()
-}
-
-fn metric(d: &Daemon, line_start: &str) -> f64 {
-    let o = Command::new("curl")
-        .args(["-s", &format!("http://{}/metrics", d.field("metrics="))])
-        .output()
-        .expect("curl");
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .find(|l| l.starts_with(line_start))
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-        .unwrap_or(0.0)
 }
 
 fn xrdcp(args: &[&str]) -> Command {

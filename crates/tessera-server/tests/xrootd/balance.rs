@@ -5,7 +5,13 @@
 //! other while xrdcp reads and writes, `tesserad` is killed with -9 twice
 //! during it, and every file reads back byte-exact.
 
+use crate::devd::{cli, field};
 use crate::{data, run_ok, Daemon};
+
+fn daemon(dir: &Path) -> Daemon {
+    crate::devd::daemon(dir, "[balance]\ninterval = \"1s\"\n")
+}
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,30 +45,6 @@ impl Drop for Mounts {
             let _ = Command::new("umount").arg("-l").arg(p).status();
         }
     }
-}
-
-fn daemon(dir: &Path) -> Daemon {
-    let overlay = dir.join("overlay.toml");
-    std::fs::write(&overlay, "[balance]\ninterval = \"1s\"\n").unwrap();
-    let dev_config = std::ffi::OsStr::new("--dev-config");
-    Daemon::dev(&dir.join("data"), &[dev_config, overlay.as_os_str()])
-}
-
-fn cli(d: &Daemon, dir: &Path, args: &[&str]) -> String {
-    let o = run_ok(
-        Command::new(crate::common::workspace_bin("tessera"))
-            .args(["--admin", &d.field("admin="), "--token-file"])
-            .arg(dir.join("data/dev/admin.token"))
-            .args(args),
-        &format!("tessera {args:?}"),
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn field<'a>(line: &'a str, key: &str) -> &'a str {
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix(&format!("{key}=")))
-        .unwrap_or_else(|| panic!("{key} in {line}"))
 }
 
 /// (moved stripes, balanced, fill levels of space `bal`).

@@ -8,6 +8,7 @@ mod balance;
 mod bounds;
 mod clients;
 mod dashboards;
+mod devd;
 mod drain;
 mod errors;
 mod failover;

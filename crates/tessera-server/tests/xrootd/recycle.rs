@@ -7,7 +7,13 @@
 //! volume; `kill -9` during deletes into the bin and during a purge loses
 //! nothing and leaves the namespace check (quota recounted) clean.
 
+use crate::devd::{cli, tessera};
 use crate::{data, run_ok, Daemon};
+
+fn daemon(dir: &Path) -> Daemon {
+    crate::devd::daemon(dir, OVERLAY)
+}
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -15,32 +21,9 @@ use std::time::{Duration, Instant};
 const OVERLAY: &str = "[https]\nanonymous = \"owner\"\n\
     [recycle]\npurge_interval = \"1s\"\npurge_budget = 40\n";
 
-fn daemon(dir: &Path) -> Daemon {
-    let overlay = dir.join("overlay.toml");
-    std::fs::write(&overlay, OVERLAY).unwrap();
-    let dev_config = std::ffi::OsStr::new("--dev-config");
-    Daemon::dev(&dir.join("data"), &[dev_config, overlay.as_os_str()])
-}
-
-fn tessera(d: &Daemon, dir: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new(crate::common::workspace_bin("tessera"));
-    c.args(["--admin", &d.field("admin="), "--token-file"])
-        .arg(dir.join("data/dev/admin.token"))
-        .args(args);
-    c
-}
-
-/// `tessera ARGS`, which must succeed: its standard output.
-fn cli(d: &Daemon, dir: &Path, args: &[&str]) -> String {
-    let o = run_ok(&mut tessera(d, dir, args), &format!("tessera {args:?}"));
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 /// The number after `key=` in a `-m` line.
 fn field(line: &str, key: &str) -> u64 {
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix(&format!("{key}=")))
-        .unwrap_or_else(|| panic!("{key} in {line}"))
+    crate::devd::field(line, key)
         .parse()
         .unwrap_or_else(|_| panic!("{key} in {line} is a number"))
 }

@@ -5,28 +5,16 @@
 //! shaped curl GET (its User-Agent's product) likewise; the bytes are
 //! counted per application in `tessera_io_bytes_total`.
 
+use crate::devd::{cli, metric};
 use crate::{data, run_ok, Daemon};
+
+fn daemon(dir: &Path) -> Daemon {
+    crate::devd::daemon(dir, "[https]\nanonymous = \"owner\"\n")
+}
+
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
-
-fn daemon(dir: &Path) -> Daemon {
-    let overlay = dir.join("overlay.toml");
-    std::fs::write(&overlay, "[https]\nanonymous = \"owner\"\n").unwrap();
-    let dev_config = std::ffi::OsStr::new("--dev-config");
-    Daemon::dev(&dir.join("data"), &[dev_config, overlay.as_os_str()])
-}
-
-fn cli(d: &Daemon, dir: &Path, args: &[&str]) -> String {
-    let o = run_ok(
-        Command::new(crate::common::workspace_bin("tessera"))
-            .args(["--admin", &d.field("admin="), "--token-file"])
-            .arg(dir.join("data/dev/admin.token"))
-            .args(args),
-        &format!("tessera {args:?}"),
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
 
 fn xrdcp(app: &str, args: &[&str]) -> Command {
     let mut c = Command::new("xrdcp");
@@ -42,18 +30,6 @@ fn near(what: &str, bytes: usize, secs: f64, want: f64) {
         (got / want - 1.0).abs() <= 0.15,
         "{what}: {got:.0} B/s for a share of {want:.0}"
     );
-}
-
-fn metric(d: &Daemon, line_start: &str) -> f64 {
-    let o = Command::new("curl")
-        .args(["-s", &format!("http://{}/metrics", d.field("metrics="))])
-        .output()
-        .expect("curl");
-    String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .find(|l| l.starts_with(line_start))
-        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
-        .unwrap_or(0.0)
 }
 
 #[test]
