@@ -217,6 +217,22 @@ fn may_change(who: &Identity, cur: &Inode, path: &NsPath) -> Result<(), MetaErro
     )))
 }
 
+/// The file at `path` whose versions `who` would change: its directory,
+/// name and inode (write permission on it needed).
+fn changeable<'p>(
+    txn: &Txn<'_>,
+    who: &Identity,
+    path: &'p NsPath,
+) -> Result<(Inode, &'p [u8], Inode), MetaError> {
+    let (dir, name) = resolve_parent(txn, path, who)?;
+    let Some((EntryKind::File, cino)) = lookup(txn, dir.ino, name)? else {
+        return Err(MetaError::NotFound(path.display()));
+    };
+    let cur = must_inode(txn, cino)?;
+    may_change(who, &cur, path)?;
+    Ok((dir, name, cur))
+}
+
 impl MetaStore {
     /// Remove a file for good (no recycle bin), its versions with it;
     /// returns its inode (the data layer removes its stripes; its
@@ -270,12 +286,8 @@ impl MetaStore {
         let (seq, out) = {
             let st = self.lock();
             let mut txn = self.txn();
-            let (dir, name) = resolve_parent(&txn, path, who)?;
-            let Some((EntryKind::File, cino)) = lookup(&txn, dir.ino, name)? else {
-                return Err(MetaError::NotFound(path.display()));
-            };
-            let cur = must_inode(&txn, cino)?;
-            may_change(who, &cur, path)?;
+            let (dir, name, cur) = changeable(&txn, who, path)?;
+            let cino = cur.ino;
             let list = version_list(&self.db, cino)?;
             if !list.iter().any(|(x, _)| *x == v) {
                 return Err(MetaError::NotFound(format!(
@@ -314,12 +326,8 @@ impl MetaStore {
         let (seq, out) = {
             let st = self.lock();
             let mut txn = self.txn();
-            let (dir, name) = resolve_parent(&txn, path, who)?;
-            let Some((EntryKind::File, cino)) = lookup(&txn, dir.ino, name)? else {
-                return Err(MetaError::NotFound(path.display()));
-            };
-            let cur = must_inode(&txn, cino)?;
-            may_change(who, &cur, path)?;
+            let (dir, _, cur) = changeable(&txn, who, path)?;
+            let cino = cur.ino;
             let list = version_list(&self.db, cino)?;
             let extra = list.len().saturating_sub(keep as usize);
             let node = quota::node_of_dir(&txn, dir.ino)?;

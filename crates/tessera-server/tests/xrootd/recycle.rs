@@ -126,19 +126,7 @@ fn setup(d: &Daemon, dir: &Path, lifetime: &str) {
             "1G",
         ],
     );
-    cli(
-        d,
-        dir,
-        &[
-            "recycle",
-            "config",
-            "/data/proj",
-            "--lifetime",
-            lifetime,
-            "--size",
-            "1G",
-        ],
-    );
+    set_bin(d, dir, lifetime, "1G");
 }
 
 /// One way to delete `/data/proj/t`.
@@ -259,6 +247,20 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// `tessera recycle config /data/proj` with this lifetime and size cap.
+fn set_bin(d: &Daemon, dir: &Path, lifetime: &str, size: &str) {
+    let args = [
+        "recycle",
+        "config",
+        "/data/proj",
+        "--lifetime",
+        lifetime,
+        "--size",
+        size,
+    ];
+    cli(d, dir, &args);
+}
+
 /// The paths of the entries in the bin, oldest first.
 fn binned(d: &Daemon, dir: &Path) -> Vec<String> {
     let out = cli(d, dir, &["-m", "recycle", "ls", "--all"]);
@@ -282,19 +284,7 @@ fn the_bin_is_purged_by_volume_oldest_first_and_by_age() {
     let d = daemon(dir.path());
     let xr = d.field("xrootd=");
     setup(&d, dir.path(), "30d");
-    cli(
-        &d,
-        dir.path(),
-        &[
-            "recycle",
-            "config",
-            "/data/proj",
-            "--lifetime",
-            "30d",
-            "--size",
-            "5000",
-        ],
-    );
+    set_bin(&d, dir.path(), "30d", "5000");
     let f = dir.path().join("f");
     std::fs::write(&f, data(2000, 7)).unwrap();
     for i in 1..=4 {
@@ -326,19 +316,7 @@ fn the_bin_is_purged_by_volume_oldest_first_and_by_age() {
     });
     assert_eq!(binned(&d, dir.path()), ["/data/proj/f3", "/data/proj/f4"]);
     // A lifetime of 1 s: everything goes within a round or two.
-    cli(
-        &d,
-        dir.path(),
-        &[
-            "recycle",
-            "config",
-            "/data/proj",
-            "--lifetime",
-            "1s",
-            "--size",
-            "5000",
-        ],
-    );
+    set_bin(&d, dir.path(), "1s", "5000");
     wait_for("the bin emptied by age", || {
         bin(&d, dir.path()) == (0, 0, 0)
     });
@@ -395,19 +373,7 @@ fn kill_9_during_deletes_into_the_bin_and_during_a_purge_loses_nothing() {
     // The tree in as one entry, then a purge of it, killed half-way
     // (40 inodes a round).
     cli(&d, dir.path(), &["rm", "-r", "/data/proj/t"]);
-    cli(
-        &d,
-        dir.path(),
-        &[
-            "recycle",
-            "config",
-            "/data/proj",
-            "--lifetime",
-            "1s",
-            "--size",
-            "1G",
-        ],
-    );
+    set_bin(&d, dir.path(), "1s", "1G");
     wait_for("the purge under way", || {
         let ls = cli(&d, dir.path(), &["-m", "recycle", "ls", "--all"]);
         ls.contains("purging=true")
