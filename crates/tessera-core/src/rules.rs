@@ -170,18 +170,21 @@ struct Rule {
 impl Rule {
     fn parse(rule: AccessRule) -> Result<Rule, String> {
         let limit = match rule.action.as_str() {
-            "shape" => {
+            "shape" | "reserve" => {
                 let counted = Counted::parse(&rule.subject).ok_or_else(|| {
                     format!(
-                        "shape subject {:?}: user:NAME|*, group:NAME|*, app:NAME|* or all",
-                        rule.subject
+                        "{} subject {:?}: user:NAME|*, group:NAME|*, app:NAME|* or all",
+                        rule.action, rule.subject
                     )
                 })?;
                 if !matches!(rule.ops.as_str(), "read" | "write" | "all" | "") {
                     return Err(format!("ops {:?}: read, write or all", rule.ops));
                 }
                 if rule.rate_milli < 1000 {
-                    return Err("a shape needs a rate of at least 1 byte per second".into());
+                    return Err(format!(
+                        "a {} needs a rate of at least 1 byte per second",
+                        rule.action
+                    ));
                 }
                 Some((counted, rule.rate_milli as f64 / 1000.0, 0.0))
             }
@@ -217,13 +220,13 @@ impl Rule {
             Some(NsPath::parse(&rule.path).map_err(|e| format!("path {:?}: {e}", rule.path))?)
         };
         match rule.action.as_str() {
-            "ban" | "allow" | "stall" | "limit" | "shape" => {}
+            "ban" | "allow" | "stall" | "limit" | "shape" | "reserve" => {}
             "redirect" if !rule.target.is_empty() => {}
             "redirect" => return Err("a redirect needs a target (host:port)".into()),
             a => {
                 return Err(format!(
-                    "action {a:?}: the actions are ban, allow, stall, redirect, limit, shape"
-                ))
+                "action {a:?}: the actions are ban, allow, stall, redirect, limit, shape, reserve"
+            ))
             }
         }
         Ok(Rule {
@@ -284,6 +287,7 @@ pub struct Rules {
     limits: Vec<Rule>,
     /// I/O shaping (`shaping.rs`): not asked per request.
     shapes: Vec<Shape>,
+    reserves: Vec<Shape>,
 }
 
 impl Rules {
@@ -305,9 +309,9 @@ impl Rules {
                 "allow" => out.allows.push(r),
                 "redirect" => out.redirects.push(r),
                 "stall" => out.stalls.push(r),
-                "shape" => {
+                "shape" | "reserve" => {
                     if let Some((counted, rate, _)) = r.limit {
-                        out.shapes.push(Shape {
+                        let shape = Shape {
                             id: r.rule.id,
                             counted,
                             writes: match r.rule.ops.as_str() {
@@ -316,7 +320,11 @@ impl Rules {
                                 _ => None,
                             },
                             rate,
-                        });
+                        };
+                        match r.rule.action.as_str() {
+                            "shape" => out.shapes.push(shape),
+                            _ => out.reserves.push(shape),
+                        }
                     }
                 }
                 _ => out.limits.push(r),
@@ -332,11 +340,17 @@ impl Rules {
             + self.stalls.len()
             + self.limits.len()
             + self.shapes.len()
+            + self.reserves.len()
     }
 
     /// The I/O shaping rules.
     pub(crate) fn shapes(&self) -> &[Shape] {
         &self.shapes
+    }
+
+    /// The I/O reservations.
+    pub(crate) fn reserves(&self) -> &[Shape] {
+        &self.reserves
     }
 
     pub fn is_empty(&self) -> bool {

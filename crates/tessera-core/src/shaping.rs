@@ -37,25 +37,81 @@ impl ByteBucket {
 
     /// Take `n` bytes: how long to wait until the balance is not negative.
     fn take(&self, n: usize) -> Duration {
+        self.take_at(n, self.rate)
+    }
+
+    /// [`ByteBucket::take`] at `rate` (the reservations' rest bucket
+    /// changes its rate as reservations come and go).
+    fn take_at(&self, n: usize, rate: f64) -> Duration {
         let mut s = crate::lock(&self.state);
         let now = Instant::now();
-        let burst = self.rate / 10.0;
-        s.0 = (s.0 + now.duration_since(s.1).as_secs_f64() * self.rate).min(burst);
+        let burst = rate / 10.0;
+        s.0 = (s.0 + now.duration_since(s.1).as_secs_f64() * rate).min(burst);
         s.1 = now;
         s.0 -= n as f64;
         if s.0 >= 0.0 {
             Duration::ZERO
         } else {
-            Duration::from_secs_f64(-s.0 / self.rate)
+            Duration::from_secs_f64(-s.0 / rate)
         }
     }
 }
+
+/// How long after its last bytes a reservation's subject counts as
+/// active.
+const ACTIVE_FOR: Duration = Duration::from_secs(2);
 
 /// The buckets and counters of every session.
 #[derive(Default)]
 pub(crate) struct Shaper {
     buckets: Mutex<HashMap<(u64, String), Arc<ByteBucket>>>,
     apps: Mutex<HashMap<String, ()>>,
+    /// What the storage reads and writes at most, bytes per second
+    /// (`[io]`; 0: not said, and reservations do nothing).
+    capacity: [std::sync::atomic::AtomicU64; 2],
+    /// When each reservation's subject last moved bytes.
+    active: Mutex<HashMap<u64, Instant>>,
+    /// What every session no active reservation covers shares, per
+    /// direction (reads, writes): the capacity less the active
+    /// reservations.
+    rest: [Mutex<Option<Arc<ByteBucket>>>; 2],
+}
+
+impl Shaper {
+    fn rest_bucket(&self, write: bool) -> Arc<ByteBucket> {
+        let mut r = crate::lock(&self.rest[usize::from(write)]);
+        Arc::clone(r.get_or_insert_with(|| Arc::new(ByteBucket::new(1.0))))
+    }
+}
+
+/// A session no reservation covers, while reservations are in force.
+#[derive(Clone)]
+struct Rest {
+    shaper: Arc<Shaper>,
+    write: bool,
+    /// The reservations of its direction: (rule, bytes per second).
+    reserves: Vec<(u64, f64)>,
+    bucket: Arc<ByteBucket>,
+}
+
+impl Rest {
+    /// The rate the rest may have now (`None`: no reservation active or
+    /// no capacity said).
+    fn rate(&self) -> Option<f64> {
+        let cap = self.shaper.capacity[usize::from(self.write)]
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if cap == 0 {
+            return None;
+        }
+        let active = crate::lock(&self.shaper.active);
+        let reserved: f64 = self
+            .reserves
+            .iter()
+            .filter(|(id, _)| active.get(id).is_some_and(|t| t.elapsed() < ACTIVE_FOR))
+            .map(|(_, r)| r)
+            .sum();
+        (reserved > 0.0).then(|| (cap as f64 - reserved).max(cap as f64 / 100.0))
+    }
 }
 
 /// What one session's bytes are paced and counted by.
@@ -63,6 +119,12 @@ pub(crate) struct Shaper {
 pub struct Pace {
     buckets: Vec<Arc<ByteBucket>>,
     counter: Option<tessera_obs::IoCounter>,
+    /// The reservations that cover this session (marked active by its
+    /// bytes), and the shaper they are kept in.
+    reserved: Vec<u64>,
+    shaper: Option<Arc<Shaper>>,
+    /// Not covered while reservations are in force: the rest's share.
+    rest: Option<Rest>,
 }
 
 impl Pace {
@@ -74,7 +136,12 @@ impl Pace {
         if let Some(c) = &self.counter {
             c.add(n as u64);
         }
-        let Some(slowest) = self.buckets.iter().map(|b| b.rate).reduce(f64::min) else {
+        self.mark_active();
+        let rest_rate = self.rest.as_ref().and_then(Rest::rate);
+        let Some(slowest) = (self.buckets.iter().map(|b| b.rate))
+            .chain(rest_rate)
+            .reduce(f64::min)
+        else {
             return;
         };
         let slice = ((slowest / 10.0) as usize).max(64 << 10);
@@ -82,9 +149,27 @@ impl Pace {
         while left > 0 {
             let take = left.min(slice);
             left -= take;
-            let wait = self.buckets.iter().map(|b| b.take(take)).max();
+            // Active for as long as it moves bytes (a paced call lasts).
+            self.mark_active();
+            let mut wait = self.buckets.iter().map(|b| b.take(take)).max();
+            if let Some(rest) = &self.rest {
+                if let Some(rate) = rest.rate() {
+                    wait = wait.max(Some(rest.bucket.take_at(take, rate)));
+                }
+            }
             if let Some(w) = wait.filter(|w| !w.is_zero()) {
                 tokio::time::sleep(w).await;
+            }
+        }
+    }
+
+    /// The reservations covering this session are active now.
+    fn mark_active(&self) {
+        if let (Some(s), false) = (&self.shaper, self.reserved.is_empty()) {
+            let now = Instant::now();
+            let mut active = crate::lock(&s.active);
+            for id in &self.reserved {
+                active.insert(*id, now);
             }
         }
     }
@@ -140,9 +225,38 @@ impl crate::Core {
             .metrics
             .rules
             .io_counter(if write { "write" } else { "read" }, &label);
+        // Reservations of this direction: this session is covered by
+        // some (and marks them active), or shares the rest.
+        let mine: Vec<&crate::rules::Shape> = rules
+            .reserves()
+            .iter()
+            .filter(|s| s.writes.is_none_or(|w| w == write))
+            .collect();
+        let reserved: Vec<u64> = mine
+            .iter()
+            .filter(|s| !s.counted.keys(who, app).is_empty())
+            .map(|s| s.id)
+            .collect();
+        let rest = (!mine.is_empty() && reserved.is_empty()).then(|| Rest {
+            shaper: Arc::clone(&self.shaper),
+            write,
+            reserves: mine.iter().map(|s| (s.id, s.rate)).collect(),
+            bucket: self.shaper.rest_bucket(write),
+        });
         Pace {
             buckets,
             counter: Some(counter),
+            shaper: (!reserved.is_empty()).then(|| Arc::clone(&self.shaper)),
+            reserved,
+            rest,
         }
+    }
+
+    /// What the storage reads and writes at most, bytes per second (0:
+    /// not said): what reservations keep their share of.
+    pub fn set_io_capacity(&self, read: u64, write: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.shaper.capacity[0].store(read, Relaxed);
+        self.shaper.capacity[1].store(write, Relaxed);
     }
 }

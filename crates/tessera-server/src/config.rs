@@ -45,7 +45,7 @@ pub enum DurabilityCfg {
 }
 
 pub use crate::config_conn::{Buffers, UnixCfg, Xrootd};
-pub use crate::config_data::{Balance, Data, Fsck, Recycle, Server};
+pub use crate::config_data::{Balance, Data, Fsck, Io, Recycle, Server};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -65,6 +65,7 @@ pub struct Config {
     pub fsck: Fsck,
     pub recycle: Recycle,
     pub balance: Balance,
+    pub io: Io,
     pub data: Data,
     pub server: Server,
     pub auth: Auth,
@@ -368,6 +369,7 @@ impl Default for Config {
             fsck: Fsck::default(),
             recycle: Recycle::default(),
             balance: Balance::default(),
+            io: Io::default(),
             data: Data::default(),
             server: Server::default(),
             auth: Auth::default(),

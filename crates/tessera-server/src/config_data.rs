@@ -62,6 +62,34 @@ impl Default for Balance {
     }
 }
 
+/// What the storage reads and writes at most, per second (`"10G"`; unset:
+/// not said). I/O reservations (`tessera access reserve`) keep their share
+/// of it: while a reserved client moves bytes, every other client of that
+/// direction shares what is left.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Io {
+    pub read_capacity: Option<String>,
+    pub write_capacity: Option<String>,
+}
+
+impl Io {
+    /// (read, write) in bytes per second (0: not said).
+    pub fn capacities(&self) -> anyhow::Result<(u64, u64)> {
+        let one = |v: &Option<String>, what: &str| -> anyhow::Result<u64> {
+            match v {
+                None => Ok(0),
+                Some(s) => tessera_types::parse_size(s)
+                    .map_err(|e| anyhow::anyhow!("[io] {what} {s:?}: {e}")),
+            }
+        };
+        Ok((
+            one(&self.read_capacity, "read_capacity")?,
+            one(&self.write_capacity, "write_capacity")?,
+        ))
+    }
+}
+
 /// The filesystems' health: every `probe_interval` each one is probed (a
 /// small stripe written and removed on a thread of its own); a probe that
 /// takes longer than `io_timeout` makes its filesystem `unresponsive`,

@@ -261,6 +261,8 @@ async fn open_core(cfg: &Config, gate: Option<tessera_meta::Gate>) -> anyhow::Re
     );
     let metrics = Arc::new(Metrics::new(VERSION));
     let core = Core::new(meta, metrics, Arc::new(crate::access_log(cfg)?))?;
+    let (read_cap, write_cap) = cfg.io.capacities()?;
+    core.set_io_capacity(read_cap, write_cap);
     core.set_io_timeout(std::time::Duration::from_secs(cfg.data.io_timeout_s.max(1)));
     if cfg.dev_filesystems {
         crate::register_dev_filesystems(&core, &cfg.data_dir).await?;

@@ -98,6 +98,20 @@ pub enum AccessCmd {
         #[command(flatten)]
         scope: Scope,
     },
+    /// A share protected for SUBJECT (RATE bytes per second of reads,
+    /// writes or both): while it moves bytes, every client no reservation
+    /// covers shares what is left of the storage's capacity (`[io]
+    /// read_capacity`, `write_capacity`).
+    Reserve {
+        subject: String,
+        /// read, write or all.
+        #[arg(long, default_value = "all")]
+        ops: String,
+        #[arg(long)]
+        rate: String,
+        #[command(flatten)]
+        scope: Scope,
+    },
     /// Every rule, with who set it and when.
     Ls,
     /// Remove rule ID.
@@ -166,7 +180,9 @@ fn records(rules: &[pb::AccessRule]) -> (Vec<Rec>, String) {
         let wait = match (r.action.as_str(), r.wait_secs) {
             ("redirect", _) => "-".to_string(),
             ("limit", _) => format!("{} {}/s burst {}", r.ops, r.rate, r.burst),
-            ("shape", _) => format!("{} {}/s", r.ops, tessera_types::format_size(r.rate as u64)),
+            ("shape" | "reserve", _) => {
+                format!("{} {}/s", r.ops, tessera_types::format_size(r.rate as u64))
+            }
             (_, 0) => "60s".into(),
             (_, s) => show_millis(u64::from(s) * 1000),
         };
@@ -259,6 +275,17 @@ pub async fn run(c: &mut Clients, fmt: Format, a: AccessCmd) -> Result<(), Failu
             rate: tessera_types::parse_size(&rate).map_err(|e| Failure::new(22, e.to_string()))?
                 as f64,
             ..rule("shape", subject, None, scope)?
+        },
+        AccessCmd::Reserve {
+            subject,
+            ops,
+            rate,
+            scope,
+        } => pb::AccessRule {
+            ops,
+            rate: tessera_types::parse_size(&rate).map_err(|e| Failure::new(22, e.to_string()))?
+                as f64,
+            ..rule("reserve", subject, None, scope)?
         },
         AccessCmd::Redirect { subject, to, scope } => pb::AccessRule {
             target: to,

@@ -3,7 +3,9 @@
 //! and 4 MB/s each get their share within 15 % (xrdcp with XRD_APPNAME,
 //! which XRootD's login carries as `xrd.appname`); a shaped upload and a
 //! shaped curl GET (its User-Agent's product) likewise; the bytes are
-//! counted per application in `tessera_io_bytes_total`.
+//! counted per application in `tessera_io_bytes_total`. A reservation of
+//! 8 of 12 MB/s: another application alone is not held back, beside the
+//! reserved one it gets the 4 MB/s left, within 15 %.
 
 use crate::devd::{cli, metric};
 use crate::{data, run_ok, Daemon};
@@ -137,4 +139,69 @@ fn two_applications_get_their_shares_and_shaped_transfers_keep_their_rate() {
         "tessera_io_bytes_total{direction=\"write\",app=\"gamma\"}",
     );
     assert!(gamma >= body.len() as f64, "gamma's bytes counted: {gamma}");
+}
+
+#[test]
+fn a_reservation_keeps_its_share_while_the_rest_shares_what_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = crate::devd::daemon(dir.path(), "[io]\nread_capacity = \"12M\"\n");
+    let xr = d.field("xrootd=");
+    let (big, small) = (data(48 << 20, 1), data(16 << 20, 2));
+    for (name, body) in [("big", &big), ("small", &small)] {
+        let src = dir.path().join(name);
+        std::fs::write(&src, body).unwrap();
+        let url = format!("root://{xr}//data/{name}");
+        run_ok(
+            &mut xrdcp("setup", &[src.to_str().unwrap(), &url]),
+            "xrdcp up",
+        );
+    }
+    // alpha reads at 8 MB/s (a shape, so that it runs long enough) with
+    // 8 MB/s of the 12 reserved.
+    cli(
+        &d,
+        dir.path(),
+        &[
+            "access",
+            "shape",
+            "app:alpha",
+            "--ops",
+            "read",
+            "--rate",
+            "8M",
+        ],
+    );
+    cli(
+        &d,
+        dir.path(),
+        &[
+            "access",
+            "reserve",
+            "app:alpha",
+            "--ops",
+            "read",
+            "--rate",
+            "8M",
+        ],
+    );
+    let read = |app: &'static str, name: &'static str| {
+        let (url, out) = (format!("root://{xr}//data/{name}"), dir.path().join(app));
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            run_ok(&mut xrdcp(app, &["-f", &url, out.to_str().unwrap()]), app);
+            t.elapsed().as_secs_f64()
+        })
+    };
+    // beta alone: alpha is not active, nothing holds it back.
+    let alone = read("beta", "small").join().unwrap();
+    let fast = small.len() as f64 / alone;
+    assert!(fast > 20e6, "beta alone: {fast:.0} B/s");
+    // Both: while alpha reads, beta shares the 4 MB/s left.
+    let a = read("alpha", "big");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let b = read("beta", "small");
+    let tb = b.join().unwrap();
+    let ta = a.join().unwrap();
+    near("beta beside the reservation", small.len(), tb, 4e6);
+    near("alpha, reserved", big.len(), ta, 8e6);
 }
