@@ -20,6 +20,8 @@ const MAX_BUCKETS: usize = 10_000;
 /// Application names the byte counters keep apart; the rest count as
 /// `other` (a client names its application: it must not grow the series).
 const MAX_APPS: usize = 32;
+/// Uids (and gids) the byte counters keep apart.
+const MAX_OWNERS: usize = 64;
 
 /// Bytes per second with a tenth of a second's burst, and a debt.
 struct ByteBucket {
@@ -66,6 +68,8 @@ const ACTIVE_FOR: Duration = Duration::from_secs(2);
 pub(crate) struct Shaper {
     buckets: Mutex<HashMap<(u64, String), Arc<ByteBucket>>>,
     apps: Mutex<HashMap<String, ()>>,
+    /// The uids and gids the byte counters keep apart (64 of each).
+    owners: Mutex<HashMap<(bool, u32), ()>>,
     /// What the storage reads and writes at most, bytes per second
     /// (`[io]`; 0: not said, and reservations do nothing).
     capacity: [std::sync::atomic::AtomicU64; 2],
@@ -118,7 +122,8 @@ impl Rest {
 #[derive(Clone, Default)]
 pub struct Pace {
     buckets: Vec<Arc<ByteBucket>>,
-    counter: Option<tessera_obs::IoCounter>,
+    /// By application, uid and gid.
+    counters: Vec<tessera_obs::IoCounter>,
     /// The reservations that cover this session (marked active by its
     /// bytes), and the shaper they are kept in.
     reserved: Vec<u64>,
@@ -133,7 +138,7 @@ impl Pace {
     /// bucket, at least 64 KiB), so that no request leaves a debt larger
     /// than a slice behind, even one abandoned while it waits.
     pub async fn bytes(&self, n: usize) {
-        if let Some(c) = &self.counter {
+        for c in &self.counters {
             c.add(n as u64);
         }
         self.mark_active();
@@ -221,10 +226,23 @@ impl crate::Core {
                 "other".to_string()
             }
         };
-        let counter = self
-            .metrics
-            .rules
-            .io_counter(if write { "write" } else { "read" }, &label);
+        let dir = if write { "write" } else { "read" };
+        let mut counters = vec![self.metrics.rules.io_counter(dir, &label)];
+        {
+            let mut owners = crate::lock(&self.shaper.owners);
+            for (gid, id) in [(false, who.uid), (true, who.gid)] {
+                let kept = owners.contains_key(&(gid, id))
+                    || owners.keys().filter(|k| k.0 == gid).count() < MAX_OWNERS;
+                let shown = if kept {
+                    owners.insert((gid, id), ());
+                    id.to_string()
+                } else {
+                    "other".to_string()
+                };
+                let kind = if gid { "gid" } else { "uid" };
+                counters.push(self.metrics.rules.io_owner_counter(dir, kind, &shown));
+            }
+        }
         // Reservations of this direction: this session is covered by
         // some (and marks them active), or shares the rest.
         let mine: Vec<&crate::rules::Shape> = rules
@@ -245,7 +263,7 @@ impl crate::Core {
         });
         Pace {
             buckets,
-            counter: Some(counter),
+            counters,
             shaper: (!reserved.is_empty()).then(|| Arc::clone(&self.shaper)),
             reserved,
             rest,

@@ -20,4 +20,4 @@ pub use fedmetrics::{EndpointLabels, FedMetrics};
 pub use hametrics::HaMetrics;
 pub use metrics::{Metrics, OpLabels, PartLabels, ProtocolLabels, QuotaLabels, ResultLabels};
 pub use recyclemetrics::{BinLabels, RecycleMetrics};
-pub use rulemetrics::{IoCounter, IoLabels, RuleLabels, RuleMetrics};
+pub use rulemetrics::{IoCounter, IoLabels, IoOwnerLabels, RuleLabels, RuleMetrics};

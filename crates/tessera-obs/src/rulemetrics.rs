@@ -25,6 +25,16 @@ pub struct IoLabels {
     pub app: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct IoOwnerLabels {
+    /// `read` or `write`.
+    pub direction: String,
+    /// `uid` or `gid`.
+    pub kind: String,
+    /// The number (`other` past 64 of a kind).
+    pub id: String,
+}
+
 /// One series of `tessera_io_bytes_total`, kept by a session.
 #[derive(Clone, Debug)]
 pub struct IoCounter(Counter);
@@ -39,6 +49,8 @@ pub struct RuleMetrics {
     /// Bytes of file data read and written, by application (`rate()` of
     /// it: the moving average I/O shaping rules act on).
     pub io_bytes: Family<IoLabels, Counter>,
+    /// The same bytes by uid and by gid of the client.
+    pub io_owner_bytes: Family<IoOwnerLabels, Counter>,
     /// Requests answered with a wait or a redirect by an access rule.
     pub refused: Family<RuleLabels, Counter>,
     /// Access rules in force (set when they change).
@@ -49,6 +61,7 @@ impl RuleMetrics {
     pub fn register(r: &mut Registry) -> RuleMetrics {
         let m = RuleMetrics {
             io_bytes: Family::default(),
+            io_owner_bytes: Family::default(),
             refused: Family::default(),
             rules: Gauge::default(),
         };
@@ -61,6 +74,11 @@ impl RuleMetrics {
             "io_bytes",
             "Bytes of file data read and written, by direction and application (I/O shaping rules act on its rate)",
             m.io_bytes.clone(),
+        );
+        r.register(
+            "io_owner_bytes",
+            "Bytes of file data read and written, by direction and the client's uid or gid (64 of each, the rest as other)",
+            m.io_owner_bytes.clone(),
         );
         r.register(
             "access_rules",
@@ -77,6 +95,19 @@ impl RuleMetrics {
                 .get_or_create(&IoLabels {
                     direction: direction.to_string(),
                     app: app.to_string(),
+                })
+                .clone(),
+        )
+    }
+
+    /// The counter of `direction` bytes of uid or gid (`kind`) `id`.
+    pub fn io_owner_counter(&self, direction: &str, kind: &str, id: &str) -> IoCounter {
+        IoCounter(
+            self.io_owner_bytes
+                .get_or_create(&IoOwnerLabels {
+                    direction: direction.to_string(),
+                    kind: kind.to_string(),
+                    id: id.to_string(),
                 })
                 .clone(),
         )

@@ -134,6 +134,16 @@ fn two_applications_get_their_shares_and_shaped_transfers_keep_their_rate() {
         "tessera_io_bytes_total{direction=\"read\",app=\"alpha\"}",
     );
     assert!(alpha >= body.len() as f64, "alpha's bytes counted: {alpha}");
+    // And by the client's uid (the loopback login's: this process's).
+    let me = Command::new("id").arg("-u").output().unwrap();
+    let me = String::from_utf8_lossy(&me.stdout).trim().to_string();
+    let by_uid =
+        format!("tessera_io_owner_bytes_total{{direction=\"read\",kind=\"uid\",id=\"{me}\"}}");
+    let uid = metric(&d, &by_uid);
+    assert!(
+        uid >= 2.0 * body.len() as f64,
+        "read bytes counted by uid {me}: {uid}"
+    );
     let gamma = metric(
         &d,
         "tessera_io_bytes_total{direction=\"write\",app=\"gamma\"}",
