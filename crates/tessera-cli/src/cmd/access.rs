@@ -150,6 +150,22 @@ fn rule(
     })
 }
 
+/// A `shape` or `reserve` rule: `rate` in bytes per second (100M, 2G).
+fn bandwidth(
+    action: &str,
+    subject: String,
+    ops: String,
+    rate: &str,
+    scope: Scope,
+) -> Result<pb::AccessRule, Failure> {
+    let bytes = tessera_types::parse_size(rate).map_err(|e| Failure::new(22, e.to_string()))?;
+    Ok(pb::AccessRule {
+        ops,
+        rate: bytes as f64,
+        ..rule(action, subject, None, scope)?
+    })
+}
+
 fn records(rules: &[pb::AccessRule]) -> (Vec<Rec>, String) {
     let mut rows = vec![[
         "id", "action", "subject", "path", "ops", "wait", "to", "set by", "set at", "expires",
@@ -270,23 +286,13 @@ pub async fn run(c: &mut Clients, fmt: Format, a: AccessCmd) -> Result<(), Failu
             ops,
             rate,
             scope,
-        } => pb::AccessRule {
-            ops,
-            rate: tessera_types::parse_size(&rate).map_err(|e| Failure::new(22, e.to_string()))?
-                as f64,
-            ..rule("shape", subject, None, scope)?
-        },
+        } => bandwidth("shape", subject, ops, &rate, scope)?,
         AccessCmd::Reserve {
             subject,
             ops,
             rate,
             scope,
-        } => pb::AccessRule {
-            ops,
-            rate: tessera_types::parse_size(&rate).map_err(|e| Failure::new(22, e.to_string()))?
-                as f64,
-            ..rule("reserve", subject, None, scope)?
-        },
+        } => bandwidth("reserve", subject, ops, &rate, scope)?,
         AccessCmd::Redirect { subject, to, scope } => pb::AccessRule {
             target: to,
             ..rule("redirect", subject, None, scope)?

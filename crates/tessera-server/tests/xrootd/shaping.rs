@@ -24,6 +24,15 @@ fn xrdcp(app: &str, args: &[&str]) -> Command {
     c
 }
 
+/// `tessera access ACTION SUBJECT --ops OPS --rate RATE`.
+fn bandwidth(d: &Daemon, dir: &Path, action: &str, subject: &str, ops: &str, rate: &str) {
+    cli(
+        d,
+        dir,
+        &["access", action, subject, "--ops", ops, "--rate", rate],
+    );
+}
+
 /// Bytes per second of `bytes` in `secs`, against `want`: within 15 %.
 #[track_caller]
 fn near(what: &str, bytes: usize, secs: f64, want: f64) {
@@ -47,46 +56,10 @@ fn two_applications_get_their_shares_and_shaped_transfers_keep_their_rate() {
         &mut xrdcp("setup", &[src.to_str().unwrap(), &url]),
         "xrdcp up",
     );
-    cli(
-        &d,
-        dir.path(),
-        &[
-            "access",
-            "shape",
-            "app:alpha",
-            "--ops",
-            "read",
-            "--rate",
-            "8M",
-        ],
-    );
-    cli(
-        &d,
-        dir.path(),
-        &[
-            "access", "shape", "app:beta", "--ops", "read", "--rate", "4M",
-        ],
-    );
-    cli(
-        &d,
-        dir.path(),
-        &[
-            "access",
-            "shape",
-            "app:gamma",
-            "--ops",
-            "write",
-            "--rate",
-            "5M",
-        ],
-    );
-    cli(
-        &d,
-        dir.path(),
-        &[
-            "access", "shape", "app:curl", "--ops", "read", "--rate", "6M",
-        ],
-    );
+    bandwidth(&d, dir.path(), "shape", "app:alpha", "read", "8M");
+    bandwidth(&d, dir.path(), "shape", "app:beta", "read", "4M");
+    bandwidth(&d, dir.path(), "shape", "app:gamma", "write", "5M");
+    bandwidth(&d, dir.path(), "shape", "app:curl", "read", "6M");
     let ls = cli(&d, dir.path(), &["access", "ls"]);
     assert!(ls.contains("read 8.00 MB/s"), "{ls}");
     // Both at once: each its own share.
@@ -168,32 +141,8 @@ fn a_reservation_keeps_its_share_while_the_rest_shares_what_is_left() {
     }
     // alpha reads at 8 MB/s (a shape, so that it runs long enough) with
     // 8 MB/s of the 12 reserved.
-    cli(
-        &d,
-        dir.path(),
-        &[
-            "access",
-            "shape",
-            "app:alpha",
-            "--ops",
-            "read",
-            "--rate",
-            "8M",
-        ],
-    );
-    cli(
-        &d,
-        dir.path(),
-        &[
-            "access",
-            "reserve",
-            "app:alpha",
-            "--ops",
-            "read",
-            "--rate",
-            "8M",
-        ],
-    );
+    bandwidth(&d, dir.path(), "shape", "app:alpha", "read", "8M");
+    bandwidth(&d, dir.path(), "reserve", "app:alpha", "read", "8M");
     let read = |app: &'static str, name: &'static str| {
         let (url, out) = (format!("root://{xr}//data/{name}"), dir.path().join(app));
         std::thread::spawn(move || {
