@@ -243,6 +243,22 @@ impl<'a> Txn<'a> {
         crate::read::charged_xattr_bytes(self.db, ino)
     }
 
+    /// Remove inode `ino` and its attributes (not its directory entry):
+    /// the bytes its attributes took in the byte quota.
+    pub fn drop_inode(&mut self, ino: u64) -> Result<u64, MetaError> {
+        let keys = self.committed_xattr_keys(ino)?;
+        let attrs = if keys.is_empty() {
+            0
+        } else {
+            self.committed_xattr_bytes(ino)?
+        };
+        for k in keys {
+            self.delete(Cf::Xattr, &k);
+        }
+        self.delete_inode(ino);
+        Ok(attrs)
+    }
+
     pub fn committed_xattr_keys(&self, ino: u64) -> Result<Vec<Vec<u8>>, MetaError> {
         let mut out = Vec::new();
         for item in crate::read::prefix_iter(self.db, CF_XATTR, ino) {

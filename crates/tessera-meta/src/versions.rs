@@ -106,11 +106,7 @@ pub(crate) fn add_usage<G: Get>(g: &G, cur: u64, usage: &mut OwnerUsage) -> Resu
 
 /// Remove version `v` (its inode and attributes), uncharged from `node`.
 fn forget(txn: &mut Txn<'_>, deltas: &mut Deltas, node: u64, v: &Inode) -> Result<(), MetaError> {
-    let charged = txn.committed_xattr_bytes(v.ino)?;
-    for k in txn.committed_xattr_keys(v.ino)? {
-        txn.delete(Cf::Xattr, &k);
-    }
-    txn.delete_inode(v.ino);
+    let charged = txn.drop_inode(v.ino)?;
     deltas.charge(node, v.uid, v.gid, -((v.size + charged) as i128), -1);
     Ok(())
 }

@@ -132,16 +132,7 @@ fn delete_entry(txn: &mut Txn<'_>, parent: u64, victim: &Inode) -> Result<i128, 
         txn.note_dir_change();
     }
     txn.delete_dentry(parent, &victim.name);
-    txn.delete_inode(victim.ino);
-    let keys = txn.committed_xattr_keys(victim.ino)?;
-    let attrs = if keys.is_empty() {
-        0
-    } else {
-        txn.committed_xattr_bytes(victim.ino)?
-    };
-    for k in keys {
-        txn.delete(Cf::Xattr, &k);
-    }
+    let attrs = txn.drop_inode(victim.ino)?;
     Ok(victim.size as i128 + attrs as i128)
 }
 

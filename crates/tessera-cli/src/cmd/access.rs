@@ -24,6 +24,20 @@ pub struct Scope {
     comment: String,
 }
 
+/// What a `shape` or `reserve` rule says.
+#[derive(clap::Args)]
+pub struct Bandwidth {
+    subject: String,
+    /// read, write or all.
+    #[arg(long, default_value = "all")]
+    ops: String,
+    /// Bytes per second (100M, 2G).
+    #[arg(long)]
+    rate: String,
+    #[command(flatten)]
+    scope: Scope,
+}
+
 #[derive(clap::Subcommand)]
 pub enum AccessCmd {
     /// Tell SUBJECT to wait: user:NAME, group:NAME, host:ADDR[/LEN],
@@ -88,30 +102,12 @@ pub enum AccessCmd {
     /// writes or both (--ops) for SUBJECT: user:NAME, group:NAME,
     /// app:NAME, user:*, group:*, app:* (each its own), or all (together).
     /// Transfers are slowed (paced), never refused.
-    Shape {
-        subject: String,
-        /// read, write or all.
-        #[arg(long, default_value = "all")]
-        ops: String,
-        #[arg(long)]
-        rate: String,
-        #[command(flatten)]
-        scope: Scope,
-    },
+    Shape(Bandwidth),
     /// A share protected for SUBJECT (RATE bytes per second of reads,
     /// writes or both): while it moves bytes, every client no reservation
     /// covers shares what is left of the storage's capacity (`[io]
     /// read_capacity`, `write_capacity`).
-    Reserve {
-        subject: String,
-        /// read, write or all.
-        #[arg(long, default_value = "all")]
-        ops: String,
-        #[arg(long)]
-        rate: String,
-        #[command(flatten)]
-        scope: Scope,
-    },
+    Reserve(Bandwidth),
     /// Every rule, with who set it and when.
     Ls,
     /// Remove rule ID.
@@ -151,18 +147,12 @@ fn rule(
 }
 
 /// A `shape` or `reserve` rule: `rate` in bytes per second (100M, 2G).
-fn bandwidth(
-    action: &str,
-    subject: String,
-    ops: String,
-    rate: &str,
-    scope: Scope,
-) -> Result<pb::AccessRule, Failure> {
-    let bytes = tessera_types::parse_size(rate).map_err(|e| Failure::new(22, e.to_string()))?;
+fn bandwidth(action: &str, b: Bandwidth) -> Result<pb::AccessRule, Failure> {
+    let bytes = tessera_types::parse_size(&b.rate).map_err(|e| Failure::new(22, e.to_string()))?;
     Ok(pb::AccessRule {
-        ops,
+        ops: b.ops,
         rate: bytes as f64,
-        ..rule(action, subject, None, scope)?
+        ..rule(action, b.subject, None, b.scope)?
     })
 }
 
@@ -281,18 +271,8 @@ pub async fn run(c: &mut Clients, fmt: Format, a: AccessCmd) -> Result<(), Failu
             burst: burst.unwrap_or((2.0 * rate).ceil().max(1.0) as u32),
             ..rule("limit", subject, None, scope)?
         },
-        AccessCmd::Shape {
-            subject,
-            ops,
-            rate,
-            scope,
-        } => bandwidth("shape", subject, ops, &rate, scope)?,
-        AccessCmd::Reserve {
-            subject,
-            ops,
-            rate,
-            scope,
-        } => bandwidth("reserve", subject, ops, &rate, scope)?,
+        AccessCmd::Shape(b) => bandwidth("shape", b)?,
+        AccessCmd::Reserve(b) => bandwidth("reserve", b)?,
         AccessCmd::Redirect { subject, to, scope } => pb::AccessRule {
             target: to,
             ..rule("redirect", subject, None, scope)?

@@ -8,7 +8,7 @@ use crate::error::MetaError;
 use crate::read;
 use crate::records::Inode;
 use crate::store::MetaStore;
-use crate::txn::{Cf, Txn};
+use crate::txn::Txn;
 use tessera_types::Identity;
 
 /// What one purge step removed.
@@ -72,12 +72,7 @@ fn forget(txn: &mut Txn<'_>, victim: &Inode, top: bool) -> Result<u64, MetaError
         p.nchildren = p.nchildren.saturating_sub(1);
         txn.put_inode(&p);
     }
-    let charged = txn.committed_xattr_bytes(victim.ino)?;
-    for k in txn.committed_xattr_keys(victim.ino)? {
-        txn.delete(Cf::Xattr, &k);
-    }
-    txn.delete_inode(victim.ino);
-    Ok(victim.size + charged)
+    Ok(victim.size + txn.drop_inode(victim.ino)?)
 }
 
 impl MetaStore {
