@@ -194,7 +194,9 @@ async fn gateway_data(
             // A gateway has no rules: it counts the bytes, the metadata
             // service shapes nothing here.
             let pace = tessera_core::Pace::default();
-            let inode = put::receive(ws, req.into_body(), cfg.body_timeout, &budget, pace).await?;
+            let expect = crate::ops::putdigest::expected(req.headers())?;
+            let body = req.into_body();
+            let inode = put::receive(ws, body, cfg.body_timeout, &budget, pace, expect).await?;
             put::created(&inode, true)
         }
     };

@@ -15,6 +15,7 @@ pub mod precond;
 pub mod propfind;
 pub mod proppatch;
 pub mod put;
+pub mod putdigest;
 pub mod rules;
 pub mod whoami;
 

@@ -27,6 +27,9 @@ pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
     if current.as_ref().is_some_and(|i| i.is_dir()) {
         return Err(HttpError::new(405, "PUT on a collection"));
     }
+    // Announced digests are read before anything is made: a malformed
+    // one is refused with nothing created.
+    let expect = super::putdigest::expected(h)?;
     make_parents(ctx, &p).await?;
     // `If-None-Match: *` is a create-only upload: the namespace refuses a
     // file that appeared meanwhile when the upload commits. Any other
@@ -59,7 +62,8 @@ pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
     let pace = ctx
         .core
         .pace(&ctx.who, super::rules::app_of(req.headers()), true);
-    let inode = receive(ws, req.into_body(), ctx.cfg.body_timeout, &budget, pace)
+    let body = req.into_body();
+    let inode = receive(ws, body, ctx.cfg.body_timeout, &budget, pace, expect)
         .await
         .map_err(refused)?;
     Ok(created(&inode, !existed))
@@ -102,6 +106,7 @@ pub async fn receive(
     idle: std::time::Duration,
     budget: &Budget,
     pace: tessera_core::Pace,
+    expect: Expect,
 ) -> Result<tessera_core::Inode, HttpError> {
     let up: Upload<Bytes> = Upload::new(ws, budget.clone(), None);
     up.pace_with(pace);
@@ -121,7 +126,7 @@ pub async fn receive(
             }
         }
     }
-    Ok(up.close(Expect::default()).await?)
+    up.close(expect).await.map_err(super::putdigest::mismatch)
 }
 
 /// After a refusal mid-upload (over quota, no space): read and drop what

@@ -7,6 +7,7 @@ mod acl;
 mod clients;
 mod conditional;
 mod desktop;
+mod digests;
 mod errors;
 mod fed;
 mod fed_geo;
