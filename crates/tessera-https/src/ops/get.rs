@@ -52,7 +52,8 @@ pub async fn get(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
         }
         Ok(Err(st)) => return Ok(stalled(&st)),
         Err(e) if e.kind() == tessera_types::ErrorKind::IsADirectory => {
-            return listing(ctx, &p, head).await
+            let html = super::index::wants_html(req.headers());
+            return super::index::listing(ctx, &p, head, html).await;
         }
         Err(e) => return Err(e.into()),
     };
@@ -224,6 +225,7 @@ pub fn respond(
     set(&mut r, "ETag", &tag);
     set(&mut r, "Last-Modified", &http_date(mtime));
     set(&mut r, "Accept-Ranges", "bytes");
+    set(&mut r, "X-Content-Type-Options", "nosniff");
     digests(h, &i, &mut r);
     match outcome {
         super::precond::Outcome::Proceed => {}
@@ -249,7 +251,7 @@ pub fn respond(
         }
         Ranges::Whole => {
             set(&mut r, "Content-Length", &size.to_string());
-            set(&mut r, "Content-Type", "application/octet-stream");
+            set(&mut r, "Content-Type", super::mime::of(&i.name));
             if !head {
                 *r.body_mut() = match &whole {
                     Some(b) => Body::bytes(b.clone()),
@@ -262,7 +264,7 @@ pub fn respond(
             status(&mut r, 206);
             set(&mut r, "Content-Range", &format!("bytes {f}-{l}/{size}"));
             set(&mut r, "Content-Length", &(l - f + 1).to_string());
-            set(&mut r, "Content-Type", "application/octet-stream");
+            set(&mut r, "Content-Type", super::mime::of(&i.name));
             if !head {
                 *r.body_mut() = match &whole {
                     Some(b) => Body::bytes(b.slice(f as usize..=l as usize)),
@@ -411,40 +413,4 @@ fn frames(d: tessera_core::ReadData, lease: Lease) -> Vec<Bytes> {
         .into_iter()
         .map(|(b, s, e)| owners[b].slice(s..e))
         .collect()
-}
-
-/// GET on a directory: its names, one per line (directories end in `/`).
-async fn listing(
-    ctx: &Ctx,
-    p: &tessera_types::NsPath,
-    head: bool,
-) -> Result<Response<Body>, HttpError> {
-    let mut out = String::new();
-    let mut after: Option<Vec<u8>> = None;
-    loop {
-        let page = ctx
-            .core
-            .list(&ctx.who, p.clone(), after.clone(), 4096)
-            .await?;
-        let Some(last) = page.last() else { break };
-        after = Some(last.name.clone());
-        for e in &page {
-            out.push_str(&String::from_utf8_lossy(&e.name));
-            if e.is_dir() {
-                out.push('/');
-            }
-            out.push('\n');
-        }
-        if page.len() < 4096 {
-            break;
-        }
-    }
-    let mut r = Response::new(if head {
-        Body::Empty
-    } else {
-        Body::text(out.clone())
-    });
-    set(&mut r, "Content-Type", "text/plain; charset=utf-8");
-    set(&mut r, "Content-Length", &out.len().to_string());
-    Ok(r)
 }

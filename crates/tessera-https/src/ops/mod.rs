@@ -3,11 +3,14 @@
 pub mod copy;
 pub mod deadprops;
 pub mod delete;
+pub mod dirpages;
 pub mod fed;
 pub mod fedlist;
 pub mod get;
+pub mod index;
 pub mod macaroon;
 pub mod metalink;
+pub mod mime;
 pub mod mkcol;
 pub mod moves;
 pub mod multistatus;

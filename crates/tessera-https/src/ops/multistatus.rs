@@ -47,14 +47,18 @@ pub fn xml_207(xml: String) -> Response<Body> {
     r
 }
 
-/// A 207 whose body is `head` and then what `rest` brings (chunked: its
-/// length is not known when it starts).
-pub fn streamed_207(
-    head: String,
-    rest: tokio::sync::mpsc::Receiver<Result<hyper::body::Bytes, std::io::Error>>,
-) -> Response<Body> {
-    let mut r = Response::new(Body::Primed(Some(head.into()), rest));
+/// A 207 with a listing's body (chunked when streamed: its length is
+/// not known when it starts).
+pub fn streamed_207(body: Body) -> Response<Body> {
+    let len = match &body {
+        Body::Full(Some(b)) => Some(b.len()),
+        _ => None,
+    };
+    let mut r = Response::new(body);
     status(&mut r, 207);
     set(&mut r, "Content-Type", "application/xml; charset=utf-8");
+    if let Some(n) = len {
+        set(&mut r, "Content-Length", &n.to_string());
+    }
     r
 }

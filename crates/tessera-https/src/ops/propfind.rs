@@ -125,34 +125,12 @@ pub async fn propfind(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Http
             },
             want,
         };
-        let (chunk, next) = lister.page(None).await?;
-        xml.push_str(&chunk);
-        if let Some(after) = next {
-            // More than a page: the rest is listed as it is sent.
-            let (tx, rx) = tokio::sync::mpsc::channel(2);
-            tokio::spawn(async move {
-                let mut after = after;
-                loop {
-                    match lister.page(Some(after)).await {
-                        Ok((chunk, next)) => {
-                            if tx.send(Ok(chunk.into())).await.is_err() {
-                                return;
-                            }
-                            match next {
-                                Some(n) => after = n,
-                                None => break,
-                            }
-                        }
-                        Err(e) => {
-                            let _ = tx.send(Err(std::io::Error::other(e.msg))).await;
-                            return;
-                        }
-                    }
-                }
-                let _ = tx.send(Ok(TAIL.into())).await;
-            });
-            return Ok(super::multistatus::streamed_207(xml, rx));
-        }
+        let bounds = super::dirpages::Bounds {
+            budget: ctx.reply_budget(),
+            idle: ctx.cfg.body_timeout,
+        };
+        let body = super::dirpages::body(lister, xml, TAIL.into(), bounds).await?;
+        return Ok(super::multistatus::streamed_207(body));
     }
     xml.push_str(TAIL);
     Ok(super::multistatus::xml_207(xml))
@@ -167,7 +145,7 @@ struct Lister {
     want: Propfind,
 }
 
-impl Lister {
+impl super::dirpages::Pager for Lister {
     /// The entries after `after`: their XML, and the name to go on after
     /// when there may be more.
     async fn page(&self, after: Option<Vec<u8>>) -> Result<(String, Option<Vec<u8>>), HttpError> {

@@ -4,6 +4,7 @@
 //! the server's owner until tokens arrive).
 
 mod acl;
+mod browser;
 mod clients;
 mod conditional;
 mod desktop;
