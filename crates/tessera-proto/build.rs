@@ -13,6 +13,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "tessera/admin/v1/recycle.proto",
         "tessera/admin/v1/versions.proto",
         "tessera/admin/v1/balance.proto",
+        "tessera/admin/v1/report.proto",
         "tessera/internal/v1/cluster.proto",
     ];
     let paths: Vec<_> = files.iter().map(|f| root.join(f)).collect();

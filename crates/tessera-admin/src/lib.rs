@@ -12,6 +12,7 @@ mod fsck;
 mod namespace;
 mod quota;
 mod recycle;
+mod report;
 mod versions;
 
 pub use auth::AdminAuth;
@@ -26,6 +27,7 @@ use tessera_proto::admin::v1::fsck_server::FsckServer;
 use tessera_proto::admin::v1::namespace_server::NamespaceServer;
 use tessera_proto::admin::v1::quota_server::QuotaServer;
 use tessera_proto::admin::v1::recycle_server::RecycleServer;
+use tessera_proto::admin::v1::report_server::ReportServer;
 use tessera_proto::admin::v1::versions_server::VersionsServer;
 
 /// The admin services, ready to be added to a tonic server.
@@ -85,4 +87,12 @@ pub fn services(
         }),
         fsck: FsckServer::new(fsck::FsckSvc { core, auth }),
     }
+}
+
+/// The `Report` service over the server's Storage Resource Report.
+pub fn report(
+    srr: Arc<tessera_wlcg::srr::Reporter>,
+    auth: Arc<AdminAuth>,
+) -> ReportServer<report::ReportSvc> {
+    ReportServer::new(report::ReportSvc { srr, auth })
 }

@@ -9,6 +9,7 @@ use tessera_proto::admin::v1::fsck_client::FsckClient;
 use tessera_proto::admin::v1::namespace_client::NamespaceClient;
 use tessera_proto::admin::v1::quota_client::QuotaClient;
 use tessera_proto::admin::v1::recycle_client::RecycleClient;
+use tessera_proto::admin::v1::report_client::ReportClient;
 use tessera_proto::admin::v1::versions_client::VersionsClient;
 use tonic::metadata::MetadataValue;
 use tonic::service::interceptor::InterceptedService;
@@ -25,6 +26,7 @@ pub type Access = AccessClient<InterceptedService<Channel, Intercept>>;
 pub type Recycle = RecycleClient<InterceptedService<Channel, Intercept>>;
 pub type Versions = VersionsClient<InterceptedService<Channel, Intercept>>;
 pub type Balance = BalanceClient<InterceptedService<Channel, Intercept>>;
+pub type Report = ReportClient<InterceptedService<Channel, Intercept>>;
 
 /// A failure with the errno to exit with.
 #[derive(Debug)]
@@ -76,6 +78,7 @@ pub struct Clients {
     pub recycle: Recycle,
     pub versions: Versions,
     pub balance: Balance,
+    pub report: Report,
 }
 
 /// A channel to one admin address.
@@ -150,6 +153,7 @@ pub async fn connect(addrs: &str, token: String, role: Option<String>) -> Result
         recycle: RecycleClient::with_interceptor(channel.clone(), make()),
         versions: VersionsClient::with_interceptor(channel.clone(), make()),
         balance: BalanceClient::with_interceptor(channel.clone(), make()),
+        report: ReportClient::with_interceptor(channel.clone(), make()),
         fed: FederationClient::with_interceptor(channel, make()),
     })
 }

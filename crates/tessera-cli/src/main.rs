@@ -77,6 +77,8 @@ enum Cmd {
     /// The balancer: start, stop, status.
     #[command(subcommand)]
     Balance(cmd::balance::BalanceCmd),
+    /// The Storage Resource Report (WLCG SRR v4.2 JSON).
+    Srr(cmd::srr::SrrArgs),
     /// File versions (sys.versioning): versions, restore-version,
     /// purge-versions.
     #[command(subcommand)]
@@ -229,6 +231,7 @@ async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {
         Cmd::Recycle(r) => cmd::recycle::run(&mut c, fmt, r).await,
         Cmd::File(f) => cmd::file::run(&mut c, fmt, f).await,
         Cmd::Balance(b) => cmd::balance::run(&mut c, fmt, b).await,
+        Cmd::Srr(a) => cmd::srr::run(&mut c, a).await,
         Cmd::Ns(n) => cmd::ns::ns(&mut c, fmt, n).await,
         Cmd::Fs(f) => cmd::fs::fs(&mut c, fmt, f).await,
         Cmd::Space(s) => cmd::fs::space(&mut c, fmt, s).await,

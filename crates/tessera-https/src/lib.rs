@@ -91,6 +91,8 @@ pub struct HttpsConfig {
     /// Macaroons issued (`POST` macaroon requests) and taken as bearer
     /// tokens, with the cluster's secret.
     pub macaroons: Option<Arc<tessera_auth::macaroon::Macaroons>>,
+    /// The Storage Resource Report served at `ops::srr::PATH` (`[srr]`).
+    pub srr: Option<Arc<tessera_wlcg::srr::Reporter>>,
 }
 
 /// See [`HttpsConfig::body_timeout`].
@@ -120,6 +122,7 @@ impl Default for HttpsConfig {
             federation: None,
             x509: None,
             macaroons: None,
+            srr: None,
         }
     }
 }
@@ -407,6 +410,12 @@ async fn answer(ctx: &Ctx, req: crate::Req) -> Response<Body> {
     }
     if let Some(r) = ops::rules::turned_away(ctx, &req) {
         return r;
+    }
+    if ops::srr::asks(ctx, &req) {
+        let head = req.method() == hyper::Method::HEAD;
+        return ops::srr::answer(ctx, head)
+            .await
+            .unwrap_or_else(|e| error_response(&e));
     }
     match scaleout::mgm_redirect(ctx, &req).await {
         Ok(Some(r)) => return r,

@@ -76,6 +76,8 @@ pub struct Config {
     pub ha: crate::config_ha::Ha,
     /// Grid certificates (X.509 proxies, VOMS).
     pub x509: crate::config_x509::X509,
+    /// The Storage Resource Report (WLCG).
+    pub srr: crate::config_wlcg::Srr,
     /// Register `<data_dir>/fs/fs1..6` as filesystems (dev mode).
     #[serde(skip)]
     pub dev_filesystems: bool,
@@ -377,6 +379,7 @@ impl Default for Config {
             federation: Default::default(),
             ha: Default::default(),
             x509: crate::config_x509::X509::default(),
+            srr: crate::config_wlcg::Srr::default(),
             dev_filesystems: false,
         }
     }

@@ -8,6 +8,7 @@ pub mod config;
 mod config_conn;
 mod config_data;
 mod config_ha;
+pub mod config_wlcg;
 pub mod config_x509;
 pub mod dev;
 mod gateway;

@@ -16,6 +16,9 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+/// The Storage Resource Report, when `[srr]` is on.
+type Srr = Option<Arc<tessera_wlcg::srr::Reporter>>;
+
 /// The cluster gRPC service a metadata service runs.
 type ClusterServer =
     tessera_proto::internal::v1::cluster_server::ClusterServer<tessera_cluster::ClusterService>;
@@ -59,6 +62,11 @@ pub(crate) async fn start_gated(
         Some(l) => Some(l.local_addr()?),
         None => None,
     };
+    let xrootd_l = match cfg.listen.xrootd {
+        Some(a) => Some(bind(bound, a, "XRootD").await?),
+        None => None,
+    };
+    let srr = srr(cfg, &core, &xrootd_l, https_addr, &stop_rx)?;
     // Bearer tokens (the dev issuer's URL names the HTTPS port).
     let tokens = auth::setup(cfg, https_addr)?;
     let validator = tokens.as_ref().map(|t| Arc::clone(&t.validator));
@@ -73,7 +81,7 @@ pub(crate) async fn start_gated(
         admin,
         admin_secret,
         &validator,
-        (roles.cluster, federation.clone()),
+        (roles.cluster, federation.clone(), srr.clone()),
         stop_rx.clone(),
     )?];
     // One memory budget, and one count of client connections, for every
@@ -128,14 +136,14 @@ pub(crate) async fn start_gated(
     if let Some(l) = https_l {
         let mut h = https_config(cfg, &shared, Arc::clone(&roles.role), dev_issuer)?;
         h.federation = shared.federation.clone();
+        h.srr = srr;
         let hcfg = Arc::new(h);
         https_stats = Some(Arc::clone(&hcfg.stats));
         let serve = tessera_https::serve(l, Some(core.clone()), hcfg, stop_rx.clone());
         tasks.push(tokio::spawn(serve));
     }
     let (mut xrootd_addr, mut xrootd_stats) = (None, None);
-    if let Some(a) = cfg.listen.xrootd {
-        let l = bind(bound, a, "XRootD").await?;
+    if let Some(l) = xrootd_l {
         let (addr, stats, task) = xrootd(cfg, l, &core, &shared, Arc::clone(&roles.role), stop_rx)?;
         (xrootd_addr, xrootd_stats) = (Some(addr), Some(stats));
         tasks.push(task);
@@ -322,7 +330,11 @@ fn admin_api(
     l: TcpListener,
     secret: String,
     validator: &Option<Arc<tessera_auth::Validator>>,
-    (cluster, fed): (Option<ClusterServer>, Option<Arc<tessera_fed::Federation>>),
+    (cluster, fed, srr): (
+        Option<ClusterServer>,
+        Option<Arc<tessera_fed::Federation>>,
+        Srr,
+    ),
     mut stop: watch::Receiver<bool>,
 ) -> anyhow::Result<JoinHandle<()>> {
     let auth = Arc::new(
@@ -330,6 +342,7 @@ fn admin_api(
             .with_tokens(validator.clone())
             .with_audit(Arc::new(crate::audit_log(cfg)?)),
     );
+    let report = srr.map(|r| tessera_admin::report(r, Arc::clone(&auth)));
     let svc = tessera_admin::services(core.clone(), auth, fed);
     Ok(tokio::spawn(async move {
         let incoming = tonic::transport::server::TcpIncoming::from(l).with_nodelay(Some(true));
@@ -343,6 +356,7 @@ fn admin_api(
             .add_service(svc.versions)
             .add_service(svc.balance)
             .add_optional_service(svc.federation)
+            .add_optional_service(report)
             .add_optional_service(cluster)
             .serve_with_incoming_shutdown(incoming, async move {
                 let _ = stop.changed().await;
@@ -495,4 +509,38 @@ fn x509_refresh(x: Arc<tessera_auth::x509::X509Auth>, every_s: u64) -> tokio::ta
             let _ = tokio::task::spawn_blocking(move || x.refresh()).await;
         }
     })
+}
+
+/// The Storage Resource Report over `core`, naming the listeners' ports,
+/// made anew every `[srr] interval` until `stop` (the first one now).
+fn srr(
+    cfg: &Config,
+    core: &Core,
+    xrootd: &Option<TcpListener>,
+    https: Option<SocketAddr>,
+    stop: &watch::Receiver<bool>,
+) -> anyhow::Result<Srr> {
+    if !cfg.srr.enabled {
+        return Ok(None);
+    }
+    let xaddr = match xrootd {
+        Some(l) => Some(l.local_addr()?),
+        None => None,
+    };
+    let settings = cfg.srr.settings(xaddr, https, cfg.tls.cert.is_some())?;
+    let r = Arc::new(tessera_wlcg::srr::Reporter::new(core.clone(), settings));
+    let every = std::time::Duration::from_secs(cfg.srr.interval_secs.max(1));
+    let (each, mut stop) = (Arc::clone(&r), stop.clone());
+    tokio::spawn(async move {
+        loop {
+            if let Err(e) = each.refresh().await {
+                tracing::warn!(error = %e, "storage resource report not made");
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(every) => {}
+                _ = stop.changed() => return,
+            }
+        }
+    });
+    Ok(Some(r))
 }

@@ -12,4 +12,5 @@ pub mod ns;
 pub mod passwd;
 pub mod quota;
 pub mod recycle;
+pub mod srr;
 pub mod token;

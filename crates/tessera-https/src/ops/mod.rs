@@ -20,6 +20,7 @@ pub mod proppatch;
 pub mod put;
 pub mod putdigest;
 pub mod rules;
+pub mod srr;
 pub mod whoami;
 
 use crate::body::Body;

@@ -19,6 +19,7 @@ mod python;
 mod recycle;
 mod scaleout;
 mod shaping;
+mod srr;
 mod tokens;
 mod update;
 mod uproot;

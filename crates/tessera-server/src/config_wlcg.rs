@@ -1,0 +1,150 @@
+//! `[srr]`: the Storage Resource Report a WLCG site registers in CRIC
+//! (`tessera-wlcg`'s `srr`): what it names, where it is served and
+//! written, how often it is made.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Srr {
+    /// Serve and write the report (on by default; it says only what the
+    /// quota nodes and listeners are).
+    pub enabled: bool,
+    /// `storageservice.name`, as registered in CRIC (default: the host
+    /// name).
+    pub name: Option<String>,
+    /// `storageservice.id` (CRIC's identifier), if any.
+    pub id: Option<String>,
+    /// `production`, `pre-production`, `testing` or `development`.
+    pub quality: Option<String>,
+    /// Whether `GET /.well-known/tessera/srr` answers requests without a
+    /// credential (else any authenticated client: a token, a certificate,
+    /// a macaroon).
+    pub public: bool,
+    /// How often the report is made anew (Rucio wants one at most 2 h
+    /// old).
+    #[serde(rename = "interval", with = "crate::units::secs")]
+    pub interval_secs: u64,
+    /// Namespace path the report is also written to (for DIRAC/LHCb,
+    /// which read it with the storage protocol), e.g.
+    /// `/lhcb/spaceReport.json`; unset: not written.
+    pub file: Option<String>,
+    /// Host name in the endpoint URLs (default: the machine's).
+    pub host: Option<String>,
+    /// The endpoints, when the listeners' own do not say it (behind a
+    /// load balancer, other ports): `{ name, url, interface }`.
+    pub endpoints: Vec<SrrEndpoint>,
+    /// Shares by quota node path: `{ "/atlas" = { name = "ATLASDATADISK",
+    /// vos = ["atlas"] } }`. Every quota node with a project byte limit
+    /// is a share anyway (VO: its directory's group).
+    pub shares: BTreeMap<String, SrrShare>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SrrEndpoint {
+    pub name: String,
+    pub url: String,
+    pub interface: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SrrShare {
+    pub name: Option<String>,
+    pub vos: Vec<String>,
+}
+
+impl Default for Srr {
+    fn default() -> Self {
+        Srr {
+            enabled: true,
+            name: None,
+            id: None,
+            quality: None,
+            public: true,
+            interval_secs: 600,
+            file: None,
+            host: None,
+            endpoints: Vec::new(),
+            shares: BTreeMap::new(),
+        }
+    }
+}
+
+impl Srr {
+    /// The settings of the report for a server whose listeners are at
+    /// `xrootd` and `https` (their bound ports).
+    pub fn settings(
+        &self,
+        xrootd: Option<std::net::SocketAddr>,
+        https: Option<std::net::SocketAddr>,
+        tls: bool,
+    ) -> anyhow::Result<tessera_wlcg::srr::Settings> {
+        let host = match &self.host {
+            Some(h) => h.clone(),
+            None => std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_string())
+                .unwrap_or_else(|_| "localhost".into()),
+        };
+        let name = self.name.clone().unwrap_or_else(|| host.clone());
+        if let Some(q) = &self.quality {
+            let known = ["production", "pre-production", "testing", "development"];
+            anyhow::ensure!(
+                known.contains(&q.as_str()),
+                "[srr] quality {q:?}: one of {known:?}"
+            );
+        }
+        let mut endpoints: Vec<_> = self
+            .endpoints
+            .iter()
+            .map(|e| tessera_wlcg::srr::Endpoint {
+                name: e.name.clone(),
+                url: e.url.clone(),
+                interface: e.interface.clone(),
+            })
+            .collect();
+        if endpoints.is_empty() {
+            // XRootD clients ask for TLS on a root:// URL when the server
+            // offers it: one URL either way.
+            let h = if tls { "https" } else { "http" };
+            for (a, scheme, iface) in [(xrootd, "root", "xroot"), (https, h, h)] {
+                if let Some(a) = a {
+                    endpoints.push(tessera_wlcg::srr::Endpoint {
+                        name: format!("{name}_{iface}"),
+                        url: format!("{scheme}://{host}:{}/", a.port()),
+                        interface: iface.into(),
+                    });
+                }
+            }
+        }
+        let file = match &self.file {
+            Some(f) => Some(
+                tessera_types::NsPath::parse(f)
+                    .map_err(|e| anyhow::anyhow!("[srr] file {f:?}: {e}"))?,
+            ),
+            None => None,
+        };
+        Ok(tessera_wlcg::srr::Settings {
+            name,
+            id: self.id.clone(),
+            quality: self.quality.clone(),
+            endpoints,
+            shares: self
+                .shares
+                .iter()
+                .map(|(p, s)| {
+                    let cfg = tessera_wlcg::srr::ShareCfg {
+                        name: s.name.clone(),
+                        vos: s.vos.clone(),
+                    };
+                    (p.clone(), cfg)
+                })
+                .collect(),
+            file,
+            public: self.public,
+            group_name: std::sync::Arc::new(tessera_auth::users::group_name),
+        })
+    }
+}
