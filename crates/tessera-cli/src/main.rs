@@ -48,7 +48,7 @@ pub struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// List a directory.
-    Ls(cmd::ns::LsArgs),
+    Ls(cmd::ls::LsArgs),
     /// Show one entry.
     Stat { path: String },
     /// Create a directory.
@@ -215,7 +215,7 @@ async fn run(cli: Cli, fmt: Format) -> Result<(), Failure> {
     let token = read_token(cli.token_file.as_ref())?;
     let mut c = client::connect(&cli.admin, token, cli.role.clone()).await?;
     match cli.cmd {
-        Cmd::Ls(a) => cmd::ns::ls(&mut c, fmt, a).await,
+        Cmd::Ls(a) => cmd::ls::ls(&mut c, fmt, a).await,
         Cmd::Stat { path } => cmd::ns::stat(&mut c, fmt, path).await,
         Cmd::Mkdir(a) => cmd::ns::mkdir(&mut c, fmt, a).await,
         Cmd::Touch { path } => cmd::ns::touch(&mut c, fmt, path).await,

@@ -90,6 +90,20 @@ pub fn line(s: impl std::fmt::Display) {
     }
 }
 
+/// Print `text` as it is (lines already ended), flushed once: a page of
+/// a listing. A reader gone ends the command as [`line`] does.
+pub fn lines(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        eprintln!("error: stdout: {e}");
+        std::process::exit(5);
+    }
+}
+
 /// Print records in the machine forms; `human` is used for the default form.
 pub fn emit(fmt: Format, recs: &[Rec], human: impl FnOnce() -> String) {
     match fmt {

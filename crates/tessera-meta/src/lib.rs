@@ -10,6 +10,7 @@
 mod access;
 pub mod acl;
 mod balance;
+mod bulk;
 mod damage;
 mod dircache;
 mod error;

@@ -8,6 +8,7 @@ pub mod fed;
 pub mod file;
 pub mod fs;
 pub mod fsck;
+pub mod ls;
 pub mod ns;
 pub mod passwd;
 pub mod quota;

@@ -2,19 +2,8 @@
 //! ns check, ns stat.
 
 use crate::client::{Clients, Failure};
-use crate::output::{emit, mode_string, table, time_string, Format, Rec};
+use crate::output::{emit, mode_string, time_string, Format, Rec};
 use tessera_proto::admin::v1 as pb;
-
-#[derive(clap::Args)]
-pub struct LsArgs {
-    /// Long listing.
-    #[arg(short = 'l')]
-    long: bool,
-    /// Sizes in human units (with -l).
-    #[arg(short = 'H', long = "human")]
-    human: bool,
-    path: String,
-}
 
 #[derive(clap::Args)]
 pub struct MkdirArgs {
@@ -52,7 +41,7 @@ pub enum NsCmd {
     Stat,
 }
 
-fn is_dir(e: &pb::Entry) -> bool {
+pub(crate) fn is_dir(e: &pb::Entry) -> bool {
     e.r#type == pb::EntryType::Directory as i32
 }
 
@@ -93,67 +82,6 @@ fn stripes(e: &pb::Entry, sep: &str) -> String {
         .map(|f| f.to_string())
         .collect::<Vec<_>>()
         .join(sep)
-}
-
-fn long_row(e: &pb::Entry, human: bool) -> Vec<String> {
-    let size = if human {
-        tessera_types::format_size(e.size)
-    } else {
-        e.size.to_string()
-    };
-    vec![
-        mode_string(is_dir(e), e.mode),
-        e.children.to_string(),
-        e.uid.to_string(),
-        e.gid.to_string(),
-        size,
-        time_string(e.mtime_ns),
-        String::from_utf8_lossy(&e.name).into_owned() + if is_dir(e) { "/" } else { "" },
-    ]
-}
-
-pub async fn ls(c: &mut Clients, fmt: Format, a: LsArgs) -> Result<(), Failure> {
-    // A file lists as itself, like ls(1).
-    let top =
-        c.ns.stat(pb::StatRequest {
-            path: a.path.clone().into_bytes(),
-        })
-        .await?
-        .into_inner();
-    let mut entries = Vec::new();
-    if is_dir(&top) {
-        let mut after = Vec::new();
-        loop {
-            let page =
-                c.ns.list(pb::ListRequest {
-                    path: a.path.clone().into_bytes(),
-                    after: after.clone(),
-                    limit: 1000,
-                })
-                .await?
-                .into_inner();
-            entries.extend(page.entries);
-            if page.next_after.is_empty() {
-                break;
-            }
-            after = page.next_after;
-        }
-    } else {
-        entries.push(top);
-    }
-    let recs: Vec<Rec> = entries.iter().map(entry_rec).collect();
-    emit(fmt, &recs, || {
-        if a.long {
-            let rows: Vec<Vec<String>> = entries.iter().map(|e| long_row(e, a.human)).collect();
-            table(&rows)
-        } else {
-            entries
-                .iter()
-                .map(|e| String::from_utf8_lossy(&e.name).into_owned() + "\n")
-                .collect()
-        }
-    });
-    Ok(())
 }
 
 pub async fn stat(c: &mut Clients, fmt: Format, path: String) -> Result<(), Failure> {

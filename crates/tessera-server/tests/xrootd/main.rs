@@ -5,6 +5,7 @@
 
 mod access;
 mod balance;
+mod bigdir;
 mod bounds;
 mod clients;
 mod dashboards;
