@@ -46,14 +46,17 @@ ensure_rust() {
 # sees python3-xrootd; made once and reused (only when uproot is missing).
 UPROOT_VERSION=5.7.7
 MMDB_WRITER_VERSION=0.2.7
+# xrootdlib: the monitoring test's collector decodes the XRootD monitoring
+# stream with it (an independent decoder of XrdXrootdMonData.hh).
+XROOTDLIB_VERSION=0.3.0
 ensure_uproot() {
   apt_install python3-venv python3-xrootd
   local v=/var/tmp/tessera-uproot-venv
   # mmdb-writer: the federation's GeoIP test writes its MaxMind database.
-  if ! "$v/bin/python" -c "import uproot, mmdb_writer, sys; sys.exit(uproot.__version__ != '$UPROOT_VERSION')" 2>/dev/null; then
+  if ! "$v/bin/python" -c "import uproot, mmdb_writer, xrootdlib.structs.XrdXrootdMon, sys; sys.exit(uproot.__version__ != '$UPROOT_VERSION')" 2>/dev/null; then
     rm -rf "$v"
     /usr/bin/python3 -m venv --system-site-packages "$v"
-    "$v/bin/pip" install -q --disable-pip-version-check "uproot==$UPROOT_VERSION" "mmdb-writer==$MMDB_WRITER_VERSION"
+    "$v/bin/pip" install -q --disable-pip-version-check "uproot==$UPROOT_VERSION" "mmdb-writer==$MMDB_WRITER_VERSION" "xrootdlib==$XROOTDLIB_VERSION"
   fi
   export TESSERA_UPROOT_PYTHON="$v/bin/python"
 }

@@ -13,6 +13,10 @@ pub enum Body {
     /// A stream whose first piece was taken already (to see that the file
     /// reads before the status line goes out).
     Primed(Option<Bytes>, mpsc::Receiver<Result<Bytes, std::io::Error>>),
+    /// A body whose bytes are counted for the monitoring stream as they
+    /// go; the transfer's end is recorded when it is dropped (all sent,
+    /// or the client gone).
+    Counted(Box<Body>, tessera_wlcg::monitor::MonFile),
 }
 
 impl Body {
@@ -41,10 +45,22 @@ impl hyper::body::Body for Body {
                 Some(b) => Poll::Ready(Some(Ok(Frame::data(b)))),
                 None => rx.poll_recv(cx).map(|o| o.map(|r| r.map(Frame::data))),
             },
+            Body::Counted(inner, m) => {
+                let r = Pin::new(inner.as_mut()).poll_frame(cx);
+                if let Poll::Ready(Some(Ok(f))) = &r {
+                    if let Some(d) = f.data_ref() {
+                        m.read(d.len() as u64);
+                    }
+                }
+                r
+            }
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        matches!(self, Body::Empty | Body::Full(None))
+        match self {
+            Body::Counted(inner, _) => inner.is_end_stream(),
+            b => matches!(b, Body::Empty | Body::Full(None)),
+        }
     }
 }

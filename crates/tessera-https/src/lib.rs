@@ -9,6 +9,7 @@ mod date;
 pub mod davlisting;
 pub mod davxml;
 pub mod error;
+mod monitoring;
 mod ops;
 pub mod path;
 pub mod ranges;
@@ -91,6 +92,8 @@ pub struct HttpsConfig {
     /// Macaroons issued (`POST` macaroon requests) and taken as bearer
     /// tokens, with the cluster's secret.
     pub macaroons: Option<Arc<tessera_auth::macaroon::Macaroons>>,
+    /// The monitoring stream (`[monitoring]`), when it has collectors.
+    pub monitor: Option<Arc<tessera_wlcg::monitor::Monitor>>,
     /// The Storage Resource Report served at `ops::srr::PATH` (`[srr]`).
     pub srr: Option<Arc<tessera_wlcg::srr::Reporter>>,
 }
@@ -123,6 +126,7 @@ impl Default for HttpsConfig {
             x509: None,
             macaroons: None,
             srr: None,
+            monitor: None,
         }
     }
 }
@@ -139,7 +143,13 @@ pub struct Ctx {
     pub credentials: bool,
     /// The connection's share of the memory budget.
     pub share: tessera_core::Share,
+    /// The connection in the monitoring stream, once it moved a file.
+    pub mon: MonSlot,
 }
+
+/// A connection's user in the monitoring stream (made at its first
+/// transfer; its end is recorded when the last request lets it go).
+pub type MonSlot = Arc<std::sync::OnceLock<Option<tessera_wlcg::monitor::MonUser>>>;
 
 impl Ctx {
     /// The memory budget this request's bytes (a response's parts, an
@@ -189,6 +199,7 @@ pub async fn serve(
                 share: cfg.buffers.connection_share(),
                 mark,
                 cert: None,
+                mon: MonSlot::default(),
             };
             let sock = stall::StallGuard::new(sock, cfg.send_timeout);
             let r = match &tls {
@@ -262,6 +273,8 @@ struct Conn {
     mark: tessera_core::ConnMark,
     /// The certificate chain the client sent in the handshake, if any.
     cert: Option<Arc<auth::ClientCert>>,
+    /// Its user in the monitoring stream.
+    mon: MonSlot,
 }
 
 /// Whether `sock`'s peer is the server's own user on loopback, when
@@ -336,6 +349,7 @@ fn service(
                         peer,
                         credentials,
                         share: conn.share,
+                        mon: Arc::clone(&conn.mon),
                     };
                     handle(ctx, req).await
                 }

@@ -78,6 +78,8 @@ pub struct Config {
     pub x509: crate::config_x509::X509,
     /// The Storage Resource Report (WLCG).
     pub srr: crate::config_wlcg::Srr,
+    /// The XRootD monitoring stream (WLCG).
+    pub monitoring: crate::config_wlcg::Monitoring,
     /// Register `<data_dir>/fs/fs1..6` as filesystems (dev mode).
     #[serde(skip)]
     pub dev_filesystems: bool,
@@ -380,6 +382,7 @@ impl Default for Config {
             ha: Default::default(),
             x509: crate::config_x509::X509::default(),
             srr: crate::config_wlcg::Srr::default(),
+            monitoring: crate::config_wlcg::Monitoring::default(),
             dev_filesystems: false,
         }
     }

@@ -148,3 +148,63 @@ impl Srr {
         })
     }
 }
+
+/// `[monitoring]`: the XRootD monitoring stream (WLCG's data-access
+/// monitoring, read by the OSG shoveler and collectors) for both
+/// protocols. Off (nothing made, nothing sent) without destinations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Monitoring {
+    /// Collectors, `host:port` (UDP), e.g. `["collector.example.org:9930"]`.
+    pub destinations: Vec<String>,
+    /// How often file records (opens, closes) are sent.
+    #[serde(rename = "fstat", with = "crate::units::secs")]
+    pub fstat_secs: u64,
+    /// How often the server identifies itself (and once at start).
+    #[serde(rename = "ident", with = "crate::units::secs")]
+    pub ident_secs: u64,
+    /// The site name in the identification (`&site=`).
+    pub site: String,
+}
+
+impl Default for Monitoring {
+    fn default() -> Self {
+        Monitoring {
+            destinations: Vec::new(),
+            fstat_secs: 60,
+            ident_secs: 300,
+            site: String::new(),
+        }
+    }
+}
+
+impl Monitoring {
+    /// The monitor, when there are collectors (names resolved now).
+    pub fn monitor(
+        &self,
+        xrootd_port: u16,
+    ) -> anyhow::Result<Option<std::sync::Arc<tessera_wlcg::monitor::Monitor>>> {
+        use std::net::ToSocketAddrs;
+        let mut dests = Vec::new();
+        for d in &self.destinations {
+            let a = d
+                .to_socket_addrs()
+                .map_err(|e| anyhow::anyhow!("[monitoring] destination {d:?}: {e}"))?
+                .next()
+                .ok_or_else(|| anyhow::anyhow!("[monitoring] destination {d:?}: no address"))?;
+            dests.push(a);
+        }
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "localhost".into());
+        let s = tessera_wlcg::monitor::Settings {
+            destinations: dests,
+            fstat: std::time::Duration::from_secs(self.fstat_secs.max(1)),
+            ident: std::time::Duration::from_secs(self.ident_secs.max(1)),
+            site: self.site.clone(),
+            port: xrootd_port,
+            host,
+        };
+        Ok(tessera_wlcg::monitor::Monitor::new(s)?)
+    }
+}

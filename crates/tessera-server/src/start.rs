@@ -16,6 +16,9 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
+/// The monitoring stream, when `[monitoring]` names collectors.
+type Monitor = Option<Arc<tessera_wlcg::monitor::Monitor>>;
+
 /// The Storage Resource Report, when `[srr]` is on.
 type Srr = Option<Arc<tessera_wlcg::srr::Reporter>>;
 
@@ -67,6 +70,14 @@ pub(crate) async fn start_gated(
         None => None,
     };
     let srr = srr(cfg, &core, &xrootd_l, https_addr, &stop_rx)?;
+    let xport = match &xrootd_l {
+        Some(l) => l.local_addr()?.port(),
+        None => 0,
+    };
+    let monitor = cfg.monitoring.monitor(xport)?;
+    if let Some(m) = &monitor {
+        tokio::spawn(Arc::clone(m).run(stop_rx.clone()));
+    }
     // Bearer tokens (the dev issuer's URL names the HTTPS port).
     let tokens = auth::setup(cfg, https_addr)?;
     let validator = tokens.as_ref().map(|t| Arc::clone(&t.validator));
@@ -137,6 +148,7 @@ pub(crate) async fn start_gated(
         let mut h = https_config(cfg, &shared, Arc::clone(&roles.role), dev_issuer)?;
         h.federation = shared.federation.clone();
         h.srr = srr;
+        h.monitor = monitor.clone();
         let hcfg = Arc::new(h);
         https_stats = Some(Arc::clone(&hcfg.stats));
         let serve = tessera_https::serve(l, Some(core.clone()), hcfg, stop_rx.clone());
@@ -144,7 +156,8 @@ pub(crate) async fn start_gated(
     }
     let (mut xrootd_addr, mut xrootd_stats) = (None, None);
     if let Some(l) = xrootd_l {
-        let (addr, stats, task) = xrootd(cfg, l, &core, &shared, Arc::clone(&roles.role), stop_rx)?;
+        let role = Arc::clone(&roles.role);
+        let (addr, stats, task) = xrootd(cfg, l, &core, &shared, (role, monitor), stop_rx)?;
         (xrootd_addr, xrootd_stats) = (Some(addr), Some(stats));
         tasks.push(task);
     }
@@ -170,7 +183,7 @@ fn xrootd(
     l: TcpListener,
     core: &Core,
     shared: &Shared,
-    role: Arc<tessera_route::Role>,
+    (role, monitor): (Arc<tessera_route::Role>, Monitor),
     stop: watch::Receiver<bool>,
 ) -> anyhow::Result<(SocketAddr, Arc<tessera_xrootd::Stats>, JoinHandle<()>)> {
     let addr = l.local_addr()?;
@@ -188,6 +201,7 @@ fn xrootd(
         macaroons: Some(Arc::clone(&shared.macaroons)),
         gsi: shared.gsi.clone(),
         federation: shared.federation.clone(),
+        monitor,
         ..base
     });
     let task = tokio::spawn(tessera_xrootd::serve(l, Some(core.clone()), xcfg, stop));

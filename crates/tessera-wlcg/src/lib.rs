@@ -1,5 +1,9 @@
 //! What a WLCG site reports about its storage, in the formats WLCG's
 //! tools read: the Storage Resource Report (`srr`: JSON schema v4.2, for
-//! CRIC, Rucio, WLCG space accounting and DIRAC).
+//! CRIC, Rucio, WLCG space accounting and DIRAC), and the XRootD
+//! monitoring stream WLCG's collectors read (`xrdmon`: the packets;
+//! `monitor`: what is sent when).
 
+pub mod monitor;
 pub mod srr;
+pub mod xrdmon;

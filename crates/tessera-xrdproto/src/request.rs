@@ -82,6 +82,8 @@ pub enum Request {
     /// is the connection's: `Protocol::decode`).
     Protocol,
     Login {
+        /// The client's process id (for monitoring).
+        pid: u32,
         user: String,
         /// `xrd.appname` of the login's CGI (XrdCl sends the program's
         /// name: `xrdcp`, `xrdfs`, `python3`), empty without one.
@@ -227,6 +229,7 @@ pub fn decode(h: &Header, p: Vec<u8>) -> Result<Request, DecodeError> {
     Ok(match h.code {
         req::PROTOCOL => Request::Protocol,
         req::LOGIN => Request::Login {
+            pid: h.i32_at(4) as u32,
             user: field(h.at(8, 8)),
             app: login_app(&p),
         },
@@ -459,10 +462,10 @@ mod tests {
         let (h, _) = back(e::protocol([0, 1], true));
         assert!(Protocol::decode(&h).want_tls);
         assert!(!Protocol::decode(&back(e::protocol([0, 1], false)).0).want_tls);
-        let Request::Login { user, app } = back(e::login([0, 2], 7, "tessfed")).1 else {
+        let Request::Login { pid, user, app } = back(e::login([0, 2], 7, "tessfed")).1 else {
             panic!("login")
         };
-        assert_eq!((user.as_str(), app.as_str()), ("tessfed", ""));
+        assert_eq!((pid, user.as_str(), app.as_str()), (7, "tessfed", ""));
         assert_eq!(
             login_app(b"xrd.cc=us&xrd.appname=xrdcp&xrd.info=x"),
             "xrdcp"

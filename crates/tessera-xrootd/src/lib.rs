@@ -9,6 +9,7 @@ pub mod error;
 pub mod gsi;
 pub mod identity;
 mod idle;
+mod monitoring;
 pub mod names;
 mod ops;
 /// The wire constants and request header: the shared codec.
@@ -106,6 +107,8 @@ pub struct XrootdConfig {
     pub drain: Duration,
     /// Federated views (`[federation]`), if any.
     pub federation: Option<std::sync::Arc<tessera_fed::Federation>>,
+    /// The monitoring stream (`[monitoring]`), when it has collectors.
+    pub monitor: Option<Arc<tessera_wlcg::monitor::Monitor>>,
 }
 
 /// See [`XrootdConfig::body_timeout`].
@@ -145,6 +148,7 @@ impl Default for XrootdConfig {
             conns: tessera_core::ConnLimits::unlimited(),
             drain: DEFAULT_DRAIN,
             federation: None,
+            monitor: None,
         }
     }
 }

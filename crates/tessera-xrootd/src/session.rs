@@ -23,6 +23,8 @@ pub const MAX_HELD_PER_CONNECTION: usize = 256 << 20;
 /// A file open for reading: concurrent reads share it.
 pub struct OpenRead {
     pub rs: Arc<ReadSession>,
+    /// Its I/O in the monitoring stream, when that is on.
+    pub mon: Option<tessera_wlcg::monitor::MonFile>,
     pub path: NsPath,
     /// The memory share of the identity that opened it (a token in the
     /// open's `authz=` makes it the token's, not the login's): its read
@@ -34,6 +36,8 @@ pub struct OpenRead {
 /// task that owns the write session.
 pub struct OpenWrite {
     pub ops: mpsc::Sender<WriteOp>,
+    /// Its I/O in the monitoring stream, when that is on.
+    pub mon: Option<tessera_wlcg::monitor::MonFile>,
     pub path: NsPath,
     /// The memory share of the identity writing it: its payloads are
     /// leased under it (and the connection's).
@@ -83,6 +87,11 @@ pub struct Session {
     gsi: Mutex<(Option<tessera_gsi::Pending>, u32)>,
     /// The client's application (`xrd.appname` at login), for limits.
     app: std::sync::OnceLock<String>,
+    /// The login's user name and process id, for monitoring.
+    pub(crate) login_hint: std::sync::OnceLock<(String, u32)>,
+    /// The session in the monitoring stream, once it opened a file (last:
+    /// its end is recorded after the closes of the files left open).
+    pub(crate) mon_user: std::sync::OnceLock<Option<tessera_wlcg::monitor::MonUser>>,
 }
 
 impl Session {
@@ -110,6 +119,8 @@ impl Session {
             born: std::time::Instant::now(),
             gsi: Mutex::new((None, 0)),
             app: std::sync::OnceLock::new(),
+            login_hint: std::sync::OnceLock::new(),
+            mon_user: std::sync::OnceLock::new(),
             logged_in: RwLock::new(false),
             handles: Mutex::new(HashMap::new()),
             next: AtomicU32::new(1),
@@ -245,6 +256,14 @@ impl Session {
             .ok_or_else(XrdError::bad_handle)
     }
 
+    /// The files open on this connection now.
+    pub fn open_handles(&self) -> Vec<Handle> {
+        tessera_core::lock(&self.handles)
+            .values()
+            .cloned()
+            .collect()
+    }
+
     /// Files open on this connection.
     pub fn open_files(&self) -> usize {
         tessera_core::lock(&self.handles).len()
@@ -278,5 +297,15 @@ impl Session {
             .open_files
             .fetch_sub(t.len() as u64, Ordering::Relaxed);
         t.clear();
+    }
+}
+
+impl Drop for Session {
+    /// Files left open are recorded as forced closes before the session's
+    /// end (monitoring; nothing when it is off).
+    fn drop(&mut self) {
+        if self.cfg.monitor.is_some() {
+            self.mark_forced();
+        }
     }
 }

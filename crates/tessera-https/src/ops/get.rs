@@ -57,12 +57,15 @@ pub async fn get(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
         }
         Err(e) => return Err(e.into()),
     };
-    Ok(
-        match Leases::first_part(&ctx.reply_budget(), &rs, &whole, head).await {
-            Ok(leases) => prime(respond(rs, whole, req.headers(), head, leases)).await,
-            Err(busy) => busy,
-        },
-    )
+    let mon = match head {
+        true => None,
+        false => ctx.mon_open(super::rules::app_of(req.headers()), &p, rs.size(), false),
+    };
+    let r = match Leases::first_part(&ctx.reply_budget(), &rs, &whole, head).await {
+        Ok(leases) => prime(respond(rs, whole, req.headers(), head, leases)).await,
+        Err(busy) => busy,
+    };
+    Ok(crate::monitoring::counted(r, mon))
 }
 
 /// A read that failed while streaming: the status its error maps to.

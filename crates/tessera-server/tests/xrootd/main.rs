@@ -15,6 +15,7 @@ mod errors;
 mod failover;
 mod fed;
 mod gsi;
+mod monitoring;
 mod pgrw;
 mod python;
 mod recycle;

@@ -117,7 +117,9 @@ pub async fn gateway_open(
         Opened::Write { ws, holder, mode } => write::register(s, out, ws, mode, &holder),
         Opened::Read { rs, holder } => {
             let stat = crate::statfmt::stat_string(rs.inode(), &holder, &s.cfg.names);
+            let mon = s.mon_open(&holder, &t.path, rs.size(), false);
             let fh = s.add(Handle::Read(Arc::new(OpenRead {
+                mon,
                 rs: Arc::new(rs),
                 path: t.path.clone(),
                 share: s.cfg.buffers.identity_share_of(&holder.limit_key()),

@@ -23,10 +23,13 @@ pub fn protocol(s: &Session) -> Result<Vec<u8>, XrdError> {
 
 /// Reply: a 16-byte session id, then the security protocols we accept
 /// (`unix`; tokens come with the authorization layer).
-pub fn login(s: &Session, name: &str, app: String) -> Result<Vec<u8>, XrdError> {
+pub fn login(s: &Session, name: &str, pid: u32, app: String) -> Result<Vec<u8>, XrdError> {
     if !s.login() {
         return Err(XrdError::new(err::INVALID_REQUEST, "already logged in"));
     }
+    // What the monitoring stream says of the client when it first opens
+    // a file (by then its credentials are known).
+    s.set_login_hint(name, pid);
     // The application the client names (`xrd.appname`), for rate limits.
     s.set_app(app);
     // The login user name is only a hint until `kXR_auth` proves more.

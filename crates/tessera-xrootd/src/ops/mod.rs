@@ -110,7 +110,7 @@ pub async fn dispatch(
     }
     match r {
         Request::Protocol => out.result(st, login::protocol(s)).await,
-        Request::Login { user, app } => out.result(st, login::login(s, &user, app)).await,
+        Request::Login { pid, user, app } => out.result(st, login::login(s, &user, pid, app)).await,
         Request::Auth { credtype, cred } if credtype == "gsi" => {
             crate::gsi::answer(s, out, st, &cred).await
         }

@@ -87,7 +87,9 @@ pub async fn open(
         };
         let stat = stat_string(rs.inode(), &who, &s.cfg.names);
         rs.pace_with(core.pace(&who, s.app(), false));
+        let mon = s.mon_open(&who, &t.path, rs.size(), false);
         let fh = s.add(Handle::Read(Arc::new(OpenRead {
+            mon,
             rs: Arc::new(rs),
             path: t.path.clone(),
             share: s.cfg.buffers.identity_share_of(&who.limit_key()),

@@ -45,6 +45,14 @@ impl Source {
         }
     }
 
+    /// Its I/O in the monitoring stream, when that is on.
+    pub fn mon(&self) -> Option<&tessera_wlcg::monitor::MonFile> {
+        match self {
+            Source::File(r) => r.mon.as_ref(),
+            Source::Update(u) => u.mon.as_ref(),
+        }
+    }
+
     /// Ranges less apart than this are cheaper read as one.
     pub fn merge_gap(&self) -> u64 {
         match self {
@@ -110,6 +118,9 @@ pub async fn read(s: &Session, out: &Out, st: [u8; 2], rd: Read) {
             }
             Ok(d) => {
                 let got = d.as_ref().map_or(0, ReadData::len);
+                if let Some(m) = r.mon() {
+                    m.read(got as u64);
+                }
                 pos += got as u64;
                 let more = got == n && pos < end;
                 let body = d.map(|d| vec![Piece::Data(d)]).unwrap_or_default();

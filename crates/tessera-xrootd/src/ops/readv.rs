@@ -64,7 +64,11 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], elements: Vec<Elemen
                 return;
             }
         };
-        part.add(&elements[run.first..run.first + run.count], run.start, d);
+        let els = &elements[run.first..run.first + run.count];
+        if let Some(m) = r.mon() {
+            m.readv(els.iter().map(|e| e.1 as u64).sum(), els.len() as u64);
+        }
+        part.add(els, run.start, d);
         // A full part goes out now unless it is the last (the final
         // reply must carry elements: XrdCl fails an empty one).
         if (part.bytes >= SEND_AT || part.elements >= SEND_AT_ELEMENTS) && i < last {

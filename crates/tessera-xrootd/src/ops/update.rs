@@ -29,6 +29,8 @@ pub struct OpenUpdate {
     pub size: AtomicU64,
     /// The memory share of the identity updating it (its payloads).
     pub share: tessera_core::Share,
+    /// Its I/O in the monitoring stream, when that is on.
+    pub mon: Option<tessera_wlcg::monitor::MonFile>,
 }
 
 pub struct State {
@@ -59,7 +61,9 @@ pub async fn open(
         .with_share(&s.share);
     let up = tessera_core::blocking(move || core.open_update(&w2, &path, budget)).await??;
     let stat = crate::statfmt::stat_string(up.inode(), who, &s.cfg.names);
+    let mon = s.mon_open(who, &t.path, up.size(), true);
     let open = OpenUpdate {
+        mon,
         inode: up.inode().clone(),
         size: AtomicU64::new(up.size()),
         state: tokio::sync::Mutex::new(State {

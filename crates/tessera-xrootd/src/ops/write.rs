@@ -87,6 +87,9 @@ pub async fn queue(
     } else {
         s.get(fh)
     };
+    if let Ok(h) = &handle {
+        count_write(h, &what);
+    }
     let w = match handle {
         Err(e) => return out.error(st, &e).await,
         Ok(Handle::Read(r)) => {
@@ -128,6 +131,23 @@ pub async fn queue(
             .await;
     }
     true
+}
+
+/// A write's bytes in the monitoring stream (pgwrite's with their CRCs,
+/// as XRootD counts them).
+fn count_write(h: &Handle, what: &OnHandle) {
+    let n = match what {
+        OnHandle::Write(_, d) | OnHandle::PgWrite(_, d, _) => d.len() as u64,
+        _ => return,
+    };
+    let mon = match h {
+        Handle::Write(w) => w.mon.as_ref(),
+        Handle::Update(u) => u.mon.as_ref(),
+        Handle::Read(_) => None,
+    };
+    if let Some(m) = mon {
+        m.wrote(n);
+    }
 }
 
 /// Answer a write that was not taken with `error`; a file open for
@@ -195,8 +215,14 @@ pub fn register(
         .core()
         .map(|c| c.pace(who, s.app(), true))
         .unwrap_or_default();
+    let mon = s.mon_open(who, &path, 0, true);
     let ops = spawn_writer(ws, out.clone(), held, budget, &s.cfg.stats, pace);
-    let fh = s.add(Handle::Write(Arc::new(OpenWrite { ops, path, share })))?;
+    let fh = s.add(Handle::Write(Arc::new(OpenWrite {
+        ops,
+        path,
+        share,
+        mon,
+    })))?;
     Ok((fh, stat))
 }
 
