@@ -63,6 +63,17 @@ pub async fn stream(
     tls: Option<&Arc<ClientConfig>>,
     deadline: Duration,
 ) -> Result<Box<dyn Io>, String> {
+    Ok(stream_addrs(url, addrs, tls, deadline).await?.0)
+}
+
+/// [`stream`], with the connection's local and remote addresses (a
+/// marked flow's ends).
+pub async fn stream_addrs(
+    url: &Url,
+    addrs: &[SocketAddr],
+    tls: Option<&Arc<ClientConfig>>,
+    deadline: Duration,
+) -> Result<(Box<dyn Io>, SocketAddr, SocketAddr), String> {
     let connecting = async {
         if addrs.is_empty() {
             tokio::net::TcpStream::connect((url.host.as_str(), url.port)).await
@@ -75,8 +86,12 @@ pub async fn stream(
         .map_err(|_| "connecting timed out".to_string())?
         .map_err(|e| format!("connecting: {e}"))?;
     let _ = tcp.set_nodelay(true);
+    let ends = (
+        tcp.local_addr().map_err(|e| e.to_string())?,
+        tcp.peer_addr().map_err(|e| e.to_string())?,
+    );
     if !url.tls() {
-        return Ok(Box::new(tcp));
+        return Ok((Box::new(tcp), ends.0, ends.1));
     }
     let cfg = tls.ok_or("no CAs are trusted for TLS")?;
     let name = ServerName::try_from(url.host.clone()).map_err(|e| e.to_string())?;
@@ -87,7 +102,7 @@ pub async fn stream(
     .await
     .map_err(|_| "TLS timed out".to_string())?
     .map_err(|e| format!("TLS: {e}"))?;
-    Ok(Box::new(s))
+    Ok((Box::new(s), ends.0, ends.1))
 }
 
 /// HTTP/1.1 over `io` (the connection runs on its own task). Header names

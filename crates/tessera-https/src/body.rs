@@ -16,7 +16,7 @@ pub enum Body {
     /// A body whose bytes are counted for the monitoring stream as they
     /// go; the transfer's end is recorded when it is dropped (all sent,
     /// or the client gone).
-    Counted(Box<Body>, tessera_wlcg::monitor::MonFile),
+    Counted(Box<Body>, Box<tessera_wlcg::watch::Watch>),
 }
 
 impl Body {

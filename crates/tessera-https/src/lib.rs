@@ -94,6 +94,8 @@ pub struct HttpsConfig {
     pub macaroons: Option<Arc<tessera_auth::macaroon::Macaroons>>,
     /// The monitoring stream (`[monitoring]`), when it has collectors.
     pub monitor: Option<Arc<tessera_wlcg::monitor::Monitor>>,
+    /// SciTags fireflies (`[scitags]`), when they go somewhere.
+    pub fireflies: Option<Arc<tessera_wlcg::scitags::Fireflies>>,
     /// The Storage Resource Report served at `ops::srr::PATH` (`[srr]`).
     pub srr: Option<Arc<tessera_wlcg::srr::Reporter>>,
 }
@@ -127,6 +129,7 @@ impl Default for HttpsConfig {
             macaroons: None,
             srr: None,
             monitor: None,
+            fireflies: None,
         }
     }
 }
@@ -138,6 +141,8 @@ pub struct Ctx {
     pub cfg: Arc<HttpsConfig>,
     /// The client's address (a gateway of its site is preferred).
     pub peer: std::net::SocketAddr,
+    /// The address the client reached.
+    pub local: std::net::SocketAddr,
     /// Whether the request presented credentials (a valid token): an
     /// anonymous one runs as `HttpsConfig::anonymous`.
     pub credentials: bool,
@@ -195,6 +200,7 @@ pub async fn serve(
         async move {
             let mut conn = Conn {
                 peer,
+                local: sock.local_addr().unwrap_or(peer),
                 owner: is_owner(&cfg, &sock, peer),
                 share: cfg.buffers.connection_share(),
                 mark,
@@ -264,6 +270,8 @@ async fn refuse(
 #[derive(Clone)]
 struct Conn {
     peer: std::net::SocketAddr,
+    /// The address the client reached (a marked flow's end here).
+    local: std::net::SocketAddr,
     /// The kernel says the loopback peer runs as the server's own user
     /// (`HttpsConfig::owner`).
     owner: bool,
@@ -347,6 +355,7 @@ fn service(
                         who,
                         cfg,
                         peer,
+                        local: conn.local,
                         credentials,
                         share: conn.share,
                         mon: Arc::clone(&conn.mon),

@@ -1,21 +1,59 @@
-//! The XRootD monitoring stream as the HTTPS front-end feeds it (XrdHttp
-//! does the same through its bridge): a connection becomes a monitored
-//! user (`u`, protocol `https`, the client's port as its process id, the
-//! identity of its first transfer, the User-Agent's product as the
-//! application) at its first GET or PUT of a file; each transfer's
-//! bytes are counted as they go (a GET's as the body is sent, a PUT's as
-//! they arrive) and recorded at its end.
+//! The XRootD monitoring stream and SciTags flow marking as the HTTPS
+//! front-end feeds them (XrdHttp does the same through its bridge): a
+//! connection becomes a monitored user (`u`, protocol `https`, the
+//! client's port as its process id, the identity of its first transfer,
+//! the User-Agent's product as the application) at its first GET or PUT
+//! of a file; a request with a `SciTag` header (or `scitag.flow` in its
+//! query) marks its flow (`http-get` from here to the client, `http-put`
+//! from the client here). Each transfer's bytes are counted as they go (a
+//! GET's as the body is sent, a PUT's as they arrive) and recorded at its
+//! end.
 
 use crate::body::Body;
 use crate::Ctx;
 use hyper::Response;
 use tessera_types::NsPath;
 use tessera_wlcg::monitor::{self, MonFile};
+use tessera_wlcg::scitags;
+use tessera_wlcg::watch::Watch;
+
+/// The scitag a request carries: its `SciTag` header, else `scitag.flow`
+/// in its query (an invalid one marks nothing).
+pub fn tag_of(req: &hyper::Request<impl Sized>) -> Option<scitags::Tag> {
+    if let Some(v) = req.headers().get("scitag") {
+        return scitags::parse(v.to_str().ok()?);
+    }
+    let q = req.uri().query()?;
+    q.split('&')
+        .find_map(|kv| kv.strip_prefix("scitag.flow="))
+        .and_then(scitags::parse)
+}
 
 impl Ctx {
-    /// The monitoring record of a transfer of `path` by application
-    /// `app` (the User-Agent's product; none when the stream is off).
-    pub fn mon_open(&self, app: &str, path: &NsPath, size: u64, write: bool) -> Option<MonFile> {
+    /// What follows a GET (`write` false) or PUT of `path` by application
+    /// `app` (the User-Agent's product), marked with `tag`: nothing when
+    /// monitoring and marking are off.
+    pub fn watch(
+        &self,
+        app: &str,
+        tag: Option<scitags::Tag>,
+        path: &NsPath,
+        (size, write): (u64, bool),
+    ) -> Watch {
+        let flow = match (&self.cfg.fireflies, tag) {
+            (Some(ff), Some(tag)) => Some(match write {
+                true => ff.start(tag, "http-put", self.peer, self.local),
+                false => ff.start(tag, "http-get", self.local, self.peer),
+            }),
+            _ => None,
+        };
+        Watch {
+            mon: self.mon_open(app, path, size, write),
+            flow,
+        }
+    }
+
+    fn mon_open(&self, app: &str, path: &NsPath, size: u64, write: bool) -> Option<MonFile> {
         let mon = self.cfg.monitor.as_ref()?;
         let user = self.mon.get_or_init(|| {
             let host = monitor::host_of(self.peer.ip());
@@ -32,10 +70,11 @@ impl Ctx {
     }
 }
 
-/// `r` with its body's bytes counted as read from `m` (none: as it is).
-pub fn counted(r: Response<Body>, m: Option<MonFile>) -> Response<Body> {
-    match m {
-        Some(m) => r.map(|b| Body::Counted(Box::new(b), m)),
-        None => r,
+/// `r` with its body's bytes counted as read by `w` (nothing watched: as
+/// it is).
+pub fn counted(r: Response<Body>, w: Watch) -> Response<Body> {
+    match w.is_on() {
+        true => r.map(|b| Body::Counted(Box::new(b), Box::new(w))),
+        false => r,
     }
 }

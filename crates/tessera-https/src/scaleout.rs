@@ -196,7 +196,7 @@ async fn gateway_data(
             let pace = tessera_core::Pace::default();
             let expect = crate::ops::putdigest::expected(req.headers())?;
             let body = req.into_body();
-            let how = (expect, None);
+            let how = (expect, Default::default());
             let inode = put::receive(ws, body, cfg.body_timeout, &budget, pace, how).await?;
             put::created(&inode, true)
         }

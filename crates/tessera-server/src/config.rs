@@ -80,6 +80,8 @@ pub struct Config {
     pub srr: crate::config_wlcg::Srr,
     /// The XRootD monitoring stream (WLCG).
     pub monitoring: crate::config_wlcg::Monitoring,
+    /// SciTags flow marking (WLCG).
+    pub scitags: crate::config_wlcg::Scitags,
     /// Register `<data_dir>/fs/fs1..6` as filesystems (dev mode).
     #[serde(skip)]
     pub dev_filesystems: bool,
@@ -383,6 +385,7 @@ impl Default for Config {
             x509: crate::config_x509::X509::default(),
             srr: crate::config_wlcg::Srr::default(),
             monitoring: crate::config_wlcg::Monitoring::default(),
+            scitags: crate::config_wlcg::Scitags::default(),
             dev_filesystems: false,
         }
     }

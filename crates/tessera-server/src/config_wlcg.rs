@@ -208,3 +208,53 @@ impl Monitoring {
         Ok(tessera_wlcg::monitor::Monitor::new(s)?)
     }
 }
+
+/// `[scitags]`: flow marking. A transfer carrying a scitag (the `SciTag`
+/// header, `TransferHeaderSciTag` on a third-party copy, `scitag.flow` in
+/// an XRootD or HTTP URL) is announced at its start and end: fireflies
+/// (UDP, flowd's port 10514 unless said) and/or lines to flowd's pipe.
+/// Neither: off.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Scitags {
+    /// Firefly destinations, `host[:port]`.
+    pub destinations: Vec<String>,
+    /// flowd's named pipe (`/var/run/flowd`), if lines go there.
+    pub flowd: Option<std::path::PathBuf>,
+}
+
+impl Scitags {
+    /// The firefly sender, when they go somewhere (names resolved now).
+    pub fn fireflies(
+        &self,
+    ) -> anyhow::Result<Option<std::sync::Arc<tessera_wlcg::scitags::Fireflies>>> {
+        use std::net::ToSocketAddrs;
+        let mut dests = Vec::new();
+        for d in &self.destinations {
+            let with_port = if d
+                .rsplit_once(':')
+                .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+                && !d.ends_with(']')
+            {
+                d.clone()
+            } else {
+                format!("{d}:10514")
+            };
+            let a = with_port
+                .to_socket_addrs()
+                .map_err(|e| anyhow::anyhow!("[scitags] destination {d:?}: {e}"))?
+                .next()
+                .ok_or_else(|| anyhow::anyhow!("[scitags] destination {d:?}: no address"))?;
+            dests.push(a);
+        }
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_default();
+        let s = tessera_wlcg::scitags::Settings {
+            destinations: dests,
+            flowd: self.flowd.clone(),
+            host,
+        };
+        Ok(tessera_wlcg::scitags::Fireflies::new(s)?)
+    }
+}

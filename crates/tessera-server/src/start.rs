@@ -16,8 +16,12 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-/// The monitoring stream, when `[monitoring]` names collectors.
-type Monitor = Option<Arc<tessera_wlcg::monitor::Monitor>>;
+/// The monitoring stream, when `[monitoring]` names collectors, and the
+/// fireflies, when `[scitags]` sends them somewhere.
+type Wlcg = (
+    Option<Arc<tessera_wlcg::monitor::Monitor>>,
+    Option<Arc<tessera_wlcg::scitags::Fireflies>>,
+);
 
 /// The Storage Resource Report, when `[srr]` is on.
 type Srr = Option<Arc<tessera_wlcg::srr::Reporter>>;
@@ -75,6 +79,7 @@ pub(crate) async fn start_gated(
         None => 0,
     };
     let monitor = cfg.monitoring.monitor(xport)?;
+    let fireflies = cfg.scitags.fireflies()?;
     if let Some(m) = &monitor {
         tokio::spawn(Arc::clone(m).run(stop_rx.clone()));
     }
@@ -149,6 +154,7 @@ pub(crate) async fn start_gated(
         h.federation = shared.federation.clone();
         h.srr = srr;
         h.monitor = monitor.clone();
+        h.fireflies = fireflies.clone();
         let hcfg = Arc::new(h);
         https_stats = Some(Arc::clone(&hcfg.stats));
         let serve = tessera_https::serve(l, Some(core.clone()), hcfg, stop_rx.clone());
@@ -157,7 +163,8 @@ pub(crate) async fn start_gated(
     let (mut xrootd_addr, mut xrootd_stats) = (None, None);
     if let Some(l) = xrootd_l {
         let role = Arc::clone(&roles.role);
-        let (addr, stats, task) = xrootd(cfg, l, &core, &shared, (role, monitor), stop_rx)?;
+        let wlcg = (monitor, fireflies);
+        let (addr, stats, task) = xrootd(cfg, l, &core, &shared, (role, wlcg), stop_rx)?;
         (xrootd_addr, xrootd_stats) = (Some(addr), Some(stats));
         tasks.push(task);
     }
@@ -183,7 +190,7 @@ fn xrootd(
     l: TcpListener,
     core: &Core,
     shared: &Shared,
-    (role, monitor): (Arc<tessera_route::Role>, Monitor),
+    (role, (monitor, fireflies)): (Arc<tessera_route::Role>, Wlcg),
     stop: watch::Receiver<bool>,
 ) -> anyhow::Result<(SocketAddr, Arc<tessera_xrootd::Stats>, JoinHandle<()>)> {
     let addr = l.local_addr()?;
@@ -202,6 +209,7 @@ fn xrootd(
         gsi: shared.gsi.clone(),
         federation: shared.federation.clone(),
         monitor,
+        fireflies,
         ..base
     });
     let task = tokio::spawn(tessera_xrootd::serve(l, Some(core.clone()), xcfg, stop));

@@ -109,6 +109,8 @@ pub struct XrootdConfig {
     pub federation: Option<std::sync::Arc<tessera_fed::Federation>>,
     /// The monitoring stream (`[monitoring]`), when it has collectors.
     pub monitor: Option<Arc<tessera_wlcg::monitor::Monitor>>,
+    /// SciTags fireflies (`[scitags]`), when they go somewhere.
+    pub fireflies: Option<Arc<tessera_wlcg::scitags::Fireflies>>,
 }
 
 /// See [`XrootdConfig::body_timeout`].
@@ -149,6 +151,7 @@ impl Default for XrootdConfig {
             drain: DEFAULT_DRAIN,
             federation: None,
             monitor: None,
+            fireflies: None,
         }
     }
 }

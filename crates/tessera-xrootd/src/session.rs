@@ -23,8 +23,8 @@ pub const MAX_HELD_PER_CONNECTION: usize = 256 << 20;
 /// A file open for reading: concurrent reads share it.
 pub struct OpenRead {
     pub rs: Arc<ReadSession>,
-    /// Its I/O in the monitoring stream, when that is on.
-    pub mon: Option<tessera_wlcg::monitor::MonFile>,
+    /// Its I/O in the monitoring stream and its marked flow, when on.
+    pub watch: tessera_wlcg::watch::Watch,
     pub path: NsPath,
     /// The memory share of the identity that opened it (a token in the
     /// open's `authz=` makes it the token's, not the login's): its read
@@ -36,8 +36,8 @@ pub struct OpenRead {
 /// task that owns the write session.
 pub struct OpenWrite {
     pub ops: mpsc::Sender<WriteOp>,
-    /// Its I/O in the monitoring stream, when that is on.
-    pub mon: Option<tessera_wlcg::monitor::MonFile>,
+    /// Its I/O in the monitoring stream and its marked flow, when on.
+    pub watch: tessera_wlcg::watch::Watch,
     pub path: NsPath,
     /// The memory share of the identity writing it: its payloads are
     /// leased under it (and the connection's).

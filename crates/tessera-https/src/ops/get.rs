@@ -57,15 +57,21 @@ pub async fn get(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
         }
         Err(e) => return Err(e.into()),
     };
-    let mon = match head {
-        true => None,
-        false => ctx.mon_open(super::rules::app_of(req.headers()), &p, rs.size(), false),
+    let watch = match head {
+        true => Default::default(),
+        false => {
+            let (app, tag) = (
+                super::rules::app_of(req.headers()),
+                crate::monitoring::tag_of(&req),
+            );
+            ctx.watch(app, tag, &p, (rs.size(), false))
+        }
     };
     let r = match Leases::first_part(&ctx.reply_budget(), &rs, &whole, head).await {
         Ok(leases) => prime(respond(rs, whole, req.headers(), head, leases)).await,
         Err(busy) => busy,
     };
-    Ok(crate::monitoring::counted(r, mon))
+    Ok(crate::monitoring::counted(r, watch))
 }
 
 /// A read that failed while streaming: the status its error maps to.

@@ -62,11 +62,22 @@ pub async fn put(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
     let pace = ctx
         .core
         .pace(&ctx.who, super::rules::app_of(req.headers()), true);
-    let mon = ctx.mon_open(super::rules::app_of(req.headers()), &p, 0, true);
+    let (app, tag) = (
+        super::rules::app_of(req.headers()),
+        crate::monitoring::tag_of(&req),
+    );
+    let watch = ctx.watch(app, tag, &p, (0, true));
     let body = req.into_body();
-    let inode = receive(ws, body, ctx.cfg.body_timeout, &budget, pace, (expect, mon))
-        .await
-        .map_err(refused)?;
+    let inode = receive(
+        ws,
+        body,
+        ctx.cfg.body_timeout,
+        &budget,
+        pace,
+        (expect, watch),
+    )
+    .await
+    .map_err(refused)?;
     Ok(created(&inode, !existed))
 }
 
@@ -107,7 +118,7 @@ pub async fn receive(
     idle: std::time::Duration,
     budget: &Budget,
     pace: tessera_core::Pace,
-    (expect, mon): (Expect, Option<tessera_wlcg::monitor::MonFile>),
+    (expect, watch): (Expect, tessera_wlcg::watch::Watch),
 ) -> Result<tessera_core::Inode, HttpError> {
     let up: Upload<Bytes> = Upload::new(ws, budget.clone(), None);
     up.pace_with(pace);
@@ -121,9 +132,7 @@ pub async fn receive(
         let Some(frame) = next else { break };
         let frame = frame.map_err(|e| HttpError::new(400, format!("upload interrupted: {e}")))?;
         if let Ok(data) = frame.into_data() {
-            if let Some(m) = &mon {
-                m.wrote(data.len() as u64);
-            }
+            watch.wrote(data.len() as u64);
             if let Err(e) = up.append(data, Lease::default()).await {
                 linger(body, idle);
                 return Err(e.into());

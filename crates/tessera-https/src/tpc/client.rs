@@ -10,12 +10,14 @@ use std::time::Duration;
 use tokio_rustls::rustls::ClientConfig;
 
 /// A remote URL, split, and where it may be reached.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Remote {
     pub url: tessera_httpc::Url,
     /// The addresses the host resolved to when the policy admitted it: the
     /// ones connected to (empty until [`Remote::admit`]).
     pub addrs: Vec<std::net::SocketAddr>,
+    /// How its connections are marked (SciTags), if they are.
+    pub mark: Option<super::mark::Mark>,
 }
 
 /// What a client is told of any failure to reach a remote end (refused,
@@ -33,6 +35,7 @@ impl Remote {
         Ok(Remote {
             url,
             addrs: Vec::new(),
+            mark: None,
         })
     }
 
@@ -86,9 +89,14 @@ async fn open(remote: &Remote, tls: Option<&Arc<ClientConfig>>, body: u64) -> Re
     if remote.url.tls() && tls.is_none() {
         return Err("no CA configured for third-party copies over TLS".into());
     }
-    let s = tessera_httpc::stream(&remote.url, &remote.addrs, tls, Duration::from_secs(30))
-        .await
-        .map_err(hide)?;
+    let (s, local, peer) =
+        tessera_httpc::stream_addrs(&remote.url, &remote.addrs, tls, Duration::from_secs(30))
+            .await
+            .map_err(hide)?;
+    let s: Box<dyn tessera_httpc::Io> = match &remote.mark {
+        Some(m) => Box::new(super::mark::Marked::new(s, m, local, peer)),
+        None => s,
+    };
     tessera_httpc::handshake(TailApart::new(s, body))
         .await
         .map_err(hide)

@@ -2,6 +2,7 @@
 //! or with `Destination` (this server pushes).
 
 pub mod client;
+pub mod mark;
 pub mod pull;
 pub mod push;
 pub mod streams;

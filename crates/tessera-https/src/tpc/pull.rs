@@ -46,6 +46,7 @@ pub async fn pull(ctx: &Ctx, req: crate::Req, source: &str) -> Result<Response<B
     };
     let mut remote = Remote::parse(source)?;
     super::authorize(ctx, &mut remote).await?;
+    remote.mark = super::mark::of(ctx, h, true);
     let dst = path::decode(req.uri().path())?;
     let overwrite = crate::ops::overwrite(h);
     if !overwrite && ctx.core.stat(&ctx.who, dst.clone()).await.is_ok() {

@@ -23,6 +23,7 @@ pub async fn push(ctx: &Ctx, req: crate::Req, dest: &str) -> Result<Response<Bod
     check_credential(h)?;
     let mut remote = Remote::parse(dest)?;
     super::authorize(ctx, &mut remote).await?;
+    remote.mark = super::mark::of(ctx, h, false);
     let src = path::decode(req.uri().path())?;
     let (core, who, s2) = (ctx.core.clone(), ctx.who.clone(), src.clone());
     let rs = Arc::new(blocking(move || core.open_read(&who, &s2)).await?);

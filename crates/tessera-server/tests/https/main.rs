@@ -21,6 +21,7 @@ mod macaroons;
 mod reference;
 mod reference_grid;
 mod scaleout;
+mod scitags;
 mod tokens;
 mod tpc;
 mod webdav;

@@ -114,12 +114,15 @@ pub async fn gateway_open(
     let hint: u64 = t.cgi("oss.asize").and_then(|v| v.parse().ok()).unwrap_or(0);
     let cap = g.verify(t.cgi(CAP_KEY))?;
     match g.open(cap, &t.path, s.peer.ip(), writing, hint).await? {
-        Opened::Write { ws, holder, mode } => write::register(s, out, ws, mode, &holder),
+        Opened::Write { ws, holder, mode } => {
+            let tag = s.flow_tag(t);
+            write::register(s, out, ws, (mode, tag), &holder)
+        }
         Opened::Read { rs, holder } => {
             let stat = crate::statfmt::stat_string(rs.inode(), &holder, &s.cfg.names);
-            let mon = s.mon_open(&holder, &t.path, rs.size(), false);
+            let watch = s.watch(&holder, t, rs.size(), false);
             let fh = s.add(Handle::Read(Arc::new(OpenRead {
-                mon,
+                watch,
                 rs: Arc::new(rs),
                 path: t.path.clone(),
                 share: s.cfg.buffers.identity_share_of(&holder.limit_key()),

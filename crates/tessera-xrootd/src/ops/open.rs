@@ -87,9 +87,9 @@ pub async fn open(
         };
         let stat = stat_string(rs.inode(), &who, &s.cfg.names);
         rs.pace_with(core.pace(&who, s.app(), false));
-        let mon = s.mon_open(&who, &t.path, rs.size(), false);
+        let watch = s.watch(&who, t, rs.size(), false);
         let fh = s.add(Handle::Read(Arc::new(OpenRead {
-            mon,
+            watch,
             rs: Arc::new(rs),
             path: t.path.clone(),
             share: s.cfg.buffers.identity_share_of(&who.limit_key()),
@@ -141,6 +141,7 @@ async fn open_new(
 ) -> Result<Result<(), tessera_core::CoreError>, XrdError> {
     let (core, path, who) = (s.core()?.clone(), t.path.clone(), Arc::clone(who));
     let (s2, out2, stream) = (Arc::clone(s), out.clone(), st);
+    let tag = s.flow_tag(t);
     let NewFile {
         mode,
         opts,
@@ -152,7 +153,7 @@ async fn open_new(
             Ok(ws) => ws,
             Err(e) => return Ok(Err(e)),
         };
-        let (fh, stat) = write::register(&s2, &out2, ws, mode, &who)?;
+        let (fh, stat) = write::register(&s2, &out2, ws, (mode, tag), &who)?;
         out2.result_from_pool(stream, Ok(reply(fh, opts, &stat)));
         Ok(Ok(()))
     })

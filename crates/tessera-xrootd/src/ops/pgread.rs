@@ -73,9 +73,7 @@ pub async fn pgread(s: &Session, out: &Out, st: [u8; 2], rd: Read) {
             }
         };
         let got = d.as_ref().map_or(0, ReadData::len);
-        if let Some(m) = r.mon() {
-            m.read(got as u64);
-        }
+        r.watch().read(got as u64);
         let more = got == n && pos + (got as u64) < end;
         let kind = if more { PARTIAL } else { FINAL };
         let data = d.map(|d| pages(s, pos, d)).into_iter().collect();

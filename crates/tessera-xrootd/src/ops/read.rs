@@ -45,11 +45,11 @@ impl Source {
         }
     }
 
-    /// Its I/O in the monitoring stream, when that is on.
-    pub fn mon(&self) -> Option<&tessera_wlcg::monitor::MonFile> {
+    /// Its I/O in the monitoring stream and its marked flow.
+    pub fn watch(&self) -> &tessera_wlcg::watch::Watch {
         match self {
-            Source::File(r) => r.mon.as_ref(),
-            Source::Update(u) => u.mon.as_ref(),
+            Source::File(r) => &r.watch,
+            Source::Update(u) => &u.watch,
         }
     }
 
@@ -118,9 +118,7 @@ pub async fn read(s: &Session, out: &Out, st: [u8; 2], rd: Read) {
             }
             Ok(d) => {
                 let got = d.as_ref().map_or(0, ReadData::len);
-                if let Some(m) = r.mon() {
-                    m.read(got as u64);
-                }
+                r.watch().read(got as u64);
                 pos += got as u64;
                 let more = got == n && pos < end;
                 let body = d.map(|d| vec![Piece::Data(d)]).unwrap_or_default();

@@ -65,9 +65,8 @@ pub async fn readv(s: &Session, out: &Out, stream: [u8; 2], elements: Vec<Elemen
             }
         };
         let els = &elements[run.first..run.first + run.count];
-        if let Some(m) = r.mon() {
-            m.readv(els.iter().map(|e| e.1 as u64).sum(), els.len() as u64);
-        }
+        r.watch()
+            .readv(els.iter().map(|e| e.1 as u64).sum(), els.len() as u64);
         part.add(els, run.start, d);
         // A full part goes out now unless it is the last (the final
         // reply must carry elements: XrdCl fails an empty one).

@@ -29,8 +29,8 @@ pub struct OpenUpdate {
     pub size: AtomicU64,
     /// The memory share of the identity updating it (its payloads).
     pub share: tessera_core::Share,
-    /// Its I/O in the monitoring stream, when that is on.
-    pub mon: Option<tessera_wlcg::monitor::MonFile>,
+    /// Its I/O in the monitoring stream and its marked flow, when on.
+    pub watch: tessera_wlcg::watch::Watch,
 }
 
 pub struct State {
@@ -61,9 +61,9 @@ pub async fn open(
         .with_share(&s.share);
     let up = tessera_core::blocking(move || core.open_update(&w2, &path, budget)).await??;
     let stat = crate::statfmt::stat_string(up.inode(), who, &s.cfg.names);
-    let mon = s.mon_open(who, &t.path, up.size(), true);
+    let watch = s.watch(who, t, up.size(), true);
     let open = OpenUpdate {
-        mon,
+        watch,
         inode: up.inode().clone(),
         size: AtomicU64::new(up.size()),
         state: tokio::sync::Mutex::new(State {

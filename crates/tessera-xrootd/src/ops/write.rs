@@ -140,13 +140,10 @@ fn count_write(h: &Handle, what: &OnHandle) {
         OnHandle::Write(_, d) | OnHandle::PgWrite(_, d, _) => d.len() as u64,
         _ => return,
     };
-    let mon = match h {
-        Handle::Write(w) => w.mon.as_ref(),
-        Handle::Update(u) => u.mon.as_ref(),
-        Handle::Read(_) => None,
-    };
-    if let Some(m) = mon {
-        m.wrote(n);
+    match h {
+        Handle::Write(w) => w.watch.wrote(n),
+        Handle::Update(u) => u.watch.wrote(n),
+        Handle::Read(_) => {}
     }
 }
 
@@ -184,7 +181,7 @@ pub fn register(
     s: &Session,
     out: &Out,
     ws: WriteSession,
-    mode: u32,
+    (mode, flow_tag): (u32, Option<tessera_wlcg::scitags::Tag>),
     who: &tessera_types::Identity,
 ) -> Result<([u8; 4], String), XrdError> {
     let now = std::time::SystemTime::now()
@@ -215,13 +212,13 @@ pub fn register(
         .core()
         .map(|c| c.pace(who, s.app(), true))
         .unwrap_or_default();
-    let mon = s.mon_open(who, &path, 0, true);
+    let watch = s.watch_path(who, &path, flow_tag, 0, true);
     let ops = spawn_writer(ws, out.clone(), held, budget, &s.cfg.stats, pace);
     let fh = s.add(Handle::Write(Arc::new(OpenWrite {
         ops,
         path,
         share,
-        mon,
+        watch,
     })))?;
     Ok((fh, stat))
 }
