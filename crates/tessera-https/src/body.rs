@@ -16,7 +16,22 @@ pub enum Body {
     /// A body whose bytes are counted for the monitoring stream as they
     /// go; the transfer's end is recorded when it is dropped (all sent,
     /// or the client gone).
-    Counted(Box<Body>, Box<tessera_wlcg::watch::Watch>),
+    Counted(Box<Body>, Box<Watched>),
+}
+
+/// A response's transfer as monitoring and flow marking follow it: a body
+/// dropped before its end (the client went) is a forced close.
+pub struct Watched {
+    pub watch: tessera_wlcg::watch::Watch,
+    pub ended: bool,
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        if !self.ended {
+            self.watch.forced();
+        }
+    }
 }
 
 impl Body {
@@ -47,10 +62,16 @@ impl hyper::body::Body for Body {
             },
             Body::Counted(inner, m) => {
                 let r = Pin::new(inner.as_mut()).poll_frame(cx);
-                if let Poll::Ready(Some(Ok(f))) = &r {
-                    if let Some(d) = f.data_ref() {
-                        m.read(d.len() as u64);
+                match &r {
+                    Poll::Ready(Some(Ok(f))) => {
+                        if let Some(d) = f.data_ref() {
+                            m.watch.read(d.len() as u64);
+                        }
+                        // hyper does not poll a body past its end.
+                        m.ended = inner.is_end_stream();
                     }
+                    Poll::Ready(None) => m.ended = true,
+                    _ => {}
                 }
                 r
             }

@@ -152,9 +152,10 @@ pub struct Ctx {
     pub mon: MonSlot,
 }
 
-/// A connection's user in the monitoring stream (made at its first
-/// transfer; its end is recorded when the last request lets it go).
-pub type MonSlot = Arc<std::sync::OnceLock<Option<tessera_wlcg::monitor::MonUser>>>;
+/// A connection's users in the monitoring stream, one per identity it
+/// transfers as (each made at its first transfer; its end recorded when
+/// the connection and its last transfer let it go).
+pub type MonSlot = Arc<tessera_wlcg::monitor::Users>;
 
 impl Ctx {
     /// The memory budget this request's bytes (a response's parts, an

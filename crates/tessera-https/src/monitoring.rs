@@ -1,9 +1,9 @@
 //! The XRootD monitoring stream and SciTags flow marking as the HTTPS
 //! front-end feeds them (XrdHttp does the same through its bridge): a
-//! connection becomes a monitored user (`u`, protocol `https`, the
-//! client's port as its process id, the identity of its first transfer,
-//! the User-Agent's product as the application) at its first GET or PUT
-//! of a file; a request with a `SciTag` header (or `scitag.flow` in its
+//! connection's transfers are recorded under a monitored user per
+//! identity and application it uses (`u`, protocol `https`, the client's
+//! port as its process id, the User-Agent's product as the application),
+//! announced at its first GET or PUT of a file; a request with a `SciTag` header (or `scitag.flow` in its
 //! query) marks its flow (`http-get` from here to the client, `http-put`
 //! from the client here). Each transfer's bytes are counted as they go (a
 //! GET's as the body is sent, a PUT's as they arrive) and recorded at its
@@ -55,18 +55,17 @@ impl Ctx {
 
     fn mon_open(&self, app: &str, path: &NsPath, size: u64, write: bool) -> Option<MonFile> {
         let mon = self.cfg.monitor.as_ref()?;
-        let user = self.mon.get_or_init(|| {
+        let key = format!("{}\n{app}", self.who.limit_key());
+        let user = self.mon.get(mon, &key, "https", || {
             let host = monitor::host_of(self.peer.ip());
-            let info = monitor::client_info(&self.who, &host, app, self.peer.is_ipv6());
-            let client = monitor::Client {
-                user: &self.who.name,
+            monitor::Client {
+                user: self.who.name.clone(),
                 pid: u32::from(self.peer.port()),
-                host: &host,
-                info,
-            };
-            Some(mon.login("https", client))
+                info: monitor::client_info(&self.who, &host, app, self.peer.is_ipv6()),
+                host,
+            }
         });
-        Some(user.as_ref()?.open(&path.display(), size, write))
+        Some(user.open(&path.display(), size, write))
     }
 }
 
@@ -74,7 +73,13 @@ impl Ctx {
 /// it is).
 pub fn counted(r: Response<Body>, w: Watch) -> Response<Body> {
     match w.is_on() {
-        true => r.map(|b| Body::Counted(Box::new(b), Box::new(w))),
+        true => r.map(|b| {
+            let watched = crate::body::Watched {
+                watch: w,
+                ended: false,
+            };
+            Body::Counted(Box::new(b), Box::new(watched))
+        }),
         false => r,
     }
 }

@@ -20,7 +20,9 @@ pub struct Srr {
     pub quality: Option<String>,
     /// Whether `GET /.well-known/tessera/srr` answers requests without a
     /// credential (else any authenticated client: a token, a certificate,
-    /// a macaroon).
+    /// a macaroon). Off by default (the report names quota nodes and
+    /// their usage); Rucio and CRIC read it without one: say `true` for
+    /// them, as dCache's `frontend.srr.public`.
     pub public: bool,
     /// How often the report is made anew (Rucio wants one at most 2 h
     /// old).
@@ -63,7 +65,7 @@ impl Default for Srr {
             name: None,
             id: None,
             quality: None,
-            public: true,
+            public: false,
             interval_secs: 600,
             file: None,
             host: None,

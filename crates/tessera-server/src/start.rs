@@ -81,7 +81,8 @@ pub(crate) async fn start_gated(
     let monitor = cfg.monitoring.monitor(xport)?;
     let fireflies = cfg.scitags.fireflies()?;
     if let Some(m) = &monitor {
-        tokio::spawn(Arc::clone(m).run(stop_rx.clone()));
+        let drain = std::time::Duration::from_secs(cfg.server.drain_s);
+        tokio::spawn(Arc::clone(m).run(stop_rx.clone(), drain));
     }
     // Bearer tokens (the dev issuer's URL names the HTTPS port).
     let tokens = auth::setup(cfg, https_addr)?;

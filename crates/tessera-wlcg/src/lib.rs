@@ -8,5 +8,6 @@
 pub mod monitor;
 pub mod scitags;
 pub mod srr;
+mod udp;
 pub mod watch;
 pub mod xrdmon;

@@ -65,13 +65,11 @@ impl Monitor {
         if s.destinations.is_empty() {
             return Ok(None);
         }
-        let any: SocketAddr = if s.destinations[0].is_ipv6() {
-            "[::]:0".parse().expect("address")
-        } else {
-            "0.0.0.0:0".parse().expect("address")
+        let (sock, dests) = crate::udp::socket(&s.destinations)?;
+        let s = Settings {
+            destinations: dests,
+            ..s
         };
-        let sock = UdpSocket::bind(any)?;
-        sock.set_nonblocking(true)?;
         let stod = now();
         // A stable 48-bit id of this server (site, host, port), the `sid`
         // of every user id and of the `f` stream's time records.
@@ -128,15 +126,15 @@ impl Monitor {
     /// A user session (`u`): `prot` (`xroot`, `https`), the client's
     /// login name and process id, its host, and what it says of itself
     /// (`&p=…&n=…` then `&x=<app>`…). Its end (dropped) is recorded.
-    pub fn login(self: &Arc<Self>, prot: &str, client: Client<'_>) -> MonUser {
+    pub fn login(self: &Arc<Self>, prot: &str, client: Client) -> Arc<MonUser> {
         let id = self.id();
-        let userid = xrdmon::userid(prot, client.user, client.pid, self.sid, client.host);
+        let userid = xrdmon::userid(prot, &client.user, client.pid, self.sid, &client.host);
         self.map(b'u', id, format!("{userid}\n{}", client.info).as_bytes());
-        MonUser {
+        Arc::new(MonUser {
             id,
             userid,
             mon: Arc::clone(self),
-        }
+        })
     }
 
     fn record(&self, r: Record) {
@@ -175,8 +173,14 @@ impl Monitor {
     }
 
     /// Identification now and every `ident`, the `f` buffer every
-    /// `fstat`, until `stop` turns true (then a last flush).
-    pub async fn run(self: Arc<Self>, mut stop: tokio::sync::watch::Receiver<bool>) {
+    /// `fstat`, until `stop` turns true and then for `drain` more (the
+    /// transfers a shutdown lets finish are recorded too), then a last
+    /// flush.
+    pub async fn run(
+        self: Arc<Self>,
+        mut stop: tokio::sync::watch::Receiver<bool>,
+        drain: Duration,
+    ) {
         self.ident();
         let mut fstat = tokio::time::interval(self.s.fstat.max(Duration::from_millis(100)));
         let mut ident = tokio::time::interval(self.s.ident.max(Duration::from_secs(1)));
@@ -188,20 +192,60 @@ impl Monitor {
                 _ = stop.changed() => break,
             }
         }
+        let end = tokio::time::Instant::now() + drain;
+        while tokio::time::Instant::now() < end {
+            tokio::select! {
+                _ = fstat.tick() => self.flush(),
+                _ = tokio::time::sleep_until(end) => {}
+            }
+        }
         self.flush();
     }
 }
 
 /// What a client says of itself at login.
-pub struct Client<'a> {
-    pub user: &'a str,
+pub struct Client {
+    pub user: String,
     pub pid: u32,
-    pub host: &'a str,
+    pub host: String,
     /// `&p=<auth>&n=<name>&h=<host>&o=<vo>&r=<role>&g=<groups>&m=<dn>&x=<app>&I=<4|6>`.
     pub info: String,
 }
 
-/// A monitored session: its files' opens, and its end when dropped.
+/// The monitored users of one connection, one per identity (and
+/// application) it acts as: transfers are recorded under the user whose
+/// credentials they carry. At most [`USERS_PER_CONNECTION`] are kept; a
+/// connection switching among more announces each transfer's user anew.
+#[derive(Default)]
+pub struct Users(std::sync::Mutex<std::collections::HashMap<String, Arc<MonUser>>>);
+
+/// See [`Users`].
+pub const USERS_PER_CONNECTION: usize = 16;
+
+impl Users {
+    /// The user `key` names, announced (`u`) when first seen.
+    pub fn get(
+        &self,
+        mon: &Arc<Monitor>,
+        key: &str,
+        prot: &str,
+        client: impl FnOnce() -> Client,
+    ) -> Arc<MonUser> {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(u) = m.get(key) {
+            return Arc::clone(u);
+        }
+        let u = mon.login(prot, client());
+        if m.len() < USERS_PER_CONNECTION {
+            m.insert(key.to_string(), Arc::clone(&u));
+        }
+        u
+    }
+}
+
+/// A monitored session: its files' opens, and its end when the last
+/// holder lets it go (its connection and every file it opened: the end
+/// is recorded after their closes).
 pub struct MonUser {
     id: u32,
     userid: String,
@@ -211,7 +255,7 @@ pub struct MonUser {
 impl MonUser {
     /// A file opened: its path (`d`) and open record; the returned
     /// [`MonFile`] counts its I/O and records the close when dropped.
-    pub fn open(&self, path: &str, size: u64, write: bool) -> MonFile {
+    pub fn open(self: &Arc<Self>, path: &str, size: u64, write: bool) -> MonFile {
         let file = self.mon.id();
         self.mon
             .map(b'd', file, format!("{}\n{path}", self.userid).as_bytes());
@@ -223,6 +267,7 @@ impl MonUser {
             lfn: Some(path.as_bytes().to_vec()),
         });
         MonFile {
+            _user: Arc::clone(self),
             file,
             mon: Arc::clone(&self.mon),
             read: Counter::default(),
@@ -286,6 +331,8 @@ impl Counter {
 
 /// One open file's I/O, recorded at its close (drop).
 pub struct MonFile {
+    /// Its user, whose end is recorded after this close.
+    _user: Arc<MonUser>,
     file: u32,
     mon: Arc<Monitor>,
     read: Counter,
@@ -362,9 +409,17 @@ impl Drop for MonFile {
 /// What a `u` record says of an authenticated client, as XRootD's
 /// `MonAuth` writes it: `&p=<security protocol>&n=<name>&h=<host>&o=<VO>
 /// &r=<role>&g=<groups>&m=<DN>`, then the login's `&x=<application>&y=
-/// &I=<4|6>`. Values lose `&` and newlines (they would split the record).
+/// &I=<4|6>`. Values lose `&` and control characters (they would split or
+/// cut the record) and are cut at 1,024 characters.
 pub fn client_info(who: &tessera_types::Identity, host: &str, app: &str, ipv6: bool) -> String {
-    let clean = |s: &str| s.replace(['&', '\n'], "_");
+    // `&` and control characters would split or cut the record; each
+    // value is kept under 1 KiB (a token's groups can be many).
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| if c == '&' || c.is_control() { '_' } else { c })
+            .take(1024)
+            .collect()
+    };
     let p = if who.x509.is_some() {
         "gsi"
     } else if who.token.is_some() {
@@ -440,9 +495,9 @@ mod tests {
             .unwrap()
             .unwrap();
         let client = Client {
-            user: "alice",
+            user: "alice".into(),
             pid: 7,
-            host: "10.0.0.1",
+            host: "10.0.0.1".into(),
             info: "&p=unix&n=alice".into(),
         };
         let user = mon.login("xroot", client);

@@ -58,14 +58,26 @@ impl Fireflies {
         if s.destinations.is_empty() && s.flowd.is_none() {
             return Ok(None);
         }
-        let sock = match s.destinations.first() {
-            None => None,
-            Some(d) => {
-                let any = if d.is_ipv6() { "[::]:0" } else { "0.0.0.0:0" };
-                let u = UdpSocket::bind(any)?;
-                u.set_nonblocking(true)?;
-                Some(u)
+        if let Some(p) = &s.flowd {
+            use std::os::unix::fs::FileTypeExt;
+            let t = std::fs::metadata(p)?.file_type();
+            if !t.is_fifo() {
+                return Err(std::io::Error::other(format!(
+                    "{} is not a named pipe (flowd makes it)",
+                    p.display()
+                )));
             }
+        }
+        let (sock, dests) = match s.destinations.is_empty() {
+            true => (None, Vec::new()),
+            false => {
+                let (u, d) = crate::udp::socket(&s.destinations)?;
+                (Some(u), d)
+            }
+        };
+        let s = Settings {
+            destinations: dests,
+            ..s
         };
         Ok(Some(Arc::new(Fireflies { sock, s })))
     }
@@ -95,8 +107,8 @@ impl Fireflies {
         }
     }
 
-    /// A line to flowd's pipe, never waiting (a pipe nobody reads is
-    /// skipped).
+    /// A line to flowd's pipe (checked to be one at start), never
+    /// waiting: a pipe nobody reads, or a full one, is skipped.
     fn pipe(&self, line: &str) {
         let Some(p) = &self.s.flowd else { return };
         use std::os::unix::fs::OpenOptionsExt;
@@ -294,6 +306,33 @@ mod tests {
         }
     }
 
+    /// A named pipe at `p` and a reader of its first two lines.
+    fn fifo_reader(p: &std::path::Path) -> std::thread::JoinHandle<String> {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            p,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        // Read-write: the open never waits for a writer.
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(p)
+            .unwrap();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut r = std::io::BufReader::new(f);
+            let mut s = String::new();
+            for _ in 0..2 {
+                r.read_line(&mut s).unwrap();
+            }
+            s
+        })
+    }
+
     #[test]
     fn a_flow_is_announced_at_start_and_end() {
         let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -301,6 +340,7 @@ mod tests {
             .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let pipe = dir.path().join("flowd");
+        let reader = fifo_reader(&pipe);
         let ff = Fireflies::new(Settings {
             destinations: vec![rx.local_addr().unwrap()],
             flowd: Some(pipe.clone()),
@@ -308,7 +348,6 @@ mod tests {
         })
         .unwrap()
         .unwrap();
-        std::fs::write(&pipe, b"").unwrap();
         let (src, dst) = (
             "192.0.2.10:1094".parse().unwrap(),
             "[::ffff:198.51.100.20]:53012".parse().unwrap(),
@@ -333,7 +372,7 @@ mod tests {
             .as_str()
             .unwrap()
             .ends_with("+00:00"));
-        let lines = std::fs::read_to_string(&pipe).unwrap();
+        let lines = reader.join().unwrap();
         assert_eq!(
             lines,
             "start tcp 192.0.2.10 1094 198.51.100.20 53012 2 16\nend tcp 192.0.2.10 1094 198.51.100.20 53012 2 16\n"

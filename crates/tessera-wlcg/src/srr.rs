@@ -64,7 +64,14 @@ pub struct Reporter {
     core: Core,
     settings: Settings,
     current: RwLock<Option<Arc<Report>>>,
+    /// One refresh at a time (requests waiting for the first report share
+    /// it); when the last one failed, and why.
+    making: tokio::sync::Mutex<Option<(std::time::Instant, String)>>,
 }
+
+/// After a failed refresh, requests get the failure, not a new attempt,
+/// for this long (the interval makes the next one).
+const FAILED_FOR: std::time::Duration = std::time::Duration::from_secs(60);
 
 #[derive(Serialize)]
 struct Document<'a> {
@@ -125,6 +132,7 @@ impl Reporter {
             core,
             settings,
             current: RwLock::new(None),
+            making: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -140,17 +148,48 @@ impl Reporter {
             .clone()
     }
 
-    /// The last report, or a new one when none was made yet.
+    /// The last report, or the first one (made once, whoever asks: the
+    /// others wait for it; a failure is answered for a minute without
+    /// trying again).
     pub async fn get(&self) -> Result<Arc<Report>, CoreError> {
-        match self.current() {
-            Some(r) => Ok(r),
-            None => self.refresh().await,
+        if let Some(r) = self.current() {
+            return Ok(r);
         }
+        let mut making = self.making.lock().await;
+        if let Some(r) = self.current() {
+            return Ok(r);
+        }
+        if let Some((at, why)) = making.as_ref() {
+            if at.elapsed() < FAILED_FOR {
+                return Err(CoreError::Remote {
+                    kind: tessera_types::ErrorKind::Unavailable,
+                    msg: format!("no storage resource report yet: {why}"),
+                });
+            }
+        }
+        self.make(&mut making).await
     }
 
     /// Make the report anew, keep it and write it into the namespace (a
     /// failed write is logged: the report is still served).
     pub async fn refresh(&self) -> Result<Arc<Report>, CoreError> {
+        let mut making = self.making.lock().await;
+        self.make(&mut making).await
+    }
+
+    async fn make(
+        &self,
+        failed: &mut Option<(std::time::Instant, String)>,
+    ) -> Result<Arc<Report>, CoreError> {
+        let r = self.build().await;
+        *failed = r
+            .as_ref()
+            .err()
+            .map(|e| (std::time::Instant::now(), e.to_string()));
+        r
+    }
+
+    async fn build(&self) -> Result<Arc<Report>, CoreError> {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
@@ -215,8 +254,15 @@ impl Reporter {
             let vos = match cfg.map(|c| c.vos.clone()).filter(|v| !v.is_empty()) {
                 Some(v) => v,
                 None => {
-                    let dir = self.core.stat(&root, n.path.clone()).await?;
-                    (self.settings.group_name)(dir.gid).into_iter().collect()
+                    // NSS may ask a directory service: off the runtime.
+                    let gid = self.core.stat(&root, n.path.clone()).await?.gid;
+                    let name = Arc::clone(&self.settings.group_name);
+                    tokio::task::spawn_blocking(move || name(gid))
+                        .await
+                        .ok()
+                        .flatten()
+                        .into_iter()
+                        .collect()
                 }
             };
             let name = cfg.and_then(|c| c.name.clone()).unwrap_or_else(|| {

@@ -33,7 +33,13 @@ pub fn userid(prot: &str, user: &str, pid: u32, sid: u64, host: &str) -> String 
     // any of them.
     let clean: String = user
         .chars()
-        .map(|c| if "/.:@\n&".contains(c) { '_' } else { c })
+        .map(|c| {
+            if "/.:@&".contains(c) || c.is_control() {
+                '_'
+            } else {
+                c
+            }
+        })
         .collect();
     format!("{prot}/{clean}.{pid}:{sid}@{host}")
 }

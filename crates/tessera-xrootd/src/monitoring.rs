@@ -62,19 +62,17 @@ impl Session {
     /// is off: nothing is made then).
     fn mon_open(&self, who: &Identity, path: &NsPath, size: u64, write: bool) -> Option<MonFile> {
         let mon = self.cfg.monitor.as_ref()?;
-        let user = self.mon_user.get_or_init(|| {
+        let user = self.mon_users.get(mon, &who.limit_key(), "xroot", || {
             let (name, pid) = self.login_hint.get().cloned().unwrap_or_default();
             let host = monitor::host_of(self.peer.ip());
-            let info = monitor::client_info(who, &host, self.app(), self.peer.is_ipv6());
-            let client = monitor::Client {
-                user: &name,
+            monitor::Client {
+                user: name,
                 pid,
-                host: &host,
-                info,
-            };
-            Some(mon.login("xroot", client))
+                info: monitor::client_info(who, &host, self.app(), self.peer.is_ipv6()),
+                host,
+            }
         });
-        Some(user.as_ref()?.open(&path.display(), size, write))
+        Some(user.open(&path.display(), size, write))
     }
 
     /// The files still open when the client goes: forced closes.

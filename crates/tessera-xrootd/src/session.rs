@@ -89,9 +89,9 @@ pub struct Session {
     app: std::sync::OnceLock<String>,
     /// The login's user name and process id, for monitoring.
     pub(crate) login_hint: std::sync::OnceLock<(String, u32)>,
-    /// The session in the monitoring stream, once it opened a file (last:
-    /// its end is recorded after the closes of the files left open).
-    pub(crate) mon_user: std::sync::OnceLock<Option<tessera_wlcg::monitor::MonUser>>,
+    /// The session's users in the monitoring stream, one per identity it
+    /// opened files as (its login's, or a token's in an open's CGI).
+    pub(crate) mon_users: tessera_wlcg::monitor::Users,
 }
 
 impl Session {
@@ -120,7 +120,7 @@ impl Session {
             gsi: Mutex::new((None, 0)),
             app: std::sync::OnceLock::new(),
             login_hint: std::sync::OnceLock::new(),
-            mon_user: std::sync::OnceLock::new(),
+            mon_users: Default::default(),
             logged_in: RwLock::new(false),
             handles: Mutex::new(HashMap::new()),
             next: AtomicU32::new(1),
@@ -291,21 +291,15 @@ impl Session {
     /// Forget every open file (the connection ended): files being written
     /// and not closed are aborted when their write task sees its queue end.
     pub fn close_all(&self) {
+        // What is still open closes because the client went (monitoring).
+        if self.cfg.monitor.is_some() {
+            self.mark_forced();
+        }
         let mut t = tessera_core::lock(&self.handles);
         self.cfg
             .stats
             .open_files
             .fetch_sub(t.len() as u64, Ordering::Relaxed);
         t.clear();
-    }
-}
-
-impl Drop for Session {
-    /// Files left open are recorded as forced closes before the session's
-    /// end (monitoring; nothing when it is off).
-    fn drop(&mut self) {
-        if self.cfg.monitor.is_some() {
-            self.mark_forced();
-        }
     }
 }

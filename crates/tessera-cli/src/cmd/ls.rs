@@ -126,8 +126,12 @@ pub async fn ls(c: &mut Clients, fmt: Format, a: LsArgs) -> Result<(), Failure> 
                     after: std::mem::take(&mut after),
                     limit: PAGE,
                 })
-                .await?
-                .into_inner();
+                .await;
+            let page = match page {
+                Ok(p) => p.into_inner(),
+                Err(e) if fmt == Format::Json => json_failed(e.into()),
+                Err(e) => return Err(e.into()),
+            };
             p.page(&page.entries);
             if page.next_after.is_empty() {
                 break;
@@ -139,4 +143,14 @@ pub async fn ls(c: &mut Clients, fmt: Format, a: LsArgs) -> Result<(), Failure> 
         lines("],\"retc\":0}\n");
     }
     Ok(())
+}
+
+/// A JSON listing that failed after its first entries: the document is
+/// closed with the error (one document, as without entries), then the
+/// command ends with the errno.
+fn json_failed(f: Failure) -> ! {
+    let msg = serde_json::Value::from(f.msg.clone());
+    lines(&format!("],\"retc\":{},\"errormsg\":{msg}}}\n", f.errno));
+    eprintln!("error: {} (errno={})", f.msg, f.errno);
+    std::process::exit(f.errno.clamp(1, 255));
 }

@@ -3,8 +3,10 @@
 //! first page is listed before the status goes out (a refusal is the
 //! response's status), the rest by a task as the client reads. What a
 //! listing holds is at most two pages in flight, each leased from the
-//! client's share of the memory budget until it is written; a client
-//! that reads nothing for the idle timeout ends its listing. No lock is
+//! client's share of the memory budget until it is written (the first
+//! too: refused, the answer is 503); a client that reads nothing for the
+//! idle timeout ends its listing, and a listing that ends early ends with
+//! an error (the connection is cut), never as if complete. No lock is
 //! held between pages: each is one namespace read after the last name.
 
 use crate::body::Body;
@@ -58,9 +60,15 @@ pub async fn body<P: Pager>(
     let (first, next) = pager.page(None).await?;
     let mut text = head;
     text.push_str(&first);
-    let Some(after) = next else {
+    if next.is_none() {
         text.push_str(&tail);
-        return Ok(Body::text(text));
+    }
+    let Some(lease) = bounds.budget.lease(text.len()).await else {
+        return Err(HttpError::new(503, "server busy: memory budget exhausted"));
+    };
+    let first = leased(text, lease);
+    let Some(after) = next else {
+        return Ok(Body::bytes(first));
     };
     let (tx, rx) = mpsc::channel(1);
     tokio::spawn(async move {
@@ -69,10 +77,7 @@ pub async fn body<P: Pager>(
             let r = pager.page(Some(after)).await;
             let (chunk, next) = match r {
                 Ok(p) => p,
-                Err(e) => {
-                    let _ = tx.send(Err(std::io::Error::other(e.msg))).await;
-                    return;
-                }
+                Err(e) => return fail(&tx, e.msg).await,
             };
             if !send(&tx, chunk, &bounds).await {
                 return;
@@ -84,24 +89,40 @@ pub async fn body<P: Pager>(
         }
         send(&tx, tail, &bounds).await;
     });
-    Ok(Body::Primed(Some(text.into()), rx))
+    Ok(Body::Primed(Some(first), rx))
+}
+
+fn leased(text: String, lease: Lease) -> Bytes {
+    Bytes::from_owner(Leased {
+        text: text.into_bytes(),
+        _lease: lease,
+    })
+}
+
+/// End the listing with `why`: the body fails (the connection is cut),
+/// whenever the client reads again (or goes).
+async fn fail(tx: &mpsc::Sender<Result<Bytes, std::io::Error>>, why: String) {
+    let _ = tx.send(Err(std::io::Error::other(why))).await;
 }
 
 /// Lease `chunk`'s bytes and hand it to the body; false when the listing
-/// ends here (budget refused, client gone or idle too long).
+/// ends here (budget refused, client gone or idle too long: the body then
+/// fails rather than end as if complete).
 async fn send(tx: &mpsc::Sender<Result<Bytes, std::io::Error>>, chunk: String, b: &Bounds) -> bool {
     let Some(lease) = b.budget.lease(chunk.len()).await else {
-        let _ = tx.try_send(Err(std::io::Error::other(
-            "memory budget exhausted: listing ended",
-        )));
+        fail(tx, "memory budget exhausted: listing ended".into()).await;
         return false;
     };
-    let bytes = Bytes::from_owner(Leased {
-        text: chunk.into_bytes(),
-        _lease: lease,
-    });
-    matches!(
-        tokio::time::timeout(b.idle, tx.send(Ok(bytes))).await,
-        Ok(Ok(()))
-    )
+    match tokio::time::timeout(b.idle, tx.send(Ok(leased(chunk, lease)))).await {
+        Ok(Ok(())) => true,
+        Ok(Err(_)) => false, // the client went
+        Err(_) => {
+            let why = format!(
+                "the client read nothing for {} s: listing ended",
+                b.idle.as_secs()
+            );
+            fail(tx, why).await;
+            false
+        }
+    }
 }

@@ -53,24 +53,26 @@ pub async fn get(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, HttpError
         Ok(Err(st)) => return Ok(stalled(&st)),
         Err(e) if e.kind() == tessera_types::ErrorKind::IsADirectory => {
             let html = super::index::wants_html(req.headers());
-            return super::index::listing(ctx, &p, head, html).await;
+            let slash = req.uri().path().ends_with('/');
+            return super::index::listing(ctx, &p, head, (html, slash)).await;
         }
         Err(e) => return Err(e.into()),
     };
-    let watch = match head {
-        true => Default::default(),
-        false => {
-            let (app, tag) = (
-                super::rules::app_of(req.headers()),
-                crate::monitoring::tag_of(&req),
-            );
-            ctx.watch(app, tag, &p, (rs.size(), false))
-        }
-    };
+    let size = rs.size();
     let r = match Leases::first_part(&ctx.reply_budget(), &rs, &whole, head).await {
         Ok(leases) => prime(respond(rs, whole, req.headers(), head, leases)).await,
         Err(busy) => busy,
     };
+    // Only an answer with the file's bytes is a transfer (not a 304, a
+    // 412, a 416, a busy 503 or a HEAD).
+    if head || !matches!(r.status().as_u16(), 200 | 206) {
+        return Ok(r);
+    }
+    let (app, tag) = (
+        super::rules::app_of(req.headers()),
+        crate::monitoring::tag_of(&req),
+    );
+    let watch = ctx.watch(app, tag, &p, (size, false));
     Ok(crate::monitoring::counted(r, watch))
 }
 

@@ -16,8 +16,10 @@ use hyper::Response;
 use tessera_core::{Core, Inode};
 use tessera_types::{Identity, NsPath};
 
-/// Entries per page.
-const PAGE: usize = 4096;
+/// Entries per page: a page stays under a megabyte (an HTML row links
+/// by the entry's name alone, at most ~2 KiB with a 255-byte name).
+const PAGE_TEXT: usize = 1024;
+const PAGE_HTML: usize = 512;
 
 /// What the page says of the tree it lists: a strict policy (no script,
 /// no frame, no form, styles inline only).
@@ -44,8 +46,19 @@ pub async fn listing(
     ctx: &Ctx,
     p: &NsPath,
     head: bool,
-    html: bool,
+    (html, slash): (bool, bool),
 ) -> Result<Response<Body>, HttpError> {
+    if html && !slash {
+        // The page's links are relative to the directory: its URL ends
+        // in `/` (as Apache and XrdHttp send browsers there).
+        let mut r = Response::new(Body::Empty);
+        super::status(&mut r, 301);
+        let mut to = path::encode(p.as_bytes());
+        to.push('/');
+        set(&mut r, "Location", &to);
+        set(&mut r, "Content-Length", "0");
+        return Ok(r);
+    }
     let pager = Listing {
         core: ctx.core.clone(),
         who: ctx.who.clone(),
@@ -96,14 +109,15 @@ struct Listing {
 
 impl Pager for Listing {
     async fn page(&self, after: Option<Vec<u8>>) -> Result<(String, Option<Vec<u8>>), HttpError> {
+        let n = if self.html { PAGE_HTML } else { PAGE_TEXT };
         let page = self
             .core
-            .list(&self.who, self.dir.clone(), after, PAGE)
+            .list(&self.who, self.dir.clone(), after, n)
             .await?;
         let mut out = String::new();
         for e in &page {
             if self.html {
-                row(&mut out, &self.dir, e);
+                row(&mut out, e);
             } else {
                 out.push_str(&String::from_utf8_lossy(&e.name));
                 if e.is_dir() {
@@ -112,7 +126,7 @@ impl Pager for Listing {
                 out.push('\n');
             }
         }
-        let next = (page.len() == PAGE)
+        let next = (page.len() == n)
             .then(|| page.last().map(|e| e.name.clone()))
             .flatten();
         Ok((out, next))
@@ -158,15 +172,12 @@ fn page_head(dir: &NsPath) -> String {
     s
 }
 
-/// One entry's row: its name linking to it (a directory's with a `/`),
-/// its size in bytes (none for a directory), its modification time.
-fn row(out: &mut String, dir: &NsPath, e: &Inode) {
+/// One entry's row: its name linking to it (relative: the page is served
+/// at the directory's path with a `/`; a directory's with a `/`), its
+/// size in bytes (none for a directory), its modification time.
+fn row(out: &mut String, e: &Inode) {
     let name = String::from_utf8_lossy(&e.name);
-    let mut href = path::encode(dir.as_bytes());
-    if !href.ends_with('/') {
-        href.push('/');
-    }
-    href.push_str(&path::encode(&e.name).replace('/', "%2F"));
+    let href = format!("./{}", path::encode(&e.name).replace('/', "%2F"));
     let (slash, size) = if e.is_dir() {
         ("/", String::new())
     } else {
@@ -212,12 +223,9 @@ mod tests {
             ..Default::default()
         };
         let mut out = String::new();
-        row(&mut out, &dir, &e);
+        row(&mut out, &e);
         assert!(!out.contains("<script>"), "{out}");
-        assert!(
-            out.contains("href=\"/a%20b/%3Cc%3E/x%22%3Cscript%3E%26.root\""),
-            "{out}"
-        );
+        assert!(out.contains("href=\"./x%22%3Cscript%3E%26.root\""), "{out}");
         assert!(out.contains("x&quot;&lt;script&gt;&amp;.root"), "{out}");
         let head = page_head(&dir);
         assert!(

@@ -62,6 +62,13 @@ pub async fn small_body(req: crate::Req, method: &str) -> Result<Vec<u8>, HttpEr
 const PAGE: usize = 2048;
 const PAGE_WITH_DEAD: usize = 128;
 
+/// Entries per page in `dir`: a page's XML stays near 1 MiB however long
+/// the path every `href` repeats (percent-encoded, up to 3 bytes a byte).
+fn page_for(dir: &NsPath) -> usize {
+    let per_entry = 3 * dir.as_bytes().len() + 2048;
+    ((1 << 20) / per_entry).clamp(32, PAGE)
+}
+
 #[derive(PartialEq, Eq)]
 enum Depth {
     Zero,
@@ -121,7 +128,7 @@ pub async fn propfind(ctx: &Ctx, req: crate::Req) -> Result<Response<Body>, Http
             page: if wants_dead(&want) {
                 PAGE_WITH_DEAD
             } else {
-                PAGE
+                page_for(&p)
             },
             want,
         };

@@ -130,7 +130,10 @@ pub async fn receive(
             ));
         };
         let Some(frame) = next else { break };
-        let frame = frame.map_err(|e| HttpError::new(400, format!("upload interrupted: {e}")))?;
+        let frame = frame.map_err(|e| {
+            watch.forced(); // the client went mid-upload
+            HttpError::new(400, format!("upload interrupted: {e}"))
+        })?;
         if let Ok(data) = frame.into_data() {
             watch.wrote(data.len() as u64);
             if let Err(e) = up.append(data, Lease::default()).await {

@@ -14,8 +14,11 @@ use tessera_core::Expect;
 /// not checked.
 pub fn expected(h: &HeaderMap) -> Result<Expect, HttpError> {
     let mut e = Expect::default();
-    for v in h.get_all("digest").iter().filter_map(|v| v.to_str().ok()) {
-        merge(&mut e, super::announced(v), "Digest")?;
+    for v in h.get_all("digest").iter() {
+        let v = v
+            .to_str()
+            .map_err(|_| HttpError::new(400, "Digest: not ASCII"))?;
+        merge(&mut e, rfc3230(v)?, "Digest")?;
     }
     let encoded = h.contains_key("content-encoding");
     for (name, check) in [("repr-digest", true), ("content-digest", !encoded)] {
@@ -27,6 +30,29 @@ pub fn expected(h: &HeaderMap) -> Result<Expect, HttpError> {
                 .to_str()
                 .map_err(|_| HttpError::new(400, format!("{name}: not ASCII")))?;
             merge(&mut e, dictionary(name, v)?, name)?;
+        }
+    }
+    Ok(e)
+}
+
+/// A `Digest` header (RFC 3230): what [`super::announced`] reads, and an
+/// `adler32` or `crc32c` it cannot read refused (400) rather than not
+/// checked.
+fn rfc3230(v: &str) -> Result<Expect, HttpError> {
+    let e = super::announced(v);
+    for item in v.split(',') {
+        let (alg, val) = item.trim().split_once('=').unwrap_or((item.trim(), ""));
+        let alg = alg.trim().to_ascii_lowercase();
+        let missing = match alg.as_str() {
+            "adler32" => e.adler32.is_none(),
+            "crc32c" => e.crc32c.is_none(),
+            _ => false,
+        };
+        if missing {
+            return Err(HttpError::new(
+                400,
+                format!("Digest: {alg} must be 8 hex digits (crc32c also base64), got {val:?}"),
+            ));
         }
     }
     Ok(e)
@@ -142,6 +168,11 @@ mod tests {
             let r = expected(&headers(&[("repr-digest", v)]));
             assert_eq!(r.unwrap_err().status.as_u16(), 400, "{v}");
         }
+        for v in ["adler32=xyz", "crc32c=", "adler32"] {
+            let r = expected(&headers(&[("digest", v)]));
+            assert_eq!(r.unwrap_err().status.as_u16(), 400, "{v}");
+        }
+        assert!(expected(&headers(&[("digest", "md5=abc, sha-256=x")])).is_ok());
         let r = expected(&headers(&[
             ("digest", "adler32=00000001"),
             ("repr-digest", "adler=:AAAAAg==:"),

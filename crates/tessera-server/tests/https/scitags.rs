@@ -37,8 +37,31 @@ fn fireflies_for_http_xroot_and_third_party_copies() {
         .unwrap();
     let to = rx.local_addr().unwrap().to_string();
     let a = Env::start();
+    // flowd's named pipe, read as flowd reads it, line by line.
     let pipe = a.local("flowd");
-    std::fs::write(&pipe, b"").unwrap();
+    let ok = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "mkfifo");
+    let lines = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    {
+        // Read-write: the open does not wait for a writer.
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&pipe)
+            .unwrap();
+        let lines = std::sync::Arc::clone(&lines);
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for l in std::io::BufReader::new(f).lines().map_while(Result::ok) {
+                let mut all = lines.lock().unwrap();
+                all.push_str(&l);
+                all.push('\n');
+            }
+        });
+    }
     let p2 = pipe.clone();
     let b = Env::trusting(&a, move |c| {
         c.scitags.destinations = vec![to];
@@ -191,7 +214,7 @@ fn fireflies_for_http_xroot_and_third_party_copies() {
         (Some(5), Some(7))
     );
     // flowd's pipe: a start and an end line per flow.
-    let lines = std::fs::read_to_string(&pipe).unwrap();
+    let lines = lines.lock().unwrap().clone();
     let starts = lines
         .lines()
         .filter(|l| l.starts_with("start tcp "))

@@ -88,6 +88,15 @@ fn transfers_reach_a_collector_with_bytes_and_identities() {
         .args(["--nopbar", &url, back.to_str().unwrap()]);
     run_ok(&mut down, "xrdcp down");
     assert!(std::fs::read(&back).unwrap() == body);
+    // A client that goes with the file open (the Python bindings, the
+    // process ends without a close): a forced close.
+    let script = "import os, sys\nfrom XRootD import client\nf = client.File()\n\
+        st, _ = f.open(sys.argv[1])\nassert st.ok, st\nst, d = f.read(0, 1000)\n\
+        assert st.ok and len(d) == 1000, st\nos._exit(0)\n";
+    run_ok(
+        Command::new("/usr/bin/python3").args(["-c", script, &url]),
+        "python open and go",
+    );
     // curl with a token: PUT then GET.
     let tok = cli(
         &d,
@@ -181,8 +190,13 @@ fn transfers_reach_a_collector_with_bytes_and_identities() {
     assert_eq!(w["d_path"], "/data/mon/x.root");
     let r = x
         .iter()
-        .find(|r| r["write_open"] == false)
+        .find(|r| r["write_open"] == false && r["forced"] == false)
         .expect("the download's record");
+    let gone = x
+        .iter()
+        .find(|r| r["forced"] == true)
+        .expect("the forced close of the client that went");
+    assert_eq!(gone["read"], 1000);
     assert_eq!(
         (r["read"].as_u64(), r["filesize"].as_u64()),
         (Some(n), Some(n))

@@ -11,7 +11,8 @@ use crate::{data, run_ok, Daemon};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const OVERLAY: &str = "[srr]\nname = \"TESSERA-TEST\"\nhost = \"storage.example.org\"\n\
+const OVERLAY: &str =
+    "[srr]\nname = \"TESSERA-TEST\"\npublic = true\nhost = \"storage.example.org\"\n\
     quality = \"testing\"\nfile = \"/data/srr/space-report.json\"\ninterval = \"1h\"\n\
     [srr.shares.\"/data/atlas\"]\nname = \"ATLASDATADISK\"\nvos = [\"atlas\"]\n";
 
@@ -152,7 +153,7 @@ fn srr_is_served_written_and_valid() {
     );
     assert!(!out.contains("free"), "no free space in an SRR");
 
-    // Over HTTPS, anonymous (public by default): the same report.
+    // Over HTTPS, anonymous (public = true): the same report.
     let (body, code) = curl(&dm, dir, &[]);
     assert_eq!(code, "200", "{body}");
     std::fs::write(dir.join("https.json"), &body).unwrap();
@@ -179,7 +180,7 @@ fn srr_is_served_written_and_valid() {
 
     // Not public: anonymous requests get 401, a token the report.
     let dir2 = tempfile::tempdir().unwrap();
-    let dm = daemon(dir2.path(), "[srr]\npublic = false\n");
+    let dm = daemon(dir2.path(), "[srr]\n"); // public = false: the default
     let (body, code) = curl(&dm, dir2.path(), &[]);
     assert_eq!(code, "401", "{body}");
     let tok = crate::devd::cli(
