@@ -360,23 +360,23 @@ impl Core {
         .await
     }
 
-    /// The attributes of each of `paths` in one step (a listing's
-    /// entries: one trip to the blocking pool, not one per entry); a path
-    /// that cannot be read gets its error.
-    pub async fn xattr_list_each(
+    /// The attributes of the entries `children` (name, inode) of a
+    /// listing of `dir`, in one step: search permission on `dir` checked
+    /// once, each entry's token scope, no path resolved per entry.
+    pub async fn xattr_list_children(
         &self,
         who: &Identity,
         dir: NsPath,
-        paths: Vec<NsPath>,
+        children: Vec<(NsPath, u64)>,
     ) -> Result<Vec<Result<Vec<(Vec<u8>, Vec<u8>)>, CoreError>>, CoreError> {
         let w = who.clone();
         self.run("attr_ls", who, dir.display(), move |m| {
-            Ok(paths
+            let inos: Vec<u64> = children.iter().map(|c| c.1).collect();
+            let all = m.xattr_list_children(&w, &dir, &inos)?;
+            Ok(children
                 .iter()
-                .map(|p| {
-                    crate::scopes::look(&w, p)?;
-                    Ok(m.xattr_list(&w, p)?)
-                })
+                .zip(all)
+                .map(|((p, _), a)| Ok(crate::scopes::look(&w, p).map(|()| a)?))
                 .collect())
         })
         .await

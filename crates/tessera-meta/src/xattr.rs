@@ -202,3 +202,42 @@ fn xattr_permission(who: &Identity, i: &Inode, name: &[u8]) -> Result<(), MetaEr
     }
     Ok(())
 }
+
+impl MetaStore {
+    /// The attributes of each of `children` (inodes of a listing of the
+    /// directory `dir`), for `who`: search permission on `dir` and above
+    /// checked once, then one iterator seeks each inode's attributes (a
+    /// listing's dead properties: no path resolved per entry).
+    pub fn xattr_list_children(
+        &self,
+        who: &Identity,
+        dir: &NsPath,
+        children: &[u64],
+    ) -> Result<Vec<crate::Xattrs>, MetaError> {
+        let d = self.resolve_read(who, dir)?;
+        if !d.is_dir() {
+            return Err(MetaError::NotADirectory(dir.display()));
+        }
+        crate::perm::search_up(&self.reader(), who, d.ino)?;
+        let h = self.db.cf_handle(CF_XATTR).expect("cf exists");
+        let mut it = self.db.raw_iterator_cf(h);
+        let mut out = Vec::with_capacity(children.len());
+        for &ino in children {
+            let prefix = ino_key(ino);
+            let mut attrs = Vec::new();
+            it.seek(prefix);
+            while let (Some(k), Some(v)) = (it.key(), it.value()) {
+                if !k.starts_with(&prefix) {
+                    break;
+                }
+                let (_, name) =
+                    split_prefixed(k).ok_or_else(|| crate::error::corrupt("xattr", "key"))?;
+                attrs.push((name.to_vec(), decode_xattr(v)?));
+                it.next();
+            }
+            it.status()?;
+            out.push(attrs);
+        }
+        Ok(out)
+    }
+}

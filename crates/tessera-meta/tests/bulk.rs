@@ -51,3 +51,34 @@ fn many_files_in_batches() {
     assert_eq!(m.stat(&root, &p("/big")).unwrap().nchildren, n);
     assert_clean(&m);
 }
+
+/// A listing's attributes by inode: each entry's own, none for an entry
+/// without; refused to whoever may not search the directory.
+#[test]
+fn attributes_of_a_listing() {
+    let (_d, m, root) = fresh();
+    m.mkdir(&p("/d"), &root, 0o755, false).unwrap();
+    let names = (0..3).map(|i| format!("f{i}").into_bytes());
+    m.create_many(&p("/d"), (1000, 100, 0o644), names, 10)
+        .unwrap();
+    m.xattr_set(&p("/d/f1"), &root, b"user.dav.x", b"one")
+        .unwrap();
+    m.xattr_set(&p("/d/f2"), &root, b"user.a", b"2").unwrap();
+    m.xattr_set(&p("/d/f2"), &root, b"user.b", b"3").unwrap();
+    let page = m.list(&root, &p("/d"), None, 10).unwrap();
+    let inos: Vec<u64> = page.iter().map(|i| i.ino).collect();
+    let all = m.xattr_list_children(&root, &p("/d"), &inos).unwrap();
+    assert_eq!(all[0], vec![]);
+    assert_eq!(all[1], vec![(b"user.dav.x".to_vec(), b"one".to_vec())]);
+    assert_eq!(all[2].len(), 2);
+    let mode = SetAttr {
+        mode: Some(0o700),
+        ..Default::default()
+    };
+    m.setattr(&p("/d"), &root, mode).unwrap();
+    refused(
+        m.xattr_list_children(&bob(), &p("/d"), &inos),
+        "no search",
+        ErrorKind::PermissionDenied,
+    );
+}

@@ -60,15 +60,16 @@ pub async fn of(ctx: &Ctx, p: &NsPath) -> Result<Vec<(PropName, String)>, HttpEr
     Ok(props_of(ctx.core.xattr_list(&ctx.who, p.clone()).await?))
 }
 
-/// The dead properties of each entry of a listing of `dir` (one core call
-/// for all of them; an entry that cannot be read has none).
+/// The dead properties of each entry (path, inode) of a listing of `dir`
+/// (one core call for all of them; an entry that cannot be read has
+/// none).
 pub async fn of_each(
     core: &tessera_core::Core,
     who: &tessera_types::Identity,
     dir: &NsPath,
-    paths: Vec<NsPath>,
+    children: Vec<(NsPath, u64)>,
 ) -> Result<Vec<Vec<(PropName, String)>>, HttpError> {
-    let all = core.xattr_list_each(who, dir.clone(), paths).await?;
+    let all = core.xattr_list_children(who, dir.clone(), children).await?;
     Ok(all
         .into_iter()
         .map(|r| r.map(props_of).unwrap_or_default())

@@ -166,7 +166,8 @@ impl super::dirpages::Pager for Lister {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| HttpError::new(500, e.to_string()))?;
         let dead = if wants_dead(&self.want) {
-            super::deadprops::of_each(&self.core, &self.who, &self.dir, children.clone()).await?
+            let each = children.iter().cloned().zip(page.iter().map(|e| e.ino));
+            super::deadprops::of_each(&self.core, &self.who, &self.dir, each.collect()).await?
         } else {
             vec![Vec::new(); children.len()]
         };
@@ -196,29 +197,57 @@ const PROPS: &[(&str, &str)] = &[
 ];
 
 /// Property `(ns, local)` of `i` at `p`, written out; `None`: not one we have.
-fn value(ns: &str, local: &str, p: &NsPath, i: &Inode) -> Option<String> {
+/// Append live property `(ns, local)` of `i` (at `p`) to `out`; false
+/// (nothing appended) when it is not one of ours. Written in place: a
+/// listing writes a million of them.
+fn value_into(out: &mut String, ns: &str, local: &str, p: &NsPath, i: &Inode) -> bool {
+    use std::fmt::Write;
     let prefix = match ns {
         "DAV:" => "D",
         "LCGDM:" => "L",
-        _ => return None,
+        _ => return false,
     };
-    let v = match (ns, local) {
-        ("DAV:", "displayname") => escape(&String::from_utf8_lossy(p.name().unwrap_or(b"/"))),
-        ("DAV:", "getcontentlength") => (if i.is_dir() { 0 } else { i.size }).to_string(),
-        ("DAV:", "getlastmodified") => http_date(secs(i.mtime_ns)),
-        ("DAV:", "creationdate") => iso8601(secs(i.ctime_ns)),
-        ("DAV:", "getetag") => escape(&super::etag(i)),
-        ("DAV:", "resourcetype") if i.is_dir() => "<D:collection/>".into(),
-        ("DAV:", "resourcetype") => return Some("<D:resourcetype/>".into()),
+    if (ns, local) == ("DAV:", "resourcetype") && !i.is_dir() {
+        out.push_str("<D:resourcetype/>");
+        return true;
+    }
+    let known = matches!(
+        (ns, local),
+        (
+            "DAV:",
+            "displayname" | "getcontentlength" | "getlastmodified" | "creationdate"
+        ) | ("DAV:", "getetag" | "resourcetype")
+            | ("LCGDM:", "mode" | "owner" | "group")
+    );
+    if !known {
+        return false;
+    }
+    let _ = write!(out, "<{prefix}:{local}>");
+    let _ = match (ns, local) {
+        ("DAV:", "displayname") => {
+            out.push_str(&escape(&String::from_utf8_lossy(p.name().unwrap_or(b"/"))));
+            Ok(())
+        }
+        ("DAV:", "getcontentlength") => write!(out, "{}", if i.is_dir() { 0 } else { i.size }),
+        ("DAV:", "getlastmodified") => write!(out, "{}", http_date(secs(i.mtime_ns))),
+        ("DAV:", "creationdate") => write!(out, "{}", iso8601(secs(i.ctime_ns))),
+        ("DAV:", "getetag") => {
+            out.push_str(&escape(&super::etag(i)));
+            Ok(())
+        }
+        ("DAV:", "resourcetype") => {
+            out.push_str("<D:collection/>");
+            Ok(())
+        }
         ("LCGDM:", "mode") => {
             let kind = if i.is_dir() { 0o040000 } else { 0o100000 };
-            format!("{:o}", kind | (i.mode & 0o7777))
+            write!(out, "{:o}", kind | (i.mode & 0o7777))
         }
-        ("LCGDM:", "owner") => i.uid.to_string(),
-        ("LCGDM:", "group") => i.gid.to_string(),
-        _ => return None,
+        ("LCGDM:", "owner") => write!(out, "{}", i.uid),
+        _ => write!(out, "{}", i.gid),
     };
-    Some(format!("<{prefix}:{local}>{v}</{prefix}:{local}>"))
+    let _ = write!(out, "</{prefix}:{local}>");
+    true
 }
 
 /// An empty element naming property `(ns, local)`.
@@ -255,11 +284,11 @@ fn entry(xml: &mut String, p: &NsPath, i: &Inode, want: &Propfind, dead: &[(Prop
     if i.is_dir() && !href.ends_with('/') {
         href.push('/');
     }
-    let (mut found, mut missing) = (String::new(), String::new());
+    let (mut found, mut missing) = (String::with_capacity(512), String::new());
     match want {
         Propfind::AllProp => {
             for (ns, local) in PROPS {
-                found.extend(value(ns, local, p, i));
+                value_into(&mut found, ns, local, p, i);
             }
             for (n, v) in dead {
                 found.push_str(&dead_value(n, v));
@@ -279,22 +308,22 @@ fn entry(xml: &mut String, p: &NsPath, i: &Inode, want: &Propfind, dead: &[(Prop
                 .map(|n: &PropName| (n.0.as_str(), n.1.as_str()))
             {
                 let stored = || dead.iter().find(|(n, _)| n.0 == ns && n.1 == local);
-                match value(ns, local, p, i) {
-                    Some(v) => found.push_str(&v),
-                    None => match stored() {
+                if !value_into(&mut found, ns, local, p, i) {
+                    match stored() {
                         Some((n, v)) => found.push_str(&dead_value(n, v)),
                         None => missing.push_str(&named(ns, local)),
-                    },
+                    }
                 }
             }
         }
     }
-    xml.push_str(&format!("<D:response><D:href>{href}</D:href>"));
+    xml.push_str("<D:response><D:href>");
+    xml.push_str(&href);
     // The 200 propstat comes first, also when empty: davix keeps the
     // properties of a response's propstats with a status below 400.
-    xml.push_str(&format!(
-        "<D:propstat><D:prop>{found}</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>"
-    ));
+    xml.push_str("</D:href><D:propstat><D:prop>");
+    xml.push_str(&found);
+    xml.push_str("</D:prop><D:status>HTTP/1.1 200 OK</D:status></D:propstat>");
     if !missing.is_empty() {
         xml.push_str(&format!(
             "<D:propstat><D:prop>{missing}</D:prop>\
