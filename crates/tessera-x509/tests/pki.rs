@@ -13,7 +13,10 @@ fn pki() -> PathBuf {
 
 fn make() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tessera-pki-x509-{}", std::process::id()));
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/pki/make.sh");
+    // Read when the test runs (cargo sets it): a binary cached from a
+    // checkout at another path (a shared build cache) must not look there.
+    let root = std::env::var("CARGO_MANIFEST_DIR").expect("run by cargo");
+    let script = Path::new(&root).join("../../tests/pki/make.sh");
     let st = std::process::Command::new("bash")
         .arg(&script)
         .arg(&dir)
