@@ -55,17 +55,18 @@ impl Ctx {
 
     fn mon_open(&self, app: &str, path: &NsPath, size: u64, write: bool) -> Option<MonFile> {
         let mon = self.cfg.monitor.as_ref()?;
-        let key = format!("{}\n{app}", self.who.limit_key());
-        let user = self.mon.get(mon, &key, "https", || {
-            let host = monitor::host_of(self.peer.ip());
-            monitor::Client {
-                user: self.who.name.clone(),
-                pid: u32::from(self.peer.port()),
-                info: monitor::client_info(&self.who, &host, app, self.peer.is_ipv6()),
-                host,
-            }
-        });
-        Some(user.open(&path.display(), size, write))
+        let peer = monitor::Peer {
+            prot: "https",
+            login: &self.who.name,
+            pid: u32::from(self.peer.port()),
+            addr: self.peer,
+            app,
+        };
+        let what = (path.display(), size, write);
+        Some(
+            self.mon
+                .open(mon, &self.who, peer, (&what.0, what.1, what.2)),
+        )
     }
 }
 

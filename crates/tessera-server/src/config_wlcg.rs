@@ -86,9 +86,7 @@ impl Srr {
     ) -> anyhow::Result<tessera_wlcg::srr::Settings> {
         let host = match &self.host {
             Some(h) => h.clone(),
-            None => std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .map(|h| h.trim().to_string())
-                .unwrap_or_else(|_| "localhost".into()),
+            None => hostname().unwrap_or_else(|| "localhost".into()),
         };
         let name = self.name.clone().unwrap_or_else(|| host.clone());
         if let Some(q) = &self.quality {
@@ -186,19 +184,8 @@ impl Monitoring {
         &self,
         xrootd_port: u16,
     ) -> anyhow::Result<Option<std::sync::Arc<tessera_wlcg::monitor::Monitor>>> {
-        use std::net::ToSocketAddrs;
-        let mut dests = Vec::new();
-        for d in &self.destinations {
-            let a = d
-                .to_socket_addrs()
-                .map_err(|e| anyhow::anyhow!("[monitoring] destination {d:?}: {e}"))?
-                .next()
-                .ok_or_else(|| anyhow::anyhow!("[monitoring] destination {d:?}: no address"))?;
-            dests.push(a);
-        }
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_string())
-            .unwrap_or_else(|_| "localhost".into());
+        let dests = resolve("monitoring", &self.destinations, None)?;
+        let host = hostname().unwrap_or_else(|| "localhost".into());
         let s = tessera_wlcg::monitor::Settings {
             destinations: dests,
             fstat: std::time::Duration::from_secs(self.fstat_secs.max(1)),
@@ -230,33 +217,68 @@ impl Scitags {
     pub fn fireflies(
         &self,
     ) -> anyhow::Result<Option<std::sync::Arc<tessera_wlcg::scitags::Fireflies>>> {
-        use std::net::ToSocketAddrs;
-        let mut dests = Vec::new();
-        for d in &self.destinations {
-            let with_port = if d
-                .rsplit_once(':')
-                .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-                && !d.ends_with(']')
-            {
-                d.clone()
-            } else {
-                format!("{d}:10514")
-            };
-            let a = with_port
-                .to_socket_addrs()
-                .map_err(|e| anyhow::anyhow!("[scitags] destination {d:?}: {e}"))?
-                .next()
-                .ok_or_else(|| anyhow::anyhow!("[scitags] destination {d:?}: no address"))?;
-            dests.push(a);
-        }
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_string())
-            .unwrap_or_default();
+        let dests = resolve("scitags", &self.destinations, Some(10514))?;
+        let host = hostname().unwrap_or_default();
         let s = tessera_wlcg::scitags::Settings {
             destinations: dests,
             flowd: self.flowd.clone(),
             host,
         };
         Ok(tessera_wlcg::scitags::Fireflies::new(s)?)
+    }
+}
+
+/// This machine's host name, as the kernel has it.
+fn hostname() -> Option<String> {
+    let h = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+    Some(h.trim().to_string()).filter(|h| !h.is_empty())
+}
+
+/// `host:port` destinations (`host`, an address, `[v6]:port`; the port
+/// `default` when none is said) resolved now, for the table `what`.
+fn resolve(
+    what: &str,
+    dests: &[String],
+    default: Option<u16>,
+) -> anyhow::Result<Vec<std::net::SocketAddr>> {
+    use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+    let mut out = Vec::new();
+    for d in dests {
+        let bad = |why: String| anyhow::anyhow!("[{what}] destination {d:?}: {why}");
+        let addr = if let Ok(a) = d.parse::<SocketAddr>() {
+            a
+        } else if let (Ok(ip), Some(port)) = (d.parse::<IpAddr>(), default) {
+            SocketAddr::new(ip, port)
+        } else {
+            let named = match (d.rsplit_once(':'), default) {
+                (Some((_, p)), _) if p.parse::<u16>().is_ok() => d.clone(),
+                (_, Some(port)) => format!("{d}:{port}"),
+                (_, None) => return Err(bad("host:port, the port said".into())),
+            };
+            named
+                .to_socket_addrs()
+                .map_err(|e| bad(e.to_string()))?
+                .next()
+                .ok_or_else(|| bad("no address".into()))?
+        };
+        out.push(addr);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn destinations() {
+        let r = |d: &str, p| super::resolve("t", &[d.to_string()], p).map(|v| v[0].to_string());
+        assert_eq!(r("127.0.0.1:9930", None).unwrap(), "127.0.0.1:9930");
+        assert_eq!(r("127.0.0.1", Some(10514)).unwrap(), "127.0.0.1:10514");
+        assert_eq!(r("::1", Some(10514)).unwrap(), "[::1]:10514");
+        assert_eq!(r("[::1]:7", None).unwrap(), "[::1]:7");
+        assert_eq!(
+            r("localhost:9", None).unwrap().rsplit(':').next(),
+            Some("9")
+        );
+        assert!(r("127.0.0.1", None).is_err(), "monitoring needs the port");
     }
 }

@@ -222,7 +222,43 @@ pub struct Users(std::sync::Mutex<std::collections::HashMap<String, Arc<MonUser>
 /// See [`Users`].
 pub const USERS_PER_CONNECTION: usize = 16;
 
+/// What a front-end knows of the client of a transfer.
+pub struct Peer<'a> {
+    /// `xroot` or `https`.
+    pub prot: &'static str,
+    /// The name it logged in with (XRootD's login; HTTPS: the identity's).
+    pub login: &'a str,
+    /// Its process id (XRootD's login; HTTPS: the connection's port).
+    pub pid: u32,
+    pub addr: std::net::SocketAddr,
+    /// Its application (`xrd.appname`, the User-Agent's product).
+    pub app: &'a str,
+}
+
 impl Users {
+    /// A transfer of `path` by `who` from `peer`, under the user that
+    /// identity (and application) is on this connection (announced when
+    /// first seen).
+    pub fn open(
+        &self,
+        mon: &Arc<Monitor>,
+        who: &tessera_types::Identity,
+        peer: Peer<'_>,
+        (path, size, write): (&str, u64, bool),
+    ) -> MonFile {
+        let key = format!("{}\n{}", who.limit_key(), peer.app);
+        let user = self.get(mon, &key, peer.prot, || {
+            let host = host_of(peer.addr.ip());
+            Client {
+                user: peer.login.to_string(),
+                pid: peer.pid,
+                info: client_info(who, &host, peer.app, peer.addr.is_ipv6()),
+                host,
+            }
+        });
+        user.open(path, size, write)
+    }
+
     /// The user `key` names, announced (`u`) when first seen.
     pub fn get(
         &self,

@@ -62,17 +62,19 @@ impl Session {
     /// is off: nothing is made then).
     fn mon_open(&self, who: &Identity, path: &NsPath, size: u64, write: bool) -> Option<MonFile> {
         let mon = self.cfg.monitor.as_ref()?;
-        let user = self.mon_users.get(mon, &who.limit_key(), "xroot", || {
-            let (name, pid) = self.login_hint.get().cloned().unwrap_or_default();
-            let host = monitor::host_of(self.peer.ip());
-            monitor::Client {
-                user: name,
-                pid,
-                info: monitor::client_info(who, &host, self.app(), self.peer.is_ipv6()),
-                host,
-            }
-        });
-        Some(user.open(&path.display(), size, write))
+        let (login, pid) = self.login_hint.get().cloned().unwrap_or_default();
+        let peer = monitor::Peer {
+            prot: "xroot",
+            login: &login,
+            pid,
+            addr: self.peer,
+            app: self.app(),
+        };
+        let what = (path.display(), size, write);
+        Some(
+            self.mon_users
+                .open(mon, who, peer, (&what.0, what.1, what.2)),
+        )
     }
 
     /// The files still open when the client goes: forced closes.
