@@ -125,3 +125,62 @@ fn stalled_https_responses_hold_only_their_shares_and_are_given_up() {
         let _ = c.wait();
     }
 }
+
+/// Issue 40: listings of a large directory that their clients read at
+/// 1 KiB/s (PROPFIND and the browser page, anonymous) hold at most a
+/// page or two each, under the identity's share; others work meanwhile;
+/// after the send timeout they are given up, their memory with them.
+#[test]
+fn slow_listings_hold_only_their_shares_and_are_given_up() {
+    let p = Proc::start_prepared(settings(), |data| {
+        let opts = tessera_meta::MetaOptions {
+            durability: tessera_meta::Durability::Buffered,
+            ..Default::default()
+        };
+        let m = tessera_meta::MetaStore::open(&data.join("meta"), opts).unwrap();
+        let big = tessera_types::NsPath::parse("/data/big").unwrap();
+        m.mkdir(&big, &tessera_types::Identity::root("t"), 0o755, true)
+            .unwrap();
+        let names = (0..200_000).map(|i| format!("entry-{i:07}.root").into_bytes());
+        m.create_many(&big, (1000, 1000, 0o644), names, 50_000)
+            .unwrap();
+    });
+    let url = format!("{}/data/big/", p.https);
+    let slow = |html: bool| {
+        let mut c = p.cmd("curl");
+        c.args(["-sS", "--limit-rate", "1K", "--cacert"]).arg(&p.ca);
+        if html {
+            c.args(["-H", "Accept: text/html"]);
+        } else {
+            c.args(["-X", "PROPFIND", "-H", "Depth: 1"]);
+        }
+        c.args(["-o", "/dev/null", &url])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut clients: Vec<Child> = (0..32).map(|i| slow(i % 4 == 0)).collect();
+    let mut most = 0;
+    for _ in 0..15 {
+        most = most.max(in_use(&p));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    eprintln!("slow listings held at most {} KiB", most >> 10);
+    assert!(most > MIB, "the listings took some memory ({most})");
+    assert!(
+        most <= PER_IDENTITY + 8 * MIB,
+        "slow listings held {} MiB",
+        most / MIB
+    );
+    crate::exhaust::normal_clients_work(&p, "slow-listings");
+    assert!(
+        p.wait_for(Duration::from_secs(20), || in_use(&p) < 2 * MIB),
+        "still held: {}",
+        in_use(&p)
+    );
+    for c in &mut clients {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}

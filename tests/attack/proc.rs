@@ -26,7 +26,25 @@ impl Proc {
     /// Start `tesserad serve --dev` with `settings` (TOML) over the dev
     /// default, under a descriptor limit of `nofile` when given.
     pub fn start(nofile: Option<u64>, settings: &str) -> Proc {
-        let dir = tempfile::tempdir().expect("tmp");
+        Proc::start_in(tempfile::tempdir().expect("tmp"), nofile, settings)
+    }
+
+    /// [`Proc::start`] over a namespace prepared first: a dev server is
+    /// started once in a new directory (its namespace made) and stopped,
+    /// then `prepare` gets the data directory, then the server starts
+    /// again on it.
+    pub fn start_prepared(settings: &str, prepare: impl FnOnce(&std::path::Path)) -> Proc {
+        let mut first = Proc::start(None, settings);
+        let _ = Command::new("kill")
+            .args(["-TERM", &first.child.id().to_string()])
+            .status();
+        let _ = first.child.wait();
+        let dir = std::mem::replace(&mut first.dir, tempfile::tempdir().expect("tmp"));
+        prepare(&dir.path().join("data"));
+        Proc::start_in(dir, None, settings)
+    }
+
+    fn start_in(dir: tempfile::TempDir, nofile: Option<u64>, settings: &str) -> Proc {
         let over = dir.path().join("dev.toml");
         std::fs::write(&over, settings).unwrap();
         let bin = env!("CARGO_BIN_EXE_tesserad");
