@@ -138,7 +138,7 @@ impl Monitor {
     }
 
     fn record(&self, r: Record) {
-        let mut b = self.fbuf.lock().unwrap_or_else(|e| e.into_inner());
+        let mut b = tessera_core::lock(&self.fbuf);
         let before = b.records.len();
         r.encode(&mut b.records);
         if b.n == 0 {
@@ -168,7 +168,7 @@ impl Monitor {
 
     /// Send the `f` records made since the last flush.
     pub fn flush(&self) {
-        let mut b = self.fbuf.lock().unwrap_or_else(|e| e.into_inner());
+        let mut b = tessera_core::lock(&self.fbuf);
         self.flush_locked(&mut b);
     }
 
@@ -267,7 +267,7 @@ impl Users {
         prot: &str,
         client: impl FnOnce() -> Client,
     ) -> Arc<MonUser> {
-        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut m = tessera_core::lock(&self.0);
         if let Some(u) = m.get(key) {
             return Arc::clone(u);
         }

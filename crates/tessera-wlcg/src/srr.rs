@@ -257,10 +257,8 @@ impl Reporter {
                     // NSS may ask a directory service: off the runtime.
                     let gid = self.core.stat(&root, n.path.clone()).await?.gid;
                     let name = Arc::clone(&self.settings.group_name);
-                    tokio::task::spawn_blocking(move || name(gid))
-                        .await
-                        .ok()
-                        .flatten()
+                    tessera_core::blocking(move || name(gid))
+                        .await?
                         .into_iter()
                         .collect()
                 }
@@ -291,12 +289,11 @@ impl Reporter {
         let root = Identity::root("srr");
         self.core.make_parents(&root, f).await?;
         let (core, p, bytes) = (self.core.clone(), f.clone(), json.to_vec());
-        tokio::task::spawn_blocking(move || {
+        tessera_core::blocking(move || {
             let mut ws = core.open_write(&root, &p, 0o644, true, bytes.len() as u64)?;
             ws.write(&bytes)?;
             ws.close().map(drop)
         })
-        .await
-        .map_err(|e| CoreError::Invalid(format!("SRR write: {e}")))?
+        .await?
     }
 }

@@ -29,17 +29,8 @@ const POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src 'no
 /// Whether the client wants HTML: `text/html` accepted with a weight
 /// above zero (a browser's `Accept`; tools send `*/*` and get text).
 pub fn wants_html(h: &hyper::HeaderMap) -> bool {
-    header(h, "accept").is_some_and(|v| {
-        v.split(',').any(|item| {
-            let mut parts = item.split(';');
-            let ty = parts.next().unwrap_or("").trim();
-            let q = parts
-                .filter_map(|p| p.trim().strip_prefix("q="))
-                .find_map(|q| q.trim().parse::<f32>().ok())
-                .unwrap_or(1.0);
-            ty.eq_ignore_ascii_case("text/html") && q > 0.0
-        })
-    })
+    // The same weighing as the digests' `Want-*` lists (q=0 excluded).
+    header(h, "accept").is_some_and(|v| super::wanted(v).iter().any(|t| t == "text/html"))
 }
 
 pub async fn listing(

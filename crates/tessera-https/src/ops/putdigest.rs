@@ -102,7 +102,7 @@ pub fn dictionary(name: &str, v: &str) -> Result<Expect, HttpError> {
             .trim()
             .strip_prefix(':')
             .and_then(|s| s.strip_suffix(':'))
-            .and_then(unbase64)
+            .and_then(super::unbase64)
             .and_then(|b| <[u8; 4]>::try_from(b).ok())
             .ok_or_else(|| {
                 HttpError::new(
@@ -113,11 +113,6 @@ pub fn dictionary(name: &str, v: &str) -> Result<Expect, HttpError> {
         *slot = Some(u32::from_be_bytes(bytes));
     }
     Ok(e)
-}
-
-fn unbase64(s: &str) -> Option<Vec<u8>> {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.decode(s).ok()
 }
 
 /// A write the announced digest did not match: 422, the reason said,
